@@ -1,0 +1,62 @@
+public import X509
+import SwiftASN1
+import Crypto
+
+extension Certificate {
+    /// The exact SubjectPublicKeyInfo DER of this certificate, as it appears in the TBSCertificate.
+    ///
+    /// `publicKey.subjectPublicKeyInfoBytes` in swift-certificates is only the BIT STRING contents, not the
+    /// SubjectPublicKeyInfo, so pins computed over it would not match anyone else's. We walk the
+    /// TBSCertificate instead, so the bytes are the ones the CA signed (algorithm parameters included).
+    public var subjectPublicKeyInfoDER: [UInt8] {
+        if let bytes = Self.spkiBytes(fromTBS: self.tbsCertificateBytes) {
+            return bytes
+        }
+        // The certificate parsed, so its TBS is well formed and the walk above cannot fail; re-serializing
+        // the parsed key is the same encoding for every key type swift-certificates accepts.
+        var serializer = DER.Serializer()
+        do {
+            try serializer.serialize(self.publicKey)
+        } catch {
+            return []
+        }
+        return serializer.serializedBytes
+    }
+
+    /// TBSCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer, validity, subject,
+    /// subjectPublicKeyInfo, ... }
+    static func spkiBytes(fromTBS tbs: ArraySlice<UInt8>) -> [UInt8]? {
+        let root: ASN1Node
+        do {
+            root = try DER.parse(tbs)
+        } catch {
+            return nil
+        }
+        guard case .constructed(let children) = root.content else {
+            return nil
+        }
+        var iterator = children.makeIterator()
+        guard var node = iterator.next() else { return nil }
+        if node.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) {
+            guard let next = iterator.next() else { return nil }
+            node = next
+        }
+        // node is serialNumber; skip signature, issuer, validity, subject.
+        for _ in 0..<4 {
+            guard iterator.next() != nil else { return nil }
+        }
+        guard let spki = iterator.next(), spki.identifier == .sequence else { return nil }
+        return Array(spki.encodedBytes)
+    }
+
+    /// The certificate's DER encoding.
+    public var derBytes: [UInt8] {
+        var serializer = DER.Serializer()
+        do {
+            try serializer.serialize(self)
+        } catch {
+            return []
+        }
+        return serializer.serializedBytes
+    }
+}

@@ -1,0 +1,95 @@
+public import X509
+import Crypto
+import Foundation
+
+/// An SPKI SHA-256 pin: the SHA-256 digest of a certificate's exact SubjectPublicKeyInfo DER.
+///
+/// Its text form is `sha256/BASE64` (as OkHttp, TrustKit and HPKP write it). A pin survives certificate
+/// renewal as long as the key is kept, which is why public-key pinning is the recommended mode.
+///
+/// ```swift
+/// let pin = try Pin("sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=")
+/// let served = Pin(spkiOf: certificate)
+/// ```
+public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 32-byte SHA-256 digest of the SubjectPublicKeyInfo DER.
+    public let sha256: [UInt8]
+
+    /// A pin from its text form: `sha256/BASE64` or bare BASE64, decoding to exactly 32 bytes.
+    ///
+    /// - Throws: ``PinError`` when the text is not such a pin (another algorithm prefix, bad base64, a digest
+    ///   that is not 32 bytes long).
+    public init(_ text: String) throws(PinError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let body: String
+        if trimmed.lowercased().hasPrefix("sha256/") {
+            body = String(trimmed.dropFirst("sha256/".count))
+        } else if let slash = trimmed.firstIndex(of: "/"), Self.looksLikeAlgorithmName(trimmed[..<slash]),
+            Self.decode(trimmed)?.count != 32
+        {
+            // "sha1/…" and friends. Base64 text may itself contain "/", so a prefix is taken as an algorithm
+            // name only when the whole text is not already a valid bare pin.
+            throw PinError(
+                text: text,
+                problem: "unsupported pin algorithm \"\(trimmed[..<slash])\"; only sha256/ pins are accepted"
+            )
+        } else {
+            body = trimmed
+        }
+        guard !body.isEmpty else {
+            throw PinError(text: text, problem: "the pin is empty")
+        }
+        guard let digest = Self.decode(body) else {
+            throw PinError(text: text, problem: "the pin is not valid base64")
+        }
+        guard digest.count == 32 else {
+            throw PinError(text: text, problem: "a SHA-256 pin is 32 bytes, this one decodes to \(digest.count)")
+        }
+        self.sha256 = digest
+    }
+
+    private static func decode(_ base64: String) -> [UInt8]? {
+        Data(base64Encoded: base64).map { Array($0) }
+    }
+
+    private static func looksLikeAlgorithmName(_ prefix: Substring) -> Bool {
+        prefix.count <= 10 && (prefix.first?.isLetter ?? false)
+            && prefix.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+    }
+
+    /// A pin from a 32-byte SHA-256 digest of a SubjectPublicKeyInfo.
+    public init(sha256Digest: [UInt8]) throws(PinError) {
+        guard sha256Digest.count == 32 else {
+            throw PinError(text: "\(sha256Digest.count) bytes", problem: "a SHA-256 pin is 32 bytes")
+        }
+        self.sha256 = sha256Digest
+    }
+
+    /// The pin of a SubjectPublicKeyInfo given as its exact DER bytes.
+    public init(subjectPublicKeyInfoDER der: some Sequence<UInt8>) {
+        self.sha256 = Array(SHA256.hash(data: Array(der)))
+    }
+
+    /// The pin of a certificate's public key: SHA-256 over the exact SubjectPublicKeyInfo DER in the certificate.
+    public init(spkiOf certificate: Certificate) {
+        self.init(subjectPublicKeyInfoDER: certificate.subjectPublicKeyInfoDER)
+    }
+
+    /// The base64 of the digest, without the `sha256/` prefix.
+    public var base64: String { Data(self.sha256).base64EncodedString() }
+
+    /// `sha256/BASE64`.
+    public var description: String { "sha256/" + self.base64 }
+
+    public static func < (lhs: Pin, rhs: Pin) -> Bool { lhs.sha256.lexicographicallyPrecedes(rhs.sha256) }
+}
+
+/// A pin string that is not an SPKI SHA-256 pin.
+public struct PinError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The text that was given.
+    public var text: String
+    /// What is wrong with it.
+    public var problem: String
+
+    public var description: String { "invalid pin \"\(self.text)\": \(self.problem)" }
+}

@@ -61,6 +61,7 @@ let package = Package(
             dependencies: [
                 "Pinning",
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,212 @@
+import Foundation
+@_spi(DisableValidityCheck) import X509
+import SwiftASN1
+
+/// The stages a candidate path goes through, in the order they are checked. A later stage means the path got
+/// further, so when every candidate fails, the failure of the candidate that got furthest explains the verdict.
+enum Stage: Int, Comparable, Sendable {
+    case depth = 0
+    case validity
+    case constraints
+    case keyUsage
+    case extendedKeyUsage
+    case hostname
+    case pins
+
+    static func < (lhs: Stage, rhs: Stage) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Why one candidate path was refused.
+struct CandidateFailure: Sendable {
+    var stage: Stage
+    /// The candidate path, leaf first, ending at a trust anchor.
+    var path: [Certificate]
+    /// Which certificate of `path` failed, when one did.
+    var certificateIndex: Int?
+    var problem: String
+    /// For hostname failures: the names the leaf carries.
+    var presentedNames: [String] = []
+}
+
+/// Collects candidate failures during one path-building run. Path building calls the policy serially, but the
+/// policy must be `Sendable`, so the log is a locked reference shared by the policy's copies.
+final class CandidateLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failures: [CandidateFailure] = []
+
+    func record(_ failure: CandidateFailure) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        // Bounded: a hostile chain cannot make us keep an unbounded list of explanations.
+        if self.failures.count < 64 { self.failures.append(failure) }
+    }
+
+    /// The failure of the candidate that got furthest; the first such one on ties.
+    var furthest: CandidateFailure? {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        var best: CandidateFailure?
+        for failure in self.failures where best.map({ failure.stage > $0.stage }) ?? true {
+            best = failure
+        }
+        return best
+    }
+
+    var isEmpty: Bool {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.failures.isEmpty
+    }
+}
+
+/// The one policy every candidate path must meet, checked top to bottom, returning at the first failure:
+/// depth, validity, RFC 5280 constraints, key usage, extended key usage, the peer name, then pins.
+///
+/// Pins are a stage of path building, not a check after it: a pin can only ever match a certificate of a path
+/// that met every other rule, and path building keeps looking (for example through a cross-signed
+/// intermediate) until some valid path carries a pin. A peer that appends a pinned certificate its leaf does
+/// not chain through gains nothing.
+struct ChainPolicy: VerifierPolicy {
+    var verifyingCriticalExtensions: [ASN1ObjectIdentifier] { Self.handledCriticalExtensions }
+
+    var validationTime: Date
+    var purpose: TrustPurpose
+    var peerName: PeerName?
+    var pins: PinRequirement?
+    var maximumIntermediates: Int
+    var log: CandidateLog
+
+    /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
+    /// an expired certificate is reported with its dates.
+    private let rfc5280 = RFC5280Policy.withValidityCheckDisabled()
+
+    mutating func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
+        if let failure = self.firstFailure(chain) {
+            self.log.record(failure)
+            let problem = failure.problem
+            return .failsToMeetPolicy(reason: problem)
+        }
+        return .meetsPolicy
+    }
+
+    private func firstFailure(_ chain: UnverifiedCertificateChain) -> CandidateFailure? {
+        let path = Array(chain)
+        // Intermediates are the certificates between the leaf and the anchor; self-issued ones do not count.
+        let intermediates = path.dropFirst().dropLast().filter { $0.subject != $0.issuer }.count
+        if intermediates > self.maximumIntermediates {
+            return CandidateFailure(
+                stage: .depth,
+                path: path,
+                problem: "the path has \(intermediates) intermediate CAs, more than the limit of \(self.maximumIntermediates)"
+            )
+        }
+        if let failure = self.validityFailure(path) { return failure }
+        if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
+            return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
+        }
+        if let failure = self.keyUsageFailure(path) { return failure }
+        if let failure = self.extendedKeyUsageFailure(path) { return failure }
+        if let peerName, let mismatch = HostnameCheck.check(path[0], against: peerName) {
+            return CandidateFailure(
+                stage: .hostname,
+                path: path,
+                certificateIndex: 0,
+                problem: mismatch.problem,
+                presentedNames: mismatch.presentedNames
+            )
+        }
+        if let pins, pins.firstMatch(in: path) == nil {
+            return CandidateFailure(
+                stage: .pins,
+                path: path,
+                problem: "no certificate on the validated path matches a pin"
+            )
+        }
+        return nil
+    }
+
+    /// RFC 5280 §4.1.2.5: valid from notBefore through notAfter, both inclusive.
+    private func validityFailure(_ path: [Certificate]) -> CandidateFailure? {
+        for (index, certificate) in path.enumerated() {
+            if self.validationTime > certificate.notValidAfter {
+                return CandidateFailure(
+                    stage: .validity,
+                    path: path,
+                    certificateIndex: index,
+                    problem: "certificate \(index) (\(certificate.subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
+                )
+            }
+            if self.validationTime < certificate.notValidBefore {
+                return CandidateFailure(
+                    stage: .validity,
+                    path: path,
+                    certificateIndex: index,
+                    problem: "certificate \(index) (\(certificate.subject)) is not valid before \(RFC3339.format(certificate.notValidBefore))"
+                )
+            }
+        }
+        return nil
+    }
+
+    /// RFC 5280 §4.2.1.3: an issuing certificate that carries keyUsage must assert keyCertSign. On the leaf,
+    /// a keyUsage that is present must allow a TLS key exchange (digitalSignature or keyEncipherment/keyAgreement).
+    /// Deliberate choice: unlike swift-certificates' RFC5280Policy, which lists keyUsage as handled but does not
+    /// check it, we police it, as every browser and OpenSSL do.
+    private func keyUsageFailure(_ path: [Certificate]) -> CandidateFailure? {
+        for (index, certificate) in path.enumerated() {
+            let usage: KeyUsage?
+            do {
+                usage = try certificate.extensions.keyUsage
+            } catch {
+                return CandidateFailure(
+                    stage: .keyUsage, path: path, certificateIndex: index,
+                    problem: "certificate \(index) (\(certificate.subject)) has a malformed keyUsage extension"
+                )
+            }
+            guard let usage else { continue }
+            if index > 0 && !usage.keyCertSign {
+                return CandidateFailure(
+                    stage: .keyUsage, path: path, certificateIndex: index,
+                    problem: "issuer \(index) (\(certificate.subject)) has keyUsage without keyCertSign"
+                )
+            }
+            if index == 0 && path.count > 1
+                && !(usage.digitalSignature || usage.keyEncipherment || usage.keyAgreement)
+            {
+                return CandidateFailure(
+                    stage: .keyUsage, path: path, certificateIndex: 0,
+                    problem: "the leaf's keyUsage (\(usage)) allows neither digitalSignature nor key exchange"
+                )
+            }
+        }
+        return nil
+    }
+
+    /// The leaf must be usable for the purpose: when it carries extendedKeyUsage, that must list serverAuth
+    /// (clientAuth for client validation). Issuers that carry extendedKeyUsage constrain the path the same way
+    /// (or list anyExtendedKeyUsage), as Chrome, Firefox, Apple and OpenSSL all enforce.
+    private func extendedKeyUsageFailure(_ path: [Certificate]) -> CandidateFailure? {
+        let required = self.purpose.usage
+        for (index, certificate) in path.enumerated() {
+            let usage: ExtendedKeyUsage?
+            do {
+                usage = try certificate.extensions.extendedKeyUsage
+            } catch {
+                return CandidateFailure(
+                    stage: .extendedKeyUsage, path: path, certificateIndex: index,
+                    problem: "certificate \(index) (\(certificate.subject)) has a malformed extendedKeyUsage extension"
+                )
+            }
+            guard let usage else { continue }
+            let allowed = usage.contains(required) || (index > 0 && usage.contains(.any))
+            if !allowed {
+                let listed = usage.map { "\($0)" }.joined(separator: ", ")
+                return CandidateFailure(
+                    stage: .extendedKeyUsage, path: path, certificateIndex: index,
+                    problem: "certificate \(index) (\(certificate.subject)) is not valid for \(self.purpose): its extendedKeyUsage lists \(listed)"
+                )
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import X509
+import SwiftASN1
+
+/// One run of path building and validation on swift-certificates' `Verifier`, turned into a verdict with
+/// evidence. Every evaluation in the package goes through here: the security policy, the host configuration
+/// and the connection adapters never validate chains themselves.
+struct PathValidation {
+    var trust: ServerTrust
+    var validationTime: Date
+
+    init(trust: ServerTrust, validationTime: Date) {
+        self.trust = trust
+        self.validationTime = validationTime
+    }
+
+    /// Validates ``ServerTrust/certificates`` against `anchors` (and only those).
+    func validate(
+        anchors: [Certificate],
+        namePolicy: TrustNamePolicy,
+        pins: PinRequirement?,
+        expectedPins: [Pin]
+    ) async -> Result<X509.ValidatedCertificateChain, TrustFailure> {
+        let presented = self.trust.certificates
+        var host: String?
+        var peerName: PeerName?
+        if case .ssl(let name) = namePolicy {
+            host = name
+            do {
+                peerName = try PeerName(name)
+            } catch {
+                return .failure(self.failure(.invalidHost, error.description, host: name))
+            }
+        }
+        guard let leaf = presented.first else {
+            return .failure(self.failure(.noPeerCertificates, "the peer presented no certificate", host: host))
+        }
+        let limits = self.trust.limits
+        guard presented.count <= limits.maximumPresentedCertificates else {
+            return .failure(
+                self.failure(
+                    .tooManyCertificates,
+                    "the peer presented \(presented.count) certificates; at most \(limits.maximumPresentedCertificates) are accepted",
+                    host: host
+                )
+            )
+        }
+
+        let log = CandidateLog()
+        let lookups = IssuerLookupBudget(limit: limits.maximumIssuerLookups)
+        var intermediates: [Certificate] = []
+        for certificate in presented.dropFirst() where certificate != leaf && !intermediates.contains(certificate) {
+            intermediates.append(certificate)
+        }
+        var verifier = Verifier(rootCertificates: CertificateStore(anchors)) {
+            ChainPolicy(
+                validationTime: self.validationTime,
+                purpose: self.trust.purpose,
+                peerName: peerName,
+                pins: pins,
+                maximumIntermediates: limits.maximumIntermediates,
+                log: log
+            )
+        }
+        let result = await verifier.validate(
+            leaf: leaf,
+            intermediates: CertificateStore(custom: BudgetedIssuerStore(certificates: intermediates, budget: lookups))
+        )
+        switch result {
+        case .validCertificate(let chain):
+            return .success(chain)
+        case .couldNotValidate:
+            break
+        }
+
+        if lookups.isExhausted {
+            return .failure(
+                self.failure(
+                    .pathBuildingLimitExceeded,
+                    "path building gave up after \(limits.maximumIssuerLookups) issuer look-ups",
+                    host: host,
+                    expectedPins: expectedPins
+                )
+            )
+        }
+        if let candidate = log.furthest {
+            return .failure(self.failure(for: candidate, host: host, expectedPins: expectedPins))
+        }
+        let explanation = MissingPathExplanation(
+            presented: presented,
+            anchors: anchors,
+            handledCriticalExtensions: ChainPolicy.handledCriticalExtensions
+        )
+        return .failure(
+            self.failure(
+                .noPathToAnchor,
+                explanation.reason,
+                host: host,
+                expectedPins: expectedPins,
+                details: explanation.details
+            )
+        )
+    }
+
+    private func failure(for candidate: CandidateFailure, host: String?, expectedPins: [Pin]) -> TrustFailure {
+        let code: TrustFailure.Code
+        switch candidate.stage {
+        case .depth:
+            code = .pathTooLong
+        case .validity:
+            let index = candidate.certificateIndex ?? 0
+            let certificate = candidate.path[index]
+            code = self.validationTime < certificate.notValidBefore ? .certificateNotYetValid : .certificateExpired
+        case .constraints:
+            code = .constraintViolation
+        case .keyUsage:
+            code = .keyUsage
+        case .extendedKeyUsage:
+            code = .extendedKeyUsage
+        case .hostname:
+            code = .hostnameMismatch
+        case .pins:
+            code = .pinMismatch
+        }
+        var details: [String] = []
+        if code == .certificateExpired || code == .certificateNotYetValid, let index = candidate.certificateIndex {
+            let certificate = candidate.path[index]
+            details.append(
+                "certificate \(certificate.subject) is valid from \(RFC3339.format(certificate.notValidBefore)) to \(RFC3339.format(certificate.notValidAfter)); validation time \(RFC3339.format(self.validationTime))"
+            )
+        }
+        // Only a pin failure comes after a path met every other rule: that path is the validated one.
+        let validated = candidate.stage == .pins ? candidate.path : nil
+        return TrustFailure(
+            code: code,
+            reason: candidate.problem,
+            host: host,
+            validationTime: self.validationTime,
+            presentedChain: self.trust.certificates,
+            validatedPath: validated,
+            failedPath: candidate.path,
+            failedCertificateIndex: candidate.certificateIndex,
+            leafNames: candidate.presentedNames,
+            expectedPins: expectedPins,
+            details: details
+        )
+    }
+
+    func failure(
+        _ code: TrustFailure.Code,
+        _ reason: String,
+        host: String?,
+        expectedPins: [Pin] = [],
+        details: [String] = [],
+        file: String = #fileID,
+        line: Int = #line
+    ) -> TrustFailure {
+        TrustFailure(
+            code: code,
+            reason: reason,
+            host: host,
+            validationTime: self.validationTime,
+            presentedChain: self.trust.certificates,
+            expectedPins: expectedPins,
+            details: details,
+            file: file,
+            line: line
+        )
+    }
+}
+
+extension ChainPolicy {
+    static let handledCriticalExtensions: [ASN1ObjectIdentifier] = [
+        .X509ExtensionID.basicConstraints,
+        .X509ExtensionID.nameConstraints,
+        .X509ExtensionID.keyUsage,
+        .X509ExtensionID.extendedKeyUsage,
+        .X509ExtensionID.subjectAlternativeName,
+    ]
+}
+
+/// Counts issuer look-ups across one path-building run.
+final class IssuerLookupBudget: @unchecked Sendable {
+    private let lock = NSLock()
+    private var remaining: Int
+    private var exhausted = false
+
+    init(limit: Int) { self.remaining = limit }
+
+    /// Takes one look-up; false once the budget is spent.
+    func take() -> Bool {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        guard self.remaining > 0 else {
+            self.exhausted = true
+            return false
+        }
+        self.remaining -= 1
+        return true
+    }
+
+    var isExhausted: Bool {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.exhausted
+    }
+}
+
+/// The presented intermediates as a certificate store that stops answering once the look-up budget is spent,
+/// which bounds the depth-first path search of `Verifier` (it looks up issuers once per partial path).
+struct BudgetedIssuerStore: CustomCertificateStore {
+    private var bySubject: [DistinguishedName: [Certificate]]
+    private let budget: IssuerLookupBudget
+
+    init(certificates: [Certificate], budget: IssuerLookupBudget) {
+        self.bySubject = Dictionary(grouping: certificates, by: \.subject)
+        self.budget = budget
+    }
+
+    subscript(subject: DistinguishedName) -> [Certificate]? {
+        get async {
+            guard self.budget.take() else { return nil }
+            return self.bySubject[subject]
+        }
+    }
+
+    func contains(_ certificate: Certificate) async -> Bool {
+        self.bySubject[certificate.subject]?.contains(certificate) ?? false
+    }
+
+    mutating func append(contentsOf certificates: some Sequence<Certificate>) {
+        // The store is fixed for one validation; Verifier never appends to it.
+        var grouped = self.bySubject
+        for certificate in certificates { grouped[certificate.subject, default: []].append(certificate) }
+        self.bySubject = grouped
+    }
+
+    static func == (lhs: BudgetedIssuerStore, rhs: BudgetedIssuerStore) -> Bool {
+        lhs.bySubject == rhs.bySubject && lhs.budget === rhs.budget
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self.budget))
+    }
+}

@@ -1,0 +1,117 @@
+public import Foundation
+public import X509
+
+/// A peer's certificate chain together with how to judge it: the counterpart of a `SecTrust`.
+///
+/// ```swift
+/// var trust = ServerTrust(certificates: presented)          // leaf first
+/// trust.anchors = [companyRoot]                             // added to the platform roots
+/// let verdict = await trust.evaluate(.ssl(host: "api.example.com"))
+/// ```
+public struct ServerTrust: Sendable {
+    /// The chain as the peer presented it: leaf first, the rest in any order; duplicates and unrelated extras
+    /// are tolerated (path building picks what it needs).
+    public var certificates: [Certificate]
+    /// Custom trust anchors (`SecTrustSetAnchorCertificates`).
+    public var anchors: [Certificate]
+    /// When true only ``anchors`` are trusted; when false (the default) they are added to the platform roots.
+    ///
+    /// - Note: Apple's `SecTrustSetAnchorCertificates` switches to anchors-only as a side effect, and callers
+    ///   have been surprised by it (Alamofire#3166). Here adding anchors never drops the platform roots; say
+    ///   `anchorsOnly = true` to trust only them (`SecTrustSetAnchorCertificatesOnly`).
+    public var anchorsOnly: Bool
+    /// The platform roots; nil means the operating system's store (``TrustRoots/platform``), loaded on first use.
+    public var platformRoots: TrustRoots?
+    /// The validation instant; nil means the moment of evaluation.
+    public var validationTime: Date?
+    /// What the leaf must be good for: server authentication (the default) or client authentication.
+    public var purpose: TrustPurpose
+    /// Resource limits that bound the work a hostile chain can cause.
+    public var limits: TrustLimits
+
+    /// A trust for `certificates`, leaf first.
+    public init(
+        certificates: [Certificate],
+        anchors: [Certificate] = [],
+        anchorsOnly: Bool = false,
+        platformRoots: TrustRoots? = nil,
+        validationTime: Date? = nil,
+        purpose: TrustPurpose = .serverAuthentication,
+        limits: TrustLimits = .default
+    ) {
+        self.certificates = certificates
+        self.anchors = anchors
+        self.anchorsOnly = anchorsOnly
+        self.platformRoots = platformRoots
+        self.validationTime = validationTime
+        self.purpose = purpose
+        self.limits = limits
+    }
+
+    /// The anchors this trust validates against: ``anchors``, plus the platform roots unless ``anchorsOnly``.
+    var effectiveAnchors: [Certificate] {
+        if self.anchorsOnly { return self.anchors }
+        return (self.platformRoots ?? .platform).certificates + self.anchors
+    }
+
+    /// Validates the chain (RFC 5280 path building to an anchor, key usages, and the name rule), optionally
+    /// requiring a pin on the validated path. This is `SecTrustEvaluateWithError` with a policy.
+    ///
+    /// - Parameters:
+    ///   - namePolicy: ``TrustNamePolicy/ssl(host:)`` checks the host; ``TrustNamePolicy/basicX509`` checks none.
+    ///   - pins: when given, some certificate on the validated path must satisfy it.
+    public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil) async -> TrustEvaluation {
+        let time = self.validationTime ?? Date()
+        let result = await PathValidation(trust: self, validationTime: time).validate(
+            anchors: self.effectiveAnchors,
+            namePolicy: namePolicy,
+            pins: pins,
+            expectedPins: pins.map { $0.reportedPins } ?? []
+        )
+        switch result {
+        case .success(let path):
+            return .trusted(TrustedChain(presentedChain: self.certificates, validatedChain: path, basis: .validatedPath))
+        case .failure(let failure):
+            return .untrusted(failure)
+        }
+    }
+}
+
+/// Which name the leaf must be valid for (`SecPolicyCreateSSL` versus `SecPolicyCreateBasicX509`).
+public enum TrustNamePolicy: Hashable, Sendable {
+    /// The leaf must be valid for this DNS name or IP address.
+    case ssl(host: String)
+    /// No name is checked: basic X.509 validation only.
+    case basicX509
+}
+
+/// Bounds on the work one evaluation may do, so a hostile peer cannot make us work without limit.
+public struct TrustLimits: Hashable, Sendable {
+    /// The most certificates a peer may present. Default 32 (real chains have 2 to 4).
+    public var maximumPresentedCertificates: Int
+    /// The most intermediate CAs between the leaf and the anchor. Self-issued intermediates (a CA re-keying
+    /// under its own name) do not count, as with RFC 5280's pathLenConstraint. Default 8.
+    public var maximumIntermediates: Int
+    /// The most issuer look-ups path building may make. Default 1,024.
+    public var maximumIssuerLookups: Int
+
+    /// The defaults.
+    public static let `default` = TrustLimits(maximumPresentedCertificates: 32, maximumIntermediates: 8, maximumIssuerLookups: 1024)
+
+    /// Limits with the given values.
+    public init(maximumPresentedCertificates: Int, maximumIntermediates: Int, maximumIssuerLookups: Int) {
+        self.maximumPresentedCertificates = maximumPresentedCertificates
+        self.maximumIntermediates = maximumIntermediates
+        self.maximumIssuerLookups = maximumIssuerLookups
+    }
+}
+
+extension PinRequirement {
+    /// The SPKI pins a report lists as expected.
+    var reportedPins: [Pin] {
+        switch self.storage {
+        case .publicKeys(let pins): return pins.sorted()
+        case .certificates: return []
+        }
+    }
+}

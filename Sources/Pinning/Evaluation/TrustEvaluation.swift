@@ -1,0 +1,82 @@
+public import X509
+
+/// The verdict of an evaluation: trusted, with the path that earned it, or untrusted, with why.
+public enum TrustEvaluation: Sendable {
+    case trusted(TrustedChain)
+    case untrusted(TrustFailure)
+
+    /// Whether the peer is trusted.
+    public var isTrusted: Bool {
+        if case .trusted = self { return true }
+        return false
+    }
+
+    /// The failure, when untrusted.
+    public var failure: TrustFailure? {
+        if case .untrusted(let failure) = self { return failure }
+        return nil
+    }
+
+    /// Returns the trusted chain or throws the ``TrustFailure``.
+    public func get() throws(TrustFailure) -> TrustedChain {
+        switch self {
+        case .trusted(let chain): return chain
+        case .untrusted(let failure): throw failure
+        }
+    }
+}
+
+/// A chain that was trusted, and on what basis.
+public struct TrustedChain: Sendable {
+    /// Why a chain was trusted.
+    public struct Basis: Hashable, Sendable, CustomStringConvertible {
+        enum Storage: String, Hashable, Sendable {
+            case validatedPath
+            case allowInvalidCertificates
+            case pinOnSignatureLinkedPath
+        }
+        let storage: Storage
+
+        /// A path from the leaf to a trust anchor met every rule (and carried a pin, when pins were required).
+        public static let validatedPath = Basis(storage: .validatedPath)
+        /// Nothing was validated: `allowInvalidCertificates` with pinning mode `none` accepts any chain.
+        public static let allowInvalidCertificates = Basis(storage: .allowInvalidCertificates)
+        /// The chain did not validate, `allowInvalidCertificates` let it through, and a pinned key sits on the
+        /// path linked by signatures from the leaf.
+        public static let pinOnSignatureLinkedPath = Basis(storage: .pinOnSignatureLinkedPath)
+
+        public var description: String { self.storage.rawValue }
+    }
+
+    /// The chain as the peer presented it.
+    public var presentedChain: [Certificate]
+    /// The validated path, leaf to anchor; nil when the chain was trusted without validation
+    /// (see ``Basis``).
+    public var validatedChain: X509.ValidatedCertificateChain?
+    /// For ``Basis/pinOnSignatureLinkedPath``: the signature-linked path that carried the pin.
+    public var linkedPath: [Certificate]?
+    /// On what basis.
+    public var basis: Basis
+    /// Warnings a reader should see (trust granted without validation, expired pin set, …).
+    public var warnings: [String]
+
+    init(
+        presentedChain: [Certificate],
+        validatedChain: X509.ValidatedCertificateChain?,
+        linkedPath: [Certificate]? = nil,
+        basis: Basis,
+        warnings: [String] = []
+    ) {
+        self.presentedChain = presentedChain
+        self.validatedChain = validatedChain
+        self.linkedPath = linkedPath
+        self.basis = basis
+        self.warnings = warnings
+    }
+
+    /// The path a pin or an anchor was found on: the validated chain, else the signature-linked path.
+    public var path: [Certificate] {
+        if let validatedChain { return Array(validatedChain) }
+        return self.linkedPath ?? []
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+public import X509
+
+/// AFNetworking's `AFSecurityPolicy`, Swift-shaped and hardened: how a client decides whether to trust a
+/// server.
+///
+/// ```swift
+/// var policy = SecurityPolicy(pinningMode: .publicKey, pins: [try Pin("sha256/…"), try Pin("sha256/…")])
+/// let verdict = await policy.evaluate(ServerTrust(certificates: chain), forDomain: "api.example.com")
+/// ```
+///
+/// The evaluation follows `-[AFSecurityPolicy evaluateServerTrust:forDomain:]` step for step (see
+/// ``evaluate(_:forDomain:)``), with one deliberate difference: pins are matched only against the validated
+/// path, never against whatever the server chose to send.
+public struct SecurityPolicy: Sendable {
+    /// How the server's chain is compared with what the client knows (`AFSSLPinningMode`).
+    public enum PinningMode: String, Hashable, Sendable, CaseIterable {
+        /// No pinning: the chain must validate against the trust anchors.
+        case none
+        /// Some certificate on the validated path must carry a pinned public key (or SPKI pin).
+        case publicKey
+        /// The chain must validate with the pinned certificates as the only anchors.
+        case certificate
+    }
+
+    /// The pinning mode.
+    public var pinningMode: PinningMode
+    /// The pinned certificates. Setting them derives ``pinnedPublicKeys``.
+    public var pinnedCertificates: [Certificate] {
+        didSet { self.pinnedPublicKeys = Self.keys(of: self.pinnedCertificates) }
+    }
+    /// The SPKI pins of the pinned certificates' keys (AFSecurityPolicy's `pinnedPublicKeys`), derived.
+    public private(set) var pinnedPublicKeys: [Pin]
+    /// Further SPKI SHA-256 pins, honoured in ``PinningMode/publicKey`` mode (keys you hold no certificate for,
+    /// such as a backup key).
+    public var pins: [Pin]
+    /// Whether to trust a server whose chain does not validate (expired, self-signed, unknown issuer).
+    /// Default false.
+    ///
+    /// - Warning: With ``PinningMode/none`` this accepts any certificate at all. Keep it false in production;
+    ///   to trust a private CA or a self-signed device, add it as an anchor of the ``ServerTrust`` or pin it.
+    public var allowInvalidCertificates: Bool
+    /// Whether the certificate's names must cover the domain. Default true.
+    ///
+    /// - Warning: Turning it off lets any certificate that validates (or carries a pin) speak for any host.
+    public var validatesDomainName: Bool
+
+    /// A policy with the given mode and pins; `allowInvalidCertificates` false, `validatesDomainName` true.
+    public init(pinningMode: PinningMode, pinnedCertificates: [Certificate] = [], pins: [Pin] = []) {
+        self.pinningMode = pinningMode
+        self.pinnedCertificates = pinnedCertificates
+        self.pinnedPublicKeys = Self.keys(of: pinnedCertificates)
+        self.pins = pins
+        self.allowInvalidCertificates = false
+        self.validatesDomainName = true
+    }
+
+    /// AFSecurityPolicy's `defaultPolicy`: no pinning, invalid certificates refused, names checked.
+    public static var `default`: SecurityPolicy { SecurityPolicy(pinningMode: .none) }
+
+    /// AFSecurityPolicy's `policyWithPinningMode:`.
+    ///
+    /// Deliberate deviation: AFNetworking fills the pinned certificates with every `.cer` in the main bundle;
+    /// implicit pin inputs pick up stale or unrelated certificates (AFNetworking#3575), so here there are
+    /// none until you pass them, for example from ``CertificateLoader/certificates(inDirectory:)``.
+    public static func pinningMode(_ mode: PinningMode) -> SecurityPolicy {
+        SecurityPolicy(pinningMode: mode)
+    }
+
+    /// AFSecurityPolicy's `policyWithPinningMode:withPinnedCertificates:`.
+    public static func pinningMode(_ mode: PinningMode, pinnedCertificates: [Certificate]) -> SecurityPolicy {
+        SecurityPolicy(pinningMode: mode, pinnedCertificates: pinnedCertificates)
+    }
+
+    /// Every public key pin this policy accepts in public-key mode.
+    public var acceptedPins: [Pin] {
+        var all = self.pinnedPublicKeys
+        for pin in self.pins where !all.contains(pin) { all.append(pin) }
+        return all
+    }
+
+    private static func keys(of certificates: [Certificate]) -> [Pin] {
+        var pins: [Pin] = []
+        for certificate in certificates {
+            let pin = Pin(spkiOf: certificate)
+            if !pins.contains(pin) { pins.append(pin) }
+        }
+        return pins
+    }
+}
+
+extension SecurityPolicy {
+    /// Decides whether to trust `serverTrust` for `domain`, in AFSecurityPolicy's order:
+    ///
+    /// 1. A domain is given, ``allowInvalidCertificates`` and ``validatesDomainName`` are both on, and the
+    ///    mode is ``PinningMode/none`` or there are no pins: untrusted (``TrustFailure/Code/insecurePolicy``).
+    ///    A self-signed certificate needs pinning when names are checked.
+    /// 2. The name rule is the domain when ``validatesDomainName`` (and a domain is given), else none.
+    /// 3. Mode ``PinningMode/none``: trusted iff ``allowInvalidCertificates`` or the chain validates against the
+    ///    trust's anchors. For the pinning modes, a chain that does not validate is untrusted unless
+    ///    ``allowInvalidCertificates``.
+    /// 4. Mode ``PinningMode/certificate``: validate again with the pinned certificates as the only anchors;
+    ///    trusted iff that validates and a pinned certificate (DER equality) is on that path.
+    /// 5. Mode ``PinningMode/publicKey``: trusted iff a pinned key is on the path.
+    ///
+    /// Hardening (a deliberate deviation from AFNetworking): in step 5 a pin counts only on the validated path,
+    /// found during path building, so a chain that appends the genuine pinned certificate after an attacker's
+    /// leaf never passes (the CVE-2016-2402 class). When ``allowInvalidCertificates`` lets an unvalidated chain
+    /// reach step 5, only certificates linked by signatures from the leaf count (each signed by the next).
+    /// AFNetworking compares keys over whatever chain the trust object holds, which the appended-certificate
+    /// attack defeats in exactly that configuration.
+    public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        let time = serverTrust.validationTime ?? Date()
+        let validation = PathValidation(trust: serverTrust, validationTime: time)
+        let expected = self.pinningMode == .none ? [] : self.acceptedPins
+
+        // Step 1.
+        if let domain, self.allowInvalidCertificates, self.validatesDomainName,
+            self.pinningMode == .none || self.acceptedPins.isEmpty
+        {
+            return .untrusted(
+                validation.failure(
+                    .insecurePolicy,
+                    "allowInvalidCertificates with validatesDomainName needs pinning (mode \(self.pinningMode.rawValue), \(self.acceptedPins.count) pins): a certificate that does not validate can only be trusted through a pin",
+                    host: domain,
+                    expectedPins: expected
+                )
+            )
+        }
+
+        // Step 2.
+        let namePolicy: TrustNamePolicy
+        if self.validatesDomainName, let domain {
+            namePolicy = .ssl(host: domain)
+        } else {
+            namePolicy = .basicX509
+        }
+
+        switch self.pinningMode {
+        case .none:
+            return await self.evaluateWithoutPinning(serverTrust, validation: validation, namePolicy: namePolicy)
+        case .certificate:
+            return await self.evaluateCertificatePinning(serverTrust, validation: validation, namePolicy: namePolicy)
+        case .publicKey:
+            return await self.evaluatePublicKeyPinning(serverTrust, validation: validation, namePolicy: namePolicy)
+        }
+    }
+
+    /// Step 3 for mode none.
+    private func evaluateWithoutPinning(
+        _ trust: ServerTrust,
+        validation: PathValidation,
+        namePolicy: TrustNamePolicy
+    ) async -> TrustEvaluation {
+        if self.allowInvalidCertificates {
+            return .trusted(
+                TrustedChain(
+                    presentedChain: trust.certificates,
+                    validatedChain: nil,
+                    basis: .allowInvalidCertificates,
+                    warnings: ["trusted without validation: allowInvalidCertificates is on and nothing is pinned"]
+                )
+            )
+        }
+        let result = await validation.validate(
+            anchors: trust.effectiveAnchors,
+            namePolicy: namePolicy,
+            pins: nil,
+            expectedPins: []
+        )
+        return Self.verdict(result, trust: trust)
+    }
+
+    /// Steps 3 and 4 for certificate pinning.
+    private func evaluateCertificatePinning(
+        _ trust: ServerTrust,
+        validation: PathValidation,
+        namePolicy: TrustNamePolicy
+    ) async -> TrustEvaluation {
+        let expected = self.acceptedPins
+        if !self.allowInvalidCertificates {
+            let standard = await validation.validate(
+                anchors: trust.effectiveAnchors,
+                namePolicy: namePolicy,
+                pins: nil,
+                expectedPins: expected
+            )
+            if case .failure(let failure) = standard {
+                return .untrusted(failure)
+            }
+        }
+        guard !self.pinnedCertificates.isEmpty else {
+            return .untrusted(
+                validation.failure(
+                    .pinMismatch,
+                    "certificate pinning with no pinned certificates trusts nothing",
+                    host: Self.host(namePolicy)
+                )
+            )
+        }
+        // Step 4: the pinned certificates are the only anchors; the path must end at (and so contain) one.
+        let pinned = await validation.validate(
+            anchors: self.pinnedCertificates,
+            namePolicy: namePolicy,
+            pins: .certificates(self.pinnedCertificates),
+            expectedPins: expected
+        )
+        switch pinned {
+        case .success:
+            return Self.verdict(pinned, trust: trust)
+        case .failure(var failure):
+            if failure.code == .noPathToAnchor {
+                failure.code = .pinMismatch
+                failure.details.insert(failure.reason, at: 0)
+                failure.reason = "no path from the leaf reaches one of the \(self.pinnedCertificates.count) pinned certificates"
+            }
+            return .untrusted(failure)
+        }
+    }
+
+    /// Steps 3 and 5 for public-key pinning.
+    private func evaluatePublicKeyPinning(
+        _ trust: ServerTrust,
+        validation: PathValidation,
+        namePolicy: TrustNamePolicy
+    ) async -> TrustEvaluation {
+        let accepted = self.acceptedPins
+        guard !accepted.isEmpty else {
+            return .untrusted(
+                validation.failure(
+                    .pinMismatch,
+                    "public-key pinning with no pinned keys trusts nothing",
+                    host: Self.host(namePolicy)
+                )
+            )
+        }
+        let requirement = PinRequirement.publicKeys(accepted)
+        let validated = await validation.validate(
+            anchors: trust.effectiveAnchors,
+            namePolicy: namePolicy,
+            pins: requirement,
+            expectedPins: accepted
+        )
+        guard case .failure(let failure) = validated else {
+            return Self.verdict(validated, trust: trust)
+        }
+        guard self.allowInvalidCertificates else {
+            return .untrusted(failure)
+        }
+        // allowInvalidCertificates: the chain need not validate, but the pin must sit on the path that the
+        // leaf's signatures actually link, not merely somewhere in what the server sent.
+        if let linked = SignatureLinkedPath.find(from: trust.certificates, limit: trust.limits, where: requirement) {
+            return .trusted(
+                TrustedChain(
+                    presentedChain: trust.certificates,
+                    validatedChain: nil,
+                    linkedPath: linked,
+                    basis: .pinOnSignatureLinkedPath,
+                    warnings: [
+                        "the chain did not validate (\(failure.code): \(failure.reason)); trusted because allowInvalidCertificates is on and a pinned key is on the signature-linked path"
+                    ]
+                )
+            )
+        }
+        var mismatch = validation.failure(
+            .pinMismatch,
+            "no pinned key is on the path linked by signatures from the leaf",
+            host: Self.host(namePolicy),
+            expectedPins: accepted,
+            details: ["the chain does not validate either: \(failure.code): \(failure.reason)"]
+        )
+        mismatch.failedPath = SignatureLinkedPath.longest(from: trust.certificates, limit: trust.limits)
+        return .untrusted(mismatch)
+    }
+
+    private static func host(_ namePolicy: TrustNamePolicy) -> String? {
+        if case .ssl(let host) = namePolicy { return host }
+        return nil
+    }
+
+    private static func verdict(
+        _ result: Result<X509.ValidatedCertificateChain, TrustFailure>,
+        trust: ServerTrust
+    ) -> TrustEvaluation {
+        switch result {
+        case .success(let chain):
+            return .trusted(TrustedChain(presentedChain: trust.certificates, validatedChain: chain, basis: .validatedPath))
+        case .failure(let failure):
+            return .untrusted(failure)
+        }
+    }
+}

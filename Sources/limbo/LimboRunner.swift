@@ -1,0 +1,263 @@
+import Foundation
+import Pinning
+import X509
+import SwiftASN1
+
+/// Runs the SERVER cases of an x509-limbo file through the package's evaluator and prints per-namespace
+/// pass/fail/skip, then `N passed, N failed, N skipped`.
+///
+/// Usage: `limbo [PATH] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE]`
+@main
+struct LimboRunner {
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var path: String?
+        var showFailures = false
+        var filter: String?
+        var timeout = 5.0
+        var summaryPath: String?
+        while !arguments.isEmpty {
+            let argument = arguments.removeFirst()
+            switch argument {
+            case "--failures": showFailures = true
+            case "--id": filter = arguments.isEmpty ? nil : arguments.removeFirst()
+            case "--timeout": timeout = arguments.isEmpty ? timeout : Double(arguments.removeFirst()) ?? timeout
+            case "--summary": summaryPath = arguments.isEmpty ? nil : arguments.removeFirst()
+            case "-h", "--help":
+                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE]")
+                return
+            default:
+                if argument.hasPrefix("-") {
+                    FileHandle.standardError.write(Data("limbo: unknown option \(argument)\n".utf8))
+                    exit(2)
+                }
+                path = argument
+            }
+        }
+        let file = path ?? Self.defaultPath()
+        let suite: LimboSuite
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: file))
+            suite = try JSONDecoder().decode(LimboSuite.self, from: data)
+        } catch {
+            FileHandle.standardError.write(Data("limbo: cannot read \(file): \(error)\n".utf8))
+            exit(2)
+        }
+
+        let cases = suite.testcases.filter { testCase in
+            testCase.validationKind == "SERVER" && (filter.map { testCase.id.contains($0) } ?? true)
+        }
+        var tally: [String: (pass: Int, fail: Int, skip: Int)] = [:]
+        var skipReasons: [String: Int] = [:]
+        var failures: [(id: String, expected: String, got: String, detail: String)] = []
+        let started = Date()
+        var slowest: (id: String, seconds: Double) = ("", 0)
+        for testCase in cases {
+            let namespace = String(testCase.id.split(separator: ":").first ?? "")
+            var counts = tally[namespace] ?? (0, 0, 0)
+            if let reason = testCase.unsupportedReason {
+                counts.skip += 1
+                skipReasons[reason, default: 0] += 1
+                tally[namespace] = counts
+                continue
+            }
+            let caseStart = Date()
+            let outcome = await Self.run(testCase, timeout: timeout)
+            let seconds = Date().timeIntervalSince(caseStart)
+            if seconds > slowest.seconds { slowest = (testCase.id, seconds) }
+            let expectedSuccess = testCase.expectedResult == "SUCCESS"
+            switch outcome {
+            case .accepted where expectedSuccess, .rejected where !expectedSuccess:
+                counts.pass += 1
+            case .accepted:
+                counts.fail += 1
+                failures.append((testCase.id, testCase.expectedResult, "SUCCESS", ""))
+            case .rejected(let why):
+                counts.fail += 1
+                failures.append((testCase.id, testCase.expectedResult, "FAILURE", why))
+            case .timedOut:
+                counts.fail += 1
+                failures.append((testCase.id, testCase.expectedResult, "TIMEOUT", "no verdict within \(timeout) s"))
+            case .invalidInput(let why):
+                counts.fail += 1
+                failures.append((testCase.id, testCase.expectedResult, "INPUT-ERROR", why))
+            }
+            tally[namespace] = counts
+        }
+        let elapsed = Date().timeIntervalSince(started)
+
+        print("x509-limbo SERVER cases from \(file)")
+        print(String(repeating: "-", count: 52))
+        print("namespace".padding(toLength: 22, withPad: " ", startingAt: 0) + "  pass   fail   skip")
+        for namespace in tally.keys.sorted() {
+            let c = tally[namespace] ?? (0, 0, 0)
+            print(
+                namespace.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + String(format: " %5d  %5d  %5d", c.pass, c.fail, c.skip)
+            )
+        }
+        print(String(repeating: "-", count: 52))
+        if !skipReasons.isEmpty {
+            print("skipped (features this evaluator does not implement):")
+            for (reason, count) in skipReasons.sorted(by: { $0.key < $1.key }) {
+                print("  \(count)  \(reason)")
+            }
+        }
+        if showFailures || filter != nil {
+            print("failures:")
+            for failure in failures {
+                print("  \(failure.id): expected \(failure.expected), got \(failure.got) \(failure.detail)")
+            }
+        }
+        print(String(format: "wall time %.1f s; slowest case %@ (%.3f s)", elapsed, slowest.id, slowest.seconds))
+        if let summaryPath {
+            let lines = failures.map { "\($0.id)\texpected \($0.expected)\tgot \($0.got)\t\($0.detail)" }
+            do {
+                try (lines.joined(separator: "\n") + "\n").write(toFile: summaryPath, atomically: true, encoding: .utf8)
+            } catch {
+                FileHandle.standardError.write(Data("limbo: cannot write \(summaryPath): \(error)\n".utf8))
+            }
+        }
+        let passed = tally.values.reduce(0) { $0 + $1.pass }
+        let failed = tally.values.reduce(0) { $0 + $1.fail }
+        let skipped = tally.values.reduce(0) { $0 + $1.skip }
+        print("\(passed) passed, \(failed) failed, \(skipped) skipped")
+    }
+
+    static func defaultPath() -> String {
+        let candidates = ["../shared/x509-limbo/limbo.json", "shared/x509-limbo/limbo.json", "/work/shared/x509-limbo/limbo.json"]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) } ?? candidates[0]
+    }
+
+    enum Outcome: Sendable {
+        case accepted
+        case rejected(String)
+        case timedOut
+        case invalidInput(String)
+    }
+
+    /// Evaluates one case; a case that gives no verdict within `timeout` counts as failed.
+    static func run(_ testCase: LimboCase, timeout: Double) async -> Outcome {
+        let evaluation = Task { await Self.evaluate(testCase) }
+        let timer = Task {
+            try await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
+        }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+            let once = Once(continuation)
+            Task {
+                let outcome = await evaluation.value
+                timer.cancel()
+                once.resume(outcome)
+            }
+            Task {
+                do {
+                    try await timer.value
+                    once.resume(.timedOut)
+                } catch {
+                    // Cancelled: the evaluation finished first.
+                }
+            }
+        }
+    }
+
+    static func evaluate(_ testCase: LimboCase) async -> Outcome {
+        do {
+            let trusted = try testCase.trustedCerts.map { try Certificate(pemEncoded: $0) }
+            let intermediates = try testCase.untrustedIntermediates.map { try Certificate(pemEncoded: $0) }
+            let leaf = try Certificate(pemEncoded: testCase.peerCertificate)
+            var limits = TrustLimits.default
+            if let depth = testCase.maxChainDepth {
+                limits.maximumIntermediates = depth
+            }
+            let trust = ServerTrust(
+                certificates: [leaf] + intermediates,
+                anchors: trusted,
+                anchorsOnly: true,
+                validationTime: testCase.validationTime.flatMap { RFC3339.parse($0) },
+                limits: limits
+            )
+            let namePolicy: TrustNamePolicy = testCase.expectedPeerName.map { .ssl(host: $0.value) } ?? .basicX509
+            switch await trust.evaluate(namePolicy) {
+            case .trusted:
+                return .accepted
+            case .untrusted(let failure):
+                return .rejected("\(failure.code): \(failure.reason)")
+            }
+        } catch {
+            // swift-certificates refuses to parse some certificates (unsupported keys, malformed fields);
+            // a certificate we cannot read can never be trusted, so that is a rejection, reported as such.
+            return .rejected("unparseable certificate: \(error)")
+        }
+    }
+}
+
+final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<LimboRunner.Outcome, Never>?
+
+    init(_ continuation: CheckedContinuation<LimboRunner.Outcome, Never>) { self.continuation = continuation }
+
+    func resume(_ outcome: LimboRunner.Outcome) {
+        self.lock.lock()
+        let continuation = self.continuation
+        self.continuation = nil
+        self.lock.unlock()
+        continuation?.resume(returning: outcome)
+    }
+}
+
+struct LimboSuite: Decodable {
+    var testcases: [LimboCase]
+}
+
+struct LimboCase: Decodable, Sendable {
+    struct PeerName: Decodable, Sendable {
+        var kind: String
+        var value: String
+    }
+
+    var id: String
+    var features: [String]?
+    var validationKind: String
+    var trustedCerts: [String]
+    var untrustedIntermediates: [String]
+    var peerCertificate: String
+    var validationTime: String?
+    var signatureAlgorithms: [String]?
+    var keyUsage: [String]?
+    var extendedKeyUsage: [String]?
+    var expectedResult: String
+    var expectedPeerName: PeerName?
+    var maxChainDepth: Int?
+    var crls: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case id, features, crls
+        case validationKind = "validation_kind"
+        case trustedCerts = "trusted_certs"
+        case untrustedIntermediates = "untrusted_intermediates"
+        case peerCertificate = "peer_certificate"
+        case validationTime = "validation_time"
+        case signatureAlgorithms = "signature_algorithms"
+        case keyUsage = "key_usage"
+        case extendedKeyUsage = "extended_key_usage"
+        case expectedResult = "expected_result"
+        case expectedPeerName = "expected_peer_name"
+        case maxChainDepth = "max_chain_depth"
+    }
+
+    /// Why this case cannot be expressed with this evaluator, or nil. Only real gaps: a failure is never
+    /// turned into a skip.
+    var unsupportedReason: String? {
+        if let crls, !crls.isEmpty { return "CRLs (revocation lists are not implemented)" }
+        if let signatureAlgorithms, !signatureAlgorithms.isEmpty { return "a custom signature-algorithm set" }
+        if let keyUsage, !keyUsage.isEmpty { return "caller-required keyUsage bits (\(keyUsage.joined(separator: ",")))" }
+        if let extendedKeyUsage, !extendedKeyUsage.isEmpty, extendedKeyUsage != ["serverAuth"] {
+            return "caller-required extendedKeyUsage other than serverAuth"
+        }
+        if let name = expectedPeerName, name.kind != "DNS", name.kind != "IP" {
+            return "peer names of kind \(name.kind)"
+        }
+        return nil
+    }
+}

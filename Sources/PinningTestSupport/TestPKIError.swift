@@ -1,0 +1,75 @@
+/// An error thrown while minting a test PKI or writing test files.
+///
+/// Equality compares only ``code``, as `CertificateError` does in swift-certificates.
+public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, independent of the message.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Backing: Hashable, Sendable {
+            case invalidIPAddress
+            case invalidValidity
+            case invalidPathLength
+            case keyDoesNotMatchCertificate
+            case unsupportedKey
+            case fileSystem
+        }
+
+        private let backing: Backing
+
+        private init(_ backing: Backing) {
+            self.backing = backing
+        }
+
+        /// An IP address string that `inet_pton` accepts neither as IPv4 nor as IPv6.
+        public static let invalidIPAddress = Code(.invalidIPAddress)
+        /// `notValidAfter` is not later than `notValidBefore`.
+        public static let invalidValidity = Code(.invalidValidity)
+        /// A negative `maxPathLength`.
+        public static let invalidPathLength = Code(.invalidPathLength)
+        /// A private key whose public key is not the certificate's.
+        public static let keyDoesNotMatchCertificate = Code(.keyDoesNotMatchCertificate)
+        /// A key type this support module cannot sign with or serialize.
+        public static let unsupportedKey = Code(.unsupportedKey)
+        /// Creating, writing or removing a temporary file failed.
+        public static let fileSystem = Code(.fileSystem)
+
+        public var description: String {
+            switch self.backing {
+            case .invalidIPAddress: return "invalidIPAddress"
+            case .invalidValidity: return "invalidValidity"
+            case .invalidPathLength: return "invalidPathLength"
+            case .keyDoesNotMatchCertificate: return "keyDoesNotMatchCertificate"
+            case .unsupportedKey: return "unsupportedKey"
+            case .fileSystem: return "fileSystem"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human-readable explanation.
+    public var reason: String
+    /// Where the error was thrown.
+    public var file: String
+    /// Where the error was thrown.
+    public var line: UInt
+
+    init(_ code: Code, _ reason: String, file: String = #fileID, line: UInt = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String {
+        "TestPKIError.\(self.code): \(self.reason) (\(self.file):\(self.line))"
+    }
+
+    /// Compares only ``code``.
+    public static func == (lhs: TestPKIError, rhs: TestPKIError) -> Bool {
+        lhs.code == rhs.code
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.code)
+    }
+}

@@ -163,7 +163,16 @@ struct LimboRunner {
     static func evaluate(_ testCase: LimboCase) async -> Outcome {
         do {
             let trusted = try testCase.trustedCerts.map { try Certificate(pemEncoded: $0) }
-            let intermediates = try testCase.untrustedIntermediates.map { try Certificate(pemEncoded: $0) }
+            // An intermediate swift-certificates cannot parse (say, signed with ecdsa-with-SHA1) cannot be on a
+            // path we build; dropping it can only remove paths, never add one. The leaf must parse.
+            var intermediates: [Certificate] = []
+            for pem in testCase.untrustedIntermediates {
+                do {
+                    intermediates.append(try Certificate(pemEncoded: pem))
+                } catch {
+                    continue
+                }
+            }
             let leaf = try Certificate(pemEncoded: testCase.peerCertificate)
             var limits = TrustLimits.default
             if let depth = testCase.maxChainDepth {
@@ -174,6 +183,7 @@ struct LimboRunner {
                 anchors: trusted,
                 anchorsOnly: true,
                 validationTime: testCase.validationTime.flatMap { RFC3339.parse($0) },
+                profile: .webPKI,
                 limits: limits
             )
             let namePolicy: TrustNamePolicy = testCase.expectedPeerName.map { .ssl(host: $0.value) } ?? .basicX509
@@ -254,6 +264,12 @@ struct LimboCase: Decodable, Sendable {
         if let keyUsage, !keyUsage.isEmpty { return "caller-required keyUsage bits (\(keyUsage.joined(separator: ",")))" }
         if let extendedKeyUsage, !extendedKeyUsage.isEmpty, extendedKeyUsage != ["serverAuth"] {
             return "caller-required extendedKeyUsage other than serverAuth"
+        }
+        if features?.contains("name-constraint-dn") == true {
+            return "directoryName name constraints (swift-certificates does not implement them; such paths are refused)"
+        }
+        if features?.contains("rfc5280-incompatible-with-webpki") == true {
+            return "RFC 5280 behaviour that contradicts the webPKI profile this runner uses"
         }
         if let name = expectedPeerName, name.kind != "DNS", name.kind != "IP" {
             return "peer names of kind \(name.kind)"

@@ -49,6 +49,24 @@ extension Certificate {
         return Array(spki.encodedBytes)
     }
 
+    /// The serial number's INTEGER content octets exactly as encoded (two's complement, so a leading 0x00 pads a
+    /// positive number whose top bit is set). swift-certificates exposes the magnitude only, which hides
+    /// negative and over-long serials.
+    var serialNumberContentBytes: [UInt8]? {
+        let root: ASN1Node
+        do {
+            root = try DER.parse(self.tbsCertificateBytes)
+        } catch {
+            return nil
+        }
+        guard case .constructed(let children) = root.content else { return nil }
+        for node in children where node.identifier == .integer {
+            guard case .primitive(let bytes) = node.content else { return nil }
+            return Array(bytes)
+        }
+        return nil
+    }
+
     /// The certificate's DER encoding.
     public var derBytes: [UInt8] {
         var serializer = DER.Serializer()

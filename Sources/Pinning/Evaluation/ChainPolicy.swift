@@ -73,6 +73,7 @@ struct ChainPolicy: VerifierPolicy {
     var purpose: TrustPurpose
     var peerName: PeerName?
     var pins: PinRequirement?
+    var profile: ValidationProfile
     var maximumIntermediates: Int
     var log: CandidateLog
 
@@ -101,8 +102,14 @@ struct ChainPolicy: VerifierPolicy {
             )
         }
         if let failure = self.validityFailure(path) { return failure }
+        if let problem = ProfileChecks.nameConstraintProblem(in: path) {
+            return CandidateFailure(stage: .constraints, path: path, problem: problem)
+        }
         if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
             return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
+        }
+        if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose).firstProblem(in: path) {
+            return CandidateFailure(stage: .constraints, path: path, certificateIndex: index, problem: problem)
         }
         if let failure = self.keyUsageFailure(path) { return failure }
         if let failure = self.extendedKeyUsageFailure(path) { return failure }
@@ -126,9 +133,13 @@ struct ChainPolicy: VerifierPolicy {
     }
 
     /// RFC 5280 §4.1.2.5: valid from notBefore through notAfter, both inclusive.
+    /// Validity has one-second granularity (UTCTime and GeneralizedTime without fractions), so the
+    /// validation instant is compared at that granularity: a certificate is still valid during the second
+    /// its notAfter names.
     private func validityFailure(_ path: [Certificate]) -> CandidateFailure? {
+        let now = Date(timeIntervalSince1970: self.validationTime.timeIntervalSince1970.rounded(.down))
         for (index, certificate) in path.enumerated() {
-            if self.validationTime > certificate.notValidAfter {
+            if now > certificate.notValidAfter {
                 return CandidateFailure(
                     stage: .validity,
                     path: path,
@@ -136,7 +147,7 @@ struct ChainPolicy: VerifierPolicy {
                     problem: "certificate \(index) (\(certificate.subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
                 )
             }
-            if self.validationTime < certificate.notValidBefore {
+            if now < certificate.notValidBefore {
                 return CandidateFailure(
                     stage: .validity,
                     path: path,
@@ -148,8 +159,7 @@ struct ChainPolicy: VerifierPolicy {
         return nil
     }
 
-    /// RFC 5280 §4.2.1.3: an issuing certificate that carries keyUsage must assert keyCertSign. On the leaf,
-    /// a keyUsage that is present must allow a TLS key exchange (digitalSignature or keyEncipherment/keyAgreement).
+    /// RFC 5280 §4.2.1.3: an issuing certificate that carries keyUsage must assert keyCertSign.
     /// Deliberate choice: unlike swift-certificates' RFC5280Policy, which lists keyUsage as handled but does not
     /// check it, we police it, as every browser and OpenSSL do.
     private func keyUsageFailure(_ path: [Certificate]) -> CandidateFailure? {
@@ -168,14 +178,6 @@ struct ChainPolicy: VerifierPolicy {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
                     problem: "issuer \(index) (\(certificate.subject)) has keyUsage without keyCertSign"
-                )
-            }
-            if index == 0 && path.count > 1
-                && !(usage.digitalSignature || usage.keyEncipherment || usage.keyAgreement)
-            {
-                return CandidateFailure(
-                    stage: .keyUsage, path: path, certificateIndex: 0,
-                    problem: "the leaf's keyUsage (\(usage)) allows neither digitalSignature nor key exchange"
                 )
             }
         }

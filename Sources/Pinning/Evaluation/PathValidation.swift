@@ -58,6 +58,7 @@ struct PathValidation {
                 purpose: self.trust.purpose,
                 peerName: peerName,
                 pins: pins,
+                profile: self.trust.profile,
                 maximumIntermediates: limits.maximumIntermediates,
                 log: log
             )

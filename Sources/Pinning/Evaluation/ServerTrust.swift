@@ -26,6 +26,9 @@ public struct ServerTrust: Sendable {
     public var validationTime: Date?
     /// What the leaf must be good for: server authentication (the default) or client authentication.
     public var purpose: TrustPurpose
+    /// The certificate profile paths must conform to: ``ValidationProfile/rfc5280`` (default) or
+    /// ``ValidationProfile/webPKI``.
+    public var profile: ValidationProfile
     /// Resource limits that bound the work a hostile chain can cause.
     public var limits: TrustLimits
 
@@ -37,8 +40,10 @@ public struct ServerTrust: Sendable {
         platformRoots: TrustRoots? = nil,
         validationTime: Date? = nil,
         purpose: TrustPurpose = .serverAuthentication,
+        profile: ValidationProfile = .rfc5280,
         limits: TrustLimits = .default
     ) {
+        self.profile = profile
         self.certificates = certificates
         self.anchors = anchors
         self.anchorsOnly = anchorsOnly
@@ -87,7 +92,8 @@ public enum TrustNamePolicy: Hashable, Sendable {
 
 /// Bounds on the work one evaluation may do, so a hostile peer cannot make us work without limit.
 public struct TrustLimits: Hashable, Sendable {
-    /// The most certificates a peer may present. Default 32 (real chains have 2 to 4).
+    /// The most certificates a peer may present. Default 64 (real chains have 2 to 4; path-building test
+    /// suites send up to 36).
     public var maximumPresentedCertificates: Int
     /// The most intermediate CAs between the leaf and the anchor. Self-issued intermediates (a CA re-keying
     /// under its own name) do not count, as with RFC 5280's pathLenConstraint. Default 8.
@@ -96,7 +102,7 @@ public struct TrustLimits: Hashable, Sendable {
     public var maximumIssuerLookups: Int
 
     /// The defaults.
-    public static let `default` = TrustLimits(maximumPresentedCertificates: 32, maximumIntermediates: 8, maximumIssuerLookups: 1024)
+    public static let `default` = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 8, maximumIssuerLookups: 1024)
 
     /// Limits with the given values.
     public init(maximumPresentedCertificates: Int, maximumIntermediates: Int, maximumIssuerLookups: Int) {

@@ -66,8 +66,22 @@ struct BERReader {
         self.bytes = bytes
     }
 
-    /// Reads the element that starts at `offset` and must end at or before `limit`.
-    func element(at offset: Int, limit: Int, depth: Int = 0) throws(Failure) -> Element {
+    /// The identifier and length octets of an element.
+    struct Header {
+        var tagClass: UInt8
+        var isConstructed: Bool
+        var tagNumber: UInt32
+        var contentStart: Int
+        /// nil for an indefinite length.
+        var length: Int?
+
+        var isUniversalSequence: Bool { self.tagClass == 0 && self.isConstructed && self.tagNumber == 16 }
+        var isObjectIdentifier: Bool { self.tagClass == 0 && !self.isConstructed && self.tagNumber == 6 }
+    }
+
+    /// Reads only the identifier and length of the element at `offset`; a definite length is checked against
+    /// `limit`, an indefinite one is not followed.
+    func header(at offset: Int, limit: Int) throws(Failure) -> Header {
         let limit = min(limit, self.bytes.count)
         var position = offset
         guard position >= 0, position < limit else {
@@ -104,36 +118,17 @@ struct BERReader {
         }
         let lengthByte = self.bytes[position]
         position += 1
-        let contentStart: Int
         if lengthByte == 0x80 {
             guard isConstructed else {
                 throw Failure(message: "primitive element at offset \(offset) has an indefinite length")
             }
-            guard depth < Self.maximumDepth else {
-                throw Failure(message: "indefinite-length elements nested deeper than \(Self.maximumDepth) levels")
-            }
-            contentStart = position
-            var cursor = contentStart
-            while true {
-                guard cursor + 2 <= limit else {
-                    throw Failure(
-                        message: "truncated: the indefinite-length element at offset \(offset) has no end-of-contents"
-                    )
-                }
-                if self.bytes[cursor] == 0, self.bytes[cursor + 1] == 0 {
-                    return Element(
-                        tagClass: tagClass,
-                        isConstructed: isConstructed,
-                        tagNumber: tagNumber,
-                        start: offset,
-                        contentStart: contentStart,
-                        contentEnd: cursor,
-                        end: cursor + 2,
-                        isIndefiniteLength: true
-                    )
-                }
-                cursor = try self.element(at: cursor, limit: limit, depth: depth + 1).end
-            }
+            return Header(
+                tagClass: tagClass,
+                isConstructed: isConstructed,
+                tagNumber: tagNumber,
+                contentStart: position,
+                length: nil
+            )
         }
         let length: Int
         if lengthByte < 0x80 {
@@ -153,23 +148,62 @@ struct BERReader {
             position += count
             length = value
         }
-        contentStart = position
-        guard length <= limit - contentStart else {
+        guard length <= limit - position else {
             throw Failure(
                 message: "truncated: the element at offset \(offset) declares \(length) bytes of content "
-                    + "but only \(limit - contentStart) follow"
+                    + "but only \(limit - position) follow"
             )
         }
-        return Element(
+        return Header(
             tagClass: tagClass,
             isConstructed: isConstructed,
             tagNumber: tagNumber,
-            start: offset,
-            contentStart: contentStart,
-            contentEnd: contentStart + length,
-            end: contentStart + length,
-            isIndefiniteLength: false
+            contentStart: position,
+            length: length
         )
+    }
+
+    /// Reads the element that starts at `offset` and must end at or before `limit`.
+    func element(at offset: Int, limit: Int, depth: Int = 0) throws(Failure) -> Element {
+        let limit = min(limit, self.bytes.count)
+        let header = try self.header(at: offset, limit: limit)
+        if let length = header.length {
+            return Element(
+                tagClass: header.tagClass,
+                isConstructed: header.isConstructed,
+                tagNumber: header.tagNumber,
+                start: offset,
+                contentStart: header.contentStart,
+                contentEnd: header.contentStart + length,
+                end: header.contentStart + length,
+                isIndefiniteLength: false
+            )
+        }
+        guard depth < Self.maximumDepth else {
+            throw Failure(message: "indefinite-length elements nested deeper than \(Self.maximumDepth) levels")
+        }
+        // The end of an indefinite-length element is found by reading its children up to end-of-contents.
+        var cursor = header.contentStart
+        while true {
+            guard cursor + 2 <= limit else {
+                throw Failure(
+                    message: "truncated: the indefinite-length element at offset \(offset) has no end-of-contents"
+                )
+            }
+            if self.bytes[cursor] == 0, self.bytes[cursor + 1] == 0 {
+                return Element(
+                    tagClass: header.tagClass,
+                    isConstructed: header.isConstructed,
+                    tagNumber: header.tagNumber,
+                    start: offset,
+                    contentStart: header.contentStart,
+                    contentEnd: cursor,
+                    end: cursor + 2,
+                    isIndefiniteLength: true
+                )
+            }
+            cursor = try self.element(at: cursor, limit: limit, depth: depth + 1).end
+        }
     }
 
     /// The elements inside a constructed element, in order.

@@ -31,11 +31,10 @@ enum PKCS7Certificates {
     static func looksLikeContentInfo(_ bytes: [UInt8]) -> Bool {
         let reader = BERReader(bytes)
         do {
-            // Only the first child is needed; read the header and that child without walking everything.
-            let top = try reader.element(at: 0, limit: bytes.count)
+            // Headers only: a hostile body must not decide whether it is reported as PKCS#7.
+            let top = try reader.header(at: 0, limit: bytes.count)
             guard top.isUniversalSequence else { return false }
-            let first = try reader.element(at: top.contentStart, limit: top.contentEnd)
-            return first.isObjectIdentifier
+            return try reader.header(at: top.contentStart, limit: bytes.count).isObjectIdentifier
         } catch {
             return false
         }

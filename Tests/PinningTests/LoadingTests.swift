@@ -379,7 +379,16 @@ struct LoadingTests {
         try FileManager.default.createDirectory(atPath: subdirectory, withIntermediateDirectories: false)
         try LoadingFixtures.write(try LoadingFixtures.pem([other]), to: subdirectory, "deep.pem")
 
-        let expected = [chain[0], chain[1], other, chain[2]]
+        // A FIFO with a certificate name must be skipped, not opened (that would block forever).
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/mkfifo") {
+            let mkfifo = try Process.run(URL(fileURLWithPath: "/usr/bin/mkfifo"), arguments: [directory + "/0-fifo.pem"])
+            mkfifo.waitUntilExit()
+            #expect(mkfifo.terminationStatus == 0)
+        }
+        // Symbolic links are followed, as in /etc/ssl/certs.
+        try FileManager.default.createSymbolicLink(atPath: directory + "/5-link.pem", withDestinationPath: directory + "/1-leaf.PEM")
+
+        let expected = [chain[0], chain[1], other, chain[2], chain[0]]
         #expect(try CertificateLoader.certificates(inDirectory: directory) == expected)
         #expect(try CertificateLoader.certificates(atPath: directory + "/") == expected)
     }

@@ -142,13 +142,18 @@ public enum CertificateLoader {
         for name in names.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) })
         where include(name) {
             let file = path.hasSuffix("/") ? path + name : path + "/" + name
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
-                // A dangling symbolic link: report it when read, like any unreadable file.
+            // Only regular files (after following symbolic links, as /etc/ssl/certs is made of them): a FIFO
+            // or a device named "x.pem" must not block or feed the loader forever.
+            let resolved = URL(fileURLWithPath: file).resolvingSymlinksInPath().path
+            let type: FileAttributeType?
+            do {
+                type = try FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType
+            } catch {
+                // A dangling symbolic link or a vanished file: reported when it is read, like any unreadable file.
                 files.append(file)
                 continue
             }
-            if !isDirectory.boolValue {
+            if type == .typeRegular {
                 files.append(file)
             }
         }

@@ -51,12 +51,13 @@ enum PKCS7Certificates {
         origin: String,
         context: String?
     ) throws(CertificateLoadingError) -> [Certificate] {
-        let subject = context.map { "\($0) " } ?? ""
+        // Inside a PEM file, messages start with the block: "block 1 (PKCS7): certificate 2 in …".
+        let subject = context.map { "\($0): " } ?? ""
         func malformed(_ problem: String) -> CertificateLoadingError {
             CertificateLoadingError(
                 code: .malformedPKCS7,
                 origin: origin,
-                problem: "\(subject.isEmpty ? "" : subject + "is not a valid PKCS#7 bundle: ")\(problem)"
+                problem: context.map { "\($0) is not a valid PKCS#7 bundle: \(problem)" } ?? problem
             )
         }
 

@@ -1,0 +1,229 @@
+public import X509
+import Foundation
+
+/// Loads X.509 certificates from files, directories and bytes, whatever their encoding.
+///
+/// The format is detected from the content, never from the file name:
+/// - **PEM** when the input contains `-----BEGIN`: every `CERTIFICATE`, `X509 CERTIFICATE` and
+///   `TRUSTED CERTIFICATE` block, and the certificates of `PKCS7`/`CMS` blocks, in file order. Text around
+///   the blocks, CRLF line endings and other blocks (keys, CRLs) are tolerated.
+/// - **DER**: one certificate.
+/// - **PKCS#7** (`.p7b`, `.p7c`), DER or BER (indefinite lengths, as some tools write): the certificates of a
+///   SignedData bundle, as produced by `openssl crl2pkcs7 -nocrl -certfile chain.pem`.
+///
+/// Every failure is a ``CertificateLoadingError`` naming the file and what is wrong with it. Loading is
+/// all-or-nothing: one bad certificate fails the whole load. Use ``TrustRoots`` to load a trust store that
+/// skips (and reports) bad entries instead.
+///
+/// ```swift
+/// let chain = try CertificateLoader.certificates(fromFile: "chain.pem")
+/// let anchors = try CertificateLoader.certificates(inDirectory: "certs/")
+/// ```
+public enum CertificateLoader {
+    /// The largest file (or byte buffer) that is read: 16 MiB.
+    ///
+    /// Larger inputs fail with ``CertificateLoadingError/Code/fileTooLarge`` before anything is read. The
+    /// biggest public CA bundles are well under 1 MiB.
+    public static let maximumFileSize: Int = 16 * 1024 * 1024
+
+    /// The file name extensions read by ``certificates(inDirectory:)``, compared case-insensitively.
+    static let directoryExtensions: Set<String> = ["cer", "crt", "der", "pem"]
+
+    /// The certificates in a file (PEM, DER or PKCS#7; detected from the content), in file order.
+    ///
+    /// - Parameter path: The file to read.
+    /// - Returns: At least one certificate.
+    /// - Throws: ``CertificateLoadingError`` whose ``CertificateLoadingError/origin`` is `path`: the file is
+    ///   missing, unreadable, a directory, too large or empty, holds no certificate, or any certificate in it
+    ///   is malformed or has an unsupported key type.
+    public static func certificates(fromFile path: String) throws(CertificateLoadingError) -> [Certificate] {
+        let bytes = try Self.readFile(atPath: path)
+        return try CertificateParser.certificates(from: bytes, origin: path)
+    }
+
+    /// The certificates in a byte buffer (PEM, DER or PKCS#7; detected from the content), in order.
+    ///
+    /// This does not touch the file system, so it is safe to feed untrusted or fuzzed bytes.
+    ///
+    /// - Parameters:
+    ///   - bytes: The encoded certificates; at most ``maximumFileSize`` bytes.
+    ///   - origin: What to call the input in errors: a path, a URL or a label such as `"<stdin>"`.
+    /// - Returns: At least one certificate.
+    /// - Throws: ``CertificateLoadingError`` with ``CertificateLoadingError/origin`` set to `origin`.
+    public static func certificates(
+        from bytes: [UInt8],
+        origin: String
+    ) throws(CertificateLoadingError) -> [Certificate] {
+        try CertificateParser.certificates(from: bytes, origin: origin)
+    }
+
+    /// The certificates of every `.cer`, `.crt`, `.der` and `.pem` file in a directory, like
+    /// AFSecurityPolicy's `certificatesInBundle:`.
+    ///
+    /// The directory is not searched recursively; the extensions are matched case-insensitively; files are
+    /// read in order of their names (compared by Unicode scalars, independent of the locale) and each file's
+    /// certificates keep their order. Other files and subdirectories are ignored.
+    ///
+    /// - Parameter path: The directory.
+    /// - Returns: At least one certificate.
+    /// - Throws: ``CertificateLoadingError``: ``CertificateLoadingError/Code/notADirectory`` or
+    ///   ``CertificateLoadingError/Code/unreadableFile`` naming the directory,
+    ///   ``CertificateLoadingError/Code/noCertificates`` when it has no certificate files, or the error of the
+    ///   first bad file, naming that file.
+    public static func certificates(inDirectory path: String) throws(CertificateLoadingError) -> [Certificate] {
+        let files = try Self.certificateFiles(inDirectory: path)
+        guard !files.isEmpty else {
+            throw CertificateLoadingError(
+                code: .noCertificates,
+                origin: path,
+                problem: "the directory has no .cer, .crt, .der or .pem files"
+            )
+        }
+        var certificates: [Certificate] = []
+        for file in files {
+            certificates.append(contentsOf: try Self.certificates(fromFile: file))
+        }
+        return certificates
+    }
+
+    /// The certificates at a path: ``certificates(inDirectory:)`` for a directory,
+    /// ``certificates(fromFile:)`` otherwise.
+    ///
+    /// - Parameter path: A file or a directory.
+    /// - Returns: At least one certificate.
+    /// - Throws: ``CertificateLoadingError`` naming the file or directory at fault.
+    public static func certificates(atPath path: String) throws(CertificateLoadingError) -> [Certificate] {
+        if try Self.isDirectory(path) {
+            return try Self.certificates(inDirectory: path)
+        }
+        return try Self.certificates(fromFile: path)
+    }
+
+    // MARK: File system
+
+    /// Whether `path` is a directory (following symbolic links); throws if nothing is there.
+    static func isDirectory(_ path: String) throws(CertificateLoadingError) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: "no such file or directory")
+        }
+        return isDirectory.boolValue
+    }
+
+    /// The regular files directly in a directory whose extension is one of ``directoryExtensions``, full paths,
+    /// sorted by file name.
+    static func certificateFiles(inDirectory path: String) throws(CertificateLoadingError) -> [String] {
+        try Self.files(inDirectory: path) { name in
+            guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+            return Self.directoryExtensions.contains(name[name.index(after: dot)...].lowercased())
+        }
+    }
+
+    /// The regular files (symbolic links followed) directly in a directory whose names pass `include`, as full
+    /// paths sorted by file name.
+    static func files(
+        inDirectory path: String,
+        include: (String) -> Bool
+    ) throws(CertificateLoadingError) -> [String] {
+        guard try Self.isDirectory(path) else {
+            throw CertificateLoadingError(code: .notADirectory, origin: path, problem: "the path is not a directory")
+        }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw CertificateLoadingError(
+                code: .unreadableFile,
+                origin: path,
+                problem: "the directory cannot be listed (\(Self.reason(error)))"
+            )
+        }
+        var files: [String] = []
+        for name in names.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) })
+        where include(name) {
+            let file = path.hasSuffix("/") ? path + name : path + "/" + name
+            // Only regular files (after following symbolic links, as /etc/ssl/certs is made of them): a FIFO
+            // or a device named "x.pem" must not block or feed the loader forever.
+            let resolved = URL(fileURLWithPath: file).resolvingSymlinksInPath().path
+            let type: FileAttributeType?
+            do {
+                type = try FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType
+            } catch {
+                // A dangling symbolic link or a vanished file: reported when it is read, like any unreadable file.
+                files.append(file)
+                continue
+            }
+            if type == .typeRegular {
+                files.append(file)
+            }
+        }
+        return files
+    }
+
+    /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them.
+    static func readFile(atPath path: String) throws(CertificateLoadingError) -> [UInt8] {
+        if try Self.isDirectory(path) {
+            throw CertificateLoadingError(
+                code: .unreadableFile,
+                origin: path,
+                problem: "the path is a directory, not a file"
+            )
+        }
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: path)
+        } catch {
+            throw CertificateLoadingError(
+                code: .unreadableFile,
+                origin: path,
+                problem: "cannot read the file's attributes (\(Self.reason(error)))"
+            )
+        }
+        if let size = (attributes[.size] as? NSNumber)?.int64Value, size > Int64(Self.maximumFileSize) {
+            throw Self.tooLarge(path, size: "\(size) bytes")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            let problem =
+                FileManager.default.isReadableFile(atPath: path)
+                ? "the file cannot be opened for reading" : "permission denied"
+            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
+        }
+        defer {
+            do { try handle.close() } catch {}  // nothing useful to do if closing a read-only handle fails
+        }
+        let data: Data
+        do {
+            // The size was checked above, but the file may grow (or be a device): never read more than the limit.
+            data = try handle.read(upToCount: Self.maximumFileSize + 1) ?? Data()
+        } catch {
+            throw CertificateLoadingError(
+                code: .unreadableFile,
+                origin: path,
+                problem: "the file cannot be read (\(Self.reason(error)))"
+            )
+        }
+        guard data.count <= Self.maximumFileSize else {
+            throw Self.tooLarge(path, size: "more than \(Self.maximumFileSize) bytes")
+        }
+        return Array(data)
+    }
+
+    private static func tooLarge(_ path: String, size: String) -> CertificateLoadingError {
+        CertificateLoadingError(
+            code: .fileTooLarge,
+            origin: path,
+            problem: "the file is \(size); the limit is \(Self.maximumFileSize) bytes"
+        )
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain,
+            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(describing: POSIXError(code))
+        }
+        return nsError.localizedDescription
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Pinning
+import X509
+
+/// What `pinning evaluate` prints: the verdict, the reason, the presented chain with pins and the path.
+struct EvaluationReport: Encodable {
+    struct CertificateLine: Encodable {
+        var index: Int
+        var subject: String
+        var issuer: String
+        var notValidBefore: Date
+        var notValidAfter: Date
+        var spkiPin: String
+        var sha256Fingerprint: String
+        var onValidatedPath: Bool?
+    }
+
+    var trusted: Bool
+    var reason: String
+    var code: String?
+    var host: String?
+    var mode: String
+    var allowInvalidCertificates: Bool
+    var validatesDomainName: Bool
+    var validationTime: Date
+    var basis: String?
+    var warnings: [String]
+    var details: [String]
+    var leafNames: [String]
+    var expectedPins: [String]
+    var presentedChain: [CertificateLine]
+    var validatedPath: [CertificateLine]
+    var failedPath: [CertificateLine]
+    var failedCertificateIndex: Int?
+
+    /// Not encoded: the failure's own multi-line text.
+    private var failureText: String?
+
+    enum CodingKeys: String, CodingKey {
+        case trusted, reason, code, host, mode, allowInvalidCertificates, validatesDomainName, validationTime, basis,
+            warnings, details, leafNames, expectedPins, presentedChain, validatedPath, failedPath, failedCertificateIndex
+    }
+
+    init(verdict: TrustEvaluation, trust: ServerTrust, policy: SecurityPolicy, host: String?) {
+        self.host = host
+        self.mode = policy.pinningMode.rawValue
+        self.allowInvalidCertificates = policy.allowInvalidCertificates
+        self.validatesDomainName = policy.validatesDomainName
+        self.expectedPins = policy.pinningMode == .none ? [] : policy.acceptedPins.map(\.description)
+        switch verdict {
+        case .trusted(let chain):
+            let path = chain.path
+            let onPath = Set(path.map(\.derBytes))
+            self.trusted = true
+            self.reason = ""
+            self.basis = chain.basis.description
+            self.warnings = chain.warnings
+            self.details = []
+            self.leafNames = []
+            self.validationTime = trust.validationTime ?? Date()
+            self.presentedChain = Self.lines(trust.certificates, onPath: chain.validatedChain == nil ? nil : onPath)
+            self.validatedPath = Self.lines(path, onPath: nil)
+            self.failedPath = []
+        case .untrusted(let failure):
+            let onPath = failure.validatedPath.map { Set($0.map(\.derBytes)) } ?? []
+            self.trusted = false
+            self.reason = failure.reason
+            self.code = failure.code.description
+            self.warnings = []
+            self.details = failure.details
+            self.leafNames = failure.leafNames
+            self.validationTime = failure.validationTime
+            self.presentedChain = Self.lines(trust.certificates, onPath: onPath)
+            self.validatedPath = Self.lines(failure.validatedPath ?? [], onPath: nil)
+            self.failedPath = failure.validatedPath == nil ? Self.lines(failure.failedPath ?? [], onPath: nil) : []
+            self.failedCertificateIndex = failure.failedCertificateIndex
+            self.failureText = failure.multilineDescription
+        }
+    }
+
+    private static func lines(_ certificates: [Certificate], onPath: Set<[UInt8]>?) -> [CertificateLine] {
+        certificates.enumerated().map { index, certificate in
+            let info = CertificateInfo(certificate)
+            return CertificateLine(
+                index: index,
+                subject: info.subject,
+                issuer: info.issuer,
+                notValidBefore: info.notValidBefore,
+                notValidAfter: info.notValidAfter,
+                spkiPin: info.spkiPin,
+                sha256Fingerprint: info.sha256Fingerprint,
+                onValidatedPath: onPath.map { $0.contains(certificate.derBytes) }
+            )
+        }
+    }
+
+    var humanReadable: String {
+        var out: [String] = []
+        let policyLine = "mode \(self.mode)"
+            + (self.allowInvalidCertificates ? ", allowInvalidCertificates" : "")
+            + (self.validatesDomainName ? "" : ", no domain-name validation")
+        if self.trusted {
+            out.append("TRUSTED: \(self.host ?? "(no host checked)") (\(policyLine); basis \(self.basis ?? "?"))")
+            for warning in self.warnings { out.append("  warning: \(warning)") }
+        } else {
+            out.append("NOT TRUSTED: \(self.host ?? "(no host checked)") (\(policyLine))")
+            out.append("  reason: [\(self.code ?? "?")] \(self.reason)")
+            for detail in self.details { out.append("  \(detail)") }
+            if !self.leafNames.isEmpty { out.append("  leaf names: \(self.leafNames.joined(separator: ", "))") }
+            if !self.expectedPins.isEmpty {
+                out.append("  expected pins:")
+                for pin in self.expectedPins { out.append("    \(pin)") }
+            }
+        }
+        out.append("validated at \(RFC3339.format(self.validationTime))")
+        out.append("presented chain:")
+        for line in self.presentedChain {
+            let marker = line.onValidatedPath == true ? "  (on validated path)" : ""
+            out.append("  [\(line.index)] \(line.subject)\(marker)")
+            out.append("      issuer  \(line.issuer)")
+            out.append("      valid   \(RFC3339.format(line.notValidBefore)) to \(RFC3339.format(line.notValidAfter))")
+            out.append("      pin     \(line.spkiPin)")
+        }
+        if !self.validatedPath.isEmpty {
+            out.append(self.trusted && self.basis != "validatedPath" ? "signature-linked path:" : "validated path:")
+            for line in self.validatedPath { out.append("  [\(line.index)] \(line.subject)  \(line.spkiPin)") }
+        } else if !self.failedPath.isEmpty {
+            out.append("refused path:")
+            for line in self.failedPath {
+                let marker = line.index == self.failedCertificateIndex ? "  <- fails here" : ""
+                out.append("  [\(line.index)] \(line.subject)  \(line.spkiPin)\(marker)")
+            }
+        } else {
+            out.append("validated path: none")
+        }
+        return out.joined(separator: "\n")
+    }
+}

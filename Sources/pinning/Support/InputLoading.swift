@@ -1,0 +1,57 @@
+import Foundation
+import Pinning
+import X509
+
+/// Turns command-line input into library values; every failure is an ``InputError`` naming the file or option.
+enum InputLoading {
+    static func certificates(_ path: String, option: String) throws(InputError) -> [Certificate] {
+        do {
+            return try CertificateLoader.certificates(atPath: path)
+        } catch {
+            throw InputError(option.isEmpty ? error.description : "\(option) \(error.description)")
+        }
+    }
+
+    static func pins(_ texts: [String]) throws(InputError) -> [Pin] {
+        var pins: [Pin] = []
+        for text in texts {
+            do {
+                pins.append(try Pin(text))
+            } catch {
+                throw InputError("--pin-sha256: \(error.description)")
+            }
+        }
+        return pins
+    }
+
+    static func instant(_ text: String?) throws(InputError) -> Date? {
+        guard let text else { return nil }
+        guard let date = RFC3339.parse(text) else {
+            throw InputError("--at: \"\(text)\" is not an RFC 3339 instant such as 2030-06-01T00:00:00Z")
+        }
+        return date
+    }
+
+    static func roots(_ path: String?) throws(InputError) -> TrustRoots? {
+        guard let path else { return nil }
+        do {
+            return try TrustRoots.load(atPath: path)
+        } catch {
+            throw InputError("--roots \(error.description)")
+        }
+    }
+}
+
+/// JSON output: pretty, sorted keys, `sha256/…` pins left unescaped.
+enum JSONOutput {
+    static func print(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.format(date))
+        }
+        let data = try encoder.encode(value)
+        Swift.print(String(decoding: data, as: UTF8.self))
+    }
+}

@@ -44,6 +44,12 @@ struct ServerTrustTests {
             return nil
         }
         #expect(failure.code == code, "\(comment.map { "\($0): " } ?? "")\(failure)", sourceLocation: sourceLocation)
+        // Every report: a one-line description naming the code (and the host, when one was checked).
+        #expect(!failure.description.contains("\n"), "description spans lines: \(failure.description)", sourceLocation: sourceLocation)
+        #expect(failure.description.contains("\(failure.code)"), sourceLocation: sourceLocation)
+        if let host = failure.host, !host.isEmpty {
+            #expect(failure.description.contains(host), sourceLocation: sourceLocation)
+        }
         return failure
     }
 

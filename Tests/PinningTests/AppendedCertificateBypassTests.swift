@@ -71,14 +71,6 @@ struct AppendedCertificateBypassTests {
         let pki = try Self.fixture.get()
         let presented = pki.presented(control)
         let verdict = await pki.policy(control).evaluate(pki.trust(presented), forDomain: "localhost")
-        if control.mode == .certificate && control.pin == .leaf {
-            // Known library bug: a pinned leaf certificate cannot be the only anchor (see the truth table's
-            // knownLibraryDeviation (B)); AFNetworking trusts this configuration.
-            withKnownIssue("certificate mode cannot pin a leaf certificate: RFC5280Policy wants the anchor-only path to be a CA") {
-                _ = try verdict.get()
-            }
-            return
-        }
         let chain = try verdict.get()
         // A validating chain is trusted on its validated path, whether or not invalid certificates are allowed.
         #expect(chain.basis == .validatedPath)

@@ -121,17 +121,15 @@ struct ServerTrustTests {
     /// Apple's SecTrust (and so AFNetworking's certificate pinning, which calls SecTrustSetAnchorCertificates
     /// with the pinned certificates) trusts a chain whose leaf is itself one of the anchors, whatever its
     /// basicConstraints: RFC 5280 §6.1 takes the trust anchor as an input and checks nothing about it.
-    /// The library refuses: swift-certificates' RFC5280Policy demands that the last certificate of the
-    /// path be a CA, and for an anchor-leaf the path is just the leaf.
+    /// (swift-certificates' RFC5280Policy alone would demand that the one-certificate path be a CA; the
+    /// library exempts a leaf that is itself the anchor.)
     @Test("A leaf certificate (cA FALSE) given as an anchor is trusted", arguments: ["CA-issued leaf", "self-signed leaf"])
     func leafAsAnchor(_ which: String) async throws {
         let pki = try Self.fixture.get()
         let leaf = which == "CA-issued leaf" ? pki.leaf.certificate : pki.selfSignedLeaf.certificate
         let verdict = await Self.trust([leaf], roots: [], anchors: [leaf], anchorsOnly: true).evaluate(.ssl(host: "localhost"))
-        withKnownIssue("a non-CA leaf cannot be its own trust anchor (RFC5280Policy: \"Self-signed cert … is not marked as a CA\")") {
-            let chain = try verdict.get()
-            #expect(chain.path == [leaf])
-        }
+        let chain = try verdict.get()
+        #expect(chain.path == [leaf])
     }
 
     // MARK: - Validation time
@@ -181,6 +179,11 @@ struct ServerTrustTests {
             .evaluate(.ssl(host: hostCase.host))
         if hostCase.matches {
             Self.expectTrusted(verdict, "\(hostCase)")
+        } else if hostCase.leaf == .partialWildcard {
+            // A wildcard anywhere but as the whole left-most label is not a DNS name at all (RFC 5280 §4.2.1.6
+            // preferred name syntax): the certificate is refused outright, whatever the host.
+            let failure = Self.expectRefused(verdict, .constraintViolation, "\(hostCase)")
+            #expect(failure?.reason.contains("not a valid DNS name") == true)
         } else {
             let failure = Self.expectRefused(verdict, .hostnameMismatch, "\(hostCase)")
             #expect(failure?.host == hostCase.host)
@@ -280,15 +283,15 @@ struct ServerTrustTests {
         let pki = try Self.fixture.get()
         let valid = [pki.leaf.certificate, pki.intermediate.certificate]
         let roots = [pki.root.certificate]
-        let forty = valid + Array(repeating: pki.unrelatedRoot.certificate, count: 38)
-        #expect(forty.count == 40)
-        let failure = Self.expectRefused(await Self.trust(forty, roots: roots).evaluate(.ssl(host: "localhost")), .tooManyCertificates)
-        #expect(failure?.reason.contains("40") == true, "the reason says how many were presented: \(failure?.reason ?? "")")
-        // The default limit is 32: exactly 32 is fine, 33 is not.
-        let thirtyTwo = valid + Array(repeating: pki.unrelatedRoot.certificate, count: 30)
-        Self.expectTrusted(await Self.trust(thirtyTwo, roots: roots).evaluate(.ssl(host: "localhost")), "32 certificates")
+        let seventy = valid + Array(repeating: pki.unrelatedRoot.certificate, count: 68)
+        #expect(seventy.count == 70)
+        let failure = Self.expectRefused(await Self.trust(seventy, roots: roots).evaluate(.ssl(host: "localhost")), .tooManyCertificates)
+        #expect(failure?.reason.contains("70") == true, "the reason says how many were presented: \(failure?.reason ?? "")")
+        // The default limit is 64 (path-building suites send up to 36): exactly 64 is fine, 65 is not.
+        let sixtyFour = valid + Array(repeating: pki.unrelatedRoot.certificate, count: 62)
+        Self.expectTrusted(await Self.trust(sixtyFour, roots: roots).evaluate(.ssl(host: "localhost")), "64 certificates")
         Self.expectRefused(
-            await Self.trust(thirtyTwo + [pki.unrelatedRoot.certificate], roots: roots).evaluate(.ssl(host: "localhost")),
+            await Self.trust(sixtyFour + [pki.unrelatedRoot.certificate], roots: roots).evaluate(.ssl(host: "localhost")),
             .tooManyCertificates
         )
         // A custom limit.
@@ -326,7 +329,7 @@ struct ServerTrustTests {
             await Self.trust(chain, roots: [pki.root.certificate], limits: none).evaluate(.ssl(host: "localhost")),
             .pathBuildingLimitExceeded
         )
-        #expect(TrustLimits.default == TrustLimits(maximumPresentedCertificates: 32, maximumIntermediates: 8, maximumIssuerLookups: 1024))
+        #expect(TrustLimits.default == TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 8, maximumIssuerLookups: 1024))
     }
 
     // MARK: - Cross-signing

@@ -105,7 +105,12 @@ struct ChainPolicy: VerifierPolicy {
         if let problem = ProfileChecks.nameConstraintProblem(in: path) {
             return CandidateFailure(stage: .constraints, path: path, problem: problem)
         }
-        if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
+        if let failure = self.basicConstraintsFailure(path) { return failure }
+        // A leaf that is itself a trust anchor (certificate pinning of a self-signed device, or of a pinned
+        // leaf) is trusted as configured: RFC 5280 path processing has no issuer to check, and
+        // swift-certificates would insist that a one-certificate path be a CA, which a server certificate
+        // never is. Its validity, usages, name and pins are still checked.
+        if path.count > 1, case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
             return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
         }
         if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose).firstProblem(in: path) {
@@ -133,6 +138,41 @@ struct ChainPolicy: VerifierPolicy {
     }
 
     /// RFC 5280 §4.1.2.5: valid from notBefore through notAfter, both inclusive.
+    /// RFC 5280 §4.2.1.9 for each issuer, reported with the certificate's subject rather than
+    /// swift-certificates' full dump: an issuer must be a CA, and its pathLenConstraint bounds the number of
+    /// non-self-issued intermediates below it. (RFC5280Policy checks the same again afterwards.)
+    private func basicConstraintsFailure(_ path: [Certificate]) -> CandidateFailure? {
+        guard path.count > 1 else { return nil }
+        for index in 1..<path.count {
+            let issuer = path[index]
+            let constraints: BasicConstraints?
+            do {
+                constraints = try issuer.extensions.basicConstraints
+            } catch {
+                return CandidateFailure(
+                    stage: .constraints, path: path, certificateIndex: index,
+                    problem: "issuer \(index) (\(issuer.subject)) has a malformed basicConstraints extension"
+                )
+            }
+            guard case .isCertificateAuthority(let maxPathLength) = constraints else {
+                return CandidateFailure(
+                    stage: .constraints, path: path, certificateIndex: index,
+                    problem: "issuer \(index) (\(issuer.subject)) is not a CA (basicConstraints cA is not asserted)"
+                )
+            }
+            if let maxPathLength {
+                let below = path[1..<index].filter { $0.subject != $0.issuer }.count
+                if below > maxPathLength {
+                    return CandidateFailure(
+                        stage: .constraints, path: path, certificateIndex: index,
+                        problem: "issuer \(index) (\(issuer.subject)) allows \(maxPathLength) intermediates below it (pathLenConstraint), the path has \(below)"
+                    )
+                }
+            }
+        }
+        return nil
+    }
+
     /// Validity has one-second granularity (UTCTime and GeneralizedTime without fractions), so the
     /// validation instant is compared at that granularity: a certificate is still valid during the second
     /// its notAfter names.

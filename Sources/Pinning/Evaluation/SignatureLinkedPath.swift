@@ -5,8 +5,10 @@ import X509
 /// then a pin may match only a certificate the leaf really chains to.
 enum SignatureLinkedPath {
     /// The first signature-linked path from the leaf whose last certificate satisfies `requirement`.
+    /// `presented` is the leaf first, then candidate issuers: the presented certificates and the client's
+    /// anchors (anchors are the client's own, so linking to one is as good as linking to a presented CA).
     static func find(from presented: [Certificate], limit: TrustLimits, where requirement: PinRequirement) -> [Certificate]? {
-        guard let leaf = presented.first, presented.count <= limit.maximumPresentedCertificates else { return nil }
+        guard let leaf = presented.first else { return nil }
         var path = [leaf]
         var used = Set([0])
         while true {
@@ -19,7 +21,7 @@ enum SignatureLinkedPath {
 
     /// The signature-linked path from the leaf, as far as it goes (for failure reports).
     static func longest(from presented: [Certificate], limit: TrustLimits) -> [Certificate] {
-        guard let leaf = presented.first, presented.count <= limit.maximumPresentedCertificates else { return [] }
+        guard let leaf = presented.first else { return [] }
         var path = [leaf]
         var used = Set([0])
         while let next = Self.issuerIndex(of: path[path.count - 1], in: presented, excluding: used) {

@@ -52,9 +52,12 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         Data(base64Encoded: base64).map { Array($0) }
     }
 
+    /// `sha1`, `SHA-384`, `md5`…: the prefixes other pin formats use. Base64 text can itself look like
+    /// "ASA/…", so only names of digest families count.
     private static func looksLikeAlgorithmName(_ prefix: Substring) -> Bool {
-        prefix.count <= 10 && (prefix.first?.isLetter ?? false)
-            && prefix.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        let name = prefix.lowercased()
+        return (name.hasPrefix("sha") || name.hasPrefix("md")) && name.count <= 8
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
     }
 
     /// A pin from a 32-byte SHA-256 digest of a SubjectPublicKeyInfo.

@@ -79,6 +79,16 @@ public struct SecurityPolicy: Sendable {
         return all
     }
 
+    /// AFSecurityPolicy's step-1 test: certificate mode counts pinned certificates, public-key mode counts
+    /// every accepted key pin, mode none has no pins.
+    private var hasPinsForMode: Bool {
+        switch self.pinningMode {
+        case .none: return false
+        case .certificate: return !self.pinnedCertificates.isEmpty
+        case .publicKey: return !self.acceptedPins.isEmpty
+        }
+    }
+
     private static func keys(of certificates: [Certificate]) -> [Pin] {
         var pins: [Pin] = []
         for certificate in certificates {
@@ -115,13 +125,11 @@ extension SecurityPolicy {
         let expected = self.pinningMode == .none ? [] : self.acceptedPins
 
         // Step 1.
-        if let domain, self.allowInvalidCertificates, self.validatesDomainName,
-            self.pinningMode == .none || self.acceptedPins.isEmpty
-        {
+        if let domain, self.allowInvalidCertificates, self.validatesDomainName, !self.hasPinsForMode {
             return .untrusted(
                 validation.failure(
                     .insecurePolicy,
-                    "allowInvalidCertificates with validatesDomainName needs pinning (mode \(self.pinningMode.rawValue), \(self.acceptedPins.count) pins): a certificate that does not validate can only be trusted through a pin",
+                    "allowInvalidCertificates with validatesDomainName needs pinning (mode \(self.pinningMode.rawValue), nothing pinned for it): a certificate that does not validate can only be trusted through a pin",
                     host: domain,
                     expectedPins: expected
                 )
@@ -244,12 +252,39 @@ extension SecurityPolicy {
         guard case .failure(let failure) = validated else {
             return Self.verdict(validated, trust: trust)
         }
-        guard self.allowInvalidCertificates else {
+        // Failures that are about the input itself stay failures whatever the policy allows.
+        guard self.allowInvalidCertificates, failure.code != .tooManyCertificates, failure.code != .noPeerCertificates,
+            failure.code != .invalidHost
+        else {
             return .untrusted(failure)
         }
         // allowInvalidCertificates: the chain need not validate, but the pin must sit on the path that the
-        // leaf's signatures actually link, not merely somewhere in what the server sent.
-        if let linked = SignatureLinkedPath.find(from: trust.certificates, limit: trust.limits, where: requirement) {
+        // leaf's signatures actually link (through presented certificates and the client's own anchors), not
+        // merely somewhere in what the server sent.
+        //
+        // Deliberate deviation from AFNetworking, which checks no name in this configuration: when
+        // validatesDomainName is on, the leaf must still be valid for the domain. Otherwise anyone holding any
+        // certificate under a pinned CA key could speak for every host.
+        if case .ssl(let host) = namePolicy, let leaf = trust.certificates.first {
+            do {
+                let name = try PeerName(host)
+                if let mismatch = HostnameCheck.check(leaf, against: name) {
+                    var failure = validation.failure(
+                        .hostnameMismatch,
+                        mismatch.problem,
+                        host: host,
+                        expectedPins: accepted,
+                        details: ["the chain does not validate either: \(failure.code): \(failure.reason)"]
+                    )
+                    failure.leafNames = mismatch.presentedNames
+                    return .untrusted(failure)
+                }
+            } catch {
+                return .untrusted(validation.failure(.invalidHost, error.description, host: host))
+            }
+        }
+        let issuers = trust.certificates + trust.effectiveAnchors
+        if let linked = SignatureLinkedPath.find(from: issuers, limit: trust.limits, where: requirement) {
             return .trusted(
                 TrustedChain(
                     presentedChain: trust.certificates,
@@ -269,7 +304,7 @@ extension SecurityPolicy {
             expectedPins: accepted,
             details: ["the chain does not validate either: \(failure.code): \(failure.reason)"]
         )
-        mismatch.failedPath = SignatureLinkedPath.longest(from: trust.certificates, limit: trust.limits)
+        mismatch.failedPath = SignatureLinkedPath.longest(from: issuers, limit: trust.limits)
         return .untrusted(mismatch)
     }
 

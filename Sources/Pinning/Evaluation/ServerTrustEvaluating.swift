@@ -1,0 +1,41 @@
+public import X509
+import SwiftASN1
+
+/// Anything that decides whether a peer's chain is trusted for a host: a ``SecurityPolicy``, a host pinning
+/// configuration, or your own composition. Connection adapters take one of these and never validate chains
+/// themselves.
+public protocol ServerTrustEvaluating: Sendable {
+    /// Decides whether to trust `trust` for `domain` (nil: no name is checked).
+    func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation
+}
+
+extension SecurityPolicy: ServerTrustEvaluating {}
+
+extension ServerTrust {
+    /// Parses a chain as it arrives in a TLS handshake (DER, leaf first).
+    ///
+    /// The leaf must parse. An intermediate that swift-certificates cannot parse (an unsupported key or
+    /// signature algorithm) is dropped: a certificate we cannot read can never be on a path we build, so
+    /// dropping it can only remove paths, never add one.
+    ///
+    /// - Throws: ``CertificateLoadingError`` when there is no certificate or the leaf does not parse.
+    public static func presentedCertificates(fromDER chain: [[UInt8]]) throws(CertificateLoadingError) -> [Certificate] {
+        guard let leafBytes = chain.first else {
+            throw CertificateLoadingError(code: .noCertificates, origin: "peer", problem: "the peer presented no certificate")
+        }
+        var certificates: [Certificate] = []
+        do {
+            certificates.append(try Certificate(derEncoded: leafBytes))
+        } catch {
+            throw CertificateLoadingError(code: .malformedDER, origin: "peer", problem: "the peer's leaf certificate does not parse: \(error)")
+        }
+        for der in chain.dropFirst() {
+            do {
+                certificates.append(try Certificate(derEncoded: der))
+            } catch {
+                continue
+            }
+        }
+        return certificates
+    }
+}

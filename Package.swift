@@ -83,6 +83,7 @@ let package = Package(
                 "Pinning",
                 "PinningTestSupport",
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -51,6 +51,7 @@ let package = Package(
             name: "pinning",
             dependencies: [
                 "Pinning",
+                "PinningTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
             ],

@@ -16,6 +16,8 @@ struct LimboRunner {
         var filter: String?
         var timeout = 5.0
         var summaryPath: String?
+        var requiredPasses: Int?
+        var allowedFailures: Int?
         while !arguments.isEmpty {
             let argument = arguments.removeFirst()
             switch argument {
@@ -23,8 +25,10 @@ struct LimboRunner {
             case "--id": filter = arguments.isEmpty ? nil : arguments.removeFirst()
             case "--timeout": timeout = arguments.isEmpty ? timeout : Double(arguments.removeFirst()) ?? timeout
             case "--summary": summaryPath = arguments.isEmpty ? nil : arguments.removeFirst()
+            case "--require-passes": requiredPasses = arguments.isEmpty ? nil : Int(arguments.removeFirst())
+            case "--max-failures": allowedFailures = arguments.isEmpty ? nil : Int(arguments.removeFirst())
             case "-h", "--help":
-                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE]")
+                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--require-passes N] [--max-failures N]")
                 return
             default:
                 if argument.hasPrefix("-") {
@@ -122,6 +126,15 @@ struct LimboRunner {
         let failed = tally.values.reduce(0) { $0 + $1.fail }
         let skipped = tally.values.reduce(0) { $0 + $1.skip }
         print("\(passed) passed, \(failed) failed, \(skipped) skipped")
+        // Regression gate for CI: fewer passes or more failures than recorded is an error.
+        if let requiredPasses, passed < requiredPasses {
+            FileHandle.standardError.write(Data("limbo: \(passed) passed, fewer than the required \(requiredPasses)\n".utf8))
+            exit(1)
+        }
+        if let allowedFailures, failed > allowedFailures {
+            FileHandle.standardError.write(Data("limbo: \(failed) failed, more than the allowed \(allowedFailures)\n".utf8))
+            exit(1)
+        }
     }
 
     static func defaultPath() -> String {

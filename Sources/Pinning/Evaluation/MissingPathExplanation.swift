@@ -43,11 +43,11 @@ struct MissingPathExplanation {
         } else if !anchorsNamed.isEmpty {
             self.reason = "the signature on \(tip.subject) does not verify with the key of the trust anchor \(tip.issuer)"
         } else if tip.subject == tip.issuer && tip.publicKey.isValidSignature(tip.signature, for: tip) {
-            self.reason = "the chain ends at the self-signed \(tip.subject), which is not a trust anchor (\(anchors.count) anchors)"
+            self.reason = "the chain ends at the self-signed \(tip.subject), which is not a trust anchor (\(anchors.count) \(anchors.count == 1 ? "anchor" : "anchors"))"
         } else if presented.contains(where: { $0.subject == tip.issuer && $0 != tip }) {
             self.reason = "the signature on \(tip.subject) does not verify with the key of the presented \(tip.issuer)"
         } else {
-            self.reason = "the issuer \(tip.issuer) of \(tip.subject) is neither presented nor a trust anchor (\(anchors.count) anchors)"
+            self.reason = "the issuer \(tip.issuer) of \(tip.subject) is neither presented nor a trust anchor (\(anchors.count) \(anchors.count == 1 ? "anchor" : "anchors"))"
         }
     }
 }

@@ -67,6 +67,10 @@ extension PinningCommand {
             }
         }
 
+        static func warn(_ message: String) {
+            FileHandle.standardError.write(Data("pinning: warning: \(message)\n".utf8))
+        }
+
         struct Inputs {
             var trust: ServerTrust
             var policy: SecurityPolicy
@@ -111,6 +115,12 @@ extension PinningCommand {
                 } catch {
                     throw InputError("--host: \(error.description)")
                 }
+            }
+            if mode == .none && !(pinnedCertificates.isEmpty && pins.isEmpty) {
+                Self.warn("--mode none ignores the pins given with --pin/--pin-sha256; use --mode public-key or certificate to enforce them")
+            }
+            for skipped in roots?.skipped ?? [] {
+                Self.warn("--roots: skipped \(skipped.description)")
             }
             var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: pinnedCertificates, pins: pins)
             policy.allowInvalidCertificates = self.allowInvalidCertificates

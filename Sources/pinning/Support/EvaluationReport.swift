@@ -43,7 +43,7 @@ struct EvaluationReport: Encodable {
 
     init(verdict: TrustEvaluation, trust: ServerTrust, policy: SecurityPolicy, host: String?) {
         self.host = host
-        self.mode = policy.pinningMode.rawValue
+        self.mode = Self.modeName(policy.pinningMode)
         self.allowInvalidCertificates = policy.allowInvalidCertificates
         self.validatesDomainName = policy.validatesDomainName
         self.expectedPins = policy.pinningMode == .none ? [] : policy.acceptedPins.map(\.description)
@@ -75,6 +75,15 @@ struct EvaluationReport: Encodable {
             self.failedPath = failure.validatedPath == nil ? Self.lines(failure.failedPath ?? [], onPath: nil) : []
             self.failedCertificateIndex = failure.failedCertificateIndex
             self.failureText = failure.multilineDescription
+        }
+    }
+
+    /// The mode as the `--mode` flag spells it.
+    static func modeName(_ mode: SecurityPolicy.PinningMode) -> String {
+        switch mode {
+        case .none: return "none"
+        case .publicKey: return "public-key"
+        case .certificate: return "certificate"
         }
     }
 
@@ -125,7 +134,7 @@ struct EvaluationReport: Encodable {
             out.append(self.trusted && self.basis != "validatedPath" ? "signature-linked path:" : "validated path:")
             for line in self.validatedPath { out.append("  [\(line.index)] \(line.subject)  \(line.spkiPin)") }
         } else if !self.failedPath.isEmpty {
-            out.append("refused path:")
+            out.append("refused path (leaf to anchor; every check before the failing one passed):")
             for line in self.failedPath {
                 let marker = line.index == self.failedCertificateIndex ? "  <- fails here" : ""
                 out.append("  [\(line.index)] \(line.subject)  \(line.spkiPin)\(marker)")

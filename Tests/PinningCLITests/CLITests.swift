@@ -758,3 +758,24 @@ struct CLITests {
         #expect(run.stdout.hasPrefix(expected), "openssl says \(expected): \(run)")
     }
 }
+
+@Suite("pinning demo (runs the built binary)")
+struct DemoCommandTests {
+    @Test("The demo exits 0 and shows the unpinned client fooled by the proxy and the pinned client refusing it")
+    func demo() async throws {
+        _ = try PinningBinary.located.get()
+        let directory = try TemporaryDirectory(prefix: "pinning-demo-test")
+        defer { directory.remove() }
+        let run = try await CLI.run(["demo"], in: directory)
+        #expect(run.status == 0, "\(run)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        // The danger: an unpinned client trusts the intercepting proxy.
+        #expect(lines.contains { $0.hasPrefix("unpinned") && $0.contains("intercepting proxy") && $0.contains("TRUSTED") }, "\(run)")
+        // Pinning refuses it, also with the genuine certificates appended, and says why.
+        #expect(lines.contains { $0.hasPrefix("public-key pinned") && $0.contains("intercepting proxy") && $0.contains("REFUSED") }, "\(run)")
+        #expect(lines.contains { $0.contains("appended") && $0.contains("REFUSED") }, "\(run)")
+        #expect(run.stdout.contains("[pinMismatch]"), "\(run)")
+        #expect(run.stdout.contains("all as expected"), "\(run)")
+        #expect(!lines.contains { $0.hasSuffix(" NO") }, "\(run)")
+    }
+}

@@ -154,3 +154,23 @@ struct PinTests {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+@Suite("SecurityPolicy pinned certificates from a directory")
+struct SecurityPolicyDirectoryTests {
+    @Test("certificates(inDirectory:) pins every certificate file, and a pinned directory drives certificate mode")
+    func directoryPins() async throws {
+        let chain = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-policy-dir")
+        defer { directory.remove() }
+        try directory.write("b-intermediate.pem", chain.intermediate.certificatePEM)
+        try directory.write("a-root.cer", bytes: chain.root.der)
+        try directory.write("notes.txt", "not a certificate, and not read")
+        let pinned = try SecurityPolicy.certificates(inDirectory: directory.path)
+        #expect(pinned == [chain.root.certificate, chain.intermediate.certificate])
+
+        let policy = SecurityPolicy.pinningMode(.certificate, pinnedCertificates: pinned)
+        #expect(Set(policy.pinnedPublicKeys) == Set([Pin(spkiOf: chain.root.certificate), Pin(spkiOf: chain.intermediate.certificate)]))
+        let trust = ServerTrust(certificates: chain.presented, platformRoots: TrustRoots([chain.root.certificate]))
+        #expect(await policy.evaluate(trust, forDomain: "localhost").isTrusted)
+    }
+}

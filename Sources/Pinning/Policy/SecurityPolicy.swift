@@ -72,6 +72,16 @@ public struct SecurityPolicy: Sendable {
         SecurityPolicy(pinningMode: mode, pinnedCertificates: pinnedCertificates)
     }
 
+    /// AFSecurityPolicy's `certificatesInBundle:`: every `.cer`, `.crt`, `.der` and `.pem` file in a directory
+    /// (not recursive, sorted by name), to pass as pinned certificates. Name the directory explicitly; a stale
+    /// or unrelated file in it becomes a pin.
+    ///
+    /// - Throws: ``CertificateLoadingError`` naming the file that is not a certificate, or the directory when it
+    ///   holds none.
+    public static func certificates(inDirectory path: String) throws(CertificateLoadingError) -> [Certificate] {
+        try CertificateLoader.certificates(inDirectory: path)
+    }
+
     /// Every public key pin this policy accepts in public-key mode.
     public var acceptedPins: [Pin] {
         var all = self.pinnedPublicKeys

@@ -311,13 +311,13 @@ struct ConfigurationValidator {
     /// Two keys that cover exactly the same hosts (`API.example.com` and `api.example.com.`, or
     /// `**.example.com` and `example.com` with includeSubdomains) would make the winner depend on file order.
     private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry]) {
-        var seen: [HostPattern: String] = [:]
+        var seen: [HostPattern.Kind: String] = [:]
         for entry in entries {
-            if let other = seen[entry.pattern] {
+            if let other = seen[entry.pattern.kind] {
                 self.add(.invalidPattern, entry.key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
                 continue
             }
-            seen[entry.pattern] = entry.key
+            seen[entry.pattern.kind] = entry.key
         }
     }
 

@@ -20,13 +20,19 @@ struct HostPattern: Hashable, Sendable {
 
     let kind: Kind
 
-    /// How specific the pattern is, for precedence: exact beats `*.`, which beats `**.`; among `**.`
-    /// patterns the longer suffix wins.
-    var rank: (tier: Int, length: Int) {
+    /// Whether the key was written without a wildcard (an exact key, possibly with `includeSubdomains`).
+    let isExactKey: Bool
+
+    /// How specific the pattern is for `host`, for precedence: an exact key naming the host beats `*.`, which
+    /// beats `**.` and `includeSubdomains`; among those the longer suffix wins.
+    ///
+    /// An exact key with `includeSubdomains` counts as exact for the host it names (it is "an exact key"),
+    /// and as `**.` for the names below it.
+    func rank(for host: String) -> (tier: Int, length: Int) {
         switch self.kind {
         case .exact(let name): return (0, name.count)
         case .oneLabel(let suffix): return (1, suffix.count)
-        case .anyDepth(let suffix): return (2, suffix.count)
+        case .anyDepth(let suffix): return (self.isExactKey && host == suffix ? 0 : 2, suffix.count)
         }
     }
 
@@ -67,7 +73,7 @@ struct HostPattern: Hashable, Sendable {
             guard !includeSubdomains else {
                 throw HostPatternError("includeSubdomains cannot be applied to an IP address")
             }
-            return HostPattern(kind: .exact(body))
+            return HostPattern(kind: .exact(body), isExactKey: true)
         }
         guard !body.contains("*") else {
             throw HostPatternError("a wildcard must be a whole leading label, \"*.\" or \"**.\"")
@@ -84,17 +90,17 @@ struct HostPattern: Hashable, Sendable {
                 throw HostPatternError("includeSubdomains applies only to an exact key; \"**.\" already covers subdomains")
             }
             guard labels >= 2 else { throw Self.tooBroad(key) }
-            return HostPattern(kind: .anyDepth(suffix: body))
+            return HostPattern(kind: .anyDepth(suffix: body), isExactKey: false)
         case "*."?:
             guard !includeSubdomains else {
                 throw HostPatternError("includeSubdomains applies only to an exact key; use \"**.\(body)\" instead")
             }
             guard labels >= 2 else { throw Self.tooBroad(key) }
-            return HostPattern(kind: .oneLabel(suffix: body))
+            return HostPattern(kind: .oneLabel(suffix: body), isExactKey: false)
         default:
-            guard includeSubdomains else { return HostPattern(kind: .exact(body)) }
+            guard includeSubdomains else { return HostPattern(kind: .exact(body), isExactKey: true) }
             guard labels >= 2 else { throw Self.tooBroad(key) }
-            return HostPattern(kind: .anyDepth(suffix: body))
+            return HostPattern(kind: .anyDepth(suffix: body), isExactKey: true)
         }
     }
 

@@ -139,8 +139,9 @@ public struct PinningConfiguration: Sendable {
 
     /// The entry that governs `host`, or nil when none matches.
     ///
-    /// Matching ignores case and a trailing dot. The most specific entry wins: an exact key, then a `*.` key,
-    /// then `**.` keys and exact keys with `includeSubdomains`, the longer suffix first.
+    /// Matching ignores case and a trailing dot. The most specific entry wins: an exact key naming the host
+    /// (with or without `includeSubdomains`), then a `*.` key, then `**.` keys and exact keys with
+    /// `includeSubdomains` covering the host from above, the longer suffix first.
     public func entry(forHost host: String) -> Entry? {
         let name = HostPattern.normalize(host)
         var best: Entry?
@@ -149,8 +150,8 @@ public struct PinningConfiguration: Sendable {
                 best = entry
                 continue
             }
-            let (tier, length) = entry.pattern.rank
-            let (bestTier, bestLength) = current.pattern.rank
+            let (tier, length) = entry.pattern.rank(for: name)
+            let (bestTier, bestLength) = current.pattern.rank(for: name)
             if tier < bestTier || (tier == bestTier && length > bestLength) {
                 best = entry
             }

@@ -87,7 +87,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func waitForRequests(_ count: Int, timeout: TimeInterval = 10) async -> [Request] {
         let deadline = Date().addingTimeInterval(timeout)
         while self.requests.count < count && Date() < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
+            do {
+                try await Task.sleep(for: .milliseconds(10))
+            } catch {
+                break
+            }
         }
         return self.requests
     }

@@ -23,6 +23,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
             case hostnameMismatch
             case pinMismatch
             case insecurePolicy
+            case hostNotAllowed
         }
         let storage: Storage
 
@@ -56,6 +57,9 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         /// The security policy itself refuses: AFSecurityPolicy's guard against accepting invalid certificates
         /// while checking names without any pin.
         public static let insecurePolicy = Code(storage: .insecurePolicy)
+        /// A host pinning configuration refuses the host outright: no entry matches it and unlisted hosts are
+        /// rejected (``PinningConfiguration/UnlistedHosts/reject``), or no host was given at all.
+        public static let hostNotAllowed = Code(storage: .hostNotAllowed)
 
         /// The code's name, e.g. `pinMismatch`.
         public var description: String { self.storage.rawValue }

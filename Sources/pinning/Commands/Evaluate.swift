@@ -11,6 +11,9 @@ extension PinningCommand {
             discussion: """
                 Exit status: 0 trusted, 1 not trusted, 2 bad input.
                 Without --mode the mode is public-key when pins are given (--pin or --pin-sha256), else none.
+                With --config FILE the host pinning configuration decides instead (--host required); --mode, --pin,
+                --pin-sha256, --anchor, --anchors-only, --allow-invalid-certificates and --no-validate-domain-name
+                cannot be combined with it. --send-reports delivers pin failure reports before exiting.
                 """
         )
 
@@ -53,7 +56,23 @@ extension PinningCommand {
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
+        @Option(name: .long, help: ArgumentHelp("A host pinning configuration (JSON) that decides instead of the flags.", valueName: "file"))
+        var config: String?
+
+        @Option(name: .long, help: ArgumentHelp("The port connected to, for failure reports (with --config; default 443).", valueName: "port"))
+        var port: Int = 443
+
+        @Flag(name: .customLong("send-reports"), help: "With --config: deliver pin failure reports to the entry's reportURIs before exiting (a few seconds at most).")
+        var sendReports = false
+
         func run() async throws {
+            if let config = self.config {
+                try await self.runWithConfiguration(config)
+                return
+            }
+            if self.sendReports {
+                throw InputError("--send-reports needs --config")
+            }
             let inputs = try self.loadInputs()
             let verdict = await inputs.policy.evaluate(inputs.trust, forDomain: self.host)
             let report = EvaluationReport(verdict: verdict, trust: inputs.trust, policy: inputs.policy, host: self.host)

@@ -42,11 +42,44 @@ struct EvaluationReport: Encodable {
     }
 
     init(verdict: TrustEvaluation, trust: ServerTrust, policy: SecurityPolicy, host: String?) {
+        self.init(
+            verdict: verdict,
+            trust: trust,
+            mode: Self.modeName(policy.pinningMode),
+            allowInvalidCertificates: policy.allowInvalidCertificates,
+            validatesDomainName: policy.validatesDomainName,
+            expectedPins: policy.pinningMode == .none ? [] : policy.acceptedPins,
+            host: host
+        )
+    }
+
+    /// For `--config`: mode `configuration`, never allowing invalid certificates, always checking the name.
+    init(verdict: TrustEvaluation, trust: ServerTrust, mode: String, expectedPins: [Pin], host: String?) {
+        self.init(
+            verdict: verdict,
+            trust: trust,
+            mode: mode,
+            allowInvalidCertificates: false,
+            validatesDomainName: true,
+            expectedPins: expectedPins,
+            host: host
+        )
+    }
+
+    private init(
+        verdict: TrustEvaluation,
+        trust: ServerTrust,
+        mode: String,
+        allowInvalidCertificates: Bool,
+        validatesDomainName: Bool,
+        expectedPins: [Pin],
+        host: String?
+    ) {
         self.host = host
-        self.mode = Self.modeName(policy.pinningMode)
-        self.allowInvalidCertificates = policy.allowInvalidCertificates
-        self.validatesDomainName = policy.validatesDomainName
-        self.expectedPins = policy.pinningMode == .none ? [] : policy.acceptedPins.map(\.description)
+        self.mode = mode
+        self.allowInvalidCertificates = allowInvalidCertificates
+        self.validatesDomainName = validatesDomainName
+        self.expectedPins = expectedPins.map(\.description)
         switch verdict {
         case .trusted(let chain):
             let path = chain.path

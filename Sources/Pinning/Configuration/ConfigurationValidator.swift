@@ -1,0 +1,327 @@
+import Foundation
+import X509
+
+/// Any JSON value, decoded without interpretation so that validation can see every field (including unknown
+/// ones) and report every problem, not just the first.
+enum JSONValue: Decodable, Sendable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+            return
+        }
+        // The first decoding that succeeds names the type. JSONDecoder keeps booleans and numbers apart.
+        do {
+            self = .bool(try container.decode(Bool.self))
+            return
+        } catch {}
+        do {
+            self = .number(try container.decode(Double.self))
+            return
+        } catch {}
+        do {
+            self = .string(try container.decode(String.self))
+            return
+        } catch {}
+        do {
+            self = .array(try container.decode([JSONValue].self))
+            return
+        } catch {}
+        self = .object(try container.decode([String: JSONValue].self))
+    }
+
+    var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+}
+
+/// Checks a decoded configuration field by field, collecting every problem.
+struct ConfigurationValidator {
+    typealias Problem = PinningConfigurationError.Problem
+
+    static let topLevelFields = ["domains", "unlistedHosts", "version"]
+    static let entryFields = ["anchors", "anchorsOnly", "enforce", "expires", "includeSubdomains", "pins", "reportURIs"]
+
+    let baseDirectory: String
+    private(set) var problems: [Problem] = []
+
+    init(baseDirectory: String) {
+        self.baseDirectory = baseDirectory
+    }
+
+    private mutating func add(_ kind: Problem.Kind, _ entry: String?, _ field: String?, _ message: String) {
+        self.problems.append(Problem(kind, entry: entry, field: field, message))
+    }
+
+    /// The configuration, or nil when a problem makes one impossible (check ``problems`` either way: a
+    /// configuration is only usable when there are none).
+    mutating func validate(_ root: JSONValue) -> PinningConfiguration? {
+        guard case .object(let fields) = root else {
+            self.add(.wrongType, nil, nil, "the configuration must be a JSON object, not \(root.typeName)")
+            return nil
+        }
+        for key in fields.keys.sorted() where !Self.topLevelFields.contains(key) {
+            self.add(
+                .unknownField,
+                nil,
+                key,
+                "unknown field; the top level has only \(Self.topLevelFields.joined(separator: ", "))"
+            )
+        }
+        let version = self.version(fields["version"])
+        let unlisted = self.unlistedHosts(fields["unlistedHosts"])
+        var entries: [PinningConfiguration.Entry] = []
+        switch fields["domains"] {
+        case nil:
+            self.add(.missingField, nil, "domains", "missing; list the pinned hosts (it may be {} to pin none)")
+        case .object(let domains)?:
+            for key in domains.keys.sorted() {
+                if let value = domains[key], let entry = self.entry(key, value) {
+                    entries.append(entry)
+                }
+            }
+            self.checkOverlaps(entries)
+        case let other?:
+            self.add(.wrongType, nil, "domains", "must be an object mapping host patterns to entries, not \(other.typeName)")
+        }
+        guard let version, let unlisted else { return nil }
+        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries)
+    }
+
+    private mutating func version(_ value: JSONValue?) -> Int? {
+        switch value {
+        case nil:
+            self.add(.missingField, nil, "version", "missing; this library reads version \(PinningConfiguration.supportedVersion)")
+        case .number(let number)?:
+            guard number == Double(PinningConfiguration.supportedVersion) else {
+                self.add(
+                    .invalidValue,
+                    nil,
+                    "version",
+                    "unsupported version \(Self.format(number)); this library reads version \(PinningConfiguration.supportedVersion)"
+                )
+                return nil
+            }
+            return PinningConfiguration.supportedVersion
+        case let other?:
+            self.add(.wrongType, nil, "version", "must be the number \(PinningConfiguration.supportedVersion), not \(other.typeName)")
+        }
+        return nil
+    }
+
+    private mutating func unlistedHosts(_ value: JSONValue?) -> PinningConfiguration.UnlistedHosts? {
+        switch value {
+        case nil:
+            return .default
+        case .string(let text)?:
+            guard let mode = PinningConfiguration.UnlistedHosts(rawValue: text) else {
+                self.add(.invalidValue, nil, "unlistedHosts", "unknown value \"\(text)\"; use \"default\" or \"reject\"")
+                return nil
+            }
+            return mode
+        case let other?:
+            self.add(.wrongType, nil, "unlistedHosts", "must be \"default\" or \"reject\", not \(other.typeName)")
+            return nil
+        }
+    }
+
+    private mutating func entry(_ key: String, _ value: JSONValue) -> PinningConfiguration.Entry? {
+        guard case .object(let fields) = value else {
+            self.add(.wrongType, key, nil, "an entry must be an object such as {\"pins\": [\"sha256/…\", \"sha256/…\"]}, not \(value.typeName)")
+            return nil
+        }
+        let before = self.problems.count
+        for field in fields.keys.sorted() where !Self.entryFields.contains(field) {
+            self.add(.unknownField, key, field, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
+        }
+        let includeSubdomains = self.bool(fields["includeSubdomains"], key, "includeSubdomains") ?? false
+        let enforce = self.bool(fields["enforce"], key, "enforce") ?? true
+        let anchorsOnly = self.bool(fields["anchorsOnly"], key, "anchorsOnly") ?? false
+
+        var pattern: HostPattern?
+        do {
+            pattern = try HostPattern.parse(key, includeSubdomains: includeSubdomains)
+        } catch {
+            self.add(.invalidPattern, key, nil, error.message)
+        }
+
+        let pins = self.pins(fields["pins"], key, enforce: enforce)
+        let expires = self.expires(fields["expires"], key)
+        let (anchorFiles, anchors) = self.anchors(fields["anchors"], key)
+        if anchorsOnly && anchorFiles.isEmpty {
+            self.add(.invalidValue, key, "anchorsOnly", "is true but the entry lists no anchors, so nothing could be trusted")
+        }
+        let reportURIs = self.reportURIs(fields["reportURIs"], key)
+
+        guard self.problems.count == before, let pattern else { return nil }
+        return PinningConfiguration.Entry(
+            key: key,
+            pins: pins,
+            includeSubdomains: {
+                if case .anyDepth = pattern.kind { return true }
+                return false
+            }(),
+            enforce: enforce,
+            expires: expires,
+            anchorFiles: anchorFiles,
+            anchors: anchors,
+            anchorsOnly: anchorsOnly,
+            reportURIs: reportURIs,
+            pattern: pattern
+        )
+    }
+
+    private mutating func bool(_ value: JSONValue?, _ key: String, _ field: String) -> Bool? {
+        switch value {
+        case nil: return nil
+        case .bool(let flag)?: return flag
+        case let other?:
+            self.add(.wrongType, key, field, "must be true or false, not \(other.typeName)")
+            return nil
+        }
+    }
+
+    private mutating func strings(_ value: JSONValue?, _ key: String, _ field: String) -> [(Int, String)] {
+        switch value {
+        case nil:
+            return []
+        case .array(let items)?:
+            var strings: [(Int, String)] = []
+            for (index, item) in items.enumerated() {
+                guard case .string(let text) = item else {
+                    self.add(.wrongType, key, "\(field)[\(index)]", "must be a string, not \(item.typeName)")
+                    continue
+                }
+                strings.append((index, text))
+            }
+            return strings
+        case let other?:
+            self.add(.wrongType, key, field, "must be an array of strings, not \(other.typeName)")
+            return []
+        }
+    }
+
+    private mutating func pins(_ value: JSONValue?, _ key: String, enforce: Bool) -> [Pin] {
+        guard value != nil else {
+            self.add(
+                .missingField,
+                key,
+                "pins",
+                "missing; an entry needs its SPKI pins (\"sha256/…\"), at least two when enforced"
+            )
+            return []
+        }
+        var pins: [Pin] = []
+        var firstIndex: [Pin: Int] = [:]
+        var malformed = false
+        for (index, text) in self.strings(value, key, "pins") {
+            do {
+                let pin = try Pin(text)
+                if let earlier = firstIndex[pin] {
+                    self.add(.invalidValue, key, "pins[\(index)]", "repeats pins[\(earlier)]; a backup pin must be a different key")
+                    continue
+                }
+                firstIndex[pin] = index
+                pins.append(pin)
+            } catch {
+                malformed = true
+                self.add(.invalidValue, key, "pins[\(index)]", error.description)
+            }
+        }
+        if case .array? = value, !malformed {
+            if enforce && pins.count < 2 {
+                self.add(
+                    .invalidValue,
+                    key,
+                    "pins",
+                    "an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found \(pins.count). Add a backup pin, or set \"enforce\": false for report-only"
+                )
+            } else if !enforce && pins.isEmpty {
+                self.add(.invalidValue, key, "pins", "a report-only entry needs at least one pin to report against")
+            }
+        }
+        return pins
+    }
+
+    private mutating func expires(_ value: JSONValue?, _ key: String) -> Date? {
+        switch value {
+        case nil:
+            return nil
+        case .string(let text)?:
+            // A full RFC 3339 date-time: a bare date would leave the time zone, and so the instant, unclear.
+            guard text.contains("T") || text.contains("t"), let date = RFC3339.parse(text) else {
+                self.add(.invalidValue, key, "expires", "\"\(text)\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z")
+                return nil
+            }
+            return date
+        case let other?:
+            self.add(.wrongType, key, "expires", "must be an RFC 3339 date-time string, not \(other.typeName)")
+            return nil
+        }
+    }
+
+    private mutating func anchors(_ value: JSONValue?, _ key: String) -> ([String], [Certificate]) {
+        var files: [String] = []
+        var certificates: [Certificate] = []
+        for (index, path) in self.strings(value, key, "anchors") {
+            files.append(path)
+            guard !path.isEmpty else {
+                self.add(.anchorFile, key, "anchors[\(index)]", "the path is empty")
+                continue
+            }
+            let resolved = path.hasPrefix("/")
+                ? path : URL(fileURLWithPath: self.baseDirectory, isDirectory: true).appendingPathComponent(path).path
+            do {
+                certificates += try CertificateLoader.certificates(atPath: resolved)
+            } catch {
+                self.add(.anchorFile, key, "anchors[\(index)]", error.description)
+            }
+        }
+        return (files, certificates)
+    }
+
+    private mutating func reportURIs(_ value: JSONValue?, _ key: String) -> [URL] {
+        var uris: [URL] = []
+        for (index, text) in self.strings(value, key, "reportURIs") {
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                let host = url.host, !host.isEmpty
+            else {
+                self.add(.invalidValue, key, "reportURIs[\(index)]", "\"\(text)\" is not an absolute http:// or https:// URI")
+                continue
+            }
+            uris.append(url)
+        }
+        return uris
+    }
+
+    /// Two keys that cover exactly the same hosts (`API.example.com` and `api.example.com.`, or
+    /// `**.example.com` and `example.com` with includeSubdomains) would make the winner depend on file order.
+    private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry]) {
+        var seen: [HostPattern.Kind: String] = [:]
+        for entry in entries {
+            if let other = seen[entry.pattern.kind] {
+                self.add(.invalidPattern, entry.key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
+                continue
+            }
+            seen[entry.pattern.kind] = entry.key
+        }
+    }
+
+    private static func format(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+    }
+}

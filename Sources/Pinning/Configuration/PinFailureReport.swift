@@ -1,0 +1,163 @@
+public import Foundation
+public import X509
+
+/// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
+/// plus `validation-result`.
+///
+/// ```json
+/// {
+///   "date-time": "2030-06-01T00:00:00Z",
+///   "hostname": "api.example.com",
+///   "port": 443,
+///   "effective-expiration-date": "2031-01-01T00:00:00Z",
+///   "include-subdomains": false,
+///   "noted-hostname": "api.example.com",
+///   "served-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
+///   "validated-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
+///   "known-pins": ["pin-sha256=\"d6qzRu9zOECb90Uez27xWltNsj0e1Md7GkYYkVoZWmM=\""],
+///   "validation-result": "pinMismatch"
+/// }
+/// ```
+///
+/// Deliberate deviations, each because the fields of RFC 7469 assume a browser's pin store:
+/// `noted-hostname` is the configuration key that matched (`*.cdn.example.com`), and
+/// `effective-expiration-date` is the entry's `expires`, or null when its pins never expire.
+/// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`.
+public struct PinFailureReport: Sendable, Hashable, Codable {
+    /// When the failure happened (the validation instant).
+    public var dateTime: Date
+    /// The host that was connected to.
+    public var hostname: String
+    /// The port that was connected to.
+    public var port: Int
+    /// When the entry's pins stop being enforced, or nil when they never expire.
+    public var effectiveExpirationDate: Date?
+    /// Whether the entry also covers subdomains.
+    public var includeSubdomains: Bool
+    /// The configuration key that matched the host.
+    public var notedHostname: String
+    /// The chain the server sent, PEM, leaf first.
+    public var servedCertificateChain: [String]
+    /// The path that validated (without matching a pin), PEM, leaf to anchor.
+    public var validatedCertificateChain: [String]
+    /// The entry's pins, as `pin-sha256="BASE64"`.
+    public var knownPins: [String]
+    /// The failing stage: `pinMismatch`.
+    public var validationResult: String
+
+    /// A report with every field given.
+    public init(
+        dateTime: Date,
+        hostname: String,
+        port: Int,
+        effectiveExpirationDate: Date?,
+        includeSubdomains: Bool,
+        notedHostname: String,
+        servedCertificateChain: [String],
+        validatedCertificateChain: [String],
+        knownPins: [String],
+        validationResult: String
+    ) {
+        self.dateTime = dateTime
+        self.hostname = hostname
+        self.port = port
+        self.effectiveExpirationDate = effectiveExpirationDate
+        self.includeSubdomains = includeSubdomains
+        self.notedHostname = notedHostname
+        self.servedCertificateChain = servedCertificateChain
+        self.validatedCertificateChain = validatedCertificateChain
+        self.knownPins = knownPins
+        self.validationResult = validationResult
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case dateTime = "date-time"
+        case hostname
+        case port
+        case effectiveExpirationDate = "effective-expiration-date"
+        case includeSubdomains = "include-subdomains"
+        case notedHostname = "noted-hostname"
+        case servedCertificateChain = "served-certificate-chain"
+        case validatedCertificateChain = "validated-certificate-chain"
+        case knownPins = "known-pins"
+        case validationResult = "validation-result"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.dateTime = try Self.date(container, .dateTime)
+        self.hostname = try container.decode(String.self, forKey: .hostname)
+        self.port = try container.decode(Int.self, forKey: .port)
+        if try container.decodeNil(forKey: .effectiveExpirationDate) {
+            self.effectiveExpirationDate = nil
+        } else {
+            self.effectiveExpirationDate = try Self.date(container, .effectiveExpirationDate)
+        }
+        self.includeSubdomains = try container.decode(Bool.self, forKey: .includeSubdomains)
+        self.notedHostname = try container.decode(String.self, forKey: .notedHostname)
+        self.servedCertificateChain = try container.decode([String].self, forKey: .servedCertificateChain)
+        self.validatedCertificateChain = try container.decode([String].self, forKey: .validatedCertificateChain)
+        self.knownPins = try container.decode([String].self, forKey: .knownPins)
+        self.validationResult = try container.decode(String.self, forKey: .validationResult)
+    }
+
+    private static func date(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Date {
+        let text = try container.decode(String.self, forKey: key)
+        guard let date = RFC3339.parse(text) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not an RFC 3339 date-time")
+        }
+        return date
+    }
+
+    /// Every key is always present; `effective-expiration-date` is null when the pins never expire.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(RFC3339.format(self.dateTime), forKey: .dateTime)
+        try container.encode(self.hostname, forKey: .hostname)
+        try container.encode(self.port, forKey: .port)
+        if let expiry = self.effectiveExpirationDate {
+            try container.encode(RFC3339.format(expiry), forKey: .effectiveExpirationDate)
+        } else {
+            try container.encodeNil(forKey: .effectiveExpirationDate)
+        }
+        try container.encode(self.includeSubdomains, forKey: .includeSubdomains)
+        try container.encode(self.notedHostname, forKey: .notedHostname)
+        try container.encode(self.servedCertificateChain, forKey: .servedCertificateChain)
+        try container.encode(self.validatedCertificateChain, forKey: .validatedCertificateChain)
+        try container.encode(self.knownPins, forKey: .knownPins)
+        try container.encode(self.validationResult, forKey: .validationResult)
+    }
+
+    /// The report as the JSON body that is POSTed (keys sorted, slashes unescaped).
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
+    /// `pin-sha256="BASE64"`, the RFC 7469 form of a pin.
+    public static func knownPin(_ pin: Pin) -> String {
+        "pin-sha256=\"\(pin.base64)\""
+    }
+
+    /// A certificate as a PEM `CERTIFICATE` block (64-character lines, ending in a newline).
+    public static func pem(_ certificate: Certificate) -> String {
+        let base64 = Data(certificate.derBytes).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+    }
+
+    /// The rate-limiting identity of a report: the host, the validated chain and the known pins.
+    var deduplicationKey: DeduplicationKey {
+        DeduplicationKey(
+            hostname: self.hostname.lowercased(),
+            validatedChain: self.validatedCertificateChain,
+            knownPins: self.knownPins.sorted()
+        )
+    }
+
+    struct DeduplicationKey: Hashable, Sendable {
+        var hostname: String
+        var validatedChain: [String]
+        var knownPins: [String]
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import X509
+
+/// The outcome of judging one connection with a ``PinningConfiguration``: the verdict and how the
+/// configuration reached it.
+public struct HostEvaluation: Sendable {
+    /// Trusted or untrusted, with the path or the reason.
+    public var verdict: TrustEvaluation
+    /// The host that was judged, as given.
+    public var host: String
+    /// The port, as given (it appears in failure reports).
+    public var port: Int
+    /// The key of the entry that governed the host, or nil when the host is unlisted.
+    public var matchedEntry: String?
+    /// Whether a pin mismatch would make (or made) the host untrusted: false when the host is unlisted, the
+    /// entry is report-only, or its pins have expired.
+    public var pinsEnforced: Bool
+    /// Whether the validated path matched none of the entry's pins and the host was trusted anyway (the
+    /// entry is report-only, or its pins have expired).
+    public var pinMismatch: Bool
+    /// Things a reader should know: a mismatch let through, expired pins.
+    public var warnings: [String]
+    /// The failure report built for a pin mismatch of a pinned (not expired) entry, whether or not it was sent.
+    public var failureReport: PinFailureReport?
+    /// Whether ``failureReport`` was handed to the configuration's ``PinningConfiguration/reportQueue``
+    /// (false without a queue, without `reportURIs`, or when the same report was sent in the last 24 hours).
+    public var reportSubmitted: Bool
+
+    /// Whether the peer is trusted.
+    public var isTrusted: Bool { self.verdict.isTrusted }
+}
+
+extension PinningConfiguration: ServerTrustEvaluating {
+    /// ``ServerTrustEvaluating`` conformance: ``evaluate(_:forHost:port:)`` on port 443.
+    ///
+    /// A configuration judges hosts, so without a host (`domain` nil) the peer is untrusted
+    /// (``TrustFailure/Code/hostNotAllowed``): it is never waved through unpinned.
+    public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        guard let domain else {
+            return .untrusted(
+                TrustFailure(
+                    code: .hostNotAllowed,
+                    reason: "a pinning configuration judges a host, and no host was given",
+                    host: nil,
+                    validationTime: trust.validationTime ?? Date(),
+                    presentedChain: trust.certificates
+                )
+            )
+        }
+        return await self.evaluate(trust, forHost: domain, port: 443).verdict
+    }
+
+    /// Judges a peer's chain for `host` with the entry that governs it.
+    ///
+    /// - A matched host's chain must validate against the platform roots plus the entry's anchors (or only
+    ///   them, with `anchorsOnly`), and the leaf must be valid for `host`, always: even when the entry is
+    ///   report-only or its pins have expired.
+    /// - Pins are matched by the core during path building, on the validated path only
+    ///   (``ServerTrust/evaluate(_:pins:)``). An enforced mismatch is untrusted
+    ///   (``TrustFailure/Code/pinMismatch``). A report-only mismatch is trusted, flagged
+    ///   (``HostEvaluation/pinMismatch``) and reported. After `expires` a mismatch is trusted with a warning
+    ///   and not reported (the pins are no longer known).
+    /// - An unlisted host gets the core's normal validation (`unlistedHosts: default`), or is untrusted
+    ///   (`reject`).
+    ///
+    /// Reports go to the ``reportQueue`` in the background; the verdict never waits for them.
+    ///
+    /// - Parameters:
+    ///   - trust: The presented chain, the platform roots and the validation instant (nil: now).
+    ///   - host: The DNS name or IP address connected to.
+    ///   - port: The port connected to (for reports).
+    public func evaluate(_ trust: ServerTrust, forHost host: String, port: Int = 443) async -> HostEvaluation {
+        var trust = trust
+        // One instant for every evaluation and the report.
+        let time = trust.validationTime ?? Date()
+        trust.validationTime = time
+
+        guard let entry = self.entry(forHost: host) else {
+            return await self.evaluateUnlisted(trust, host: host, port: port, time: time)
+        }
+
+        if entry.anchorsOnly {
+            trust.anchors = entry.anchors
+            trust.anchorsOnly = true
+        } else {
+            trust.anchors += entry.anchors
+        }
+        let expired = entry.pinsExpired(at: time)
+        let enforced = entry.enforce && !expired
+        var result = HostEvaluation(
+            verdict: .untrusted(
+                TrustFailure(code: .pinMismatch, reason: "not evaluated", host: host, validationTime: time, presentedChain: [])
+            ),
+            host: host,
+            port: port,
+            matchedEntry: entry.key,
+            pinsEnforced: enforced,
+            pinMismatch: false,
+            warnings: [],
+            failureReport: nil,
+            reportSubmitted: false
+        )
+        if expired, let expires = entry.expires {
+            result.warnings.append(
+                "pins of \"\(entry.key)\" expired at \(RFC3339.format(expires)); they are not enforced (the chain and host name still are)"
+            )
+        }
+
+        let pinned = await trust.evaluate(.ssl(host: host), pins: .publicKeys(entry.pins))
+        guard case .untrusted(let failure) = pinned, failure.code == .pinMismatch else {
+            // Trusted with a pin on the validated path, or refused before pins (chain, name, usage…): either
+            // way the core's verdict stands, whatever the entry's mode.
+            result.verdict = Self.adding(result.warnings, to: pinned)
+            return result
+        }
+
+        if !expired {
+            let report = Self.report(failure, entry: entry, host: host, port: port, time: time)
+            result.failureReport = report
+            if let queue = self.reportQueue, !entry.reportURIs.isEmpty {
+                result.reportSubmitted = await queue.submit(report, to: entry.reportURIs)
+            }
+        }
+        if enforced {
+            result.verdict = pinned
+            return result
+        }
+
+        // Report-only or expired: the mismatch is let through, but only if the chain and the host name still
+        // validate. pinMismatch means some path validated fully, so this normally trusts; if it does not, its
+        // refusal stands (fail closed).
+        let unpinned = await trust.evaluate(.ssl(host: host))
+        guard unpinned.isTrusted else {
+            result.verdict = unpinned
+            return result
+        }
+        result.pinMismatch = true
+        let why = expired ? "its pins have expired" : "the entry is report-only (\"enforce\": false)"
+        result.warnings.append(
+            "pin mismatch for \(host) let through because \(why): the validated path matched none of the \(entry.pins.count) pin\(entry.pins.count == 1 ? "" : "s") of \"\(entry.key)\""
+        )
+        result.verdict = Self.adding(result.warnings, to: unpinned)
+        return result
+    }
+
+    private func evaluateUnlisted(_ trust: ServerTrust, host: String, port: Int, time: Date) async -> HostEvaluation {
+        let verdict: TrustEvaluation
+        switch self.unlistedHosts {
+        case .default:
+            verdict = await trust.evaluate(.ssl(host: host))
+        case .reject:
+            verdict = .untrusted(
+                TrustFailure(
+                    code: .hostNotAllowed,
+                    reason: "no entry of the pinning configuration matches \(host), and unlisted hosts are rejected (\"unlistedHosts\": \"reject\")",
+                    host: host,
+                    validationTime: time,
+                    presentedChain: trust.certificates
+                )
+            )
+        }
+        return HostEvaluation(
+            verdict: verdict,
+            host: host,
+            port: port,
+            matchedEntry: nil,
+            pinsEnforced: false,
+            pinMismatch: false,
+            warnings: [],
+            failureReport: nil,
+            reportSubmitted: false
+        )
+    }
+
+    private static func adding(_ warnings: [String], to verdict: TrustEvaluation) -> TrustEvaluation {
+        guard case .trusted(var chain) = verdict, !warnings.isEmpty else { return verdict }
+        chain.warnings += warnings
+        return .trusted(chain)
+    }
+
+    static func report(_ failure: TrustFailure, entry: Entry, host: String, port: Int, time: Date) -> PinFailureReport {
+        PinFailureReport(
+            dateTime: time,
+            hostname: host,
+            port: port,
+            effectiveExpirationDate: entry.expires,
+            includeSubdomains: entry.includeSubdomains,
+            notedHostname: entry.key,
+            servedCertificateChain: failure.presentedChain.map(PinFailureReport.pem),
+            validatedCertificateChain: (failure.validatedPath ?? []).map(PinFailureReport.pem),
+            knownPins: entry.pins.map(PinFailureReport.knownPin),
+            validationResult: failure.code.description
+        )
+    }
+}

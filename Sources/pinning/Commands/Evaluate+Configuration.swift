@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import Pinning
+import X509
+
+extension PinningCommand.Evaluate {
+    /// `pinning evaluate --config FILE`: the host pinning configuration decides.
+    func runWithConfiguration(_ path: String) async throws {
+        let conflicting: [(Bool, String)] = [
+            (self.mode != nil, "--mode"),
+            (!self.pin.isEmpty, "--pin"),
+            (!self.pinSHA256.isEmpty, "--pin-sha256"),
+            (!self.anchor.isEmpty, "--anchor"),
+            (self.anchorsOnly, "--anchors-only"),
+            (self.allowInvalidCertificates, "--allow-invalid-certificates"),
+            (self.noValidateDomainName, "--no-validate-domain-name"),
+        ]
+        let used = conflicting.filter(\.0).map(\.1)
+        guard used.isEmpty else {
+            throw InputError(
+                "\(used.joined(separator: ", ")) cannot be combined with --config: the configuration decides pins, anchors and validation"
+            )
+        }
+        guard let host = self.host else {
+            throw InputError("--config needs --host: the configuration pins hosts")
+        }
+        guard (1...65535).contains(self.port) else {
+            throw InputError("--port: \(self.port) is not a TCP port")
+        }
+        var configuration: PinningConfiguration
+        do {
+            configuration = try PinningConfiguration(contentsOfFile: path)
+        } catch {
+            throw InputError(error.description)
+        }
+        let presented = try InputLoading.certificates(self.chain, option: "--chain")
+        let roots = try InputLoading.roots(self.roots)
+        let time = try InputLoading.instant(self.at) ?? Date()
+        var profile = ValidationProfile.rfc5280
+        if let name = self.profile {
+            guard let parsed = ValidationProfile(name) else {
+                throw InputError("--profile: unknown profile \"\(name)\"; use rfc5280 or webpki")
+            }
+            profile = parsed
+        }
+        let queue: PinFailureReportQueue?
+        if self.sendReports {
+            let reporter = HTTPPinFailureReporter(
+                timeout: .seconds(2),
+                maximumAttempts: 2,
+                retryDelay: .milliseconds(250),
+                secureReporter: URLSessionPinFailureReporter(timeout: 2),
+                onOutcome: { outcome in
+                    FileHandle.standardError.write(Data("pinning: report \(outcome)\n".utf8))
+                }
+            )
+            queue = PinFailureReportQueue(reporter: reporter)
+        } else {
+            queue = nil
+        }
+        configuration.reportQueue = queue
+        let trust = ServerTrust(certificates: presented, platformRoots: roots, validationTime: time, profile: profile)
+        let evaluation = await configuration.evaluate(trust, forHost: host, port: self.port)
+        if let queue {
+            // Bounded: 2 attempts of at most 2 seconds each, plus the retry pause.
+            if !(await queue.waitForDelivery(timeout: .seconds(6))) {
+                FileHandle.standardError.write(Data("pinning: gave up waiting for report delivery\n".utf8))
+            }
+        }
+        let report = ConfigurationEvaluationReport(evaluation: evaluation, trust: trust, configuration: configuration, path: path)
+        if self.json {
+            try JSONOutput.print(report)
+        } else {
+            print(report.humanReadable)
+        }
+        if !evaluation.isTrusted {
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `pinning evaluate --config` output: the usual report plus how the configuration decided.
+struct ConfigurationEvaluationReport: Encodable {
+    var base: EvaluationReport
+    var configuration: String
+    var matchedEntry: String?
+    var pinsEnforced: Bool
+    var pinMismatch: Bool
+    var warnings: [String]
+    var failureReport: PinFailureReport?
+    var reportSubmitted: Bool
+
+    init(evaluation: HostEvaluation, trust: ServerTrust, configuration: PinningConfiguration, path: String) {
+        let entry = evaluation.matchedEntry.flatMap { key in configuration.entries.first { $0.key == key } }
+        self.base = EvaluationReport(
+            verdict: evaluation.verdict,
+            trust: trust,
+            mode: "configuration",
+            expectedPins: entry?.pins ?? [],
+            host: evaluation.host
+        )
+        self.configuration = path
+        self.matchedEntry = evaluation.matchedEntry
+        self.pinsEnforced = evaluation.pinsEnforced
+        self.pinMismatch = evaluation.pinMismatch
+        self.warnings = evaluation.warnings
+        self.base.warnings = evaluation.warnings
+        self.failureReport = evaluation.failureReport
+        self.reportSubmitted = evaluation.reportSubmitted
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case configuration, matchedEntry, pinsEnforced, pinMismatch, warnings, failureReport, reportSubmitted
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try self.base.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.configuration, forKey: .configuration)
+        // null, not absent, for an unlisted host.
+        if let matchedEntry = self.matchedEntry {
+            try container.encode(matchedEntry, forKey: .matchedEntry)
+        } else {
+            try container.encodeNil(forKey: .matchedEntry)
+        }
+        try container.encode(self.pinsEnforced, forKey: .pinsEnforced)
+        try container.encode(self.pinMismatch, forKey: .pinMismatch)
+        try container.encode(self.warnings, forKey: .warnings)
+        if let failureReport = self.failureReport {
+            try container.encode(failureReport, forKey: .failureReport)
+        } else {
+            try container.encodeNil(forKey: .failureReport)
+        }
+        try container.encode(self.reportSubmitted, forKey: .reportSubmitted)
+    }
+
+    var humanReadable: String {
+        var lines = [self.base.humanReadable.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""]
+        if let entry = self.matchedEntry {
+            let state = self.pinsEnforced ? "pins enforced" : "pins not enforced"
+            lines.append("  entry: \"\(entry)\" (\(state))")
+        } else {
+            lines.append("  entry: none (unlisted host)")
+        }
+        if self.pinMismatch {
+            lines.append("  pin mismatch let through")
+        }
+        for warning in self.warnings {
+            lines.append("  warning: \(warning)")
+        }
+        if self.failureReport != nil {
+            lines.append("  failure report: \(self.reportSubmitted ? "submitted" : "built, not sent (no --send-reports or no reportURIs)")")
+        }
+        // The base report's own warning lines are the same warnings, already listed above.
+        for line in self.base.humanReadable.split(separator: "\n").dropFirst() where !line.hasPrefix("  warning: ") {
+            lines.append(String(line))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,30 @@
+public import Pinning
+public import X509
+
+/// The peer a pinned handshake authenticated: its validated chain and the facts handlers need (an mTLS
+/// server's request handlers read the client's identity here).
+public struct AuthenticatedPeer: Sendable, Hashable {
+    /// The chain that earned trust, leaf first: the validated path to the anchor (or, when trust was granted
+    /// without validation, the chain as presented).
+    public var certificateChain: [Certificate]
+    /// The peer's certificate.
+    public var leaf: Certificate { self.certificateChain[0] }
+    /// The leaf's subject, e.g. `CN=device-42,O=Example`.
+    public var subject: String
+    /// The leaf's subject alternative names.
+    public var subjectAlternativeNames: [CertificateInfo.SubjectAlternativeName]
+    /// SHA-256 over the leaf's DER, hex with colons (as `openssl x509 -fingerprint -sha256`).
+    public var sha256Fingerprint: String
+    /// The SPKI SHA-256 pin of the leaf's public key.
+    public var pin: Pin
+
+    init?(chain: [Certificate]) {
+        guard let leaf = chain.first else { return nil }
+        let info = CertificateInfo(leaf)
+        self.certificateChain = chain
+        self.subject = info.subject
+        self.subjectAlternativeNames = info.subjectAlternativeNames
+        self.sha256Fingerprint = info.sha256Fingerprint
+        self.pin = Pin(spkiOf: leaf)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+public import NIOCore
+import NIOPosix
+public import NIOSSL
+public import Pinning
+import X509
+
+/// Puts TLS on NIO channels with a trust decision of ours on every handshake.
+///
+/// ```swift
+/// let policy = SecurityPolicy(pinningMode: .publicKey, pins: [try Pin("sha256/…")])
+/// let client = try PinnedTLSClient(evaluator: policy, identity: try .pkcs12(file: "client.p12", passphrase: p))
+/// let connection = try await client.connect(host: "api.example.com", port: 443, group: group)
+/// ```
+///
+/// How it is enforced:
+/// - NIOSSL's `customVerificationCallbackWithMetadata` hands every presented chain to the evaluator (a
+///   ``SecurityPolicy``, a host configuration, anything ``ServerTrustEvaluating``). The callback replaces
+///   BoringSSL's validation; any error in it refuses the handshake (fail closed).
+/// - `certificateVerification` is always `.noHostnameVerification`: never `.none` (NIOSSL would skip the
+///   callback) and never `.fullVerification` (NIOSSL's own name check accepts an IP SAN matching the socket
+///   address for any DNS name); names are checked by the evaluator against `host`.
+/// - A refusal reaches the caller as ``PinningConnectionError`` with code ``PinningConnectionError/Code/untrusted``
+///   and the evaluator's ``TrustFailure``, through ``PinningHandshakeHandler``.
+/// - Session resumption cannot skip the policy: NIOSSL offers no client session cache (every connection is a
+///   full handshake, so the callback always runs), and ``PinningHandshakeHandler`` refuses any handshake that
+///   completes without the callback having trusted that very connection.
+public struct PinnedTLSClient: Sendable {
+    /// Decides trust for each handshake.
+    public let evaluator: any ServerTrustEvaluating
+    /// The template for each handshake's ``ServerTrust``: anchors, platform roots, validation time, limits.
+    /// Its `certificates` are replaced by what the server presents.
+    public let trust: ServerTrust
+    /// The client certificate and key presented when a server asks for one.
+    public let identity: TLSIdentity?
+    /// The TLS configuration the context was built from.
+    public let configuration: TLSConfiguration
+    /// The shared NIOSSL context.
+    public let sslContext: NIOSSLContext
+
+    /// A client.
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake.
+    ///   - trust: Anchors and other settings for each handshake's ``ServerTrust`` (its certificates are ignored).
+    ///   - identity: The client identity for servers that request one.
+    ///   - configuration: A base configuration (TLS versions, ciphers, ALPN); default
+    ///     ``NIOSSL/TLSConfiguration/makePinnedClientConfiguration(identity:)``. Its certificate verification is
+    ///     forced to `.noHostnameVerification` and the identity replaces its certificate chain and key.
+    /// - Throws: when NIOSSL cannot build the context.
+    public init(
+        evaluator: any ServerTrustEvaluating,
+        trust: ServerTrust = ServerTrust(certificates: []),
+        identity: TLSIdentity? = nil,
+        configuration: TLSConfiguration? = nil
+    ) throws {
+        var configuration = configuration ?? .makePinnedClientConfiguration(identity: identity)
+        configuration.certificateVerification = .noHostnameVerification
+        if let identity {
+            configuration.certificateChain = identity.certificateSources
+            configuration.privateKey = identity.privateKeySource
+        }
+        self.evaluator = evaluator
+        self.trust = trust
+        self.identity = identity
+        self.configuration = configuration
+        self.sslContext = try NIOSSLContext(configuration: configuration)
+    }
+
+    /// The NIOSSL client handler and the ``PinningHandshakeHandler`` that must follow it, for `host`.
+    ///
+    /// Add both, in this order, right after the socket. Prefer ``addHandlers(to:host:)``.
+    ///
+    /// - Parameter host: The server's name (DNS name or IP address): sent as SNI when it is a DNS name, and the
+    ///   name the evaluator checks.
+    public func makeClientTLSHandlers(host: String) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
+        let verdict = HandshakeVerdict()
+        let evaluator = self.evaluator
+        let template = self.trust
+        let callback = PeerVerification.callback(verdict: verdict) { presented in
+            var trust = template
+            trust.certificates = presented
+            return await evaluator.evaluate(trust, forDomain: host)
+        }
+        let tls = try NIOSSLClientHandler(
+            context: self.sslContext,
+            serverHostname: Self.isIPAddress(host) ? nil : host,
+            customVerificationCallbackWithMetadata: callback
+        )
+        return (tls, PinningHandshakeHandler(verdict: verdict, host: host))
+    }
+
+    /// Adds the pinned TLS handlers for `host` to a pipeline and returns the handshake outcome.
+    @discardableResult
+    public func addHandlers(
+        to pipeline: ChannelPipeline.SynchronousOperations,
+        host: String
+    ) throws -> EventLoopFuture<PinnedHandshake> {
+        let (tls, pinning) = try self.makeClientTLSHandlers(host: host)
+        try pipeline.addHandler(tls)
+        try pipeline.addHandler(pinning)
+        guard let handshake = pinning.handshake else {
+            throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the pinning handler was not added")
+        }
+        return handshake
+    }
+
+    /// Connects to `host`, completes the TLS handshake and returns the trusted connection.
+    ///
+    /// - Parameters:
+    ///   - host: The server's name, checked by the evaluator and sent as SNI.
+    ///   - port: The port.
+    ///   - address: Where to connect instead of resolving `host` (as curl's `--resolve`).
+    ///   - group: The event loop group.
+    ///   - timeout: The bound on connecting plus the handshake.
+    ///   - configure: Further handlers to add after the TLS handlers (an HTTP codec, say).
+    /// - Throws: ``PinningConnectionError``.
+    public func connect(
+        host: String,
+        port: Int,
+        address: SocketAddress? = nil,
+        group: any EventLoopGroup,
+        timeout: TimeAmount = .seconds(10),
+        configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Void> = { $0.eventLoop.makeSucceededVoidFuture() }
+    ) async throws(PinningConnectionError) -> PinnedConnection {
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                do {
+                    try self.addHandlers(to: channel.pipeline.syncOperations, host: host)
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+                return configure(channel)
+            }
+        let channel: any Channel
+        do {
+            if let address {
+                channel = try await bootstrap.connect(to: address).get()
+            } else {
+                channel = try await bootstrap.connect(host: host, port: port).get()
+            }
+        } catch {
+            if let error = error as? PinningConnectionError { throw error }
+            throw PinningConnectionError(code: .connectFailed, host: host, message: "cannot connect to port \(port)", underlying: error)
+        }
+        do {
+            let handshake = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<PinnedHandshake> in
+                do {
+                    let handler = try channel.pipeline.syncOperations.handler(type: PinningHandshakeHandler.self)
+                    guard let future = handler.handshake else {
+                        return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: .handshakeFailed, host: host, message: "no handshake in progress"))
+                    }
+                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                        channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake took longer than \(timeout)"))
+                        channel.close(promise: nil)
+                    }
+                    future.whenComplete { _ in timer.cancel() }
+                    return future
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }.get()
+            return PinnedConnection(channel: channel, handshake: handshake)
+        } catch {
+            channel.close(promise: nil)
+            if let error = error as? PinningConnectionError { throw error }
+            throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the TLS handshake failed", underlying: error)
+        }
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        do {
+            _ = try SocketAddress(ipAddress: bare, port: 0)
+            return true
+        } catch {
+            return false
+        }
+    }
+}
+
+/// An open connection whose peer the policy trusted.
+public struct PinnedConnection: Sendable {
+    /// The channel, with the TLS handlers in place. Close it when done.
+    public let channel: any Channel
+    /// What was trusted.
+    public let handshake: PinnedHandshake
+}
+
+extension TLSConfiguration {
+    /// A client configuration for pinned connections: certificate verification `.noHostnameVerification`
+    /// (the evaluator checks names; the custom callback replaces BoringSSL's validation), TLS 1.2 or later, no
+    /// trust roots of its own (if it is ever used without the pinning callback, nothing validates: fail
+    /// closed), and the client identity when given.
+    ///
+    /// - Parameter identity: The client certificate chain and key, for servers that ask for one.
+    public static func makePinnedClientConfiguration(identity: TLSIdentity? = nil) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.certificateVerification = .noHostnameVerification
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.trustRoots = .certificates([])
+        if let identity {
+            configuration.certificateChain = identity.certificateSources
+            configuration.privateKey = identity.privateKeySource
+        }
+        return configuration
+    }
+}

@@ -1,0 +1,80 @@
+public import Pinning
+
+/// A pinned connection failed: refused by the trust policy (with the full ``TrustFailure``), or a connection,
+/// TLS or timeout problem.
+///
+/// NIOSSL reports a refused certificate as a bare `CERTIFICATE_VERIFY_FAILED`; the handlers of this module
+/// record why the policy refused and raise this error instead, so the reason reaches the caller.
+public struct PinningConnectionError: Error, CustomStringConvertible {
+    /// What went wrong. A struct over a private enum so kinds can be added; keep a default case.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: String, Hashable, Sendable {
+            case untrusted
+            case unreadablePeerCertificate
+            case notEvaluated
+            case handshakeFailed
+            case connectionClosed
+            case connectFailed
+            case timedOut
+        }
+
+        private let kind: Kind
+
+        private init(_ kind: Kind) {
+            self.kind = kind
+        }
+
+        /// The trust policy refused the peer's chain; ``PinningConnectionError/trustFailure`` says why.
+        public static let untrusted = Code(.untrusted)
+        /// The peer sent no certificate, or its leaf certificate cannot be parsed.
+        public static let unreadablePeerCertificate = Code(.unreadablePeerCertificate)
+        /// The handshake completed without the policy being applied on this connection (for example a resumed
+        /// session); refused, because trust is never granted without an evaluation.
+        public static let notEvaluated = Code(.notEvaluated)
+        /// The TLS handshake failed for another reason (protocol, the peer refused our certificate or wanted one).
+        public static let handshakeFailed = Code(.handshakeFailed)
+        /// The connection closed before the handshake completed.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// The TCP connection could not be established.
+        public static let connectFailed = Code(.connectFailed)
+        /// Connecting or the handshake took longer than allowed.
+        public static let timedOut = Code(.timedOut)
+
+        public var description: String { self.kind.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The host the connection was for (the name the policy checked), if any.
+    public var host: String?
+    /// For ``Code/untrusted``: why the policy refused.
+    public var trustFailure: TrustFailure?
+    /// What happened, in one sentence.
+    public var message: String
+    /// The error NIO or NIOSSL reported, when there was one.
+    public var underlying: (any Error)?
+
+    /// Creates an error.
+    public init(code: Code, host: String?, message: String, trustFailure: TrustFailure? = nil, underlying: (any Error)? = nil) {
+        self.code = code
+        self.host = host
+        self.message = message
+        self.trustFailure = trustFailure
+        self.underlying = underlying
+    }
+
+    /// The policy refused the peer.
+    public static func untrusted(_ failure: TrustFailure, host: String?) -> PinningConnectionError {
+        PinningConnectionError(code: .untrusted, host: host, message: failure.description, trustFailure: failure)
+    }
+
+    /// `"untrusted: <the TrustFailure's one-line description>"`, or `"CODE: host: message"`.
+    public var description: String {
+        if let trustFailure { return "\(self.code): \(trustFailure.description)" }
+        var text = "\(self.code): "
+        if let host { text += "\(host): " }
+        text += self.message
+        if let underlying { text += " (\(underlying))" }
+        return text
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import Testing
+import X509
+
+@Suite("PinnedTLSClient over loopback")
+struct PinnedClientTests {
+    static let loopback: SocketAddress? = try? SocketAddress(ipAddress: "127.0.0.1", port: 0)
+
+    func address(_ port: Int) throws -> SocketAddress {
+        try SocketAddress(ipAddress: "127.0.0.1", port: port)
+    }
+
+    @Test("genuine server: trusted through its private root; the peer is reported")
+    func genuineServerAccepted() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        var policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)])
+        policy.validatesDomainName = true
+        let client = try PinnedTLSClient(
+            evaluator: policy,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))
+        )
+        let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        defer { connection.channel.close(promise: nil) }
+        #expect(connection.handshake.peer.subject == "CN=api.example.com")
+        #expect(connection.handshake.peer.certificateChain == genuine.all)
+        #expect(connection.handshake.host == "api.example.com")
+    }
+
+    @Test("intercepting server trusted by the platform roots: accepted unpinned, refused pinned (pinMismatch reaches the caller)")
+    func interceptingServer() async throws {
+        let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
+        let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        // The device's platform store trusts the proxy's root (as a corporate MITM or a malicious profile would).
+        let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
+
+        let unpinned = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
+        let accepted = try await unpinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        accepted.channel.close(promise: nil)
+        #expect(accepted.handshake.peer.certificateChain.last == attacker.root.certificate)
+
+        let pinned = try PinnedTLSClient(
+            evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
+            trust: trust
+        )
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await pinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        }
+        #expect(error?.code == .untrusted)
+        #expect(error?.trustFailure?.code == .pinMismatch)
+        #expect(error?.description.hasPrefix("untrusted: ") == true)
+        #expect(error?.description.contains("api.example.com") == true)
+    }
+
+    @Test("intercepting server that appends the genuine certificates: still refused")
+    func appendedGenuineCertificates() async throws {
+        let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
+        let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
+        let served = attacker.presented + genuine.all
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf), servedChain: served)
+        defer { Task { await server.stop() } }
+        let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
+        for pin in [genuine.leaf, genuine.intermediate, genuine.root].map({ Pin(spkiOf: $0.certificate) }) {
+            let client = try PinnedTLSClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [pin]), trust: trust)
+            let error = await #expect(throws: PinningConnectionError.self) {
+                _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            }
+            #expect(error?.trustFailure?.code == .pinMismatch)
+            #expect(error?.trustFailure?.presentedChain.count == 5)
+        }
+    }
+
+    @Test("self-signed device certificate: certificate pinning with allowInvalidCertificates")
+    func selfSignedDevice() async throws {
+        let device = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(device))
+        defer { Task { await server.stop() } }
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
+        policy.allowInvalidCertificates = true
+        let client = try PinnedTLSClient(evaluator: policy, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
+        for host in ["device-42.local", "127.0.0.1"] {
+            let connection = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            connection.channel.close(promise: nil)
+            #expect(connection.handshake.peer.leaf == device.certificate)
+        }
+        // Another device's certificate is refused, and so is the right certificate for the wrong name.
+        let impostor = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
+        var other = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [impostor.certificate])
+        other.allowInvalidCertificates = true
+        let refusing = try PinnedTLSClient(evaluator: other, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await refusing.connect(host: "device-42.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        }
+        #expect(error?.trustFailure?.code == .pinMismatch)
+        let wrongName = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.connect(host: "device-43.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        }
+        #expect(wrongName?.trustFailure?.code == .hostnameMismatch)
+    }
+
+    @Test("an IP SAN equal to the socket address does not stand in for the DNS name (NIOSSL quirk avoided)")
+    func ipSANDoesNotMatchDNSName() async throws {
+        let chain = try TestChain(host: "other.example", ipAddresses: ["127.0.0.1"])
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])))
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        }
+        #expect(error?.trustFailure?.code == .hostnameMismatch)
+    }
+
+    @Test("32 concurrent pinned connections through one client")
+    func concurrentConnections() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let counting = CountingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]))
+        let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
+        let port = server.port
+        let trusted = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<32 {
+                group.addTask {
+                    let connection = try await client.connect(host: "api.example.com", port: port, address: try SocketAddress(ipAddress: "127.0.0.1", port: port), group: testGroup, timeout: .seconds(10))
+                    try await connection.channel.close()
+                    return connection.handshake.peer.leaf == genuine.leaf.certificate
+                }
+            }
+            var count = 0
+            for try await ok in group where ok { count += 1 }
+            return count
+        }
+        #expect(trusted == 32)
+        #expect(counting.evaluations == 32)
+    }
+
+    @Test("resumption never skips the policy: every connection of one client is evaluated, and a refusing evaluator on the same context refuses")
+    func clientResumption() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        // The server shares one NIOSSL context, so it issues tickets and would resume if a client offered one.
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let counting = CountingEvaluator(SecurityPolicy.default)
+        let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
+        for _ in 0..<4 {
+            let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            // Let the server's session tickets arrive before closing, so a resumable session could exist.
+            try await Task.sleep(for: .milliseconds(50))
+            try await connection.channel.close()
+        }
+        #expect(counting.evaluations == 4)
+        let refusing = try PinnedTLSClient(
+            evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: try TestPKI.selfSigned("x").certificate)]),
+            trust: client.trust,
+            configuration: client.configuration
+        )
+        await #expect(throws: PinningConnectionError.self) {
+            _ = try await refusing.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        }
+    }
+
+    @Test("a closed port fails fast with connectFailed")
+    func closedPort() async throws {
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default)
+        let start = Date()
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.connect(host: "localhost", port: 1, address: try self.address(1), group: testGroup, timeout: .seconds(3))
+        }
+        #expect(error?.code == .connectFailed)
+        #expect(Date().timeIntervalSince(start) < 3.5)
+    }
+}

@@ -16,6 +16,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
             case connectionClosed
             case connectFailed
             case timedOut
+            case invalidRequest
+            case httpFailed
+            case tooManyRedirects
         }
 
         private let kind: Kind
@@ -39,6 +42,13 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         public static let connectFailed = Code(.connectFailed)
         /// Connecting or the handshake took longer than allowed.
         public static let timedOut = Code(.timedOut)
+        /// The request cannot be sent: not an `https` URL, no host, or the client was shut down.
+        public static let invalidRequest = Code(.invalidRequest)
+        /// The HTTP exchange failed after a trusted handshake: a malformed or oversized response, or the
+        /// connection closed mid-response (a server refusing our client certificate under TLS 1.3 does this).
+        public static let httpFailed = Code(.httpFailed)
+        /// More redirects than allowed, or a redirect to a URL that is not `https`.
+        public static let tooManyRedirects = Code(.tooManyRedirects)
 
         public var description: String { self.kind.rawValue }
     }

@@ -1,0 +1,467 @@
+public import Foundation
+public import NIOCore
+import NIOConcurrencyHelpers
+public import NIOHTTP1
+public import NIOPosix
+public import NIOSSL
+public import Pinning
+public import X509
+
+/// A compact HTTPS client (HTTP/1.1 on NIOHTTP1) whose every connection is a ``PinnedTLSClient`` handshake.
+///
+/// ```swift
+/// let client = try PinnedHTTPClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: pins))
+/// defer { Task { await client.shutdown() } }
+/// let response = try await client.get(URL(string: "https://api.example.com/v1/status")!)
+/// print(response.status, response.bodyText)
+/// ```
+///
+/// Enforcement is that of ``PinnedTLSClient``: the evaluator (a ``SecurityPolicy`` with a pin anywhere on the
+/// path, `allowInvalidCertificates`, a host ``PinningConfiguration``, …) judges every handshake, and a refusal
+/// is a ``PinningConnectionError`` with code ``PinningConnectionError/Code/untrusted`` carrying the
+/// ``TrustFailure``.
+///
+/// - Connections are reused per host: idle keep-alive connections are pooled by host, port and the address
+///   `resolve` gave (so a connection trusted for one name is never used for another).
+/// - Redirects (301, 302, 303, 307, 308 with `Location`) are followed up to
+///   ``PinnedHTTPClientConfiguration/maximumRedirects``; a new host means a new handshake, evaluated for that
+///   host. A redirect away from `https` is refused.
+/// - Timeouts: ``PinnedHTTPClientConfiguration/connectTimeout`` bounds TCP connect plus the TLS handshake,
+///   ``PinnedHTTPClientConfiguration/requestTimeout`` bounds each request's response.
+public final class PinnedHTTPClient: Sendable {
+    /// Resolves a host and port to the address to connect to instead of DNS (as curl's `--resolve`); nil: DNS.
+    public typealias Resolve = @Sendable (_ host: String, _ port: Int) -> SocketAddress?
+
+    /// The TLS client every connection goes through.
+    public let tls: PinnedTLSClient
+    /// Timeouts, redirects, pool and size limits.
+    public let configuration: PinnedHTTPClientConfiguration
+    private let group: any EventLoopGroup
+    private let pool: HTTPConnectionPool
+
+    /// A client.
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
+    ///   - trust: Anchors, platform roots, validation time for each handshake's ``ServerTrust``.
+    ///   - identity: The client identity for servers that request one (mutual TLS).
+    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:)``.
+    ///   - configuration: Timeouts, redirects and limits.
+    ///   - group: The event loops; default NIO's shared singleton.
+    /// - Throws: when NIOSSL cannot build the TLS context.
+    public init(
+        evaluator: any ServerTrustEvaluating,
+        trust: ServerTrust = ServerTrust(certificates: []),
+        identity: TLSIdentity? = nil,
+        tlsConfiguration: TLSConfiguration? = nil,
+        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        self.tls = try PinnedTLSClient(evaluator: evaluator, trust: trust, identity: identity, configuration: tlsConfiguration)
+        self.configuration = configuration
+        self.group = group
+        self.pool = HTTPConnectionPool(maximumIdlePerKey: configuration.maximumIdleConnectionsPerHost)
+    }
+
+    /// How many TCP connections (with a trusted handshake) this client has opened.
+    public var openedConnections: Int { self.pool.opened }
+
+    /// GETs `url`, following redirects.
+    ///
+    /// - Parameters:
+    ///   - url: An `https` URL.
+    ///   - headers: Extra request headers (`Host`, `Connection` and `Content-Length` are the client's).
+    ///   - resolve: Addresses to use instead of DNS (also applied to redirect targets).
+    /// - Returns: The final response, with the handshake of the connection that carried it.
+    /// - Throws: ``PinningConnectionError``: ``PinningConnectionError/Code/untrusted`` with the ``TrustFailure``
+    ///   when a server (the first or a redirect target) is refused; connection, timeout, HTTP and redirect codes
+    ///   otherwise.
+    public func get(
+        _ url: URL,
+        headers: HTTPHeaders = HTTPHeaders(),
+        resolve: @escaping Resolve = { _, _ in nil }
+    ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
+        var current = url
+        var visited: [URL] = []
+        while true {
+            let target = try RequestTarget(current)
+            let exchange = try await self.exchange(target, headers: headers, resolve: resolve)
+            let response = PinnedHTTPResponse(
+                url: current,
+                status: exchange.head.status,
+                headers: exchange.head.headers,
+                body: exchange.body,
+                handshake: exchange.handshake,
+                redirects: visited
+            )
+            guard let location = Self.redirectLocation(exchange.head) else {
+                return response
+            }
+            guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
+                throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
+            }
+            guard next.scheme?.lowercased() == "https" else {
+                throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "refusing a redirect away from https to \(next.absoluteString)")
+            }
+            visited.append(current)
+            guard visited.count <= self.configuration.maximumRedirects else {
+                throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "more than \(self.configuration.maximumRedirects) redirects (last to \(next.absoluteString))")
+            }
+            current = next
+        }
+    }
+
+    /// Closes every pooled connection; later requests fail with ``PinningConnectionError/Code/invalidRequest``.
+    /// Connections in use close when their request ends.
+    public func shutdown() async {
+        for connection in self.pool.shutdown() {
+            await connection.close()
+        }
+    }
+
+    static func redirectLocation(_ head: HTTPResponseHead) -> String? {
+        switch head.status.code {
+        case 301, 302, 303, 307, 308:
+            return head.headers.first(name: "location")
+        default:
+            return nil
+        }
+    }
+
+    /// One request on a pooled or new connection. A reused connection that the server closed while idle is
+    /// replaced once (GET is idempotent).
+    private func exchange(_ target: RequestTarget, headers: HTTPHeaders, resolve: Resolve) async throws(PinningConnectionError) -> HTTPExchange {
+        let address = resolve(target.host, target.port)
+        let key = HTTPConnectionPool.Key(host: target.host.lowercased(), port: target.port, address: address?.description)
+        if self.pool.isShutDown {
+            throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+        }
+        if let idle = self.pool.take(key) {
+            do {
+                return try await self.send(target, headers: headers, on: idle, key: key)
+            } catch let error where error.code == .connectionClosed {
+                // The server closed the idle connection: use a fresh one.
+            }
+        }
+        let connection = try await self.connect(target, address: address)
+        return try await self.send(target, headers: headers, on: connection, key: key)
+    }
+
+    private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
+        let maximumBodySize = self.configuration.maximumBodySize
+        let connection = try await self.tls.connect(
+            host: target.host,
+            port: target.port,
+            address: address,
+            group: self.group,
+            timeout: self.configuration.connectTimeout,
+            configure: { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: target.host, maximumBodySize: maximumBodySize))
+                }
+            }
+        )
+        self.pool.countOpened()
+        return HTTPConnection(channel: connection.channel, handshake: connection.handshake)
+    }
+
+    private func send(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key) async throws(PinningConnectionError) -> HTTPExchange {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
+        head.headers = headers
+        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
+        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
+        head.headers.remove(name: "connection")
+        head.headers.remove(name: "content-length")
+        let channel = connection.channel
+        let timeout = self.configuration.requestTimeout
+        let host = target.host
+        let collected: CollectedResponse
+        do {
+            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
+                let collector: HTTPResponseCollector
+                do {
+                    collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: .connectionClosed, host: host, message: "the connection closed", underlying: error))
+                }
+                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
+                collector.begin(promise)
+                channel.write(HTTPClientRequestPart.head(head), promise: nil)
+                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
+                let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                    bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))
+                    channel.close(promise: nil)
+                }
+                promise.futureResult.whenComplete { _ in timer.cancel() }
+                return promise.futureResult
+            }.get()
+        } catch {
+            await connection.close()
+            if let error = error as? PinningConnectionError { throw error }
+            throw PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
+        }
+        if collected.head.isKeepAlive && channel.isActive {
+            if !self.pool.put(connection, for: key) {
+                await connection.close()
+            }
+        } else {
+            await connection.close()
+        }
+        return HTTPExchange(head: collected.head, body: collected.body, handshake: connection.handshake)
+    }
+}
+
+/// Settings of a ``PinnedHTTPClient``.
+public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
+    /// Bound on the TCP connect plus the TLS handshake. Default 10 s.
+    public var connectTimeout: TimeAmount
+    /// Bound on each request, from sending it to the end of the response. Default 30 s.
+    public var requestTimeout: TimeAmount
+    /// How many redirects one ``PinnedHTTPClient/get(_:headers:resolve:)`` follows. Default 5; 0 returns the 3xx.
+    public var maximumRedirects: Int
+    /// Idle keep-alive connections kept per host, port and address. Default 8.
+    public var maximumIdleConnectionsPerHost: Int
+    /// Largest response body accepted. Default 16 MiB.
+    public var maximumBodySize: Int
+    /// The `User-Agent` header.
+    public var userAgent: String
+
+    /// The defaults, or the given values.
+    public init(
+        connectTimeout: TimeAmount = .seconds(10),
+        requestTimeout: TimeAmount = .seconds(30),
+        maximumRedirects: Int = 5,
+        maximumIdleConnectionsPerHost: Int = 8,
+        maximumBodySize: Int = 16 * 1024 * 1024,
+        userAgent: String = "swift-pinning"
+    ) {
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.maximumRedirects = maximumRedirects
+        self.maximumIdleConnectionsPerHost = maximumIdleConnectionsPerHost
+        self.maximumBodySize = maximumBodySize
+        self.userAgent = userAgent
+    }
+}
+
+/// A response of ``PinnedHTTPClient``.
+public struct PinnedHTTPResponse: Sendable {
+    /// The URL that answered (after redirects).
+    public var url: URL
+    /// The status.
+    public var status: HTTPResponseStatus
+    /// The response headers.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: [UInt8]
+    /// The handshake of the connection that carried this response: the trusted chain and the peer.
+    public var handshake: PinnedHandshake
+    /// The URLs redirected from, in order (empty without redirects).
+    public var redirects: [URL]
+
+    /// The body as UTF-8 (invalid sequences replaced).
+    public var bodyText: String { String(decoding: self.body, as: UTF8.self) }
+    /// What the evaluator trusted, and on what basis.
+    public var trustedChain: TrustedChain { self.handshake.trustedChain }
+    /// The chain the server presented, leaf first, as sent.
+    public var presentedChain: [Certificate] { self.handshake.trustedChain.presentedChain }
+}
+
+struct HTTPExchange: Sendable {
+    var head: HTTPResponseHead
+    var body: [UInt8]
+    var handshake: PinnedHandshake
+}
+
+/// Scheme, host, port and path of an `https` URL.
+struct RequestTarget: Sendable {
+    var host: String
+    var port: Int
+    var pathAndQuery: String
+
+    init(_ url: URL) throws(PinningConnectionError) {
+        guard url.scheme?.lowercased() == "https" else {
+            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): only https URLs are supported")
+        }
+        guard var host = url.host, !host.isEmpty else {
+            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): no host")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+        }
+        let port = url.port ?? 443
+        guard (1...65535).contains(port) else {
+            throw PinningConnectionError(code: .invalidRequest, host: host, message: "\(url.absoluteString): port \(port) is not a TCP port")
+        }
+        self.host = host
+        self.port = port
+        var path = url.path(percentEncoded: true)
+        if path.isEmpty { path = "/" }
+        if let query = url.query(percentEncoded: true) { path += "?" + query }
+        self.pathAndQuery = path
+    }
+
+    var hostHeader: String {
+        let name = self.host.contains(":") ? "[\(self.host)]" : self.host
+        return self.port == 443 ? name : "\(name):\(self.port)"
+    }
+}
+
+/// A connection with a trusted handshake and HTTP/1.1 handlers.
+struct HTTPConnection: Sendable {
+    let channel: any Channel
+    let handshake: PinnedHandshake
+
+    func close() async {
+        do {
+            try await self.channel.close()
+        } catch {
+            // Already closed: nothing to release.
+        }
+    }
+}
+
+/// Idle connections by host, port and resolved address.
+final class HTTPConnectionPool: Sendable {
+    struct Key: Hashable, Sendable {
+        var host: String
+        var port: Int
+        var address: String?
+    }
+
+    private struct State {
+        var idle: [Key: [HTTPConnection]] = [:]
+        var isShutDown = false
+        var opened = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let maximumIdlePerKey: Int
+
+    init(maximumIdlePerKey: Int) {
+        self.maximumIdlePerKey = maximumIdlePerKey
+    }
+
+    var opened: Int { self.state.withLockedValue { $0.opened } }
+    var isShutDown: Bool { self.state.withLockedValue { $0.isShutDown } }
+
+    func countOpened() {
+        self.state.withLockedValue { $0.opened += 1 }
+    }
+
+    /// An idle, still open connection for `key`. Closed ones found on the way are dropped.
+    func take(_ key: Key) -> HTTPConnection? {
+        self.state.withLockedValue { state in
+            while var list = state.idle[key], let connection = list.popLast() {
+                state.idle[key] = list
+                if connection.channel.isActive { return connection }
+            }
+            return nil
+        }
+    }
+
+    /// Keeps `connection` for reuse; false when the pool is shut down or full (the caller closes it).
+    func put(_ connection: HTTPConnection, for key: Key) -> Bool {
+        self.state.withLockedValue { state in
+            guard !state.isShutDown, state.idle[key, default: []].count < self.maximumIdlePerKey else { return false }
+            state.idle[key, default: []].append(connection)
+            return true
+        }
+    }
+
+    /// Marks the pool shut down and hands back every idle connection.
+    func shutdown() -> [HTTPConnection] {
+        self.state.withLockedValue { state in
+            state.isShutDown = true
+            let all = state.idle.values.flatMap { $0 }
+            state.idle = [:]
+            return all
+        }
+    }
+}
+
+struct CollectedResponse: Sendable {
+    var head: HTTPResponseHead
+    var body: [UInt8]
+}
+
+/// Collects one response at a time; fails the pending request on errors and on close.
+final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private let host: String
+    private let maximumBodySize: Int
+    private var promise: EventLoopPromise<CollectedResponse>?
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+    private var inactive = false
+
+    init(host: String, maximumBodySize: Int) {
+        self.host = host
+        self.maximumBodySize = maximumBodySize
+    }
+
+    func begin(_ promise: EventLoopPromise<CollectedResponse>) {
+        self.head = nil
+        self.body = []
+        if self.inactive {
+            promise.fail(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the connection closed"))
+            return
+        }
+        self.promise = promise
+    }
+
+    func fail(_ error: PinningConnectionError) {
+        guard let promise = self.promise else { return }
+        self.promise = nil
+        promise.fail(error)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body(var buffer):
+            guard self.body.count + buffer.readableBytes <= self.maximumBodySize else {
+                self.fail(PinningConnectionError(code: .httpFailed, host: self.host, message: "the response body exceeds \(self.maximumBodySize) bytes"))
+                context.close(promise: nil)
+                return
+            }
+            self.body += buffer.readBytes(length: buffer.readableBytes) ?? []
+        case .end:
+            guard let promise = self.promise, let head = self.head else { return }
+            self.promise = nil
+            promise.succeed(CollectedResponse(head: head, body: self.body))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let mapped: PinningConnectionError
+        if let error = error as? PinningConnectionError {
+            mapped = error
+        } else if self.head == nil {
+            mapped = PinningConnectionError(
+                code: .httpFailed,
+                host: self.host,
+                message: "the request failed before a response arrived (a server that refuses our client certificate, or wants one, does this after the handshake)",
+                underlying: error
+            )
+        } else {
+            mapped = PinningConnectionError(code: .httpFailed, host: self.host, message: "the response failed", underlying: error)
+        }
+        self.fail(mapped)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.inactive = true
+        let message = self.head == nil ? "the server closed the connection before responding" : "the server closed the connection mid-response"
+        self.fail(PinningConnectionError(code: self.head == nil ? .connectionClosed : .httpFailed, host: self.host, message: message))
+        context.fireChannelInactive()
+    }
+}
+
+@available(*, unavailable)
+extension HTTPResponseCollector: Sendable {}

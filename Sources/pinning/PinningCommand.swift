@@ -3,14 +3,14 @@ import Foundation
 
 /// `pinning`: evaluate, inspect and pin certificates with swift-pinning.
 ///
-/// Exit status across commands: 0 success (trusted), 1 not trusted, 2 bad input or usage.
+/// Exit status across commands: 0 success (trusted), 1 not trusted, 2 bad input or usage, 3 connection/TLS/HTTP error.
 @main
 struct PinningCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pinning",
         abstract: "HTTPS trust control: evaluate chains against a pinning policy, inspect certificates, compute pins.",
-        discussion: "Exit status: 0 trusted / success, 1 not trusted, 2 bad input (unreadable file, bad pin, bad date, bad option).",
-        subcommands: [Evaluate.self, Inspect.self, Pins.self, Config.self, Demo.self]
+        discussion: "Exit status: 0 trusted / success, 1 not trusted, 2 bad input (unreadable file, bad pin, bad date, bad option), 3 connection, TLS or HTTP error (check, serve).",
+        subcommands: [Evaluate.self, Check.self, Serve.self, Inspect.self, Pins.self, Config.self, Demo.self]
     )
 
     /// Parses and runs, mapping argument-parser's usage errors (its default exit status is 64) to our 2.
@@ -27,7 +27,7 @@ struct PinningCommand: AsyncParsableCommand {
             Foundation.exit(2)
         } catch {
             let code = exitCode(for: error)
-            if code == .success || code == ExitCode(1) {
+            if code == .success || code == ExitCode(1) || code == ExitCode(3) {
                 exit(withError: error)
             }
             let message = fullMessage(for: error)

@@ -6,43 +6,18 @@ import X509
 extension PinningCommand.Evaluate {
     /// `pinning evaluate --config FILE`: the host pinning configuration decides.
     func runWithConfiguration(_ path: String) async throws {
-        let conflicting: [(Bool, String)] = [
-            (self.mode != nil, "--mode"),
-            (!self.pin.isEmpty, "--pin"),
-            (!self.pinSHA256.isEmpty, "--pin-sha256"),
-            (!self.anchor.isEmpty, "--anchor"),
-            (self.anchorsOnly, "--anchors-only"),
-            (self.allowInvalidCertificates, "--allow-invalid-certificates"),
-            (self.noValidateDomainName, "--no-validate-domain-name"),
-        ]
-        let used = conflicting.filter(\.0).map(\.1)
-        guard used.isEmpty else {
-            throw InputError(
-                "\(used.joined(separator: ", ")) cannot be combined with --config: the configuration decides pins, anchors and validation"
-            )
-        }
+        try self.policyOptions.checkNoConflictWithConfiguration()
         guard let host = self.host else {
             throw InputError("--config needs --host: the configuration pins hosts")
         }
         guard (1...65535).contains(self.port) else {
             throw InputError("--port: \(self.port) is not a TCP port")
         }
-        var configuration: PinningConfiguration
-        do {
-            configuration = try PinningConfiguration(contentsOfFile: path)
-        } catch {
-            throw InputError(error.description)
-        }
+        var configuration = try self.policyOptions.loadConfiguration(path)
         let presented = try InputLoading.certificates(self.chain, option: "--chain")
-        let roots = try InputLoading.roots(self.roots)
-        let time = try InputLoading.instant(self.at) ?? Date()
-        var profile = ValidationProfile.rfc5280
-        if let name = self.profile {
-            guard let parsed = ValidationProfile(name) else {
-                throw InputError("--profile: unknown profile \"\(name)\"; use rfc5280 or webpki")
-            }
-            profile = parsed
-        }
+        let roots = try InputLoading.roots(self.policyOptions.roots)
+        let time = try InputLoading.instant(self.policyOptions.at) ?? Date()
+        let profile = try self.policyOptions.loadProfile()
         let queue: PinFailureReportQueue?
         if self.sendReports {
             let reporter = HTTPPinFailureReporter(

@@ -1,0 +1,271 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Pinning
+import PinningNIO
+import X509
+
+extension PinningCommand {
+    /// `pinning check URL`: connects with the pinned HTTPS client, reports the server's chain and the verdict,
+    /// and when trusted performs the GET.
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Connect to an HTTPS URL with pinning enforced on the handshake; report the chain, the verdict, and the GET's result.",
+            discussion: """
+                SNI and the checked name are the URL's host; --resolve HOST:PORT:ADDR connects to ADDR instead (as curl).
+                The policy flags are those of `pinning evaluate` (or --config FILE: the host pinning configuration).
+                A client identity for mutual TLS: --identity FILE.p12 (with --passphrase-env VAR or --passphrase-file
+                FILE), or --identity-cert CHAIN --identity-key KEY.
+                Exit status: 0 trusted and a 2xx response; 1 refused by the policy; 2 bad input; 3 connection, TLS or
+                HTTP error (including a server that rejects our client certificate or wants one we did not give).
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The https URL.", valueName: "url"))
+        var url: String
+
+        @OptionGroup var policyOptions: PolicyOptions
+
+        @Option(name: .long, help: ArgumentHelp("A PKCS#12 client identity (.p12/.pfx).", valueName: "file"))
+        var identity: String?
+
+        @Option(name: .customLong("passphrase-env"), help: ArgumentHelp("The environment variable holding the passphrase (of --identity or an encrypted --identity-key).", valueName: "var"))
+        var passphraseEnv: String?
+
+        @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("A file whose first line is the passphrase.", valueName: "file"))
+        var passphraseFile: String?
+
+        @Option(name: .customLong("identity-cert"), help: ArgumentHelp("The client certificate followed by its intermediates (PEM).", valueName: "file"))
+        var identityCert: String?
+
+        @Option(name: .customLong("identity-key"), help: ArgumentHelp("The client certificate's private key.", valueName: "file"))
+        var identityKey: String?
+
+        @Option(name: .long, help: ArgumentHelp("Connect to ADDR for HOST:PORT instead of resolving HOST (as curl). Repeatable.", valueName: "host:port:addr"))
+        var resolve: [String] = []
+
+        @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake.", valueName: "seconds"))
+        var connectTimeout: Double = 5
+
+        @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake.", valueName: "seconds"))
+        var maxTime: Double = 15
+
+        @Flag(name: .long, help: "Print the result as JSON.")
+        var json = false
+
+        func run() async throws {
+            let url = try self.parsedURL()
+            let overrides = try self.parsedResolve()
+            let identity = try self.loadIdentity()
+            guard self.connectTimeout > 0, self.maxTime > 0 else {
+                throw InputError("--connect-timeout and --max-time must be positive")
+            }
+            let host = url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+
+            let evaluator: any ServerTrustEvaluating
+            var trust: ServerTrust
+            let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
+            if let path = self.policyOptions.config {
+                try self.policyOptions.checkNoConflictWithConfiguration()
+                let configuration = try self.policyOptions.loadConfiguration(path)
+                evaluator = configuration
+                trust = ServerTrust(
+                    certificates: [],
+                    platformRoots: try InputLoading.roots(self.policyOptions.roots),
+                    profile: try self.policyOptions.loadProfile()
+                )
+                let pins = configuration.entries.first { $0.key.lowercased() == host.lowercased() }?.pins ?? []
+                describe = { verdict, trust in
+                    EvaluationReport(verdict: verdict, trust: trust, mode: "configuration", expectedPins: pins, host: host)
+                }
+            } else {
+                let made = try self.policyOptions.makePolicy(presented: [], host: host)
+                evaluator = made.policy
+                trust = made.trust
+                let policy = made.policy
+                describe = { verdict, trust in EvaluationReport(verdict: verdict, trust: trust, policy: policy, host: host) }
+            }
+            // Without --at, each handshake is judged at its own time.
+            trust.validationTime = try InputLoading.instant(self.policyOptions.at)
+
+            let client: PinnedHTTPClient
+            do {
+                client = try PinnedHTTPClient(
+                    evaluator: evaluator,
+                    trust: trust,
+                    identity: identity,
+                    configuration: PinnedHTTPClientConfiguration(
+                        connectTimeout: .milliseconds(Int64(self.connectTimeout * 1000)),
+                        requestTimeout: .milliseconds(Int64(self.maxTime * 1000))
+                    )
+                )
+            } catch {
+                throw InputError("cannot build the TLS configuration: \(error)")
+            }
+            let outcome: Result<PinnedHTTPResponse, PinningConnectionError>
+            do {
+                outcome = .success(try await client.get(url) { host, port in overrides[ResolveKey(host: host.lowercased(), port: port)] })
+            } catch {
+                outcome = .failure(error)
+            }
+            await client.shutdown()
+
+            var report = CheckReport(url: url.absoluteString)
+            switch outcome {
+            case .success(let response):
+                var presented = trust
+                presented.certificates = response.presentedChain
+                report.evaluation = describe(.trusted(response.trustedChain), presented)
+                report.finalURL = response.url.absoluteString
+                report.status = Int(response.status.code)
+                report.reasonPhrase = response.status.reasonPhrase
+                report.body = response.bodyText
+            case .failure(let error):
+                if let failure = error.trustFailure {
+                    var presented = trust
+                    presented.certificates = failure.presentedChain
+                    report.evaluation = describe(.untrusted(failure), presented)
+                } else {
+                    report.error = error.description
+                    report.errorCode = error.code.description
+                }
+            }
+            if self.json {
+                try JSONOutput.print(report)
+            } else {
+                print(report.humanReadable)
+            }
+            if let error = report.error {
+                FileHandle.standardError.write(Data("pinning: check: \(error)\n".utf8))
+                throw ExitCode(3)
+            }
+            if report.evaluation?.trusted != true {
+                throw ExitCode(1)
+            }
+            if let status = report.status, !(200..<300).contains(status) {
+                FileHandle.standardError.write(Data("pinning: check: HTTP status \(status)\n".utf8))
+                throw ExitCode(3)
+            }
+        }
+
+        func parsedURL() throws(InputError) -> URL {
+            guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
+                throw InputError("\(self.url): not an https URL with a host")
+            }
+            return url
+        }
+
+        func parsedResolve() throws(InputError) -> [ResolveKey: SocketAddress] {
+            var overrides: [ResolveKey: SocketAddress] = [:]
+            for entry in self.resolve {
+                // HOST:PORT:ADDR; ADDR may be an IPv6 address, bracketed or not.
+                let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+                guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+                    throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
+                }
+                var address = String(parts[2])
+                if address.hasPrefix("[") && address.hasSuffix("]") {
+                    address = String(address.dropFirst().dropLast())
+                }
+                do {
+                    overrides[ResolveKey(host: parts[0].lowercased(), port: port)] = try SocketAddress(ipAddress: address, port: port)
+                } catch {
+                    throw InputError("--resolve \(entry): \(address) is not an IP address")
+                }
+            }
+            return overrides
+        }
+
+        func passphrase() throws(InputError) -> String? {
+            switch (self.passphraseEnv, self.passphraseFile) {
+            case (nil, nil):
+                return nil
+            case (let name?, nil):
+                guard let value = ProcessInfo.processInfo.environment[name] else {
+                    throw InputError("--passphrase-env: the environment variable \(name) is not set")
+                }
+                return value
+            case (nil, let path?):
+                do {
+                    let text = try String(contentsOfFile: path, encoding: .utf8)
+                    return String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                        .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+                } catch {
+                    throw InputError("--passphrase-file \(path): cannot be read")
+                }
+            case (_?, _?):
+                throw InputError("--passphrase-env and --passphrase-file cannot be combined")
+            }
+        }
+
+        func loadIdentity() throws(InputError) -> TLSIdentity? {
+            let passphrase = try self.passphrase()
+            switch (self.identity, self.identityCert, self.identityKey) {
+            case (nil, nil, nil):
+                if passphrase != nil {
+                    throw InputError("--passphrase-env/--passphrase-file need --identity or --identity-key")
+                }
+                return nil
+            case (let path?, nil, nil):
+                do {
+                    return try TLSIdentity.pkcs12(file: path, passphrase: passphrase ?? "")
+                } catch {
+                    throw InputError(Self.identityMessage(error, option: "--identity"))
+                }
+            case (nil, let cert?, let key?):
+                do {
+                    return try TLSIdentity.pem(certificateChainFile: cert, privateKeyFile: key, passphrase: passphrase)
+                } catch {
+                    throw InputError(Self.identityMessage(error, option: "--identity-cert/--identity-key"))
+                }
+            case (nil, _, _):
+                throw InputError("--identity-cert and --identity-key go together")
+            case (_?, _, _):
+                throw InputError("--identity cannot be combined with --identity-cert/--identity-key")
+            }
+        }
+
+        static func identityMessage(_ error: TLSIdentityError, option: String) -> String {
+            // TLSIdentityError's text names the file and, for .wrongPassphrase, says the passphrase is wrong.
+            "\(option) \(error.description)"
+        }
+    }
+}
+
+struct ResolveKey: Hashable, Sendable {
+    var host: String
+    var port: Int
+}
+
+/// What `pinning check` prints.
+struct CheckReport: Encodable {
+    var url: String
+    var evaluation: EvaluationReport?
+    var finalURL: String?
+    var status: Int?
+    var reasonPhrase: String?
+    var body: String?
+    var error: String?
+    var errorCode: String?
+
+    var humanReadable: String {
+        var lines = ["GET \(self.url)"]
+        if let evaluation {
+            lines.append(evaluation.humanReadable)
+        }
+        if let finalURL, finalURL != self.url {
+            lines.append("redirected to \(finalURL)")
+        }
+        if let status {
+            lines.append("HTTP \(status) \(self.reasonPhrase ?? "")")
+            if let body, !body.isEmpty {
+                lines.append(body.hasSuffix("\n") ? String(body.dropLast()) : body)
+            }
+        }
+        if let error {
+            lines.append("error: \(error)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

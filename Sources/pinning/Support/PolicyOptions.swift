@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import Pinning
+import X509
+
+/// The trust-policy flags shared by `pinning evaluate` and `pinning check`: a ``SecurityPolicy`` built from
+/// flags, or (`--config`) a host pinning configuration that decides instead.
+struct PolicyOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Pinning mode: none, public-key or certificate.", valueName: "mode"))
+    var mode: String?
+
+    @Option(name: .long, help: ArgumentHelp("A pinned certificate file (any supported format; a bundle pins each certificate). Repeatable.", valueName: "file"))
+    var pin: [String] = []
+
+    @Option(name: .customLong("pin-sha256"), help: ArgumentHelp("An SPKI pin, sha256/BASE64. Repeatable.", valueName: "pin"))
+    var pinSHA256: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("A custom trust anchor file, added to the platform roots. Repeatable.", valueName: "file"))
+    var anchor: [String] = []
+
+    @Flag(name: .customLong("anchors-only"), help: "Trust only the --anchor certificates, not the platform roots.")
+    var anchorsOnly = false
+
+    @Option(name: .long, help: ArgumentHelp("A PEM bundle or directory that replaces the platform root store.", valueName: "file"))
+    var roots: String?
+
+    @Flag(name: .customLong("allow-invalid-certificates"), help: "Accept chains that do not validate (AFSecurityPolicy's allowInvalidCertificates). Unsafe.")
+    var allowInvalidCertificates = false
+
+    @Flag(name: .customLong("no-validate-domain-name"), help: "Do not check the host name (validatesDomainName = NO). Unsafe.")
+    var noValidateDomainName = false
+
+    @Option(name: .long, help: ArgumentHelp("The validation instant, RFC 3339 (default: now).", valueName: "RFC3339"))
+    var at: String?
+
+    @Option(name: .long, help: ArgumentHelp("Certificate profile: rfc5280 (default) or webpki.", valueName: "profile"))
+    var profile: String?
+
+    @Option(name: .long, help: ArgumentHelp("A host pinning configuration (JSON) that decides instead of the flags.", valueName: "file"))
+    var config: String?
+
+    /// The flags that `--config` replaces and so cannot be combined with it.
+    var flagsConflictingWithConfiguration: [String] {
+        let conflicting: [(Bool, String)] = [
+            (self.mode != nil, "--mode"),
+            (!self.pin.isEmpty, "--pin"),
+            (!self.pinSHA256.isEmpty, "--pin-sha256"),
+            (!self.anchor.isEmpty, "--anchor"),
+            (self.anchorsOnly, "--anchors-only"),
+            (self.allowInvalidCertificates, "--allow-invalid-certificates"),
+            (self.noValidateDomainName, "--no-validate-domain-name"),
+        ]
+        return conflicting.filter(\.0).map(\.1)
+    }
+
+    /// Refuses flags that `--config` replaces.
+    func checkNoConflictWithConfiguration() throws(InputError) {
+        let used = self.flagsConflictingWithConfiguration
+        guard used.isEmpty else {
+            throw InputError(
+                "\(used.joined(separator: ", ")) cannot be combined with --config: the configuration decides pins, anchors and validation"
+            )
+        }
+    }
+
+    /// Loads `--config`.
+    func loadConfiguration(_ path: String) throws(InputError) -> PinningConfiguration {
+        do {
+            return try PinningConfiguration(contentsOfFile: path)
+        } catch {
+            throw InputError(error.description)
+        }
+    }
+
+    func loadProfile() throws(InputError) -> ValidationProfile {
+        guard let name = self.profile else { return .rfc5280 }
+        guard let parsed = ValidationProfile(name) else {
+            throw InputError("--profile: unknown profile \"\(name)\"; use rfc5280 or webpki")
+        }
+        return parsed
+    }
+
+    /// The policy the flags describe and the trust template (anchors, roots, time, profile) with `presented`
+    /// as its certificates. `host` is checked to be a valid name when given.
+    func makePolicy(presented: [Certificate], host: String?) throws(InputError) -> (policy: SecurityPolicy, trust: ServerTrust) {
+        var pinnedCertificates: [Certificate] = []
+        for path in self.pin {
+            pinnedCertificates += try InputLoading.certificates(path, option: "--pin")
+        }
+        let pins = try InputLoading.pins(self.pinSHA256)
+        var anchors: [Certificate] = []
+        for path in self.anchor {
+            anchors += try InputLoading.certificates(path, option: "--anchor")
+        }
+        let roots = try InputLoading.roots(self.roots)
+        let time = try InputLoading.instant(self.at)
+        let profile = try self.loadProfile()
+        let mode: SecurityPolicy.PinningMode
+        switch self.mode {
+        case nil:
+            mode = (pinnedCertificates.isEmpty && pins.isEmpty) ? .none : .publicKey
+        case "none":
+            mode = .none
+        case "public-key", "publicKey":
+            mode = .publicKey
+        case "certificate":
+            mode = .certificate
+        case let other?:
+            throw InputError("--mode: unknown mode \"\(other)\"; use none, public-key or certificate")
+        }
+        if let host {
+            do {
+                _ = try PeerName(host)
+            } catch {
+                throw InputError("--host: \(error.description)")
+            }
+        }
+        if mode == .none && !(pinnedCertificates.isEmpty && pins.isEmpty) {
+            PinningCommand.Evaluate.warn("--mode none ignores the pins given with --pin/--pin-sha256; use --mode public-key or certificate to enforce them")
+        }
+        for skipped in roots?.skipped ?? [] {
+            PinningCommand.Evaluate.warn("--roots: skipped \(skipped.description)")
+        }
+        var policy = SecurityPolicy(pinningMode: mode, pinnedCertificates: pinnedCertificates, pins: pins)
+        policy.allowInvalidCertificates = self.allowInvalidCertificates
+        policy.validatesDomainName = !self.noValidateDomainName
+        let trust = ServerTrust(
+            certificates: presented,
+            anchors: anchors,
+            anchorsOnly: self.anchorsOnly,
+            platformRoots: roots,
+            validationTime: time ?? Date(),
+            profile: profile
+        )
+        return (policy, trust)
+    }
+}

@@ -114,8 +114,10 @@ public final class PinnedHTTPClient: Sendable {
     /// Closes every pooled connection; later requests fail with ``PinningConnectionError/Code/invalidRequest``.
     /// Connections in use close when their request ends.
     public func shutdown() async {
-        for connection in self.pool.shutdown() {
-            await connection.close()
+        await withTaskGroup(of: Void.self) { group in
+            for connection in self.pool.shutdown() {
+                group.addTask { await connection.close() }
+            }
         }
     }
 
@@ -198,16 +200,16 @@ public final class PinnedHTTPClient: Sendable {
                 return promise.futureResult
             }.get()
         } catch {
-            await connection.close()
+            connection.closeInBackground()
             if let error = error as? PinningConnectionError { throw error }
             throw PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
         }
         if collected.head.isKeepAlive && channel.isActive {
             if !self.pool.put(connection, for: key) {
-                await connection.close()
+                connection.closeInBackground()
             }
         } else {
-            await connection.close()
+            connection.closeInBackground()
         }
         return HTTPExchange(head: collected.head, body: collected.body, handshake: connection.handshake)
     }
@@ -313,6 +315,12 @@ struct RequestTarget: Sendable {
 struct HTTPConnection: Sendable {
     let channel: any Channel
     let handshake: PinnedHandshake
+
+    /// Starts closing without waiting: NIOSSL waits up to its shutdown timeout (5 s) for the peer's
+    /// close_notify, which must not delay the caller's result.
+    func closeInBackground() {
+        self.channel.close(promise: nil)
+    }
 
     func close() async {
         do {

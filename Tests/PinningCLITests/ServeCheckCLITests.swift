@@ -1,0 +1,251 @@
+import Foundation
+import Pinning
+import PinningTestSupport
+import Testing
+import X509
+
+// Runs `pinning serve` as a subprocess on 127.0.0.1 (port 0) and `pinning check` against it, checking the exit
+// statuses of the CLI contract. Every wait is bounded and every subprocess is killed on every path.
+
+/// A child process with stdout/stderr captured to files, killed when done.
+final class Subprocess: @unchecked Sendable {
+    let process = Process()
+    let stdoutPath: String
+    let stderrPath: String
+    let arguments: [String]
+
+    init(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) throws {
+        let binary = try PinningBinary.located.get()
+        let id = UUID().uuidString
+        self.arguments = arguments
+        self.stdoutPath = directory.path("proc-\(id).out")
+        self.stderrPath = directory.path("proc-\(id).err")
+        _ = FileManager.default.createFile(atPath: self.stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: self.stderrPath, contents: nil)
+        self.process.executableURL = binary
+        self.process.arguments = arguments
+        self.process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
+        self.process.standardInput = FileHandle.nullDevice
+        self.process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: self.stdoutPath))
+        self.process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: self.stderrPath))
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        self.process.environment = merged
+        try self.process.run()
+    }
+
+    var stdout: String { (try? String(contentsOfFile: self.stdoutPath, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOfFile: self.stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits up to `seconds` for exit; kills the process when it overstays. Returns the status, nil if killed.
+    func wait(seconds: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while self.process.isRunning && Date() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if self.process.isRunning {
+            self.kill()
+            return nil
+        }
+        return self.process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL after a second if needed.
+    func kill() {
+        guard self.process.isRunning else { return }
+        self.process.terminate()
+        let deadline = Date().addingTimeInterval(1)
+        while self.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if self.process.isRunning { Foundation.kill(self.process.processIdentifier, SIGKILL) }
+        self.process.waitUntilExit()
+    }
+}
+
+/// `pinning serve --port 0 …`, up once its `listening on` line appeared.
+final class ServeProcess: @unchecked Sendable {
+    let subprocess: Subprocess
+    let port: Int
+
+    init(_ arguments: [String], in directory: TemporaryDirectory) async throws {
+        let subprocess = try Subprocess(["serve", "--port", "0"] + arguments, in: directory)
+        self.subprocess = subprocess
+        let deadline = Date().addingTimeInterval(20)
+        var port: Int?
+        while port == nil && Date() < deadline && subprocess.process.isRunning {
+            if let line = subprocess.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on https://127.0.0.1:") }) {
+                port = Int(line.split(separator: ":").last ?? "")
+            } else {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        guard let port else {
+            subprocess.kill()
+            throw ServeError(message: "pinning serve did not report listening: stdout \(subprocess.stdout) stderr \(subprocess.stderr)")
+        }
+        self.port = port
+    }
+
+    struct ServeError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { self.message }
+    }
+
+    func stop() { self.subprocess.kill() }
+}
+
+/// The PKIs: a server chain for localhost, a client chain (clientAuth) from another root, and files.
+struct ServeCheckFixture {
+    let directory: TemporaryDirectory
+    let server: TestChain
+    let client: TestChain
+    let serverChain: String
+    let serverKey: String
+    let root: String
+    let clientRoot: String
+    let clientCert: String
+    let clientKey: String
+    let clientP12: String?
+
+    init() throws {
+        self.directory = try TemporaryDirectory(prefix: "pinning-serve-check")
+        self.server = try TestChain(host: "localhost")
+        self.client = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root", intermediateName: "Client Issuing CA")
+        self.serverChain = try self.directory.write("server-chain.pem", TestPKI.pemBundle(self.server.presented))
+        self.serverKey = try self.directory.write("server.key", self.server.leaf.privateKeyPEM)
+        self.root = try self.directory.write("root.pem", self.server.root.certificatePEM)
+        self.clientRoot = try self.directory.write("client-root.pem", self.client.root.certificatePEM)
+        self.clientCert = try self.directory.write("client-chain.pem", TestPKI.pemBundle(self.client.presented))
+        self.clientKey = try self.directory.write("client.key", self.client.leaf.privateKeyPEM)
+        if CLI.hasOpenSSL {
+            let leaf = try self.directory.write("client-leaf.pem", self.client.leaf.certificatePEM)
+            let extra = try self.directory.write("client-cas.pem", TestPKI.pemBundle([self.client.intermediate.certificate]))
+            let p12 = self.directory.path("client.p12")
+            let status = try CLI.openssl(["pkcs12", "-export", "-in", leaf, "-inkey", self.clientKey, "-certfile", extra, "-out", p12, "-passout", "pass:s3cret"])
+            self.clientP12 = status == 0 ? p12 : nil
+        } else {
+            self.clientP12 = nil
+        }
+    }
+
+    func checkArguments(_ port: Int) -> [String] {
+        ["check", "https://localhost:\(port)/", "--resolve", "localhost:\(port):127.0.0.1", "--roots", self.root]
+    }
+
+    /// Runs `pinning check`, bounded.
+    func check(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 20) async throws -> (status: Int32?, stdout: String, stderr: String) {
+        let run = try Subprocess(arguments, in: self.directory, environment: environment)
+        let status = await run.wait(seconds: seconds)
+        return (status, run.stdout, run.stderr)
+    }
+}
+
+@Suite("pinning serve + pinning check", .serialized)
+struct ServeCheckCLITests {
+    @Test("trusted: exit 0; the chain served in order with pins, the verdict, status and JSON body")
+    func trusted() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
+        defer { server.stop() }
+        let intermediatePin = Pin(spkiOf: fixture.server.intermediate.certificate).description
+        let run = try await fixture.check(fixture.checkArguments(server.port) + ["--pin-sha256", intermediatePin])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("TRUSTED: localhost"))
+        #expect(run.stdout.contains("[0] CN=localhost"))
+        #expect(run.stdout.contains("[1] CN=Test Intermediate CA"))
+        #expect(run.stdout.contains(Pin(spkiOf: fixture.server.leaf.certificate).description))
+        #expect(run.stdout.contains("HTTP 200"))
+        #expect(run.stdout.contains("\"clientCertificate\":null"))
+
+        let json = try await fixture.check(fixture.checkArguments(server.port) + ["--json"])
+        #expect(json.status == 0, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["status"] as? Int == 200)
+        let evaluation = try #require(object["evaluation"] as? [String: Any])
+        let presented = try #require(evaluation["presentedChain"] as? [[String: Any]])
+        #expect(presented.map { $0["subject"] as? String } == ["CN=localhost", "CN=Test Intermediate CA"])
+    }
+
+    @Test("wrong pin: exit 1 with the reason")
+    func wrongPin() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
+        defer { server.stop() }
+        let otherPin = Pin(spkiOf: fixture.client.root.certificate).description
+        let run = try await fixture.check(fixture.checkArguments(server.port) + ["--pin-sha256", otherPin])
+        #expect(run.status == 1, "\(run)")
+        #expect(run.stdout.contains("NOT TRUSTED: localhost"))
+        #expect(run.stdout.contains("pinMismatch"))
+        #expect(!run.stdout.contains("HTTP 200"))
+    }
+
+    @Test("mutual TLS with a .p12 identity: exit 0; the server saw the client certificate", .enabled(if: CLI.hasOpenSSL))
+    func mutualTLSWithPKCS12() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let p12 = try #require(fixture.clientP12)
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
+        defer { server.stop() }
+        let run = try await fixture.check(
+            fixture.checkArguments(server.port) + ["--identity", p12, "--passphrase-env", "PINNING_TEST_P12"],
+            environment: ["PINNING_TEST_P12": "s3cret"]
+        )
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("\"subject\":\"CN=client-7\""))
+
+        let pem = try await fixture.check(fixture.checkArguments(server.port) + ["--identity-cert", fixture.clientCert, "--identity-key", fixture.clientKey])
+        #expect(pem.status == 0, "\(pem)")
+        #expect(pem.stdout.contains("\"subject\":\"CN=client-7\""))
+    }
+
+    @Test("mutual TLS without an identity: exit 3 with a message")
+    func mutualTLSWithoutIdentity() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
+        defer { server.stop() }
+        let run = try await fixture.check(fixture.checkArguments(server.port))
+        #expect(run.status == 3, "\(run)")
+        #expect(run.stderr.contains("pinning: check: "))
+    }
+
+    @Test("wrong passphrase: exit 2, the message says the passphrase is wrong", .enabled(if: CLI.hasOpenSSL))
+    func wrongPassphrase() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let p12 = try #require(fixture.clientP12)
+        let passphraseFile = try fixture.directory.write("wrong.txt", "not-it\n")
+        let run = try await fixture.check(
+            ["check", "https://localhost:1/", "--roots", fixture.root, "--identity", p12, "--passphrase-file", passphraseFile]
+        )
+        #expect(run.status == 2, "\(run)")
+        #expect(run.stderr.contains("passphrase"))
+        #expect(run.stderr.contains("wrong passphrase") || run.stderr.contains("does not unlock"))
+    }
+
+    @Test("closed port: exit 3 within a few seconds")
+    func closedPort() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        // A port that was just free: serve on port 0, then stop it.
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
+        let port = server.port
+        server.stop()
+        let started = Date()
+        let run = try await fixture.check(fixture.checkArguments(port), seconds: 10)
+        #expect(run.status == 3, "\(run)")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(run.stderr.contains("connect"))
+    }
+
+    @Test("serve: bad key file is bad input (exit 2)")
+    func serveBadInput() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let run = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", fixture.directory.path("missing.key")], in: fixture.directory)
+        let status = await run.wait(seconds: 10)
+        #expect(status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("missing.key"))
+    }
+}

@@ -1,0 +1,327 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import Testing
+import X509
+
+/// An HTTPS server on 127.0.0.1 serving exactly `chain`, answering with `respond`, counting TCP connections.
+final class LoopbackHTTPSServer: Sendable {
+    let channel: any Channel
+    private let accepted = NIOLockedValueBox(0)
+    var port: Int { self.channel.localAddress?.port ?? 0 }
+    var connections: Int { self.accepted.withLockedValue { $0 } }
+
+    init(identity: TLSIdentity, respond: @escaping SimpleHTTPResponder.Respond) async throws {
+        let configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: identity.certificateSources,
+            privateKey: identity.privateKeySource
+        )
+        let context = try NIOSSLContext(configuration: configuration)
+        let accepted = self.accepted
+        self.channel = try await ServerBootstrap(group: testGroup)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                accepted.withLockedValue { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: respond))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+    }
+
+    static func hello(_ head: HTTPRequestHead, _ peer: AuthenticatedPeer?) -> SimpleHTTPResponse? {
+        SimpleHTTPResponse(status: .ok, body: Array("hello \(head.uri)".utf8))
+    }
+
+    func stop() async {
+        do { try await self.channel.close() } catch {}
+    }
+}
+
+/// Records each domain it is asked about, then defers to a wrapped evaluator.
+final class RecordingEvaluator: ServerTrustEvaluating, Sendable {
+    private let domains = NIOLockedValueBox<[String?]>([])
+    let wrapped: any ServerTrustEvaluating
+
+    init(_ wrapped: any ServerTrustEvaluating) {
+        self.wrapped = wrapped
+    }
+
+    var asked: [String?] { self.domains.withLockedValue { $0 } }
+
+    func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        self.domains.withLockedValue { $0.append(domain) }
+        return await self.wrapped.evaluate(trust, forDomain: domain)
+    }
+}
+
+@Suite("PinnedHTTPClient over loopback")
+struct PinnedHTTPClientTests {
+    /// Every name resolves to 127.0.0.1 (as curl's --resolve).
+    static let loopback: PinnedHTTPClient.Resolve = { _, port in
+        do {
+            return try SocketAddress(ipAddress: "127.0.0.1", port: port)
+        } catch {
+            return nil
+        }
+    }
+
+    static func url(_ text: String) throws -> URL {
+        try #require(URL(string: text))
+    }
+
+    @Test("genuine server: GET succeeds through a pinned intermediate; the presented chain and peer are reported")
+    func genuineAccepted() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        defer { Task { await server.stop() } }
+        let client = try PinnedHTTPClient(
+            evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])),
+            group: testGroup
+        )
+        let response = try await client.get(try Self.url("https://api.example.com:\(server.port)/status?x=1"), resolve: Self.loopback)
+        await client.shutdown()
+        #expect(response.status == .ok)
+        #expect(response.bodyText == "hello /status?x=1")
+        #expect(response.presentedChain == genuine.presented)
+        #expect(response.handshake.peer.subject == "CN=api.example.com")
+        #expect(response.handshake.host == "api.example.com")
+        #expect(response.redirects.isEmpty)
+    }
+
+    @Test("intercepting server trusted by the platform roots: GET accepted unpinned, refused pinned with the TrustFailure")
+    func interceptingRefusedPinned() async throws {
+        let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
+        let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        defer { Task { await server.stop() } }
+        let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
+        let url = try Self.url("https://api.example.com:\(server.port)/")
+
+        let unpinned = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: trust, group: testGroup)
+        let accepted = try await unpinned.get(url, resolve: Self.loopback)
+        await unpinned.shutdown()
+        #expect(accepted.status == .ok)
+
+        let pinned = try PinnedHTTPClient(
+            evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
+            trust: trust,
+            group: testGroup
+        )
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await pinned.get(url, resolve: Self.loopback)
+        }
+        await pinned.shutdown()
+        #expect(error?.code == .untrusted)
+        #expect(error?.trustFailure?.code == .pinMismatch)
+        #expect(error?.trustFailure?.presentedChain == attacker.presented)
+    }
+
+    @Test("a redirect to another host is evaluated for that host: followed when trusted, refused when not")
+    func redirectReevaluated() async throws {
+        let first = try TestChain(host: "a.example", rootName: "Root A")
+        let second = try TestChain(host: "b.example", rootName: "Root B")
+        let attacker = try TestChain(host: "b.example", rootName: "Attacker Root")
+        let genuineB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(second.leaf, chain: [second.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let fakeB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let genuinePort = genuineB.port
+        let fakePort = fakeB.port
+        let serverA = try await LoopbackHTTPSServer(identity: try Fixtures.identity(first.leaf, chain: [first.intermediate.certificate])) { head, _ in
+            var headers = HTTPHeaders()
+            let port = head.uri == "/to-fake" ? fakePort : genuinePort
+            headers.add(name: "location", value: "https://b.example:\(port)/landed")
+            return SimpleHTTPResponse(status: .found, headers: headers)
+        }
+        defer {
+            Task {
+                await serverA.stop()
+                await genuineB.stop()
+                await fakeB.stop()
+            }
+        }
+        let evaluator = RecordingEvaluator(
+            SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: first.intermediate.certificate), Pin(spkiOf: second.intermediate.certificate)])
+        )
+        let client = try PinnedHTTPClient(
+            evaluator: evaluator,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([first.root.certificate, second.root.certificate, attacker.root.certificate])),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+
+        let start = try Self.url("https://a.example:\(serverA.port)/to-genuine")
+        let response = try await client.get(start, resolve: Self.loopback)
+        #expect(response.status == .ok)
+        #expect(response.bodyText == "hello /landed")
+        #expect(response.url.host == "b.example")
+        #expect(response.redirects == [start])
+        #expect(response.presentedChain == second.presented)
+        #expect(evaluator.asked == ["a.example", "b.example"])
+
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://a.example:\(serverA.port)/to-fake"), resolve: Self.loopback)
+        }
+        #expect(error?.code == .untrusted)
+        #expect(error?.host == "b.example")
+        #expect(error?.trustFailure?.code == .pinMismatch)
+        // a.example's connection was reused (no new evaluation); b.example on the fake port was evaluated.
+        #expect(evaluator.asked == ["a.example", "b.example", "b.example"])
+    }
+
+    @Test("redirects are bounded")
+    func redirectLoopBounded() async throws {
+        let chain = try TestChain(host: "loop.example")
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { head, _ in
+            var headers = HTTPHeaders()
+            headers.add(name: "location", value: "/again")
+            return SimpleHTTPResponse(status: .movedPermanently, headers: headers)
+        }
+        defer { Task { await server.stop() } }
+        let client = try PinnedHTTPClient(
+            evaluator: SecurityPolicy.default,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            configuration: PinnedHTTPClientConfiguration(maximumRedirects: 3),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://loop.example:\(server.port)/"), resolve: Self.loopback)
+        }
+        #expect(error?.code == .tooManyRedirects)
+    }
+
+    @Test("connections are reused per host: sequential GETs share one TCP connection; another name gets its own")
+    func connectionReuse() async throws {
+        let chain = try TestChain(host: "api.example.com")
+        let leaf = try TestPKI.leaf("api.example.com", issuer: chain.intermediate, dnsNames: ["api.example.com", "www.example.com"])
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(leaf, chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        defer { Task { await server.stop() } }
+        let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.root.certificate)]))
+        let client = try PinnedHTTPClient(
+            evaluator: evaluator,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+        for index in 0..<5 {
+            let response = try await client.get(try Self.url("https://api.example.com:\(server.port)/\(index)"), resolve: Self.loopback)
+            #expect(response.bodyText == "hello /\(index)")
+        }
+        #expect(server.connections == 1)
+        #expect(client.openedConnections == 1)
+        #expect(evaluator.asked == ["api.example.com"])
+
+        // Same server, same address, another name: never reuses a connection trusted for a different name.
+        _ = try await client.get(try Self.url("https://www.example.com:\(server.port)/"), resolve: Self.loopback)
+        #expect(server.connections == 2)
+        #expect(evaluator.asked == ["api.example.com", "www.example.com"])
+    }
+
+    @Test("request timeout: a server that never answers fails with timedOut, quickly")
+    func requestTimeout() async throws {
+        let chain = try TestChain(host: "slow.example")
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { _, _ in nil }
+        defer { Task { await server.stop() } }
+        let client = try PinnedHTTPClient(
+            evaluator: SecurityPolicy.default,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            configuration: PinnedHTTPClientConfiguration(requestTimeout: .milliseconds(300)),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+        let started = Date()
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://slow.example:\(server.port)/"), resolve: Self.loopback)
+        }
+        #expect(error?.code == .timedOut)
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test("connect timeout: a server that accepts TCP but never speaks TLS fails with timedOut, quickly")
+    func connectTimeout() async throws {
+        let silent = try await ServerBootstrap(group: testGroup)
+            .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        defer { silent.close(promise: nil) }
+        let port = try #require(silent.localAddress?.port)
+        let client = try PinnedHTTPClient(
+            evaluator: SecurityPolicy.default,
+            configuration: PinnedHTTPClientConfiguration(connectTimeout: .milliseconds(300)),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+        let started = Date()
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://silent.example:\(port)/"), resolve: Self.loopback)
+        }
+        #expect(error?.code == .timedOut)
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test("a closed port fails with connectFailed")
+    func closedPort() async throws {
+        let probe = try await ServerBootstrap(group: testGroup).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(probe.localAddress?.port)
+        try await probe.close()
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, group: testGroup)
+        defer { Task { await client.shutdown() } }
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://closed.example:\(port)/"), resolve: Self.loopback)
+        }
+        #expect(error?.code == .connectFailed)
+    }
+
+    @Test("100 concurrent pinned GETs through one client all succeed, each connection evaluated")
+    func hundredConcurrent() async throws {
+        let chain = try TestChain(host: "api.example.com")
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        defer { Task { await server.stop() } }
+        let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.intermediate.certificate)]))
+        let client = try PinnedHTTPClient(
+            evaluator: evaluator,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(30), requestTimeout: .seconds(30)),
+            group: testGroup
+        )
+        defer { Task { await client.shutdown() } }
+        let port = server.port
+        let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    let response = try await client.get(try Self.url("https://api.example.com:\(port)/\(index)"), resolve: Self.loopback)
+                    #expect(response.status == .ok)
+                    return response.bodyText
+                }
+            }
+            var bodies: Set<String> = []
+            for try await body in group { bodies.insert(body) }
+            return bodies
+        }
+        #expect(bodies.count == 100)
+        #expect(evaluator.asked.count == client.openedConnections)
+        #expect(server.connections == client.openedConnections)
+        #expect(client.openedConnections <= 100)
+    }
+
+    @Test("after shutdown, requests fail with invalidRequest")
+    func afterShutdown() async throws {
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, group: testGroup)
+        await client.shutdown()
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await client.get(try Self.url("https://example.com/"))
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+}

@@ -235,8 +235,50 @@ struct ServeCheckCLITests {
         let started = Date()
         let run = try await fixture.check(fixture.checkArguments(port), seconds: 10)
         #expect(run.status == 3, "\(run)")
-        #expect(Date().timeIntervalSince(started) < 5)
-        #expect(run.stderr.contains("connect"))
+        // Process start included; the refusal itself is immediate (ECONNREFUSED), not the 5 s connect timeout.
+        #expect(Date().timeIntervalSince(started) < 8)
+        #expect(run.stderr.contains("connectFailed"))
+    }
+
+    @Test("mutual TLS with a client certificate from another CA: exit 3")
+    func mutualTLSForeignClient() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let foreign = try TestChain(host: "client-9", ipAddresses: [], leafUsage: .clientAuth, rootName: "Foreign Client Root")
+        let cert = try fixture.directory.write("foreign-chain.pem", TestPKI.pemBundle(foreign.presented))
+        let key = try fixture.directory.write("foreign.key", foreign.leaf.privateKeyPEM)
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
+        defer { server.stop() }
+        let run = try await fixture.check(fixture.checkArguments(server.port) + ["--identity-cert", cert, "--identity-key", key])
+        #expect(run.status == 3, "\(run)")
+        #expect(!run.stdout.contains("HTTP 200"))
+    }
+
+    @Test("--config: the host configuration decides (pinned match 0, mismatch 1); flags that it replaces are bad input")
+    func hostConfiguration() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
+        defer { server.stop() }
+        func config(_ pins: [Certificate]) throws -> String {
+            let list = pins.map { "\"\(Pin(spkiOf: $0).description)\"" }.joined(separator: ", ")
+            return try fixture.directory.write(
+                "pinning-\(UUID().uuidString).json",
+                "{\"version\": 1, \"unlistedHosts\": \"default\", \"domains\": {\"localhost\": {\"pins\": [\(list)]}}}"
+            )
+        }
+        let matching = try config([fixture.server.intermediate.certificate, fixture.client.root.certificate])
+        let trusted = try await fixture.check(fixture.checkArguments(server.port) + ["--config", matching])
+        #expect(trusted.status == 0, "\(trusted)")
+        #expect(trusted.stdout.contains("mode configuration"))
+
+        let mismatching = try config([fixture.client.intermediate.certificate, fixture.client.root.certificate])
+        let refused = try await fixture.check(fixture.checkArguments(server.port) + ["--config", mismatching])
+        #expect(refused.status == 1, "\(refused)")
+
+        let conflicting = try await fixture.check(fixture.checkArguments(server.port) + ["--config", matching, "--anchors-only"])
+        #expect(conflicting.status == 2, "\(conflicting)")
+        #expect(conflicting.stderr.contains("cannot be combined with --config"))
     }
 
     @Test("serve: bad key file is bad input (exit 2)")

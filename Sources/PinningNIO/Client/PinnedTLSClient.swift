@@ -142,6 +142,9 @@ public struct PinnedTLSClient: Sendable {
             }
         } catch {
             if let error = error as? PinningConnectionError { throw error }
+            if let error = error as? ChannelError, case .connectTimeout = error {
+                throw PinningConnectionError(code: .timedOut, host: host, message: "cannot connect to port \(port) within \(timeout)", underlying: error)
+            }
             throw PinningConnectionError(code: .connectFailed, host: host, message: "cannot connect to port \(port)", underlying: error)
         }
         do {

@@ -231,7 +231,9 @@ struct PinnedHTTPClientTests {
     @Test("request timeout: a server that never answers fails with timedOut, quickly")
     func requestTimeout() async throws {
         let chain = try TestChain(host: "slow.example")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { _, _ in nil }
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { head, _ in
+            head.uri == "/slow" ? nil : SimpleHTTPResponse(status: .ok)
+        }
         defer { Task { await server.stop() } }
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
@@ -240,13 +242,17 @@ struct PinnedHTTPClientTests {
             group: testGroup
         )
         defer { Task { await client.shutdown() } }
+        // Connect and handshake first (their time depends on the machine's load), then time the request alone.
+        _ = try await client.get(try Self.url("https://slow.example:\(server.port)/"), resolve: Self.loopback)
         let started = Date()
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await client.get(try Self.url("https://slow.example:\(server.port)/"), resolve: Self.loopback)
+            _ = try await client.get(try Self.url("https://slow.example:\(server.port)/slow"), resolve: Self.loopback)
         }
         #expect(error?.code == .timedOut)
-        // Far below the 30 s / 10 s defaults, with room for a loaded machine running every suite in parallel.
+        #expect(error?.handshake?.host == "slow.example")
+        // Far below the 30 s default, with room for a loaded machine running every suite in parallel.
         #expect(Date().timeIntervalSince(started) < 15)
+        #expect(server.connections == 1)
     }
 
     @Test("connect timeout: a server that accepts TCP but never speaks TLS fails with timedOut, quickly")

@@ -63,6 +63,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
     public var message: String
     /// The error NIO or NIOSSL reported, when there was one.
     public var underlying: (any Error)?
+    /// When the failure came after a trusted handshake (an HTTP error, or a server that refused our client
+    /// certificate once the handshake had completed, as TLS 1.3 servers do): that handshake.
+    public var handshake: PinnedHandshake?
 
     /// Creates an error.
     public init(code: Code, host: String?, message: String, trustFailure: TrustFailure? = nil, underlying: (any Error)? = nil) {

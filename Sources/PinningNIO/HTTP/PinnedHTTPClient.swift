@@ -201,8 +201,10 @@ public final class PinnedHTTPClient: Sendable {
             }.get()
         } catch {
             connection.closeInBackground()
-            if let error = error as? PinningConnectionError { throw error }
-            throw PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
+            var failure = (error as? PinningConnectionError)
+                ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
+            failure.handshake = connection.handshake
+            throw failure
         }
         if collected.head.isKeepAlive && channel.isActive {
             if !self.pool.put(connection, for: key) {

@@ -127,6 +127,12 @@ extension PinningCommand {
                     presented.certificates = failure.presentedChain
                     report.evaluation = describe(.untrusted(failure), presented)
                 } else {
+                    if let handshake = error.handshake {
+                        // Trusted, then the exchange failed: show what was trusted, then the error.
+                        var presented = trust
+                        presented.certificates = handshake.trustedChain.presentedChain
+                        report.evaluation = describe(.trusted(handshake.trustedChain), presented)
+                    }
                     report.error = error.description
                     report.errorCode = error.code.description
                 }

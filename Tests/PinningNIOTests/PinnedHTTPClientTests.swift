@@ -128,12 +128,14 @@ struct PinnedHTTPClientTests {
         #expect(error?.trustFailure?.presentedChain == attacker.presented)
     }
 
-    @Test("a redirect to another host is evaluated for that host: followed when trusted, refused when not")
+    @Test("a redirect to another host is evaluated for that host: followed when trusted (without our Authorization), refused when not")
     func redirectReevaluated() async throws {
         let first = try TestChain(host: "a.example", rootName: "Root A")
         let second = try TestChain(host: "b.example", rootName: "Root B")
         let attacker = try TestChain(host: "b.example", rootName: "Attacker Root")
-        let genuineB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(second.leaf, chain: [second.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let genuineB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(second.leaf, chain: [second.intermediate.certificate])) { head, _ in
+            SimpleHTTPResponse(status: .ok, body: Array("hello \(head.uri) authorization=\(head.headers.first(name: "authorization") ?? "none")".utf8))
+        }
         let fakeB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         let genuinePort = genuineB.port
         let fakePort = fakeB.port
@@ -161,9 +163,12 @@ struct PinnedHTTPClientTests {
         defer { Task { await client.shutdown() } }
 
         let start = try Self.url("https://a.example:\(serverA.port)/to-genuine")
-        let response = try await client.get(start, resolve: Self.loopback)
+        var headers = HTTPHeaders()
+        headers.add(name: "authorization", value: "Bearer for-a-only")
+        let response = try await client.get(start, headers: headers, resolve: Self.loopback)
         #expect(response.status == .ok)
-        #expect(response.bodyText == "hello /landed")
+        // Credentials for a.example are not forwarded to b.example.
+        #expect(response.bodyText == "hello /landed authorization=none")
         #expect(response.url.host == "b.example")
         #expect(response.redirects == [start])
         #expect(response.presentedChain == second.presented)
@@ -238,7 +243,7 @@ struct PinnedHTTPClientTests {
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
             trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
-            configuration: PinnedHTTPClientConfiguration(requestTimeout: .milliseconds(300)),
+            configuration: PinnedHTTPClientConfiguration(requestTimeout: .seconds(2)),
             group: testGroup
         )
         defer { Task { await client.shutdown() } }

@@ -71,6 +71,7 @@ public final class PinnedHTTPClient: Sendable {
     /// - Parameters:
     ///   - url: An `https` URL.
     ///   - headers: Extra request headers (`Host`, `Connection` and `Content-Length` are the client's).
+    ///     `Authorization`, `Proxy-Authorization` and `Cookie` are not sent after a redirect to another host or port.
     ///   - resolve: Addresses to use instead of DNS (also applied to redirect targets).
     /// - Returns: The final response, with the handshake of the connection that carried it.
     /// - Throws: ``PinningConnectionError``: ``PinningConnectionError/Code/untrusted`` with the ``TrustFailure``
@@ -83,8 +84,14 @@ public final class PinnedHTTPClient: Sendable {
     ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
         var current = url
         var visited: [URL] = []
+        var headers = headers
+        let origin = try RequestTarget(url)
         while true {
             let target = try RequestTarget(current)
+            if target.host.lowercased() != origin.host.lowercased() || target.port != origin.port {
+                // As curl and browsers do: credentials meant for one origin are not sent to another.
+                for name in Self.originBoundHeaders { headers.remove(name: name) }
+            }
             let exchange = try await self.exchange(target, headers: headers, resolve: resolve)
             let response = PinnedHTTPResponse(
                 url: current,
@@ -120,6 +127,9 @@ public final class PinnedHTTPClient: Sendable {
             }
         }
     }
+
+    /// Request headers dropped when a redirect leaves the original host and port.
+    static let originBoundHeaders = ["authorization", "proxy-authorization", "cookie"]
 
     static func redirectLocation(_ head: HTTPResponseHead) -> String? {
         switch head.status.code {

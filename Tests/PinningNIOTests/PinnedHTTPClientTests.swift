@@ -17,12 +17,21 @@ final class LoopbackHTTPSServer: Sendable {
     var port: Int { self.channel.localAddress?.port ?? 0 }
     var connections: Int { self.accepted.withLockedValue { $0 } }
 
-    init(identity: TLSIdentity, respond: @escaping SimpleHTTPResponder.Respond) async throws {
+    convenience init(identity: TLSIdentity, respond: @escaping SimpleHTTPResponder.Respond) async throws {
         let configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: identity.certificateSources,
             privateKey: identity.privateKeySource
         )
         let context = try NIOSSLContext(configuration: configuration)
+        try await self.init(tls: { try $0.addHandler(NIOSSLServerHandler(context: context)) }, respond: respond)
+    }
+
+    /// A mutual-TLS server: the responder sees the validated client.
+    convenience init(mutualTLS server: MutualTLSServer, respond: @escaping SimpleHTTPResponder.Respond) async throws {
+        try await self.init(tls: { try server.addHandlers(to: $0) }, respond: respond)
+    }
+
+    init(tls: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void, respond: @escaping SimpleHTTPResponder.Respond) async throws {
         let accepted = self.accepted
         self.channel = try await ServerBootstrap(group: testGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -30,7 +39,7 @@ final class LoopbackHTTPSServer: Sendable {
             .childChannelInitializer { channel in
                 accepted.withLockedValue { $0 += 1 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try tls(channel.pipeline.syncOperations)
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: respond))
                 }
@@ -182,6 +191,54 @@ struct PinnedHTTPClientTests {
         #expect(error?.trustFailure?.code == .pinMismatch)
         // a.example's connection was reused (no new evaluation); b.example on the fake port was evaluated.
         #expect(evaluator.asked == ["a.example", "b.example", "b.example"])
+    }
+
+    @Test("mutual TLS: the client identity is presented and the server's handler sees it; without one the GET fails")
+    func mutualTLS() async throws {
+        let setup = try MutualTLSSetup()
+        let server = try await LoopbackHTTPSServer(mutualTLS: setup.server) { _, peer in
+            SimpleHTTPResponse(status: .ok, body: Array("client \(peer?.subject ?? "none")".utf8))
+        }
+        defer { Task { await server.stop() } }
+        let url = try Self.url("https://device.local:\(server.port)/")
+        let identity = try Fixtures.identity(setup.clientChain.leaf, chain: [setup.clientChain.intermediate.certificate])
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust, identity: identity, group: testGroup)
+        let response = try await client.get(url, resolve: Self.loopback)
+        await client.shutdown()
+        #expect(response.bodyText == "client CN=client-7")
+        #expect(response.handshake.peer.subject == "CN=device.local")
+
+        let anonymous = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust, group: testGroup)
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await anonymous.get(url, resolve: Self.loopback)
+        }
+        await anonymous.shutdown()
+        #expect(error?.code != .untrusted)
+        #expect(error?.trustFailure == nil)
+    }
+
+    @Test("self-signed device: certificate pinning with allowInvalidCertificates over HTTPS; another device refused")
+    func selfSignedDevice() async throws {
+        let device = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
+        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(device), respond: LoopbackHTTPSServer.hello)
+        defer { Task { await server.stop() } }
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
+        policy.allowInvalidCertificates = true
+        let client = try PinnedHTTPClient(evaluator: policy, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])), group: testGroup)
+        defer { Task { await client.shutdown() } }
+        let response = try await client.get(try Self.url("https://127.0.0.1:\(server.port)/device"))
+        #expect(response.bodyText == "hello /device")
+        #expect(response.presentedChain == [device.certificate])
+
+        let impostor = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
+        var other = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [impostor.certificate])
+        other.allowInvalidCertificates = true
+        let refusing = try PinnedHTTPClient(evaluator: other, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])), group: testGroup)
+        defer { Task { await refusing.shutdown() } }
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await refusing.get(try Self.url("https://device-42.local:\(server.port)/"), resolve: Self.loopback)
+        }
+        #expect(error?.trustFailure?.code == .pinMismatch)
     }
 
     @Test("redirects are bounded")

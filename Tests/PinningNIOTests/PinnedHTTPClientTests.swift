@@ -241,7 +241,7 @@ struct PinnedHTTPClientTests {
         #expect(error?.trustFailure?.code == .pinMismatch)
     }
 
-    @Test("redirects are bounded")
+    @Test("redirects are bounded; maximumRedirects 0 returns the 3xx")
     func redirectLoopBounded() async throws {
         let chain = try TestChain(host: "loop.example")
         let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { head, _ in
@@ -261,6 +261,17 @@ struct PinnedHTTPClientTests {
             _ = try await client.get(try Self.url("https://loop.example:\(server.port)/"), resolve: Self.loopback)
         }
         #expect(error?.code == .tooManyRedirects)
+
+        let manual = try PinnedHTTPClient(
+            evaluator: SecurityPolicy.default,
+            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            configuration: PinnedHTTPClientConfiguration(maximumRedirects: 0),
+            group: testGroup
+        )
+        defer { Task { await manual.shutdown() } }
+        let response = try await manual.get(try Self.url("https://loop.example:\(server.port)/"), resolve: Self.loopback)
+        #expect(response.status == .movedPermanently)
+        #expect(response.headers.first(name: "location") == "/again")
     }
 
     @Test("connections are reused per host: sequential GETs share one TCP connection; another name gets its own")
@@ -312,8 +323,10 @@ struct PinnedHTTPClientTests {
         }
         #expect(error?.code == .timedOut)
         #expect(error?.handshake?.host == "slow.example")
-        // Far below the 30 s default, with room for a loaded machine running every suite in parallel.
-        #expect(Date().timeIntervalSince(started) < 15)
+        // The configured bound fired, not the 30 s default. (Wall-clock bounds only catch hangs: when every suite
+        // runs in parallel on 2 cores, resuming this task can wait on the cooperative pool for tens of seconds.)
+        #expect(error?.message.contains("2 s") == true, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) < 60)
         #expect(server.connections == 1)
     }
 
@@ -336,8 +349,9 @@ struct PinnedHTTPClientTests {
             _ = try await client.get(try Self.url("https://silent.example:\(port)/"), resolve: Self.loopback)
         }
         #expect(error?.code == .timedOut)
-        // Far below the 30 s / 10 s defaults, with room for a loaded machine running every suite in parallel.
-        #expect(Date().timeIntervalSince(started) < 15)
+        // The configured bound fired, not the 10 s default (see requestTimeout on wall-clock bounds).
+        #expect(error?.message.contains("300 ms") == true, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) < 60)
     }
 
     @Test("a closed port fails with connectFailed")

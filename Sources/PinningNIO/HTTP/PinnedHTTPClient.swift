@@ -101,7 +101,8 @@ public final class PinnedHTTPClient: Sendable {
                 handshake: exchange.handshake,
                 redirects: visited
             )
-            guard let location = Self.redirectLocation(exchange.head) else {
+            // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
+            guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
                 return response
             }
             guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
 public import NIOSSL
@@ -123,11 +124,15 @@ public struct PinnedTLSClient: Sendable {
         timeout: TimeAmount = .seconds(10),
         configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Void> = { $0.eventLoop.makeSucceededVoidFuture() }
     ) async throws(PinningConnectionError) -> PinnedConnection {
+        // The handshake's future is taken when the handlers are added: a refused handshake closes the channel
+        // and removes the handlers, possibly before `connect` returns, and the future still carries the reason.
+        let handshakeFuture = NIOLockedValueBox<EventLoopFuture<PinnedHandshake>?>(nil)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelInitializer { channel in
                 do {
-                    try self.addHandlers(to: channel.pipeline.syncOperations, host: host)
+                    let handshake = try self.addHandlers(to: channel.pipeline.syncOperations, host: host)
+                    handshakeFuture.withLockedValue { $0 = handshake }
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
@@ -148,21 +153,16 @@ public struct PinnedTLSClient: Sendable {
             throw PinningConnectionError(code: .connectFailed, host: host, message: "cannot connect to port \(port)", underlying: error)
         }
         do {
+            guard let future = handshakeFuture.withLockedValue({ $0 }) else {
+                throw PinningConnectionError(code: .handshakeFailed, host: host, message: "no handshake in progress")
+            }
             let handshake = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<PinnedHandshake> in
-                do {
-                    let handler = try channel.pipeline.syncOperations.handler(type: PinningHandshakeHandler.self)
-                    guard let future = handler.handshake else {
-                        return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: .handshakeFailed, host: host, message: "no handshake in progress"))
-                    }
-                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                        channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake took longer than \(timeout)"))
-                        channel.close(promise: nil)
-                    }
-                    future.whenComplete { _ in timer.cancel() }
-                    return future
-                } catch {
-                    return channel.eventLoop.makeFailedFuture(error)
+                let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                    channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake took longer than \(timeout)"))
+                    channel.close(promise: nil)
                 }
+                future.whenComplete { _ in timer.cancel() }
+                return future
             }.get()
             return PinnedConnection(channel: channel, handshake: handshake)
         } catch {

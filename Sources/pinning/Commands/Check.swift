@@ -14,11 +14,12 @@ extension PinningCommand {
             abstract: "Connect to an HTTPS URL with pinning enforced on the handshake; report the chain, the verdict, and the GET's result.",
             discussion: """
                 SNI and the checked name are the URL's host; --resolve HOST:PORT:ADDR connects to ADDR instead (as curl).
+
                 The policy flags are those of `pinning evaluate` (or --config FILE: the host pinning configuration).
-                A client identity for mutual TLS: --identity FILE.p12 (with --passphrase-env VAR or --passphrase-file
-                FILE), or --identity-cert CHAIN --identity-key KEY.
-                Exit status: 0 trusted and a 2xx response; 1 refused by the policy; 2 bad input; 3 connection, TLS or
-                HTTP error (including a server that rejects our client certificate or wants one we did not give).
+
+                A client identity for mutual TLS: --identity FILE.p12 (with --passphrase-env VAR or --passphrase-file FILE), or --identity-cert CHAIN --identity-key KEY.
+
+                Exit status: 0 trusted and a 2xx response; 1 refused by the policy; 2 bad input; 3 connection, TLS or HTTP error (including a server that rejects our client certificate or wants one we did not give).
                 """
         )
 

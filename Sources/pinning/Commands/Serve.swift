@@ -14,9 +14,10 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve HTTPS (mutual TLS with --client-ca): every GET gets 200 and a JSON body naming the client certificate.",
             discussion: """
-                Serves exactly the chain in --cert, in that order. Once it accepts connections it prints
-                `listening on https://ADDR:PORT` on stdout. With --client-ca a client certificate is required and
-                validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
+                Serves exactly the chain in --cert, in that order. Once it accepts connections it prints `listening on https://ADDR:PORT` on stdout.
+
+                With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
+
                 Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
                 """
         )

@@ -171,11 +171,11 @@ struct PinnedClientTests {
     @Test("a closed port fails fast with connectFailed")
     func closedPort() async throws {
         let client = try PinnedTLSClient(evaluator: SecurityPolicy.default)
-        let start = Date()
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.connect(host: "localhost", port: 1, address: try self.address(1), group: testGroup, timeout: .seconds(3))
         }
+        // connectFailed (the refusal) rather than timedOut proves it failed before the 3 s timeout, without a
+        // wall-clock assertion that a loaded 2-core machine could break.
         #expect(error?.code == .connectFailed)
-        #expect(Date().timeIntervalSince(start) < 3.5)
     }
 }

@@ -51,26 +51,16 @@ extension PinningCommand {
             for path in self.clientCA {
                 authorities += try InputLoading.certificates(path, option: "--client-ca")
             }
-            let tls: TLSSetup
-            do {
-                tls = try TLSSetup(identity: identity, clientCertificateAuthorities: authorities)
-            } catch {
-                throw InputError("cannot build the TLS configuration: \(error)")
-            }
-            let responder: SimpleHTTPResponder.Respond = { head, peer in Self.respond(head, peer: peer) }
             let channel: any Channel
             do {
-                channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                    .childChannelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try tls.addHandlers(to: channel.pipeline.syncOperations)
-                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                            try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
-                        }
-                    }
-                    .bind(host: self.bind, port: self.port)
-                    .get()
+                channel = try await LocalHTTPSServer.start(
+                    identity: identity,
+                    clientCertificateAuthorities: authorities,
+                    bind: self.bind,
+                    port: self.port
+                )
+            } catch let error as LocalHTTPSServer.SetupError {
+                throw InputError("cannot build the TLS configuration: \(error.underlying)")
             } catch {
                 FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(self.bind):\(self.port): \(error)\n".utf8))
                 throw ExitCode(3)
@@ -151,34 +141,3 @@ extension PinningCommand {
     }
 }
 
-/// Plain TLS, or mutual TLS through ``MutualTLSServer`` when client CAs are given.
-private struct TLSSetup: Sendable {
-    private enum Mode: Sendable {
-        case plain(NIOSSLContext)
-        case mutual(MutualTLSServer)
-    }
-
-    private let mode: Mode
-
-    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate]) throws {
-        if clientCertificateAuthorities.isEmpty {
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: identity.certificateSources,
-                privateKey: identity.privateKeySource
-            )
-            configuration.minimumTLSVersion = .tlsv12
-            self.mode = .plain(try NIOSSLContext(configuration: configuration))
-        } else {
-            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities))
-        }
-    }
-
-    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws {
-        switch self.mode {
-        case .plain(let context):
-            try pipeline.addHandler(NIOSSLServerHandler(context: context))
-        case .mutual(let server):
-            try server.addHandlers(to: pipeline)
-        }
-    }
-}

@@ -1,0 +1,77 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningNIO
+import X509
+
+/// The HTTPS server behind `pinning serve` and `pinning demo`: serves exactly the identity's chain, with mutual
+/// TLS through ``MutualTLSServer`` when client CAs are given; every GET gets the JSON reply of `serve`.
+enum LocalHTTPSServer {
+    /// The TLS configuration could not be built from the identity (bad input, not a listening problem).
+    struct SetupError: Error {
+        var underlying: any Error
+    }
+
+    /// Binds and starts accepting; the returned channel's `localAddress` has the port.
+    static func start(
+        identity: TLSIdentity,
+        clientCertificateAuthorities: [Certificate],
+        bind: String,
+        port: Int,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> any Channel {
+        let tls: TLSSetup
+        do {
+            tls = try TLSSetup(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities)
+        } catch {
+            throw SetupError(underlying: error)
+        }
+        let responder: SimpleHTTPResponder.Respond = { head, peer in PinningCommand.Serve.respond(head, peer: peer) }
+        return try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try tls.addHandlers(to: channel.pipeline.syncOperations)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
+                }
+            }
+            .bind(host: bind, port: port)
+            .get()
+    }
+}
+
+/// Plain TLS, or mutual TLS through ``MutualTLSServer`` when client CAs are given.
+private struct TLSSetup: Sendable {
+    private enum Mode: Sendable {
+        case plain(NIOSSLContext)
+        case mutual(MutualTLSServer)
+    }
+
+    private let mode: Mode
+
+    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate]) throws {
+        if clientCertificateAuthorities.isEmpty {
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: identity.certificateSources,
+                privateKey: identity.privateKeySource
+            )
+            configuration.minimumTLSVersion = .tlsv12
+            self.mode = .plain(try NIOSSLContext(configuration: configuration))
+        } else {
+            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities))
+        }
+    }
+
+    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws {
+        switch self.mode {
+        case .plain(let context):
+            try pipeline.addHandler(NIOSSLServerHandler(context: context))
+        case .mutual(let server):
+            try server.addHandlers(to: pipeline)
+        }
+    }
+}

@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // `swift package generate-documentation --target Pinning` (the Docs.docc catalog); a plugin only,
+        // nothing of it is linked into the products.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The pure core: X509 + ASN.1 + Crypto only. No NIO, no logging.
@@ -126,6 +129,7 @@ let package = Package(
             name: "PinningCLITests",
             dependencies: [
                 "Pinning",
+                "PinningNIO",
                 "PinningTestSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

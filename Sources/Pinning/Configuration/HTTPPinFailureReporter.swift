@@ -24,6 +24,7 @@ public struct HTTPPinFailureReporter: PinFailureReporting {
         /// What happened, for logs.
         public var message: String
 
+        /// One line: delivered or not, where, after how many attempts, and why.
         public var description: String {
             "\(self.delivered ? "delivered" : "not delivered") to \(self.uri.absoluteString) after \(self.attempts) attempt\(self.attempts == 1 ? "" : "s"): \(self.message)"
         }
@@ -55,6 +56,14 @@ public struct HTTPPinFailureReporter: PinFailureReporting {
         self.onOutcome = onOutcome
     }
 
+    /// Posts `report` to every `http://` URI in `uris` concurrently, each with up to ``maximumAttempts``
+    /// attempts, and hands the `https://` URIs to ``secureReporter``. Returns when every delivery has finished.
+    /// Never throws: each `http://` result (and each `https://` URI given up on for want of a
+    /// ``secureReporter``) is passed to ``onOutcome``.
+    ///
+    /// - Parameters:
+    ///   - report: The failure report, sent as JSON.
+    ///   - uris: The collectors.
     public func send(_ report: PinFailureReport, to uris: [URL]) async {
         let body: [UInt8]
         do {

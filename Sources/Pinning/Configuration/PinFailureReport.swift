@@ -83,6 +83,10 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         case validationResult = "validation-result"
     }
 
+    /// Decodes a report in the HPKP/TrustKit JSON shape (`date-time`, `hostname`, `served-certificate-chain`, …).
+    ///
+    /// - Parameter decoder: The decoder.
+    /// - Throws: `DecodingError` for a missing key, a wrong type or a malformed date.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.dateTime = try Self.date(container, .dateTime)

@@ -46,6 +46,7 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
             /// An anchor file is missing or holds no usable certificate.
             public static let anchorFile = Kind(storage: .anchorFile)
 
+            /// The kind's name, e.g. `invalidPattern`.
             public var description: String { self.storage.rawValue }
         }
 

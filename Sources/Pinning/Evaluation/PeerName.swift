@@ -61,6 +61,7 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// The name as given (an IPv6 address without brackets).
     public var description: String { self.text }
 
     private static func isDNSCharacter(_ byte: UInt8) -> Bool {
@@ -114,5 +115,6 @@ public struct PeerNameError: Error, Hashable, Sendable, CustomStringConvertible 
     /// What is wrong with it.
     public var problem: String
 
+    /// `invalid host "TEXT": PROBLEM`.
     public var description: String { "invalid host \"\(self.text)\": \(self.problem)" }
 }

@@ -45,6 +45,7 @@ public struct TrustedChain: Sendable {
         /// path linked by signatures from the leaf.
         public static let pinOnSignatureLinkedPath = Basis(storage: .pinOnSignatureLinkedPath)
 
+        /// The basis's name, e.g. `validatedPath`.
         public var description: String { self.storage.rawValue }
     }
 

@@ -17,6 +17,7 @@ public struct TrustPurpose: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The purpose and its extended key usage, e.g. `server authentication (serverAuth)`.
     public var description: String {
         switch self.storage {
         case .serverAuth: return "server authentication (serverAuth)"

@@ -15,6 +15,7 @@ public struct ValidationProfile: Hashable, Sendable, CustomStringConvertible {
     /// RFC 5280 plus the CA/Browser Forum Baseline Requirements, for servers on the public internet.
     public static let webPKI = ValidationProfile(storage: .webPKI)
 
+    /// The profile's name, e.g. `rfc5280`.
     public var description: String { self.storage.rawValue }
 
     /// Parses `rfc5280` or `webpki` (case-insensitive).

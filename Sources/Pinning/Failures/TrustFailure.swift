@@ -69,9 +69,13 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     public struct PresentedCertificate: Sendable, Hashable {
         /// Position in the chain as presented (0 is the leaf).
         public var index: Int
+        /// The subject distinguished name, e.g. `CN=api.example.com`.
         public var subject: String
+        /// The issuer distinguished name.
         public var issuer: String
+        /// The start of the validity period.
         public var notValidBefore: Date
+        /// The end of the validity period.
         public var notValidAfter: Date
         /// The SPKI SHA-256 pin of its public key.
         public var pin: Pin
@@ -103,8 +107,9 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     public var expectedPins: [Pin]
     /// Further evidence lines, e.g. which issuer was missing.
     public var details: [String]
-    /// Where the failure was created.
+    /// Where the failure was created: the source file (`#fileID`).
     public var file: String
+    /// Where the failure was created: the line in ``file``.
     public var line: Int
 
     init(

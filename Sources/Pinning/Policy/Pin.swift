@@ -84,6 +84,7 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// `sha256/BASE64`.
     public var description: String { "sha256/" + self.base64 }
 
+    /// Orders pins by their digest bytes, so sorted pin lists are stable across runs.
     public static func < (lhs: Pin, rhs: Pin) -> Bool { lhs.sha256.lexicographicallyPrecedes(rhs.sha256) }
 }
 
@@ -94,5 +95,6 @@ public struct PinError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What is wrong with it.
     public var problem: String
 
+    /// `invalid pin "TEXT": PROBLEM`.
     public var description: String { "invalid pin \"\(self.text)\": \(self.problem)" }
 }

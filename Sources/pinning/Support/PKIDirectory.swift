@@ -1,0 +1,197 @@
+import Foundation
+import Pinning
+import PinningTestSupport
+import X509
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The files of a `pinning pki` directory: `NAME.pem` (certificate), `NAME.key` (PKCS#8 key, mode 0600),
+/// `NAME-chain.pem` (a leaf and its intermediates). Every failure is an ``InputError`` naming the file.
+struct PKIDirectory {
+    var path: String
+
+    func certificatePath(_ name: String) -> String { self.file(name + ".pem") }
+    func keyPath(_ name: String) -> String { self.file(name + ".key") }
+    func chainPath(_ name: String) -> String { self.file(name + "-chain.pem") }
+    func file(_ component: String) -> String {
+        URL(fileURLWithPath: self.path, isDirectory: true).appendingPathComponent(component).path
+    }
+
+    /// Names become file names: letters, digits, `.`, `_`, `-`; not starting with `.` or `-`; no `-chain` suffix.
+    static func checkName(_ name: String, option: String) throws(InputError) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard !name.isEmpty, name.count <= 64, name.allSatisfy({ allowed.contains($0) }),
+            !name.hasPrefix("."), !name.hasPrefix("-")
+        else {
+            throw InputError("\(option) \"\(name)\": a name is 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'")
+        }
+        guard !name.hasSuffix("-chain") else {
+            throw InputError("\(option) \"\(name)\": names ending in -chain would collide with chain files")
+        }
+    }
+
+    /// Creates the directory (and its parents) when missing.
+    func create() throws(InputError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: self.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw InputError("\(self.path): exists and is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true)
+        } catch {
+            throw InputError("\(self.path): cannot create the directory: \(error.localizedDescription)")
+        }
+    }
+
+    /// Refuses to replace any of `paths` unless `force`; run before writing anything, so a refusal leaves no
+    /// half-written set of files.
+    static func checkWritable(_ paths: [String], force: Bool) throws(InputError) {
+        guard !force else { return }
+        for path in paths where FileManager.default.fileExists(atPath: path) {
+            throw InputError("\(path): already exists; pass --force to replace it")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The certificate in `NAME.pem`.
+    func certificate(_ name: String, option: String) throws(InputError) -> Certificate {
+        let path = self.certificatePath(name)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw InputError("\(option) \(name): \(path) does not exist (create it with `pinning pki init` or `pinning pki issue`)")
+        }
+        let certificates = try InputLoading.certificates(path, option: option)
+        guard let first = certificates.first else {
+            throw InputError("\(option) \(name): \(path) holds no certificate")
+        }
+        return first
+    }
+
+    /// The certificate and private key of `NAME`, checked to belong together.
+    func identity(_ name: String, option: String) throws(InputError) -> TestIdentity {
+        let certificate = try self.certificate(name, option: option)
+        let keyPath = self.keyPath(name)
+        let text: String
+        do {
+            text = try String(contentsOfFile: keyPath, encoding: .utf8)
+        } catch {
+            throw InputError("\(option) \(name): cannot read \(keyPath): \(error.localizedDescription)")
+        }
+        let key: Certificate.PrivateKey
+        do {
+            key = try Certificate.PrivateKey(pemEncoded: text)
+        } catch {
+            throw InputError("\(option) \(name): \(keyPath) is not a PEM private key: \(error)")
+        }
+        do {
+            return try TestIdentity(certificate: certificate, privateKey: key)
+        } catch {
+            throw InputError("\(option) \(name): \(keyPath) does not belong to \(self.certificatePath(name)): \(error)")
+        }
+    }
+
+    /// The intermediates above `certificate`, nearest first, found among the directory's `*.pem` files by
+    /// subject name and signature, stopping at a self-issued certificate (the root, never included).
+    func intermediates(above certificate: Certificate) throws(InputError) -> [Certificate] {
+        let candidates = self.directoryCertificates()
+        var chain: [Certificate] = []
+        var current = certificate
+        for _ in 0..<16 {
+            if current.issuer == current.subject { return chain }
+            guard let parent = candidates.first(where: { $0.subject == current.issuer && $0.isIssuer(of: current) }) else {
+                throw InputError("\(self.path): no certificate here issued \(current.subject) (its issuer is \(current.issuer))")
+            }
+            if parent.issuer == parent.subject { return chain }
+            chain.append(parent)
+            current = parent
+        }
+        throw InputError("\(self.path): the issuer chain of \(certificate.subject) is longer than 16 certificates")
+    }
+
+    private func directoryCertificates() -> [Certificate] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: self.path)
+        } catch {
+            return []
+        }
+        var certificates: [Certificate] = []
+        for name in names.sorted() where name.hasSuffix(".pem") && !name.hasSuffix("-chain.pem") {
+            do {
+                certificates += try CertificateLoader.certificates(fromFile: self.file(name)).prefix(1)
+            } catch {
+                // Not one of ours (or unreadable): it cannot be a link of the chain.
+                continue
+            }
+        }
+        return certificates
+    }
+
+    // MARK: - Writing
+
+    /// Writes `contents` to `path` with `mode`, replacing an existing file (callers checked `--force`).
+    /// The file is created with its final mode, so a key is never readable by others, not even briefly.
+    static func write(_ contents: [UInt8], to path: String, mode: mode_t) throws(InputError) {
+        if FileManager.default.fileExists(atPath: path), unlink(path) != 0 {
+            throw InputError("\(path): cannot replace: \(systemErrorText())")
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else {
+            throw InputError("\(path): cannot create: \(systemErrorText())")
+        }
+        defer { close(descriptor) }
+        // The umask may have removed bits from `mode`; a key must not gain any, and a certificate should be
+        // exactly what was asked for.
+        guard fchmod(descriptor, mode) == 0 else {
+            throw InputError("\(path): cannot set mode \(String(mode, radix: 8)): \(systemErrorText())")
+        }
+        var offset = 0
+        while offset < contents.count {
+            let written = contents[offset...].withUnsafeBytes { buffer in
+                systemWrite(descriptor, buffer.baseAddress, buffer.count)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw InputError("\(path): write failed: \(systemErrorText())")
+            }
+            offset += written
+        }
+    }
+
+    static let keyMode: mode_t = 0o600
+    static let certificateMode: mode_t = 0o644
+}
+
+/// `strerror(errno)`, without trusting the pointer to be non-nil.
+private func systemErrorText() -> String {
+    let code = errno
+    guard let text = strerror(code) else { return "errno \(code)" }
+    return String(cString: text)
+}
+
+/// `write(2)`, named apart from ``PKIDirectory/write(_:to:mode:)``.
+private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.write(descriptor, buffer, count)
+    #elseif canImport(Musl)
+    return Musl.write(descriptor, buffer, count)
+    #else
+    return Darwin.write(descriptor, buffer, count)
+    #endif
+}
+
+extension Certificate {
+    /// Whether `child` carries a valid signature by this certificate's key.
+    func isIssuer(of child: Certificate) -> Bool {
+        self.publicKey.isValidSignature(child.signature, for: child)
+    }
+}

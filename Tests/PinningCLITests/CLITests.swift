@@ -761,7 +761,7 @@ struct CLITests {
 
 @Suite("pinning demo (runs the built binary)")
 struct DemoCommandTests {
-    @Test("The demo exits 0 and shows the unpinned client fooled by the proxy and the pinned client refusing it")
+    @Test("The demo runs real servers, exits 0, and shows the unpinned client fooled by the proxy and the pinned client refusing it")
     func demo() async throws {
         _ = try PinningBinary.located.get()
         let directory = try TemporaryDirectory(prefix: "pinning-demo-test")
@@ -769,11 +769,17 @@ struct DemoCommandTests {
         let run = try await CLI.run(["demo"], in: directory)
         #expect(run.status == 0, "\(run)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
-        // The danger: an unpinned client trusts the intercepting proxy.
-        #expect(lines.contains { $0.hasPrefix("unpinned") && $0.contains("intercepting proxy") && $0.contains("TRUSTED") }, "\(run)")
+        func line(_ scenario: String) -> String { lines.first { $0.hasPrefix(scenario) } ?? "" }
+        // The danger: an unpinned client accepts the intercepting proxy (real servers on 127.0.0.1).
+        #expect(line("unpinned client -> intercepting proxy").contains("accepted, HTTP 200"), "\(run)")
         // Pinning refuses it, also with the genuine certificates appended, and says why.
-        #expect(lines.contains { $0.hasPrefix("public-key pinned") && $0.contains("intercepting proxy") && $0.contains("REFUSED") }, "\(run)")
-        #expect(lines.contains { $0.contains("appended") && $0.contains("REFUSED") }, "\(run)")
+        #expect(line("public-key pinned -> intercepting proxy").contains("refused by policy"), "\(run)")
+        #expect(line("public-key pinned -> proxy appending genuine certs").contains("refused by policy"), "\(run)")
+        #expect(line("certificate pinned -> self-signed device").contains("accepted"), "\(run)")
+        #expect(line("mutual TLS with the .p12 identity").contains("accepted, HTTP 200"), "\(run)")
+        #expect(line("mutual TLS without an identity").contains("refused"), "\(run)")
+        #expect(line("client.p12 with a wrong passphrase").contains("wrong passphrase"), "\(run)")
+        #expect(lines.filter { $0.hasSuffix(" yes") }.count == 10, "\(run)")
         #expect(run.stdout.contains("[pinMismatch]"), "\(run)")
         #expect(run.stdout.contains("all as expected"), "\(run)")
         #expect(!lines.contains { $0.hasSuffix(" NO") }, "\(run)")

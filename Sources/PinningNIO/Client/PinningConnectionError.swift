@@ -16,6 +16,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
             case connectionClosed
             case connectFailed
             case timedOut
+            case challengeCancelled
+            case protectionSpaceRejected
+            case invalidCredential
         }
 
         private let kind: Kind
@@ -39,6 +42,13 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         public static let connectFailed = Code(.connectFailed)
         /// Connecting or the handshake took longer than allowed.
         public static let timedOut = Code(.timedOut)
+        /// An authentication challenge handler answered ``AuthenticationChallengeDisposition/cancelAuthenticationChallenge``.
+        public static let challengeCancelled = Code(.challengeCancelled)
+        /// An authentication challenge handler answered ``AuthenticationChallengeDisposition/rejectProtectionSpace``
+        /// for a server-trust challenge (there is no other protection space to try).
+        public static let protectionSpaceRejected = Code(.protectionSpaceRejected)
+        /// A challenge handler answered with a credential of the wrong kind for the challenge.
+        public static let invalidCredential = Code(.invalidCredential)
 
         public var description: String { self.kind.rawValue }
     }

@@ -180,7 +180,19 @@ public struct AsyncHTTPClientPinning: Sendable {
                     try await pinning.verify(result)
                 }
             }
-            return promise.futureResult.flatMapError { error in
+            return promise.futureResult.flatMap {
+                // The check is asynchronous; if the server closed the connection meanwhile (a TLS 1.3 server
+                // refusing our certificate after our handshake completed), report it now. Handing AHC a connection
+                // that is already closed left its request waiting past its own deadline. This runs on the
+                // channel's event loop, where AHC continues, so nothing can close it in between.
+                guard channel.isActive else {
+                    return channel.eventLoop.makeFailedFuture(PinningConnectionError(
+                        code: .connectionClosed, host: pinning.host,
+                        message: "the server closed the connection during the TLS handshake (did it require a client certificate?)"
+                    ))
+                }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }.flatMapError { error in
                 channel.close(promise: nil)
                 return channel.eventLoop.makeFailedFuture(error)
             }

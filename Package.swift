@@ -14,6 +14,9 @@ let package = Package(
     products: [
         .library(name: "Pinning", targets: ["Pinning"]),
         .library(name: "PinningNIO", targets: ["PinningNIO"]),
+        .library(name: "PinningAsyncHTTPClient", targets: ["PinningAsyncHTTPClient"]),
+        // Separate product: Hummingbird adds build time that PinningNIO users should not pay.
+        .library(name: "PinningHummingbird", targets: ["PinningHummingbird"]),
         .executable(name: "pinning", targets: ["pinning"]),
         // A tool for this repository (x509-limbo conformance), not for users.
         .executable(name: "limbo", targets: ["limbo"]),
@@ -28,6 +31,11 @@ let package = Package(
         // `swift package generate-documentation --target Pinning` (the Docs.docc catalog); a plugin only,
         // nothing of it is linked into the products.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Already in the graph through Hummingbird and AsyncHTTPClient; named so PinningHummingbird can
+        // implement ServerChildChannel, whose requirements take a Logger.
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The pure core: X509 + ASN.1 + Crypto only. No NIO, no logging.
@@ -56,6 +64,37 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // AsyncHTTPClient: anchors and names through its TLS configuration, the leaf re-checked after the
+        // handshake. AHC has no verification hook, so pins above the leaf cannot be enforced here.
+        .target(
+            name: "PinningAsyncHTTPClient",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
+        ),
+        // Hummingbird mTLS servers whose request context carries the validated client chain.
+        .target(
+            name: "PinningHummingbird",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -121,6 +160,42 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningAsyncHTTPClientTests",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningAsyncHTTPClient",
+                "PinningTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningHummingbirdTests",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningHummingbird",
+                "PinningAsyncHTTPClient",
+                "PinningTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

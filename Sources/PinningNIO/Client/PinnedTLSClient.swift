@@ -38,6 +38,9 @@ public struct PinnedTLSClient: Sendable {
     public let configuration: TLSConfiguration
     /// The shared NIOSSL context.
     public let sslContext: NIOSSLContext
+    /// When set (by ``ChallengeTLSClient``), decides each handshake instead of ``evaluator``: the server-trust
+    /// challenge, which may refuse with its own error.
+    var peerDecision: (@Sendable (_ host: String, _ presented: [Certificate]) async -> PeerDecision)?
 
     /// A client.
     ///
@@ -78,10 +81,17 @@ public struct PinnedTLSClient: Sendable {
         let verdict = HandshakeVerdict()
         let evaluator = self.evaluator
         let template = self.trust
-        let callback = PeerVerification.callback(verdict: verdict) { presented in
-            var trust = template
-            trust.certificates = presented
-            return await evaluator.evaluate(trust, forDomain: host)
+        let callback: NIOSSLCustomVerificationCallbackWithMetadata
+        if let peerDecision = self.peerDecision {
+            callback = PeerVerification.callback(verdict: verdict) { presented in
+                await peerDecision(host, presented)
+            }
+        } else {
+            callback = PeerVerification.callback(verdict: verdict) { presented in
+                var trust = template
+                trust.certificates = presented
+                return await evaluator.evaluate(trust, forDomain: host)
+            }
         }
         let tls = try NIOSSLClientHandler(
             context: self.sslContext,

@@ -19,6 +19,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
             case invalidRequest
             case httpFailed
             case tooManyRedirects
+            case challengeCancelled
+            case protectionSpaceRejected
+            case invalidCredential
         }
 
         private let kind: Kind
@@ -49,6 +52,13 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         public static let httpFailed = Code(.httpFailed)
         /// More redirects than allowed, or a redirect to a URL that is not `https`.
         public static let tooManyRedirects = Code(.tooManyRedirects)
+        /// An authentication challenge handler answered ``AuthenticationChallengeDisposition/cancelAuthenticationChallenge``.
+        public static let challengeCancelled = Code(.challengeCancelled)
+        /// An authentication challenge handler answered ``AuthenticationChallengeDisposition/rejectProtectionSpace``
+        /// for a server-trust challenge (there is no other protection space to try).
+        public static let protectionSpaceRejected = Code(.protectionSpaceRejected)
+        /// A challenge handler answered with a credential of the wrong kind for the challenge.
+        public static let invalidCredential = Code(.invalidCredential)
 
         public var description: String { self.kind.rawValue }
     }

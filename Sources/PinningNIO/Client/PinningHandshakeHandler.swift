@@ -13,6 +13,9 @@ final class HandshakeVerdict: Sendable {
         case trusted(TrustedChain)
         case untrusted(TrustFailure)
         case unreadable(String)
+        /// Refused for a reason that is not the policy's (an authentication challenge was cancelled or its
+        /// protection space rejected).
+        case refused(PinningConnectionError)
     }
 
     private let state = NIOLockedValueBox<State>(.pending)
@@ -24,8 +27,40 @@ final class HandshakeVerdict: Sendable {
     }
 }
 
+/// What a verification decided: the policy's evaluation, or a refusal with its own error.
+enum PeerDecision: Sendable {
+    case evaluation(TrustEvaluation)
+    case refused(PinningConnectionError)
+}
+
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
 enum PeerVerification {
+    /// The callback for decisions that may refuse with their own error (challenges).
+    static func callback(
+        verdict: HandshakeVerdict,
+        decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
+    ) -> NIOSSLCustomVerificationCallbackWithMetadata {
+        { certificates, promise in
+            promise.completeWithTask {
+                let refusal = RefusalBox()
+                let result = await Self.verifyOrRefuse(certificates, verdict: verdict) { (presented: [Certificate]) -> TrustEvaluation? in
+                    switch await decision(presented) {
+                    case .evaluation(let evaluation):
+                        return evaluation
+                    case .refused(let error):
+                        refusal.error = error
+                        return nil
+                    }
+                }
+                if let error = refusal.error {
+                    verdict.record(.refused(error))
+                    return .failed
+                }
+                return result
+            }
+        }
+    }
+
     /// The callback NIOSSL calls on every handshake. Any error or a refusal completes with `.failed` (fail
     /// closed); the reason is recorded in `verdict`.
     static func callback(
@@ -44,6 +79,15 @@ enum PeerVerification {
         verdict: HandshakeVerdict,
         decide: @Sendable ([Certificate]) async -> TrustEvaluation
     ) async -> NIOSSLVerificationResultWithMetadata {
+        await self.verifyOrRefuse(certificates, verdict: verdict) { (presented: [Certificate]) -> TrustEvaluation? in await decide(presented) }
+    }
+
+    /// `decide` returning nil refuses without recording an evaluation (the caller records why).
+    static func verifyOrRefuse(
+        _ certificates: [NIOSSLCertificate],
+        verdict: HandshakeVerdict,
+        decide: @Sendable ([Certificate]) async -> TrustEvaluation?
+    ) async -> NIOSSLVerificationResultWithMetadata {
         let presented: [Certificate]
         do {
             let der = try certificates.map { try $0.toDERBytes() }
@@ -52,7 +96,8 @@ enum PeerVerification {
             verdict.record(.unreadable("\(error)"))
             return .failed
         }
-        switch await decide(presented) {
+        guard let decision = await decide(presented) else { return .failed }
+        switch decision {
         case .untrusted(let failure):
             verdict.record(.untrusted(failure))
             return .failed
@@ -68,6 +113,11 @@ enum PeerVerification {
             }
         }
     }
+}
+
+/// Carries a refusal out of the decision closure; written and read by the one task that runs the callback.
+final class RefusalBox: @unchecked Sendable {
+    var error: PinningConnectionError?
 }
 
 /// The outcome of a pinned handshake.
@@ -174,6 +224,9 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
             return mapped
         case .unreadable(let problem):
             return PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: problem, underlying: error)
+        case .refused(var refusal):
+            refusal.underlying = refusal.underlying ?? error
+            return refusal
         case .pending, .trusted:
             if let error {
                 if let already = error as? PinningConnectionError { return already }

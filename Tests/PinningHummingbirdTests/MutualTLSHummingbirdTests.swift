@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningAsyncHTTPClient
+import PinningHummingbird
+import PinningNIO
+import PinningTestSupport
+import Testing
+import X509
+
+enum Fixtures {
+    static func identity(_ leaf: TestIdentity, chain: [Certificate] = []) throws -> TLSIdentity {
+        try TLSIdentity.pem(
+            certificateChain: Array(TestPKI.pemBundle([leaf.certificate] + chain).utf8),
+            privateKey: Array(leaf.privateKeyPEM.utf8),
+            certificateOrigin: "<test chain>",
+            keyOrigin: "<test key>"
+        )
+    }
+}
+
+/// What the handler saw, per request.
+final class SeenClients: Sendable {
+    private let box = NIOLockedValueBox<[AuthenticatedPeer?]>([])
+    var all: [AuthenticatedPeer?] { self.box.withLockedValue { $0 } }
+    func append(_ peer: AuthenticatedPeer?) { self.box.withLockedValue { $0.append(peer) } }
+}
+
+@Suite("Hummingbird over mutual TLS on loopback", .timeLimit(.minutes(1)))
+struct MutualTLSHummingbirdTests {
+    let serverChain: TestChain
+    let clientChain: TestChain
+
+    init() throws {
+        self.serverChain = try TestChain(host: "device.local", rootName: "Server Root")
+        self.clientChain = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root", intermediateName: "Client Issuing CA")
+    }
+
+    /// Runs an Application with `MutualTLSServer` on 127.0.0.1:0, calls `body` with its port, then stops it.
+    func withServer(seen: SeenClients, _ body: @Sendable (Int) async throws -> Void) async throws {
+        let server = try MutualTLSServer(
+            identity: try Fixtures.identity(self.serverChain.leaf, chain: [self.serverChain.intermediate.certificate]),
+            clientCertificateAuthorities: [self.clientChain.root.certificate]
+        )
+        let router = Router(context: MutualTLSRequestContext.self)
+        router.get("/") { _, context -> String in
+            seen.append(context.client)
+            return "hello \(context.client?.subject ?? "nobody")"
+        }
+        let ports = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: router,
+            server: .mutualTLS(server: server),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                ports.continuation.yield(channel.localAddress?.port ?? 0)
+                ports.continuation.finish()
+            }
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            // Bound the wait for the server to come up.
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                ports.continuation.finish()
+            }
+            var port = 0
+            for await value in ports.stream {
+                port = value
+            }
+            do {
+                guard port != 0 else { throw CancellationError() }
+                try await body(port)
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+        }
+    }
+
+    func get(port: Int, identity: TLSIdentity?) async throws -> (UInt, String) {
+        let pinning = try AsyncHTTPClientPinning(
+            host: "device.local",
+            policy: .default,
+            trust: ServerTrust(certificates: [], anchors: [self.serverChain.root.certificate], anchorsOnly: true),
+            identity: identity
+        )
+        var configuration = try pinning.makeHTTPClientConfiguration()
+        configuration.dnsOverride = ["device.local": "127.0.0.1"]
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(5))
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: "https://device.local:\(port)/"), timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1 << 16)
+            try await client.shutdown()
+            return (response.status.code, String(buffer: body))
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+    }
+
+    @Test("a client with an identity gets 200; the handler sees its validated chain, subject and pin")
+    func clientWithIdentity() async throws {
+        let seen = SeenClients()
+        let identity = try Fixtures.identity(self.clientChain.leaf, chain: [self.clientChain.intermediate.certificate])
+        let clientChain = self.clientChain
+        try await self.withServer(seen: seen) { port in
+            let (status, body) = try await self.get(port: port, identity: identity)
+            #expect(status == 200)
+            #expect(body == "hello CN=client-7")
+        }
+        let peer = try #require(seen.all.first ?? nil)
+        #expect(peer.subject == "CN=client-7")
+        #expect(peer.pin == Pin(spkiOf: clientChain.leaf.certificate))
+        // The validated path, ending at the client CA that anchored it (the client sent only leaf + intermediate).
+        #expect(peer.certificateChain == clientChain.all)
+    }
+
+    @Test("a client without an identity is refused; the handler never runs")
+    func clientWithoutIdentity() async throws {
+        let seen = SeenClients()
+        let trust = ServerTrust(certificates: [], anchors: [self.serverChain.root.certificate], anchorsOnly: true)
+        try await self.withServer(seen: seen) { port in
+            // A raw pinned TLS client: under TLS 1.3 it may finish its handshake before the server refuses, so
+            // the request is written regardless and the check is that it is never handled.
+            let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
+            let address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
+            do {
+                let connection = try await client.connect(host: "device.local", port: port, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(5))
+                do {
+                    try await connection.channel.writeAndFlush(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: device.local\r\n\r\n"))
+                } catch {
+                    // The server already closed the connection: refused.
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                connection.channel.close(promise: nil)
+            } catch {
+                // Refused during the handshake.
+            }
+        }
+        #expect(seen.all.isEmpty)
+    }
+
+    @Test("a client certificate from another CA is refused; the handler never runs")
+    func clientFromOtherCA() async throws {
+        let seen = SeenClients()
+        let other = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Other Root")
+        let identity = try Fixtures.identity(other.leaf, chain: [other.intermediate.certificate])
+        try await self.withServer(seen: seen) { port in
+            await #expect(throws: (any Error).self) {
+                _ = try await self.get(port: port, identity: identity)
+            }
+        }
+        #expect(seen.all.isEmpty)
+    }
+}

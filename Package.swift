@@ -71,9 +71,15 @@ let package = Package(
             name: "pinning",
             dependencies: [
                 "Pinning",
+                "PinningNIO",
                 "PinningTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
+                // `pinning bench handshake` drives loopback TLS.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -153,9 +153,13 @@ enum ProcessMemory {
     static func residentBytes() -> Int { self.statusField("VmRSS:") }
 
     private static func statusField(_ name: String) -> Int {
-        guard let data = FileManager.default.contents(atPath: "/proc/self/status") else { return 0 }
+        // Read to the end: /proc files report a size of 0, so FileManager.contents(atPath:) returns nothing.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/status") else { return 0 }
+        defer { handle.closeFile() }
+        let data = handle.readDataToEndOfFile()
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name) {
-            let fields = line.dropFirst(name.count).split(separator: " ")
+            // "VmHWM:\t   12345 kB": a tab, then padding.
+            let fields = line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard let value = fields.first.flatMap({ Int($0) }) else { return 0 }
             return fields.count > 1 && fields[1] == "kB" ? value * 1024 : value
         }

@@ -108,6 +108,28 @@ public final class EvaluationCache: @unchecked Sendable {
         var purpose: TrustPurpose
         var profile: ValidationProfile
         var limits: TrustLimits
+
+        // Equality (synthesised) compares every field in full. The hash feeds each certificate's
+        // TBSCertificate bytes to the hasher in one block: Array's own hash combines them byte by byte, which
+        // made a hit cost more than a dictionary look-up should.
+        func hash(into hasher: inout Hasher) {
+            Self.combine(self.chain, into: &hasher)
+            hasher.combine(self.evaluator)
+            Self.combine(self.anchors, into: &hasher)
+            hasher.combine(self.anchorsOnly)
+            hasher.combine(self.rootSetID)
+            hasher.combine(self.validationTime)
+            hasher.combine(self.purpose)
+            hasher.combine(self.profile)
+            hasher.combine(self.limits)
+        }
+
+        static func combine(_ certificates: [Certificate], into hasher: inout Hasher) {
+            hasher.combine(certificates.count)
+            for certificate in certificates {
+                certificate.tbsCertificateBytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
     }
 
     /// The policy half of the key.

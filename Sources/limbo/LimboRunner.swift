@@ -6,7 +6,12 @@ import SwiftASN1
 /// Runs the SERVER cases of an x509-limbo file through the package's evaluator and prints per-namespace
 /// pass/fail/skip, then `N passed, N failed, N skipped`.
 ///
-/// Usage: `limbo [PATH] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE]`
+/// Usage: `limbo [PATH] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--cache] [--results FILE]`
+///
+/// `--cache` evaluates every case twice through one shared `EvaluationCache` (the second time answered from it
+/// when the first was trusted) and reports the second verdict; a case whose two verdicts differ fails as
+/// CACHE-MISMATCH. `--results FILE` writes one `id<TAB>outcome` line per case, so runs with and without
+/// `--cache` can be compared line for line.
 @main
 struct LimboRunner {
     static func main() async {
@@ -18,6 +23,8 @@ struct LimboRunner {
         var summaryPath: String?
         var requiredPasses: Int?
         var allowedFailures: Int?
+        var cache: EvaluationCache?
+        var resultsPath: String?
         while !arguments.isEmpty {
             let argument = arguments.removeFirst()
             switch argument {
@@ -27,8 +34,10 @@ struct LimboRunner {
             case "--summary": summaryPath = arguments.isEmpty ? nil : arguments.removeFirst()
             case "--require-passes": requiredPasses = arguments.isEmpty ? nil : Int(arguments.removeFirst())
             case "--max-failures": allowedFailures = arguments.isEmpty ? nil : Int(arguments.removeFirst())
+            case "--cache": cache = EvaluationCache(maximumEntries: 4096)
+            case "--results": resultsPath = arguments.isEmpty ? nil : arguments.removeFirst()
             case "-h", "--help":
-                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--require-passes N] [--max-failures N]")
+                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--require-passes N] [--max-failures N] [--cache] [--results FILE]")
                 return
             default:
                 if argument.hasPrefix("-") {
@@ -56,6 +65,7 @@ struct LimboRunner {
         var failures: [(id: String, expected: String, got: String, detail: String)] = []
         let started = Date()
         var slowest: (id: String, seconds: Double) = ("", 0)
+        var results: [String] = []
         for testCase in cases {
             let namespace = String(testCase.id.split(separator: ":").first ?? "")
             var counts = tally[namespace] ?? (0, 0, 0)
@@ -63,10 +73,20 @@ struct LimboRunner {
                 counts.skip += 1
                 skipReasons[reason, default: 0] += 1
                 tally[namespace] = counts
+                results.append("\(testCase.id)\tSKIP")
                 continue
             }
             let caseStart = Date()
-            let outcome = await Self.run(testCase, timeout: timeout)
+            var outcome = await Self.run(testCase, timeout: timeout, cache: cache)
+            if cache != nil {
+                let again = await Self.run(testCase, timeout: timeout, cache: cache)
+                if again.line != outcome.line {
+                    outcome = .invalidInput("CACHE-MISMATCH: first \(outcome.line), then \(again.line)")
+                } else {
+                    outcome = again
+                }
+            }
+            results.append("\(testCase.id)\t\(outcome.line)")
             let seconds = Date().timeIntervalSince(caseStart)
             if seconds > slowest.seconds { slowest = (testCase.id, seconds) }
             let expectedSuccess = testCase.expectedResult == "SUCCESS"
@@ -114,6 +134,13 @@ struct LimboRunner {
             }
         }
         print(String(format: "wall time %.1f s; slowest case %@ (%.3f s)", elapsed, slowest.id, slowest.seconds))
+        if let resultsPath {
+            do {
+                try (results.joined(separator: "\n") + "\n").write(toFile: resultsPath, atomically: true, encoding: .utf8)
+            } catch {
+                FileHandle.standardError.write(Data("limbo: cannot write \(resultsPath): \(error)\n".utf8))
+            }
+        }
         if let summaryPath {
             let lines = failures.map { "\($0.id)\texpected \($0.expected)\tgot \($0.got)\t\($0.detail)" }
             do {
@@ -147,11 +174,21 @@ struct LimboRunner {
         case rejected(String)
         case timedOut
         case invalidInput(String)
+
+        /// The outcome on one line, for `--results`.
+        var line: String {
+            switch self {
+            case .accepted: return "SUCCESS"
+            case .rejected(let why): return "FAILURE \(why)"
+            case .timedOut: return "TIMEOUT"
+            case .invalidInput(let why): return "INPUT-ERROR \(why)"
+            }
+        }
     }
 
     /// Evaluates one case; a case that gives no verdict within `timeout` counts as failed.
-    static func run(_ testCase: LimboCase, timeout: Double) async -> Outcome {
-        let evaluation = Task { await Self.evaluate(testCase) }
+    static func run(_ testCase: LimboCase, timeout: Double, cache: EvaluationCache?) async -> Outcome {
+        let evaluation = Task { await Self.evaluate(testCase, cache: cache) }
         let timer = Task {
             try await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
         }
@@ -173,7 +210,7 @@ struct LimboRunner {
         }
     }
 
-    static func evaluate(_ testCase: LimboCase) async -> Outcome {
+    static func evaluate(_ testCase: LimboCase, cache: EvaluationCache?) async -> Outcome {
         do {
             let trusted = try testCase.trustedCerts.map { try Certificate(pemEncoded: $0) }
             // An intermediate swift-certificates cannot parse (say, signed with ecdsa-with-SHA1) cannot be on a
@@ -200,7 +237,13 @@ struct LimboRunner {
                 limits: limits
             )
             let namePolicy: TrustNamePolicy = testCase.expectedPeerName.map { .ssl(host: $0.value) } ?? .basicX509
-            switch await trust.evaluate(namePolicy) {
+            let verdict: TrustEvaluation
+            if let cache {
+                verdict = await trust.evaluate(namePolicy, cache: cache)
+            } else {
+                verdict = await trust.evaluate(namePolicy)
+            }
+            switch verdict {
             case .trusted:
                 return .accepted
             case .untrusted(let failure):

@@ -10,7 +10,7 @@ struct PinningCommand: AsyncParsableCommand {
         commandName: "pinning",
         abstract: "HTTPS trust control: evaluate chains against a pinning policy, inspect certificates, compute pins.",
         discussion: "Exit status: 0 trusted / success, 1 not trusted, 2 bad input (unreadable file, bad pin, bad date, bad option), 3 connection, TLS or HTTP error (check, serve).",
-        subcommands: [Evaluate.self, Check.self, Serve.self, Inspect.self, Pins.self, Config.self, PKI.self, Demo.self]
+        subcommands: [Evaluate.self, Check.self, Serve.self, Inspect.self, Pins.self, Config.self, PKI.self, Bench.self, Demo.self]
     )
 
     /// Parses and runs, mapping argument-parser's usage errors (its default exit status is 64) to our 2.

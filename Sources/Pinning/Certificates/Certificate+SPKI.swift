@@ -53,16 +53,19 @@ extension Certificate {
     /// positive number whose top bit is set). swift-certificates exposes the magnitude only, which hides
     /// negative and over-long serials.
     var serialNumberContentBytes: [UInt8]? {
-        let root: ASN1Node
+        // Only the headers of TBSCertificate's direct children are read: parsing the whole tree with
+        // `DER.parse` took an eighth of an evaluation (profile checks ask for every certificate on every
+        // candidate path). swift-certificates has already parsed these exact bytes as DER.
+        let reader = BERReader(Array(self.tbsCertificateBytes))
         do {
-            root = try DER.parse(self.tbsCertificateBytes)
+            let root = try reader.element(at: 0, limit: reader.bytes.count)
+            guard root.isUniversalSequence else { return nil }
+            for child in try reader.children(of: root) where child.tagClass == 0 && child.tagNumber == 2 {
+                guard !child.isConstructed else { return nil }
+                return Array(reader.bytes[child.contentStart..<child.contentEnd])
+            }
         } catch {
             return nil
-        }
-        guard case .constructed(let children) = root.content else { return nil }
-        for node in children where node.identifier == .integer {
-            guard case .primitive(let bytes) = node.content else { return nil }
-            return Array(bytes)
         }
         return nil
     }

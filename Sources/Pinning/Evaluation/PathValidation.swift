@@ -16,7 +16,7 @@ struct PathValidation {
 
     /// Validates ``ServerTrust/certificates`` against `anchors` (and only those).
     func validate(
-        anchors: [Certificate],
+        anchors: AnchorSet,
         namePolicy: TrustNamePolicy,
         pins: PinRequirement?,
         expectedPins: [Pin]
@@ -52,7 +52,7 @@ struct PathValidation {
         for certificate in presented.dropFirst() where certificate != leaf && !intermediates.contains(certificate) {
             intermediates.append(certificate)
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(anchors)) {
+        var verifier = Verifier(rootCertificates: anchors.store) {
             ChainPolicy(
                 validationTime: self.validationTime,
                 purpose: self.trust.purpose,
@@ -89,7 +89,7 @@ struct PathValidation {
         }
         let explanation = MissingPathExplanation(
             presented: presented,
-            anchors: anchors,
+            anchors: anchors.certificates,
             handledCriticalExtensions: ChainPolicy.handledCriticalExtensions
         )
         return .failure(

@@ -55,8 +55,13 @@ public struct ServerTrust: Sendable {
 
     /// The anchors this trust validates against: ``anchors``, plus the platform roots unless ``anchorsOnly``.
     var effectiveAnchors: [Certificate] {
-        if self.anchorsOnly { return self.anchors }
-        return (self.platformRoots ?? .platform).certificates + self.anchors
+        self.anchorSet.certificates
+    }
+
+    /// ``effectiveAnchors`` with their certificate store, built once per distinct set (see ``AnchorSet``).
+    var anchorSet: AnchorSet {
+        if self.anchorsOnly { return AnchorSet.of(roots: nil, anchors: self.anchors) }
+        return AnchorSet.of(roots: (self.platformRoots ?? .platform).certificates, anchors: self.anchors)
     }
 
     /// Validates the chain (RFC 5280 path building to an anchor, key usages, and the name rule), optionally
@@ -68,7 +73,7 @@ public struct ServerTrust: Sendable {
     public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil) async -> TrustEvaluation {
         let time = self.validationTime ?? Date()
         let result = await PathValidation(trust: self, validationTime: time).validate(
-            anchors: self.effectiveAnchors,
+            anchors: self.anchorSet,
             namePolicy: namePolicy,
             pins: pins,
             expectedPins: pins.map { $0.reportedPins } ?? []

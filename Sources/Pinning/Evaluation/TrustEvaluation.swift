@@ -60,6 +60,9 @@ public struct TrustedChain: Sendable {
     public var basis: Basis
     /// Warnings a reader should see (trust granted without validation, expired pin set, …).
     public var warnings: [String]
+    /// When every certificate on the paths that earned this verdict is valid; nil when no path was validated
+    /// (the verdict does not depend on the clock). ``EvaluationCache`` bounds an entry's life by it.
+    var validityWindow: ValidityWindow?
 
     init(
         presentedChain: [Certificate],
@@ -73,6 +76,7 @@ public struct TrustedChain: Sendable {
         self.linkedPath = linkedPath
         self.basis = basis
         self.warnings = warnings
+        self.validityWindow = validatedChain.flatMap { ValidityWindow(path: $0) }
     }
 
     /// The path a pin or an anchor was found on: the validated chain, else the signature-linked path.

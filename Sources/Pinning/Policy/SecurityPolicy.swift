@@ -181,7 +181,7 @@ extension SecurityPolicy {
             )
         }
         let result = await validation.validate(
-            anchors: trust.effectiveAnchors,
+            anchors: trust.anchorSet,
             namePolicy: namePolicy,
             pins: nil,
             expectedPins: []
@@ -196,14 +196,19 @@ extension SecurityPolicy {
         namePolicy: TrustNamePolicy
     ) async -> TrustEvaluation {
         let expected = self.acceptedPins
+        // The standard path counts toward how long the verdict holds: both validations must still pass.
+        var standardWindow: ValidityWindow?
         if !self.allowInvalidCertificates {
             let standard = await validation.validate(
-                anchors: trust.effectiveAnchors,
+                anchors: trust.anchorSet,
                 namePolicy: namePolicy,
                 pins: nil,
                 expectedPins: expected
             )
-            if case .failure(let failure) = standard {
+            switch standard {
+            case .success(let path):
+                standardWindow = ValidityWindow(path: path)
+            case .failure(let failure):
                 return .untrusted(failure)
             }
         }
@@ -218,14 +223,19 @@ extension SecurityPolicy {
         }
         // Step 4: the pinned certificates are the only anchors; the path must end at (and so contain) one.
         let pinned = await validation.validate(
-            anchors: self.pinnedCertificates,
+            anchors: AnchorSet.of(roots: nil, anchors: self.pinnedCertificates),
             namePolicy: namePolicy,
             pins: .certificates(self.pinnedCertificates),
             expectedPins: expected
         )
         switch pinned {
         case .success:
-            return Self.verdict(pinned, trust: trust)
+            var verdict = Self.verdict(pinned, trust: trust)
+            if case .trusted(var chain) = verdict, let standardWindow {
+                chain.validityWindow = standardWindow.intersection(chain.validityWindow)
+                verdict = .trusted(chain)
+            }
+            return verdict
         case .failure(var failure):
             if failure.code == .noPathToAnchor {
                 failure.code = .pinMismatch
@@ -256,7 +266,7 @@ extension SecurityPolicy {
         }
         let requirement = PinRequirement.publicKeys(accepted)
         let validated = await validation.validate(
-            anchors: trust.effectiveAnchors,
+            anchors: trust.anchorSet,
             namePolicy: namePolicy,
             pins: requirement,
             expectedPins: accepted

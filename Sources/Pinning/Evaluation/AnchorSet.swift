@@ -1,0 +1,64 @@
+import Foundation
+import X509
+
+/// The anchors one validation runs against, with the `CertificateStore` built over them.
+///
+/// Building a store indexes every anchor by subject (hashing each distinguished name); with the platform's
+/// hundred-odd roots that was a large share of an evaluation. The sets are built once per distinct
+/// (platform roots, custom anchors) pair and reused; see ``AnchorSetCache``.
+struct AnchorSet: Sendable {
+    let certificates: [Certificate]
+    let store: CertificateStore
+
+    init(_ certificates: [Certificate]) {
+        self.certificates = certificates
+        self.store = CertificateStore(certificates)
+    }
+
+    /// The set for `anchors` alone (`roots` nil) or for `roots` followed by `anchors`, from the shared cache.
+    static func of(roots: [Certificate]?, anchors: [Certificate]) -> AnchorSet {
+        AnchorSetCache.shared.set(roots: roots, anchors: anchors)
+    }
+}
+
+/// A few recently used anchor sets, most recent first. Arrays compare with `==`, which returns at once for the
+/// same stored array (``TrustRoots/platform`` is one array for the life of the process) and otherwise compares
+/// certificates, so a hit is always for equal contents.
+final class AnchorSetCache: @unchecked Sendable {
+    static let shared = AnchorSetCache(capacity: 8)
+
+    private struct Entry {
+        var roots: [Certificate]?
+        var anchors: [Certificate]
+        var set: AnchorSet
+    }
+
+    private let lock = NSLock()
+    private let capacity: Int
+    private var entries: [Entry] = []
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func set(roots: [Certificate]?, anchors: [Certificate]) -> AnchorSet {
+        self.lock.lock()
+        if let index = self.entries.firstIndex(where: { $0.roots == roots && $0.anchors == anchors }) {
+            let entry = self.entries[index]
+            if index != 0 {
+                self.entries.remove(at: index)
+                self.entries.insert(entry, at: 0)
+            }
+            self.lock.unlock()
+            return entry.set
+        }
+        self.lock.unlock()
+        // Built outside the lock; two threads may build the same set once each, which is harmless.
+        let set = AnchorSet((roots ?? []) + anchors)
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        self.entries.insert(Entry(roots: roots, anchors: anchors, set: set), at: 0)
+        if self.entries.count > self.capacity { self.entries.removeLast() }
+        return set
+    }
+}

@@ -1,0 +1,340 @@
+public import Foundation
+import X509
+
+/// A bounded, thread-safe cache of *trusted* verdicts, so that evaluating the same chain for the same host under
+/// the same policy again (many connections to one server) costs a dictionary look-up instead of path building
+/// and signature checks.
+///
+/// ```swift
+/// let cache = EvaluationCache()                                   // share it across connections
+/// let verdict = await policy.evaluate(trust, forDomain: "api.example.com", cache: cache)
+/// // or wrap the policy for a connection adapter:
+/// let evaluator = CachingTrustEvaluator(policy, cache: cache)
+/// ```
+///
+/// What makes an entry, and when it stops counting:
+/// - The key is everything the verdict depends on: the presented chain (DER, in order), the host or name rule,
+///   the policy (mode, pinned certificates, pins, `allowInvalidCertificates`, `validatesDomainName`, or the pin
+///   requirement), the anchors (custom anchors, `anchorsOnly` and the platform root set), purpose, profile,
+///   limits, and the validation time when one is fixed (``ServerTrust/validationTime``). Evaluations at "now"
+///   share one key and are re-checked on every hit.
+/// - A hit at "now" counts only while now lies inside every validity period on the paths that earned the verdict
+///   (the latest `notBefore` to the earliest `notAfter`), and no longer than ``timeToLive`` after it was stored.
+/// - At most ``maximumEntries`` entries are kept; the least recently used one goes first.
+///
+/// Failures are never cached. A rejection can be caused by the clock (not yet valid, expired), and the failure
+/// path is the rare one (and the one an attacker drives), so caching it would trade a correctness risk for
+/// nothing measurable. Each rejection is evaluated afresh and carries its full ``TrustFailure``.
+///
+/// The cache never changes a verdict: a hit returns the verdict the uncached evaluation gave for the same key,
+/// and only while that verdict's time bounds still hold.
+public final class EvaluationCache: @unchecked Sendable {
+    /// The most entries kept.
+    public let maximumEntries: Int
+    /// The longest an entry counts after it was stored, whatever the certificates' validity.
+    public let timeToLive: Duration
+
+    private let clock: @Sendable () -> Date
+    // Guards everything below. Hashing a key and evaluating happen outside it.
+    private let lock = NSLock()
+    private var entries: [Key: Entry] = [:]
+    private var useCounter: UInt64 = 0
+    private var rootSets: [(roots: TrustRoots, id: Int)] = []
+    private var nextRootSetID = 1
+    private var counters = Statistics()
+
+    /// A cache of at most `maximumEntries` verdicts, each counting for at most `timeToLive`.
+    ///
+    /// - Parameters:
+    ///   - maximumEntries: the size bound (least recently used out); at least 1. Default 1,024.
+    ///   - timeToLive: the age bound of an entry. Default 5 minutes.
+    public convenience init(maximumEntries: Int = 1024, timeToLive: Duration = .seconds(300)) {
+        self.init(maximumEntries: maximumEntries, timeToLive: timeToLive, clock: { Date() })
+    }
+
+    /// A cache with an injected clock; evaluations at "now" through this cache use it as the validation time.
+    @_spi(Testing)
+    public init(maximumEntries: Int, timeToLive: Duration, clock: @escaping @Sendable () -> Date) {
+        self.maximumEntries = max(1, maximumEntries)
+        self.timeToLive = timeToLive
+        self.clock = clock
+    }
+
+    /// Hits, misses and evictions so far.
+    public struct Statistics: Hashable, Sendable {
+        /// Look-ups answered from the cache.
+        public var hits = 0
+        /// Look-ups that evaluated (nothing stored, or the entry no longer counted).
+        public var misses = 0
+        /// Entries dropped to stay within ``EvaluationCache/maximumEntries``.
+        public var evictions = 0
+        /// Entries dropped on look-up because their time bounds had passed.
+        public var expirations = 0
+
+        /// Counts with the given values.
+        public init(hits: Int = 0, misses: Int = 0, evictions: Int = 0, expirations: Int = 0) {
+            self.hits = hits
+            self.misses = misses
+            self.evictions = evictions
+            self.expirations = expirations
+        }
+    }
+
+    /// Hits, misses and evictions so far.
+    public var statistics: Statistics {
+        self.lock.withLock { self.counters }
+    }
+
+    /// The number of entries held.
+    public var count: Int {
+        self.lock.withLock { self.entries.count }
+    }
+
+    /// Drops every entry.
+    public func removeAll() {
+        self.lock.withLock { self.entries.removeAll() }
+    }
+
+    // MARK: - Internals
+
+    /// Everything a verdict depends on besides the clock.
+    struct Key: Hashable {
+        var chain: [Certificate]
+        var evaluator: EvaluatorIdentity
+        var anchors: [Certificate]
+        var anchorsOnly: Bool
+        var rootSetID: Int
+        var validationTime: Date?
+        var purpose: TrustPurpose
+        var profile: ValidationProfile
+        var limits: TrustLimits
+
+        // Equality (synthesised) compares every field in full. The hash feeds each certificate's
+        // TBSCertificate bytes to the hasher in one block: Array's own hash combines them byte by byte, which
+        // made a hit cost more than a dictionary look-up should.
+        func hash(into hasher: inout Hasher) {
+            Self.combine(self.chain, into: &hasher)
+            hasher.combine(self.evaluator)
+            Self.combine(self.anchors, into: &hasher)
+            hasher.combine(self.anchorsOnly)
+            hasher.combine(self.rootSetID)
+            hasher.combine(self.validationTime)
+            hasher.combine(self.purpose)
+            hasher.combine(self.profile)
+            hasher.combine(self.limits)
+        }
+
+        static func combine(_ certificates: [Certificate], into hasher: inout Hasher) {
+            hasher.combine(certificates.count)
+            for certificate in certificates {
+                certificate.tbsCertificateBytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
+    }
+
+    /// The policy half of the key.
+    enum EvaluatorIdentity: Hashable {
+        case serverTrust(namePolicy: TrustNamePolicy, pins: PinRequirement?)
+        case securityPolicy(
+            domain: String?,
+            mode: SecurityPolicy.PinningMode,
+            pinnedCertificates: [Certificate],
+            pins: [Pin],
+            allowInvalidCertificates: Bool,
+            validatesDomainName: Bool
+        )
+    }
+
+    struct Entry {
+        var verdict: TrustedChain
+        var window: ValidityWindow?
+        var storedAt: Date
+        var lastUse: UInt64
+    }
+
+    /// Evaluates through the cache: a stored trusted verdict that still counts, else `evaluate` at the fixed
+    /// validation time or the cache clock's now, storing a trusted result.
+    func verdict(
+        for trust: ServerTrust,
+        evaluator: EvaluatorIdentity,
+        evaluate: (ServerTrust) async -> TrustEvaluation
+    ) async -> TrustEvaluation {
+        let now = self.clock()
+        let key = Key(
+            chain: trust.certificates,
+            evaluator: evaluator,
+            anchors: trust.anchors,
+            anchorsOnly: trust.anchorsOnly,
+            rootSetID: trust.anchorsOnly ? 0 : self.rootSetID(trust.platformRoots),
+            validationTime: trust.validationTime,
+            purpose: trust.purpose,
+            profile: trust.profile,
+            limits: trust.limits
+        )
+        let time = trust.validationTime ?? now
+        if let stored = self.lookUp(key, validationTime: time, now: now) {
+            var chain = stored
+            chain.presentedChain = trust.certificates
+            return .trusted(chain)
+        }
+        var fixed = trust
+        fixed.validationTime = time
+        let verdict = await evaluate(fixed)
+        if case .trusted(let chain) = verdict {
+            self.store(chain, for: key, now: now)
+        }
+        return verdict
+    }
+
+    private func lookUp(_ key: Key, validationTime: Date, now: Date) -> TrustedChain? {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        guard var entry = self.entries[key] else {
+            self.counters.misses += 1
+            return nil
+        }
+        let fresh = now < entry.storedAt.addingTimeInterval(self.timeToLive.timeInterval)
+        let inWindow = entry.window.map { $0.contains(validationTime) } ?? true
+        guard fresh, inWindow else {
+            self.entries[key] = nil
+            self.counters.expirations += 1
+            self.counters.misses += 1
+            return nil
+        }
+        self.useCounter &+= 1
+        entry.lastUse = self.useCounter
+        self.entries[key] = entry
+        self.counters.hits += 1
+        return entry.verdict
+    }
+
+    private func store(_ chain: TrustedChain, for key: Key, now: Date) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        if self.entries[key] == nil, self.entries.count >= self.maximumEntries {
+            // Least recently used out. A linear scan, paid only when a miss inserts into a full cache, next to
+            // the path validation that miss just did.
+            if let oldest = self.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                self.entries[oldest] = nil
+                self.counters.evictions += 1
+            }
+        }
+        self.useCounter &+= 1
+        self.entries[key] = Entry(verdict: chain, window: chain.validityWindow, storedAt: now, lastUse: self.useCounter)
+    }
+
+    /// A small number for a platform root set, so the key does not hash a hundred roots on every look-up.
+    /// Root sets compare with `==`, which is immediate for the same stored array (``TrustRoots/platform`` and a
+    /// reused value). Ids are never reused: a forgotten set's entries simply become unreachable.
+    private func rootSetID(_ roots: TrustRoots?) -> Int {
+        guard let roots else { return 0 }
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        if let known = self.rootSets.first(where: { $0.roots == roots }) {
+            return known.id
+        }
+        let id = self.nextRootSetID
+        self.nextRootSetID += 1
+        self.rootSets.append((roots, id))
+        if self.rootSets.count > 16 { self.rootSets.removeFirst() }
+        return id
+    }
+}
+
+/// The span of time in which every certificate on the paths behind a verdict is valid.
+struct ValidityWindow: Hashable, Sendable {
+    var notBefore: Date
+    var notAfter: Date
+
+    init(notBefore: Date, notAfter: Date) {
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+    }
+
+    /// The window of a path; nil for an empty one.
+    init?(path: some Sequence<Certificate>) {
+        var notBefore: Date?
+        var notAfter: Date?
+        for certificate in path {
+            notBefore = max(notBefore ?? certificate.notValidBefore, certificate.notValidBefore)
+            notAfter = min(notAfter ?? certificate.notValidAfter, certificate.notValidAfter)
+        }
+        guard let notBefore, let notAfter else { return nil }
+        self.init(notBefore: notBefore, notAfter: notAfter)
+    }
+
+    /// Both windows at once.
+    func intersection(_ other: ValidityWindow?) -> ValidityWindow {
+        guard let other else { return self }
+        return ValidityWindow(notBefore: max(self.notBefore, other.notBefore), notAfter: min(self.notAfter, other.notAfter))
+    }
+
+    /// Strictly inside: a hit exactly at a boundary is re-evaluated rather than trusted from the cache.
+    func contains(_ time: Date) -> Bool {
+        self.notBefore < time && time < self.notAfter
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let parts = self.components
+        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
+    }
+}
+
+extension ServerTrust {
+    /// ``evaluate(_:pins:)`` through `cache`: a trusted verdict for the same chain, name rule, pins and anchors
+    /// is reused while it still holds (see ``EvaluationCache``); anything else is evaluated.
+    ///
+    /// - Parameters:
+    ///   - namePolicy: as for ``evaluate(_:pins:)``.
+    ///   - pins: as for ``evaluate(_:pins:)``.
+    ///   - cache: the cache to consult and fill.
+    public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) async -> TrustEvaluation {
+        await cache.verdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins)) { trust in
+            await trust.evaluate(namePolicy, pins: pins)
+        }
+    }
+}
+
+extension SecurityPolicy {
+    /// ``evaluate(_:forDomain:)`` through `cache`: a trusted verdict for the same chain, domain, policy and
+    /// anchors is reused while it still holds (see ``EvaluationCache``); anything else is evaluated.
+    ///
+    /// - Parameters:
+    ///   - serverTrust: the chain and how to judge it.
+    ///   - domain: as for ``evaluate(_:forDomain:)``.
+    ///   - cache: the cache to consult and fill.
+    public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, cache: EvaluationCache) async -> TrustEvaluation {
+        let identity = EvaluationCache.EvaluatorIdentity.securityPolicy(
+            domain: domain,
+            mode: self.pinningMode,
+            pinnedCertificates: self.pinnedCertificates,
+            pins: self.pins,
+            allowInvalidCertificates: self.allowInvalidCertificates,
+            validatesDomainName: self.validatesDomainName
+        )
+        return await cache.verdict(for: serverTrust, evaluator: identity) { trust in
+            await self.evaluate(trust, forDomain: domain)
+        }
+    }
+}
+
+/// A ``SecurityPolicy`` that answers repeated evaluations of the same chain from an ``EvaluationCache``: hand it
+/// to a connection adapter in place of the policy.
+public struct CachingTrustEvaluator: ServerTrustEvaluating {
+    /// The policy that decides on a miss.
+    public var policy: SecurityPolicy
+    /// The shared cache.
+    public let cache: EvaluationCache
+
+    /// Wraps `policy`; share `cache` between the evaluators of one process.
+    public init(_ policy: SecurityPolicy, cache: EvaluationCache = EvaluationCache()) {
+        self.policy = policy
+        self.cache = cache
+    }
+
+    public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        await self.policy.evaluate(trust, forDomain: domain, cache: self.cache)
+    }
+}

@@ -1,0 +1,249 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import X509
+
+extension PinningCommand.Bench {
+    /// `pinning bench handshake`: loopback TLS handshakes per second with our policy, with NIOSSL's own
+    /// verification against the same anchor, and with no verification (the ceiling).
+    struct Handshake: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Loopback TLS handshakes per second: the full pinning policy, NIOSSL's own verification, no verification.",
+            discussion: """
+                A fresh P-256 (or --key) root, intermediate and leaf for "localhost" are minted for the run; a server
+                on 127.0.0.1 presents leaf and intermediate. The policy pins the intermediate's key, validates the
+                chain to the minted root (the only anchor) and checks the name. NIOSSL's verification trusts the
+                same root and checks the same name. The three client kinds take turns in rounds, so drift in the
+                machine's load spreads over all three. JSON keys: handshakesPerSecond,
+                baselineHandshakesPerSecond, unverifiedHandshakesPerSecond.
+                """
+        )
+
+        @Option(name: .long, help: ArgumentHelp("Handshakes per client kind (default 500).", valueName: "n"))
+        var connections: Int = 500
+
+        @Option(name: .long, help: ArgumentHelp("Handshakes in flight at once (default 8).", valueName: "c"))
+        var concurrency: Int = 8
+
+        @Option(name: .long, help: ArgumentHelp("Key type of the minted chain: p256 (default), p384, rsa2048.", valueName: "key"))
+        var key: String = "p256"
+
+        @Flag(name: .long, help: "Evaluate through an EvaluationCache (CachingTrustEvaluator), as a long-lived client would.")
+        var cache = false
+
+        @Flag(name: .long, help: "Print the result as JSON.")
+        var json = false
+
+        func run() async throws {
+            guard self.connections > 0 else { throw InputError("--connections: must be at least 1") }
+            guard self.concurrency > 0 else { throw InputError("--concurrency: must be at least 1") }
+            guard let keyType = TestKeyType.allCases.first(where: { $0.description == self.key }) else {
+                throw InputError("--key: unknown key type \"\(self.key)\"; use p256, p384 or rsa2048")
+            }
+            let report = try await HandshakeBenchmark(keyType: keyType, cached: self.cache)
+                .run(connections: self.connections, concurrency: self.concurrency)
+            if self.json {
+                try JSONOutput.print(report)
+            } else {
+                print(report.humanReadable)
+            }
+        }
+    }
+}
+
+/// `pinning bench handshake --json` output.
+struct HandshakeBenchReport: Encodable {
+    var handshakesPerSecond: Double
+    var baselineHandshakesPerSecond: Double
+    var unverifiedHandshakesPerSecond: Double
+
+    var humanReadable: String {
+        let ratio = self.baselineHandshakesPerSecond > 0 ? self.handshakesPerSecond / self.baselineHandshakesPerSecond : 0
+        return [
+            String(format: "pinning policy        %10.1f handshakes/s  (%.3f× NIOSSL verification)", self.handshakesPerSecond, ratio),
+            String(format: "NIOSSL verification   %10.1f handshakes/s", self.baselineHandshakesPerSecond),
+            String(format: "no verification       %10.1f handshakes/s", self.unverifiedHandshakesPerSecond),
+        ].joined(separator: "\n")
+    }
+}
+
+struct HandshakeBenchmark {
+    var keyType: TestKeyType
+    var cached: Bool
+
+    enum ClientKind: CaseIterable {
+        case pinned, baseline, unverified
+    }
+
+    func run(connections: Int, concurrency: Int) async throws -> HandshakeBenchReport {
+        let chain = try TestChain(key: self.keyType)
+        let identity = try TLSIdentity.pem(
+            certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
+            privateKey: Array(chain.leaf.privateKeyPEM.utf8),
+            certificateOrigin: "<minted chain>",
+            keyOrigin: "<minted key>"
+        )
+        let group = MultiThreadedEventLoopGroup.singleton
+        let server = try await BenchTLSServer(identity: identity, group: group)
+        defer { server.stop() }
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: server.port)
+
+        let policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.intermediate.certificate)])
+        let evaluator: any ServerTrustEvaluating = self.cached ? CachingTrustEvaluator(policy) : policy
+        let pinned = try PinnedTLSClient(
+            evaluator: evaluator,
+            trust: ServerTrust(certificates: [], anchors: [chain.root.certificate], anchorsOnly: true)
+        )
+        let root = try NIOSSLCertificate(bytes: chain.root.der, format: .der)
+        var verifying = TLSConfiguration.makeClientConfiguration()
+        verifying.trustRoots = .certificates([root])
+        verifying.certificateVerification = .fullVerification
+        let baseline = try NIOSSLContext(configuration: verifying)
+        var open = TLSConfiguration.makeClientConfiguration()
+        open.certificateVerification = .none
+        let unverified = try NIOSSLContext(configuration: open)
+
+        // Warm up each kind, then alternate in rounds so every kind sees the same machine.
+        let rounds = max(1, min(5, connections / max(concurrency, 1)))
+        var elapsed: [ClientKind: UInt64] = [:]
+        var done: [ClientKind: Int] = [:]
+        for kind in ClientKind.allCases {
+            try await self.handshakes(kind, count: min(concurrency, connections), concurrency: concurrency, address: address, group: group, pinned: pinned, baseline: baseline, unverified: unverified)
+        }
+        for round in 0..<rounds {
+            let count = connections / rounds + (round < connections % rounds ? 1 : 0)
+            for kind in ClientKind.allCases {
+                let started = DispatchTime.now().uptimeNanoseconds
+                try await self.handshakes(kind, count: count, concurrency: concurrency, address: address, group: group, pinned: pinned, baseline: baseline, unverified: unverified)
+                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
+                done[kind, default: 0] += count
+            }
+        }
+        func rate(_ kind: ClientKind) -> Double {
+            let seconds = Double(elapsed[kind] ?? 0) / 1e9
+            return seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
+        }
+        return HandshakeBenchReport(
+            handshakesPerSecond: rate(.pinned),
+            baselineHandshakesPerSecond: rate(.baseline),
+            unverifiedHandshakesPerSecond: rate(.unverified)
+        )
+    }
+
+    private func handshakes(
+        _ kind: ClientKind,
+        count: Int,
+        concurrency: Int,
+        address: SocketAddress,
+        group: any EventLoopGroup,
+        pinned: PinnedTLSClient,
+        baseline: NIOSSLContext,
+        unverified: NIOSSLContext
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            let workers = min(concurrency, count)
+            for worker in 0..<workers {
+                let share = count / workers + (worker < count % workers ? 1 : 0)
+                tasks.addTask {
+                    for _ in 0..<share {
+                        switch kind {
+                        case .pinned:
+                            let connection = try await pinned.connect(host: "localhost", port: address.port ?? 0, address: address, group: group)
+                            try await connection.channel.close()
+                        case .baseline:
+                            try await Self.plainHandshake(context: baseline, address: address, group: group)
+                        case .unverified:
+                            try await Self.plainHandshake(context: unverified, address: address, group: group)
+                        }
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// One connection with NIOSSL's handler alone, closed once the handshake completes.
+    static func plainHandshake(context: NIOSSLContext, address: SocketAddress, group: any EventLoopGroup) async throws {
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: context, serverHostname: "localhost")
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: channel.eventLoop.makePromise()))
+                }
+            }
+            .connect(to: address)
+            .get()
+        let waiter = try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self)
+        }.get()
+        do {
+            try await waiter.promise.futureResult.get()
+        } catch {
+            try await channel.close()
+            throw error
+        }
+        try await channel.close()
+    }
+}
+
+/// Completes its promise when the TLS handshake completes, fails it on an error or an early close.
+final class HandshakeWaiter: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let promise: EventLoopPromise<Void>
+
+    init(promise: EventLoopPromise<Void>) {
+        self.promise = promise
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            self.promise.succeed(())
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.promise.fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.promise.fail(ChannelError.alreadyClosed)
+        context.fireChannelInactive()
+    }
+}
+
+/// A TLS server on 127.0.0.1 that completes handshakes and nothing else.
+final class BenchTLSServer: Sendable {
+    let channel: any Channel
+    var port: Int { self.channel.localAddress?.port ?? 0 }
+
+    init(identity: TLSIdentity, group: any EventLoopGroup) async throws {
+        let configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: identity.certificateSources,
+            privateKey: identity.privateKeySource
+        )
+        let context = try NIOSSLContext(configuration: configuration)
+        self.channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+    }
+
+    func stop() {
+        self.channel.close(promise: nil)
+    }
+}

@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import Pinning
+
+extension PinningCommand {
+    /// `pinning bench`: evaluations per second (uncached and cached), latency and peak memory; `pinning bench
+    /// handshake`: loopback TLS handshakes per second.
+    struct Bench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Measure evaluation throughput (uncached and cached) and loopback handshake throughput.",
+            subcommands: [Evaluations.self, Handshake.self],
+            defaultSubcommand: Evaluations.self
+        )
+    }
+}
+
+extension PinningCommand.Bench {
+    /// `pinning bench [evaluations] --chain … [policy flags] [--iterations N] [--json]`.
+    struct Evaluations: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "evaluations",
+            abstract: "Evaluate one chain repeatedly in-process, with the same chain and policy flags as `pinning evaluate`.",
+            discussion: """
+                Without --at every evaluation validates at the moment it runs, and the cached figure includes the
+                expiry re-check each hit makes. JSON keys: evaluationsPerSecond, cachedEvaluationsPerSecond,
+                p50Microseconds, p99Microseconds (uncached latency), peakRSSBytes (VmHWM).
+                """
+        )
+
+        @Option(name: .long, help: ArgumentHelp("The chain as the server sends it, leaf first (PEM bundle, DER or PKCS#7).", valueName: "file"))
+        var chain: String
+
+        @Option(name: .long, help: ArgumentHelp("DNS name or IP address the leaf must be valid for; without it no name is checked.", valueName: "name"))
+        var host: String?
+
+        @OptionGroup var options: PolicyOptions
+
+        @Option(name: .long, help: ArgumentHelp("Uncached evaluations to time (default 1000).", valueName: "n"))
+        var iterations: Int = 1000
+
+        @Option(name: .customLong("cached-iterations"), help: ArgumentHelp("Cached evaluations to time (default 50 × --iterations).", valueName: "n"))
+        var cachedIterations: Int?
+
+        @Flag(name: .long, help: "Print the result as JSON.")
+        var json = false
+
+        func run() async throws {
+            guard self.iterations > 0 else { throw InputError("--iterations: must be at least 1") }
+            let cachedIterations = self.cachedIterations ?? self.iterations * 50
+            guard cachedIterations > 0 else { throw InputError("--cached-iterations: must be at least 1") }
+            guard self.options.config == nil else {
+                throw InputError("--config: bench measures a security policy; give the policy flags of evaluate instead")
+            }
+            let presented = try InputLoading.certificates(self.chain, option: "--chain")
+            var inputs = try self.options.makePolicy(presented: presented, host: self.host)
+            if self.options.at == nil {
+                // "Now" for every evaluation, as a client does; evaluate's fixed instant would make every
+                // cached hit skip the expiry re-check.
+                inputs.trust.validationTime = nil
+            }
+            let measurement = await EvaluationBenchmark(trust: inputs.trust, policy: inputs.policy, host: self.host)
+                .run(iterations: self.iterations, cachedIterations: cachedIterations)
+            if let failure = measurement.failure {
+                PinningCommand.Evaluate.warn("the chain is not trusted (\(failure.code)): untrusted verdicts are never cached, so the cached figure measures evaluation too")
+            }
+            let report = BenchReport(measurement: measurement, peakRSSBytes: ProcessMemory.peakResidentBytes())
+            if self.json {
+                try JSONOutput.print(report)
+            } else {
+                print(report.humanReadable(iterations: self.iterations, cachedIterations: cachedIterations))
+            }
+        }
+    }
+}
+
+/// Times one evaluation repeated, without and with an ``EvaluationCache``.
+struct EvaluationBenchmark {
+    var trust: ServerTrust
+    var policy: SecurityPolicy
+    var host: String?
+
+    struct Measurement {
+        var evaluationsPerSecond: Double
+        var cachedEvaluationsPerSecond: Double
+        var p50Microseconds: Double
+        var p99Microseconds: Double
+        var failure: TrustFailure?
+    }
+
+    func run(iterations: Int, cachedIterations: Int) async -> Measurement {
+        // One untimed evaluation loads the platform roots and builds the anchor store.
+        let first = await self.policy.evaluate(self.trust, forDomain: self.host)
+        var latencies: [UInt64] = []
+        latencies.reserveCapacity(iterations)
+        let started = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations {
+            let before = DispatchTime.now().uptimeNanoseconds
+            _ = await self.policy.evaluate(self.trust, forDomain: self.host)
+            latencies.append(DispatchTime.now().uptimeNanoseconds - before)
+        }
+        let uncachedSeconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+
+        let cache = EvaluationCache()
+        _ = await self.policy.evaluate(self.trust, forDomain: self.host, cache: cache)
+        let cachedStarted = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<cachedIterations {
+            _ = await self.policy.evaluate(self.trust, forDomain: self.host, cache: cache)
+        }
+        let cachedSeconds = Double(DispatchTime.now().uptimeNanoseconds - cachedStarted) / 1e9
+
+        latencies.sort()
+        return Measurement(
+            evaluationsPerSecond: Double(iterations) / max(uncachedSeconds, 1e-9),
+            cachedEvaluationsPerSecond: Double(cachedIterations) / max(cachedSeconds, 1e-9),
+            p50Microseconds: Self.percentile(latencies, 0.50),
+            p99Microseconds: Self.percentile(latencies, 0.99),
+            failure: first.failure
+        )
+    }
+
+    /// The nearest-rank percentile of sorted nanosecond latencies, in microseconds.
+    static func percentile(_ sorted: [UInt64], _ fraction: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+        return Double(sorted[min(max(rank, 0), sorted.count - 1)]) / 1000
+    }
+}
+
+/// `pinning bench --json` output.
+struct BenchReport: Encodable {
+    var evaluationsPerSecond: Double
+    var cachedEvaluationsPerSecond: Double
+    var p50Microseconds: Double
+    var p99Microseconds: Double
+    var peakRSSBytes: Int
+
+    init(measurement: EvaluationBenchmark.Measurement, peakRSSBytes: Int) {
+        self.evaluationsPerSecond = Self.rounded(measurement.evaluationsPerSecond)
+        self.cachedEvaluationsPerSecond = Self.rounded(measurement.cachedEvaluationsPerSecond)
+        self.p50Microseconds = Self.rounded(measurement.p50Microseconds)
+        self.p99Microseconds = Self.rounded(measurement.p99Microseconds)
+        self.peakRSSBytes = peakRSSBytes
+    }
+
+    static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+
+    func humanReadable(iterations: Int, cachedIterations: Int) -> String {
+        let ratio = self.evaluationsPerSecond > 0 ? self.cachedEvaluationsPerSecond / self.evaluationsPerSecond : 0
+        return [
+            String(format: "uncached  %12.1f evaluations/s  (%ld iterations; p50 %.1f µs, p99 %.1f µs)", self.evaluationsPerSecond, iterations, self.p50Microseconds, self.p99Microseconds),
+            String(format: "cached    %12.1f evaluations/s  (%ld iterations; %.1f× uncached)", self.cachedEvaluationsPerSecond, cachedIterations, ratio),
+            "peak RSS  \(self.peakRSSBytes) bytes",
+        ].joined(separator: "\n")
+    }
+}
+
+/// The process's memory figures from /proc/self/status (Linux); 0 where unavailable.
+enum ProcessMemory {
+    /// VmHWM: the peak resident set size, in bytes.
+    static func peakResidentBytes() -> Int { self.statusField("VmHWM:") }
+
+    /// VmRSS: the current resident set size, in bytes.
+    static func residentBytes() -> Int { self.statusField("VmRSS:") }
+
+    private static func statusField(_ name: String) -> Int {
+        // Read to the end: /proc files report a size of 0, so FileManager.contents(atPath:) returns nothing.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/status") else { return 0 }
+        defer { handle.closeFile() }
+        let data = handle.readDataToEndOfFile()
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name) {
+            // "VmHWM:\t   12345 kB": a tab, then padding.
+            let fields = line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let value = fields.first.flatMap({ Int($0) }) else { return 0 }
+            return fields.count > 1 && fields[1] == "kB" ? value * 1024 : value
+        }
+        return 0
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Pinning
+import PinningTestSupport
+import Testing
+
+/// `pinning bench` and `limbo --cache`, run as built binaries. Tiny iteration counts: these check the output's
+/// shape, never timing.
+@Suite("pinning bench and limbo --cache (run the built binaries)")
+struct BenchCLITests {
+    func fixture() throws -> CLIFixture {
+        _ = try PinningBinary.located.get()
+        return try CLITests.fixture.get()
+    }
+
+    static let evaluationKeys: Set<String> = [
+        "evaluationsPerSecond", "cachedEvaluationsPerSecond", "p50Microseconds", "p99Microseconds", "peakRSSBytes",
+    ]
+
+    @Test("bench --json takes evaluate's chain and policy flags and emits exactly the five keys")
+    func benchJSON() async throws {
+        let f = try fixture()
+        let arguments = [
+            "bench", "--chain", f.chainPEM, "--roots", f.rootPEM, "--host", CLIFixture.host, "--at", CLIFixture.at,
+            "--mode", "public-key", "--pin-sha256", pin(f.intermediate), "--iterations", "3", "--cached-iterations", "5", "--json",
+        ]
+        let run = try await f.run(arguments)
+        #expect(run.status == 0, "\(run)")
+        let object = try jsonObject(run)
+        #expect(Set(object.keys) == Self.evaluationKeys, "\(run)")
+        for key in Self.evaluationKeys {
+            let value = try #require(object[key] as? Double, "\(key) is not a number: \(run)")
+            #expect(value > 0, "\(key): \(run)")
+        }
+        let p50 = try #require(object["p50Microseconds"] as? Double)
+        let p99 = try #require(object["p99Microseconds"] as? Double)
+        #expect(p50 <= p99)
+    }
+
+    @Test("bench without --at evaluates at now; human output names both figures")
+    func benchHuman() async throws {
+        let f = try fixture()
+        // The fixture's leaf is valid around 2030, so at now it is not yet valid: the warning says nothing is cached.
+        let run = try await f.run(["bench", "evaluations", "--chain", f.chainPEM, "--roots", f.rootPEM, "--iterations", "2", "--cached-iterations", "2"])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("uncached"), "\(run)")
+        #expect(run.stdout.contains("cached"), "\(run)")
+        #expect(run.stdout.contains("peak RSS"), "\(run)")
+        #expect(run.stderr.contains("not trusted"), "\(run)")
+    }
+
+    @Test("bench shares evaluate's input errors and refuses zero iterations")
+    func benchBadInput() async throws {
+        let f = try fixture()
+        let badMode = try await f.run(["bench", "--chain", f.chainPEM, "--mode", "sometimes", "--iterations", "1"])
+        #expect(badMode.status == 2, "\(badMode)")
+        #expect(badMode.stderr.contains("--mode: unknown mode \"sometimes\""), "\(badMode)")
+        let zero = try await f.run(["bench", "--chain", f.chainPEM, "--iterations", "0"])
+        #expect(zero.status == 2, "\(zero)")
+        #expect(zero.stderr.contains("--iterations"), "\(zero)")
+    }
+
+    @Test("bench handshake --json emits exactly the three keys")
+    func handshakeJSON() async throws {
+        let f = try fixture()
+        let run = try await f.run(["bench", "handshake", "--connections", "4", "--concurrency", "2", "--json"])
+        #expect(run.status == 0, "\(run)")
+        let object = try jsonObject(run)
+        #expect(Set(object.keys) == ["handshakesPerSecond", "baselineHandshakesPerSecond", "unverifiedHandshakesPerSecond"], "\(run)")
+        for (key, value) in object {
+            let number = try #require(value as? Double, "\(key): \(run)")
+            #expect(number > 0, "\(key): \(run)")
+        }
+    }
+
+    @Test("limbo gives identical per-case results with --cache and without")
+    func limboCacheEquivalence() async throws {
+        let f = try fixture()
+        let limbo = try PinningBinary.located.get().deletingLastPathComponent().appendingPathComponent("limbo")
+        let suite = ["/work/shared/x509-limbo/limbo.json", "../shared/x509-limbo/limbo.json"].first {
+            FileManager.default.fileExists(atPath: $0)
+        }
+        guard FileManager.default.isExecutableFile(atPath: limbo.path), let suite else {
+            // The suite is not checked in; without it there is nothing to compare.
+            return
+        }
+        // A slice of the suite keeps the debug-build test short; scripts/limbo-cache-check.sh runs it all.
+        let filter = ProcessInfo.processInfo.environment["LIMBO_CACHE_FILTER"] ?? "rfc5280::"
+        let plain = f.directory.path("limbo-plain.tsv")
+        let cached = f.directory.path("limbo-cached.tsv")
+        for (output, extra) in [(plain, [String]()), (cached, ["--cache"])] {
+            let process = Process()
+            process.executableURL = limbo
+            process.arguments = [suite, "--id", filter, "--results", output] + extra
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+        }
+        let plainLines = try String(contentsOfFile: plain, encoding: .utf8)
+        let cachedLines = try String(contentsOfFile: cached, encoding: .utf8)
+        #expect(plainLines.split(separator: "\n").count > 10)
+        #expect(plainLines == cachedLines)
+        #expect(!cachedLines.contains("CACHE-MISMATCH"))
+    }
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Runs `pinning bench` (release build) and scripts/pyca-bench.py side by side on the same chains, roots, host and
+# validation time, and prints the ratios the issue's targets are stated in.
+#
+#   scripts/bench-compare.sh                  # P-256 and RSA-2048 chains, 3 alternating rounds each
+#   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
+#   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification)
+#   LIMBO=1 scripts/bench-compare.sh          # also the full limbo run time (needs x509-limbo's limbo.json)
+#
+# Chains: root → intermediate → leaf for bench.example, minted with openssl into a temporary directory;
+# the chain file is [leaf, intermediate], the roots file the root alone (the only anchor for both verifiers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ITERATIONS=${ITERATIONS:-2000}
+ROUNDS=${ROUNDS:-3}
+SCRATCH=${SCRATCH:-.build-release}
+
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then swift build -c release --scratch-path "$SCRATCH" --product pinning >&2; fi
+BIN="$SCRATCH/release"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/ext.cnf" <<'CNF'
+[req]
+distinguished_name = dn
+[dn]
+[ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+[leaf]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:bench.example
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+CNF
+
+mint() { # kind dir keyargs...
+    local dir=$1; shift
+    mkdir -p "$dir"
+    for name in root intermediate leaf; do openssl genpkey "$@" -out "$dir/$name.key" 2>/dev/null; done
+    openssl req -x509 -new -key "$dir/root.key" -subj "/CN=Bench Root CA" -days 3650 -sha256 \
+        -config "$work/ext.cnf" -extensions ca -out "$dir/root.pem"
+    openssl req -new -key "$dir/intermediate.key" -subj "/CN=Bench Intermediate CA" -config "$work/ext.cnf" -out "$dir/i.csr"
+    openssl x509 -req -in "$dir/i.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" -CAcreateserial -days 1825 -sha256 \
+        -extfile "$work/ext.cnf" -extensions ca -out "$dir/intermediate.pem" 2>/dev/null
+    openssl req -new -key "$dir/leaf.key" -subj "/CN=bench.example" -config "$work/ext.cnf" -out "$dir/l.csr"
+    openssl x509 -req -in "$dir/l.csr" -CA "$dir/intermediate.pem" -CAkey "$dir/intermediate.key" -CAcreateserial -days 365 -sha256 \
+        -extfile "$work/ext.cnf" -extensions leaf -out "$dir/leaf.pem" 2>/dev/null
+    cat "$dir/leaf.pem" "$dir/intermediate.pem" > "$dir/chain.pem"
+}
+mint "$work/p256" -algorithm EC -pkeyopt ec_paramgen_curve:P-256
+mint "$work/rsa2048" -algorithm RSA -pkeyopt rsa_keygen_bits:2048
+# Two minutes after minting: the cache counts a hit only strictly inside every validity period, and openssl
+# sets notBefore to the second of minting.
+AT="$(date -u -d '+2 minutes' +%Y-%m-%dT%H:%M:%SZ)"
+
+median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+echo "pinning bench vs pyca/cryptography $(python3 -c 'import cryptography; print(cryptography.__version__)'), $ITERATIONS iterations, $ROUNDS alternating rounds, --at $AT"
+printf '%-9s %14s %14s %14s %9s %9s %12s\n' chain "pinning/s" "cached/s" "pyca/s" "vs pyca" "cached×" "p50 µs"
+for kind in p256 rsa2048; do
+    dir="$work/$kind"
+    ours=(); cached=(); pyca=(); p50=()
+    for _ in $(seq "$ROUNDS"); do
+        out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+            --iterations "$ITERATIONS" --json)"
+        ours+=("$(field "$out" evaluationsPerSecond)"); cached+=("$(field "$out" cachedEvaluationsPerSecond)"); p50+=("$(field "$out" p50Microseconds)")
+        py="$(python3 scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+            --iterations "$ITERATIONS" --json)"
+        pyca+=("$(field "$py" evaluationsPerSecond)")
+    done
+    o=$(median "${ours[@]}"); c=$(median "${cached[@]}"); p=$(median "${pyca[@]}"); l=$(median "${p50[@]}")
+    printf '%-9s %14.0f %14.0f %14.0f %8.2f× %8.0f× %12.1f\n' "$kind" "$o" "$c" "$p" \
+        "$(python3 -c "print($o/$p)")" "$(python3 -c "print($c/$o)")" "$l"
+done
+
+if [[ "${MEMORY:-0}" == 1 ]]; then
+    small="$("$BIN/pinning" bench --chain "$work/p256/chain.pem" --roots "$work/p256/root.pem" --host bench.example --at "$AT" --iterations 10000 --cached-iterations 10000 --json)"
+    large="$("$BIN/pinning" bench --chain "$work/p256/chain.pem" --roots "$work/p256/root.pem" --host bench.example --at "$AT" --iterations 1000000 --cached-iterations 10000 --json)"
+    s=$(field "$small" peakRSSBytes); L=$(field "$large" peakRSSBytes)
+    echo "peak RSS after 10,000 evaluations: $s bytes; after 1,000,000: $L bytes; ratio $(python3 -c "print(round($L/$s, 3))")"
+fi
+
+if [[ "${HANDSHAKE:-0}" == 1 ]]; then
+    for key in p256 rsa2048; do
+        out="$("$BIN/pinning" bench handshake --key "$key" --connections "${CONNECTIONS:-1000}" --concurrency "${CONCURRENCY:-8}" --json)"
+        h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
+        printf 'handshake %-8s pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+    done
+fi
+
+if [[ "${LIMBO:-0}" == 1 ]]; then
+    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then swift build -c release --scratch-path "$SCRATCH" --product limbo >&2; fi
+    suite=${LIMBO_JSON:-/work/shared/x509-limbo/limbo.json}
+    start=$(date +%s.%N); "$BIN/limbo" "$suite" > "$work/limbo.txt"; end=$(date +%s.%N)
+    ours=$(python3 -c "print(round($end-$start, 2))")
+    start=$(date +%s.%N); python3 scripts/pyca-limbo.py "$suite" > "$work/pyca-limbo.txt"; end=$(date +%s.%N)
+    theirs=$(python3 -c "print(round($end-$start, 2))")
+    echo "limbo (release): $(tail -1 "$work/limbo.txt"); $ours s wall"
+    echo "pyca limbo:      $(cat "$work/pyca-limbo.txt"); $theirs s wall (process)"
+    echo "limbo time ratio pinning/pyca: $(python3 -c "print(round($ours/$theirs, 2))")"
+fi

@@ -31,6 +31,7 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
         /// NIOSSL cannot use a certificate or key of the configuration.
         public static let invalidTLSConfiguration = Code(.invalidTLSConfiguration)
 
+        /// The code's name.
         public var description: String { self.kind.rawValue }
     }
 

@@ -15,6 +15,7 @@ public import PinningNIO
 /// ``PinningNIO/AuthenticatedPeer`` (the *validated* chain and the identity) is recorded for the connection,
 /// where ``MutualTLSRequestContext`` picks it up for every request.
 public struct MutualTLSChannel<BaseChannel: ServerChildChannel>: ServerChildChannel {
+    /// The wrapped HTTP channel's connection value.
     public typealias Value = BaseChannel.Value
 
     /// The mTLS settings.
@@ -28,6 +29,7 @@ public struct MutualTLSChannel<BaseChannel: ServerChildChannel>: ServerChildChan
         self.server = server
     }
 
+    /// Adds the mutual-TLS handlers (our client-certificate evaluator) in front of the HTTP channel's own.
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let handshake = try self.server.addHandlers(to: channel.pipeline.syncOperations)
@@ -44,12 +46,14 @@ public struct MutualTLSChannel<BaseChannel: ServerChildChannel>: ServerChildChan
         }
     }
 
+    /// Serves the connection, recording its validated client for the request contexts while it is open.
     public func handle(value: BaseChannel.Value, logger: Logger) async {
         await self.baseChannel.handle(value: value, logger: logger)
     }
 }
 
 extension MutualTLSChannel: HTTPChannelHandler where BaseChannel: HTTPChannelHandler {
+    /// The application's responder.
     public var responder: HTTPChannelHandler.Responder { self.baseChannel.responder }
 }
 

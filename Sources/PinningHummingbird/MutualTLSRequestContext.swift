@@ -18,12 +18,14 @@ public import PinningNIO
 /// with ``Hummingbird/HTTPServerBuilder/mutualTLS(server:configuration:)`` (with it, a client without a valid
 /// certificate never gets to send a request).
 public struct MutualTLSRequestContext: RequestContext {
+    /// Hummingbird's core request context storage.
     public var coreContext: CoreRequestContextStorage
     /// The connection's channel.
     public let channel: any Channel
     /// The authenticated client: validated chain and identity.
     public let client: AuthenticatedPeer?
 
+    /// A context for one request, carrying the connection's validated client.
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.channel = source.channel

@@ -16,6 +16,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         public var requestLine: String
         /// Header names lower-cased.
         public var headers: [String: String]
+        /// The request body as received.
         public var body: [UInt8]
     }
 

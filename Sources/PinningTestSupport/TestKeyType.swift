@@ -13,6 +13,7 @@ public enum TestKeyType: Sendable, Hashable, CaseIterable, CustomStringConvertib
     /// Ed25519; certificates it issues are signed with Ed25519.
     case ed25519
 
+    /// The key type's name, e.g. `P-256`.
     public var description: String {
         switch self {
         case .p256: return "p256"

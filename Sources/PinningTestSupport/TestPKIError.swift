@@ -32,6 +32,7 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Creating, writing or removing a temporary file failed.
         public static let fileSystem = Code(.fileSystem)
 
+        /// A readable description.
         public var description: String {
             switch self.backing {
             case .invalidIPAddress: return "invalidIPAddress"
@@ -69,6 +70,7 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
         lhs.code == rhs.code
     }
 
+    /// Hashes the code only, consistent with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(self.code)
     }

@@ -334,6 +334,8 @@ public struct CachingTrustEvaluator: ServerTrustEvaluating {
         self.cache = cache
     }
 
+    /// Answers from the cache when an entry for this chain, host and policy is still valid; otherwise asks the
+    /// wrapped evaluator and keeps a trusted verdict. Untrusted verdicts are never cached.
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         await self.policy.evaluate(trust, forDomain: domain, cache: self.cache)
     }

@@ -21,6 +21,7 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
         /// connection, whether or not the server will end up requesting a certificate.
         public static let clientCertificate = AuthenticationMethod(.clientCertificate)
 
+        /// The method's name.
         public var description: String { self.kind.rawValue }
     }
 

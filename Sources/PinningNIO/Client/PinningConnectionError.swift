@@ -60,6 +60,7 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         /// A challenge handler answered with a credential of the wrong kind for the challenge.
         public static let invalidCredential = Code(.invalidCredential)
 
+        /// The code's name.
         public var description: String { self.kind.rawValue }
     }
 

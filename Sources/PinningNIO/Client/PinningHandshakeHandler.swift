@@ -136,7 +136,9 @@ public struct PinnedHandshake: Sendable {
 ///
 /// Errors after the handshake pass through unchanged.
 public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    /// Passes every inbound message through unchanged.
     public typealias InboundIn = NIOAny
+    /// Passes every inbound message through unchanged.
     public typealias InboundOut = NIOAny
 
     private let verdict: HandshakeVerdict
@@ -159,14 +161,18 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         return nil
     }
 
+    /// Starts tracking the handshake of this channel.
     public func handlerAdded(context: ChannelHandlerContext) {
         self.promise = context.eventLoop.makePromise(of: PinnedHandshake.self)
     }
 
+    /// Fails the pending handshake result if the handler leaves before the handshake finished.
     public func handlerRemoved(context: ChannelHandlerContext) {
         self.finish(.failure(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the pinning handler was removed before the handshake completed")))
     }
 
+    /// On `handshakeCompleted`, succeeds only if our verification trusted this very connection; a handshake that
+    /// completed without it (a resumed session) is refused.
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil {
             switch self.verdict.current {
@@ -188,6 +194,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         context.fireUserInboundEventTriggered(event)
     }
 
+    /// Replaces NIOSSL's bare verification error with a ``PinningConnectionError`` carrying the ``TrustFailure``.
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard self.result == nil else {
             context.fireErrorCaught(error)
@@ -198,6 +205,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         context.fireErrorCaught(mapped)
     }
 
+    /// A channel that closes before the handshake completed fails the handshake result.
     public func channelInactive(context: ChannelHandlerContext) {
         if self.result == nil {
             var error = self.mapped(nil)

@@ -68,6 +68,8 @@ esac
 
 echo "fuzzing $target for ${seconds}s (corpus $corpus, artifacts $artifacts)"
 # -timeout: one input may take at most 25 s (a PKCS#12 MAC may ask for up to 10,000,000 iterations).
+# Leaks in dependencies that we cannot fix are suppressed, each with its reason, in Fuzz/lsan-suppressions.txt.
+export LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 exec "$binary" "$corpus" "$seeds" \
     -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -max_len=65536 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 "$@"

@@ -51,6 +51,7 @@ let package = Package(
                     .product(name: "Pinning", package: root),
                     .product(name: "PinningNIO", package: root),
                     .product(name: "X509", package: "swift-certificates"),
+                    .product(name: "SwiftASN1", package: "swift-asn1"),
                 ],
                 swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])]
             )

@@ -1,5 +1,6 @@
 // Certificate loading (DER, PEM bundles, and whatever else a file may hold): CertificateLoader, the entry
 // point for every certificate file, PEM bundle and stdin the library and the CLI read.
+import Foundation
 import FuzzSupport
 import Pinning
 import X509
@@ -34,7 +35,13 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             _ = certificate.description
         }
     } catch {
-        _ = error.description
+        _ = String(describing: error)
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzCertificateLoading_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzCertificateLoading_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

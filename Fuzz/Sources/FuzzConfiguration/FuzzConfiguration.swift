@@ -5,7 +5,7 @@ import FuzzSupport
 import Pinning
 
 let baseDirectory: String = {
-    let directory = NSTemporaryDirectory() + "pinning-fuzz-configuration-\(getpid())"
+    let directory = NSTemporaryDirectory() + "pinning-fuzz-configuration-\(ProcessInfo.processInfo.processIdentifier)"
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(FuzzPKI.pem([FuzzPKI.shared.root])).write(to: URL(fileURLWithPath: directory + "/root.pem"))
@@ -48,7 +48,13 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
         _ = configuration.entry(forHost: "api.fuzz.example")
     } catch {
-        _ = error.description
+        _ = String(describing: error)
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzConfiguration_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzConfiguration_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

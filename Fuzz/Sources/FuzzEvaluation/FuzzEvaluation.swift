@@ -3,6 +3,7 @@
 // roots), fixed validation time, host "fuzz.example", once without and once with a pin.
 import FuzzSupport
 import Pinning
+import SwiftASN1
 import X509
 
 @_cdecl("LLVMFuzzerInitialize")
@@ -39,6 +40,7 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         validationTime: FuzzPKI.validationTime
     )
     let root = pki.root
+    let presented = certificates
     let pin = Pin(spkiOf: pki.intermediate)
     runBlocking {
         for pins in [nil, PinRequirement.publicKeys([pin])] {
@@ -46,8 +48,14 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             guard case .trusted(let chain) = evaluation else { continue }
             // Anything trusted must end at the only anchor and start at the presented leaf.
             precondition(chain.path.last == root, "a chain was trusted that does not end at the anchor")
-            precondition(chain.path.first == certificates.first, "the trusted path does not start at the leaf")
+            precondition(chain.path.first == presented.first, "the trusted path does not start at the leaf")
         }
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzEvaluation_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzEvaluation_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

@@ -17,7 +17,13 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     do {
         _ = try TLSIdentity.pkcs12(bytes: bytes, passphrase: "fuzz-pass", origin: "<fuzz>")
     } catch {
-        _ = error.description
+        _ = String(describing: error)
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzPKCS12_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzPKCS12_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

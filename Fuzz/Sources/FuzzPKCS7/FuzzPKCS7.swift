@@ -24,8 +24,14 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
                 _ = Pin(spkiOf: certificate)
             }
         } catch {
-            _ = error.description
+            _ = String(describing: error)
         }
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzPKCS7_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzPKCS7_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

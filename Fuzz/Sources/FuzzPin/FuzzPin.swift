@@ -32,7 +32,13 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             preconditionFailure("\(pin) does not round-trip: \(error)")
         }
     } catch {
-        _ = error.description
+        _ = String(describing: error)
     }
     return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzPin_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzPin_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }

@@ -1,6 +1,6 @@
 import Crypto
 import Dispatch
-import Foundation
+public import Foundation
 public import Pinning
 import SwiftASN1
 public import X509
@@ -195,4 +195,24 @@ public enum FuzzSeeds {
             preconditionFailure("cannot export the fuzzing PKI to \(directory): \(error)")
         }
     }
+}
+
+/// libFuzzer's driver, for an entry point of our own: on Linux SwiftPM links every executable with
+/// `--defsym main=<Module>_main` (so that tests can link executables), which replaces libFuzzer's `main`.
+@_silgen_name("LLVMFuzzerRunDriver")
+func llvmFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+/// Runs libFuzzer with the process arguments and `callback` as the target.
+public func runFuzzer(
+    _ argc: CInt,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt {
+    var count = argc
+    var vector = argv
+    return llvmFuzzerRunDriver(&count, &vector, callback)
 }

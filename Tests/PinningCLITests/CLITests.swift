@@ -614,6 +614,14 @@ struct CLITests {
             arguments: { f in f.evaluate(["--mode", "bogus"]) },
             mentions: { _ in ["--mode"] }),
         BadInput(
+            name: "unknown --profile",
+            arguments: { f in f.evaluate(["--profile", "bogus"]) },
+            mentions: { _ in ["--profile: unknown profile \"bogus\"; use rfc5280 or webpki"] }),
+        BadInput(
+            name: "--send-reports without --config",
+            arguments: { f in f.evaluate(["--send-reports"]) },
+            mentions: { _ in ["--send-reports needs --config"] }),
+        BadInput(
             name: "unknown flag",
             arguments: { f in f.evaluate(["--bogus-flag"]) },
             mentions: { _ in ["--bogus-flag"] }),

@@ -173,6 +173,11 @@ struct ConfigCLITests {
         }
         let noHost = try Self.run(["evaluate", "--config", setup.directory.path("pinning.json"), "--chain", setup.chainFile])
         #expect(noHost.status == 2)
+        for port in ["0", "99999", "-1"] {
+            let badPort = try setup.evaluate("api.example.com", ["--port=\(port)"])
+            #expect(badPort.status == 2, "--port \(port)")
+            #expect(badPort.stderr.contains("--port: \(port) is not a TCP port"), "\(badPort.stderr)")
+        }
         try setup.config("\"api.example.com\": {\"pins\": [\"\(setup.pin(setup.chain.intermediate))\"], \"enforcePinning\": true}")
         let bad = try setup.evaluate("api.example.com")
         #expect(bad.status == 2)

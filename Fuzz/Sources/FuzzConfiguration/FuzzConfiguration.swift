@@ -1,0 +1,60 @@
+// The host pinning configuration (JSON). Relative anchor paths resolve against a scratch directory that holds
+// the fuzzing root as "root.pem".
+import Foundation
+import FuzzSupport
+import Pinning
+
+let baseDirectory: String = {
+    let directory = NSTemporaryDirectory() + "pinning-fuzz-configuration-\(ProcessInfo.processInfo.processIdentifier)"
+    do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(FuzzPKI.pem([FuzzPKI.shared.root])).write(to: URL(fileURLWithPath: directory + "/root.pem"))
+    } catch {
+        preconditionFailure("cannot prepare \(directory): \(error)")
+    }
+    return directory
+}()
+
+@_cdecl("LLVMFuzzerInitialize")
+public func fuzzInitialize(_ argc: UnsafeMutableRawPointer?, _ argv: UnsafeMutableRawPointer?) -> CInt {
+    FuzzSeeds.exportPKI()
+    _ = baseDirectory
+    let pin = Pin(spkiOf: FuzzPKI.shared.leaf).description
+    let backup = Pin(spkiOf: FuzzPKI.shared.root).description
+    func config(_ body: String) -> [UInt8] { Array(body.utf8) }
+    FuzzSeeds.write([
+        "minimal.json": config("{\"version\": 1, \"domains\": {}}"),
+        "full.json": config("""
+            {"version": 1, "unlistedHosts": "default", "domains": {
+              "api.fuzz.example": {"pins": ["\(pin)", "\(backup)"], "enforce": true, "expires": "2030-01-01T00:00:00Z",
+                "anchors": ["root.pem"], "anchorsOnly": true, "reportURIs": ["https://report.fuzz.example/pins"]},
+              "*.cdn.fuzz.example": {"pins": ["\(pin)", "\(backup)"], "includeSubdomains": false},
+              "**.fleet.internal": {"pins": ["\(pin)", "\(backup)"], "enforce": false},
+              "127.0.0.1": {"pins": ["\(pin)", "\(backup)"]}
+            }}
+            """),
+        "reject.json": config("{\"version\": 1, \"unlistedHosts\": \"reject\", \"domains\": {\"fuzz.example\": {\"pins\": [\"\(pin)\", \"\(backup)\"], \"includeSubdomains\": true}}}"),
+    ])
+    return 0
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
+    let bytes = start.map { Data(UnsafeRawBufferPointer(start: $0, count: count)) } ?? Data()
+    do {
+        let configuration = try PinningConfiguration(data: bytes, baseDirectory: baseDirectory, origin: "<fuzz>")
+        for entry in configuration.entries {
+            _ = configuration.entry(forHost: entry.key)
+        }
+        _ = configuration.entry(forHost: "api.fuzz.example")
+    } catch {
+        _ = String(describing: error)
+    }
+    return 0
+}
+
+/// The entry point SwiftPM's `--defsym main=FuzzConfiguration_main` points at; libFuzzer's driver does the rest.
+@_cdecl("FuzzConfiguration_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    runFuzzer(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+}

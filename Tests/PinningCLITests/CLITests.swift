@@ -101,37 +101,7 @@ struct CLIRun: Sendable, CustomStringConvertible {
 
 enum CLI {
     static func run(_ arguments: [String], in directory: TemporaryDirectory) async throws -> CLIRun {
-        let binary = try PinningBinary.located.get()
-        let id = UUID().uuidString
-        let stdoutPath = directory.path("run-\(id).out")
-        let stderrPath = directory.path("run-\(id).err")
-        #expect(FileManager.default.createFile(atPath: stdoutPath, contents: nil))
-        #expect(FileManager.default.createFile(atPath: stderrPath, contents: nil))
-        let stdoutHandle = try #require(FileHandle(forWritingAtPath: stdoutPath))
-        let stderrHandle = try #require(FileHandle(forWritingAtPath: stderrPath))
-
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            process.terminationHandler = { _ in continuation.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        try stdoutHandle.close()
-        try stderrHandle.close()
-        let stdout = try String(decoding: Data(contentsOf: URL(fileURLWithPath: stdoutPath)), as: UTF8.self)
-        let stderr = try String(decoding: Data(contentsOf: URL(fileURLWithPath: stderrPath)), as: UTF8.self)
-        #expect(process.terminationReason == .exit, "pinning \(arguments) was killed by a signal")
-        return CLIRun(arguments: arguments, status: process.terminationStatus, stdout: stdout, stderr: stderr)
+        try await Executable.run(try PinningBinary.located.get(), arguments, in: directory)
     }
 
     static let opensslPath = "/usr/bin/openssl"

@@ -1,3 +1,4 @@
+import CNIOBoringSSL
 import Foundation
 public import NIOSSL
 import Pinning
@@ -180,19 +181,38 @@ public struct TLSIdentity: Sendable, Hashable {
 
     // MARK: - Helpers
 
-    /// Whether `key` is the private key of `certificate`, decided by BoringSSL (`SSL_CTX_use_PrivateKey`
-    /// refuses a key that does not match the certificate set before it).
+    /// Whether `key` is the private key of `certificate`, decided by BoringSSL's `X509_check_private_key` on
+    /// their DER forms. Anything that does not parse counts as "does not match" (fail closed).
+    ///
+    /// Not by building an `NIOSSLContext` with both (which refuses a mismatched key): swift-nio-ssl 2.37 leaks
+    /// the SSL_CTX when that initialiser throws, so every mismatched identity leaked ~700 bytes (found by the
+    /// suite's AddressSanitizer run). The same module already provides `PKCS12Writer`'s BoringSSL calls.
     static func key(_ key: NIOSSLPrivateKey, matches certificate: NIOSSLCertificate) -> Bool {
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(certificate)],
-            privateKey: .privateKey(key)
-        )
-        configuration.trustRoots = .certificates([])
+        let keyDER: [UInt8]
+        let certificateDER: [UInt8]
         do {
-            _ = try NIOSSLContext(configuration: configuration)
-            return true
+            keyDER = try key.derBytes
+            certificateDER = try certificate.toDERBytes()
         } catch {
             return false
+        }
+        // BoringSSL reports a mismatch on its thread's error queue, which NIOSSL reads when describing its own
+        // later failures: leave it empty.
+        defer { CNIOBoringSSL_ERR_clear_error() }
+        return keyDER.withUnsafeBufferPointer { keyBytes in
+            certificateDER.withUnsafeBufferPointer { certificateBytes in
+                var keyCursor = keyBytes.baseAddress
+                var certificateCursor = certificateBytes.baseAddress
+                guard let privateKey = CNIOBoringSSL_d2i_AutoPrivateKey(nil, &keyCursor, keyBytes.count) else {
+                    return false
+                }
+                defer { CNIOBoringSSL_EVP_PKEY_free(privateKey) }
+                guard let x509 = CNIOBoringSSL_d2i_X509(nil, &certificateCursor, certificateBytes.count) else {
+                    return false
+                }
+                defer { CNIOBoringSSL_X509_free(x509) }
+                return CNIOBoringSSL_X509_check_private_key(x509, privateKey) == 1
+            }
         }
     }
 

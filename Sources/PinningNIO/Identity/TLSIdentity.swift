@@ -198,20 +198,20 @@ public struct TLSIdentity: Sendable, Hashable {
         }
         // BoringSSL reports a mismatch on its thread's error queue, which NIOSSL reads when describing its own
         // later failures: leave it empty.
-        defer { CNIOBoringSSL_ERR_clear_error() }
+        defer { ERR_clear_error() }
         return keyDER.withUnsafeBufferPointer { keyBytes in
             certificateDER.withUnsafeBufferPointer { certificateBytes in
                 var keyCursor = keyBytes.baseAddress
                 var certificateCursor = certificateBytes.baseAddress
-                guard let privateKey = CNIOBoringSSL_d2i_AutoPrivateKey(nil, &keyCursor, keyBytes.count) else {
+                guard let privateKey = d2i_AutoPrivateKey(nil, &keyCursor, keyBytes.count) else {
                     return false
                 }
-                defer { CNIOBoringSSL_EVP_PKEY_free(privateKey) }
-                guard let x509 = CNIOBoringSSL_d2i_X509(nil, &certificateCursor, certificateBytes.count) else {
+                defer { EVP_PKEY_free(privateKey) }
+                guard let x509 = d2i_X509(nil, &certificateCursor, certificateBytes.count) else {
                     return false
                 }
-                defer { CNIOBoringSSL_X509_free(x509) }
-                return CNIOBoringSSL_X509_check_private_key(x509, privateKey) == 1
+                defer { X509_free(x509) }
+                return X509_check_private_key(x509, privateKey) == 1
             }
         }
     }

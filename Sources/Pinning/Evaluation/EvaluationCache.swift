@@ -108,26 +108,68 @@ public final class EvaluationCache: @unchecked Sendable {
         var purpose: TrustPurpose
         var profile: ValidationProfile
         var limits: TrustLimits
+        /// Computed once per look-up: a hit hashes the key once, although it touches the table twice (find, then
+        /// record the use).
+        private let digest: Int
 
-        // Equality (synthesised) compares every field in full. The hash feeds each certificate's
-        // TBSCertificate bytes to the hasher in one block: Array's own hash combines them byte by byte, which
-        // made a hit cost more than a dictionary look-up should.
-        func hash(into hasher: inout Hasher) {
-            Self.combine(self.chain, into: &hasher)
-            hasher.combine(self.evaluator)
-            Self.combine(self.anchors, into: &hasher)
-            hasher.combine(self.anchorsOnly)
-            hasher.combine(self.rootSetID)
-            hasher.combine(self.validationTime)
-            hasher.combine(self.purpose)
-            hasher.combine(self.profile)
-            hasher.combine(self.limits)
+        init(
+            chain: [Certificate],
+            evaluator: EvaluatorIdentity,
+            anchors: [Certificate],
+            anchorsOnly: Bool,
+            rootSetID: Int,
+            validationTime: Date?,
+            purpose: TrustPurpose,
+            profile: ValidationProfile,
+            limits: TrustLimits
+        ) {
+            self.chain = chain
+            self.evaluator = evaluator
+            self.anchors = anchors
+            self.anchorsOnly = anchorsOnly
+            self.rootSetID = rootSetID
+            self.validationTime = validationTime
+            self.purpose = purpose
+            self.profile = profile
+            self.limits = limits
+            var hasher = Hasher()
+            Self.combine(chain, into: &hasher)
+            hasher.combine(evaluator)
+            Self.combine(anchors, into: &hasher)
+            hasher.combine(anchorsOnly)
+            hasher.combine(rootSetID)
+            hasher.combine(validationTime)
+            hasher.combine(purpose)
+            hasher.combine(profile)
+            hasher.combine(limits)
+            self.digest = hasher.finalize()
         }
 
+        /// Every field compared in full (the digest only short-cuts unequal keys): two keys are equal only when
+        /// their certificates are byte for byte the same.
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.digest == rhs.digest && lhs.chain == rhs.chain && lhs.evaluator == rhs.evaluator
+                && lhs.anchors == rhs.anchors && lhs.anchorsOnly == rhs.anchorsOnly && lhs.rootSetID == rhs.rootSetID
+                && lhs.validationTime == rhs.validationTime && lhs.purpose == rhs.purpose
+                && lhs.profile == rhs.profile && lhs.limits == rhs.limits
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.digest)
+        }
+
+        /// Feeds a sample of each certificate's TBSCertificate to the hasher: its length, its first 64 bytes (which
+        /// hold the serial number) and its last 64 (the end of the extensions, usually key identifiers or names).
+        /// The hash only has to spread keys over the table; equality compares every byte, so two different
+        /// chains with the same sample merely share a bucket. Nobody can fill the table with colliding entries:
+        /// only trusted verdicts are stored. Hashing whole certificates was 38% of a hit.
         static func combine(_ certificates: [Certificate], into hasher: inout Hasher) {
             hasher.combine(certificates.count)
             for certificate in certificates {
-                certificate.tbsCertificateBytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+                let bytes = certificate.tbsCertificateBytes
+                hasher.combine(bytes.count)
+                bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+                bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
             }
         }
     }
@@ -189,21 +231,22 @@ public final class EvaluationCache: @unchecked Sendable {
     private func lookUp(_ key: Key, validationTime: Date, now: Date) -> TrustedChain? {
         self.lock.lock()
         defer { self.lock.unlock() }
-        guard var entry = self.entries[key] else {
+        guard let index = self.entries.index(forKey: key) else {
             self.counters.misses += 1
             return nil
         }
+        let entry = self.entries.values[index]
         let fresh = now < entry.storedAt.addingTimeInterval(self.timeToLive.timeInterval)
         let inWindow = entry.window.map { $0.contains(validationTime) } ?? true
         guard fresh, inWindow else {
-            self.entries[key] = nil
+            self.entries.remove(at: index)
             self.counters.expirations += 1
             self.counters.misses += 1
             return nil
         }
         self.useCounter &+= 1
-        entry.lastUse = self.useCounter
-        self.entries[key] = entry
+        // In place through the index: no second hash or probe.
+        self.entries.values[index].lastUse = self.useCounter
         self.counters.hits += 1
         return entry.verdict
     }

@@ -38,9 +38,12 @@ final class Subprocess: @unchecked Sendable {
         for (key, value) in environment { merged[key] = value }
         self.process.environment = merged
         self.launched = Date()
-        self.process.terminationHandler = { [endedBox] _ in
+        // Weak: the process holds this handler, so a strong self would be a retain cycle (found by the suite's
+        // ASan run: every Subprocess, its Process and its environment leaked).
+        self.process.terminationHandler = { [weak self] _ in
             let now = Date()
-            endedBox.withLock { self.endedAt = now }
+            guard let self else { return }
+            self.endedBox.withLock { self.endedAt = now }
         }
         try self.process.run()
     }

@@ -4,7 +4,8 @@
 #
 #   scripts/bench-compare.sh                  # P-256 and RSA-2048 chains, 3 alternating rounds each
 #   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
-#   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification)
+#   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification;
+#                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache)
 #   LIMBO=1 scripts/bench-compare.sh          # also the full limbo run time (needs x509-limbo's limbo.json)
 #
 # Chains: root → intermediate → leaf for bench.example, minted with openssl into a temporary directory;
@@ -87,8 +88,10 @@ if [[ "${MEMORY:-0}" == 1 ]]; then
 fi
 
 if [[ "${HANDSHAKE:-0}" == 1 ]]; then
+    extra=(); [[ "${CACHE:-0}" == 1 ]] && extra+=(--cache)
     for key in p256 rsa2048; do
-        out="$("$BIN/pinning" bench handshake --key "$key" --connections "${CONNECTIONS:-1000}" --concurrency "${CONCURRENCY:-8}" --json)"
+        out="$("$BIN/pinning" bench handshake --key "$key" --connections "${CONNECTIONS:-1000}" --concurrency "${CONCURRENCY:-8}" \
+            --rounds "${HANDSHAKE_ROUNDS:-5}" "${extra[@]}" --json)"
         h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
         printf 'handshake %-8s pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
     done

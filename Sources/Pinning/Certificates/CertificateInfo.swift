@@ -96,19 +96,9 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         self.notValidBefore = certificate.notValidBefore
         self.notValidAfter = certificate.notValidAfter
 
-        var names: [SubjectAlternativeName] = []
-        do {
-            if let extensionValue = try certificate.extensions.subjectAlternativeNames {
-                for name in extensionValue {
-                    let (entry, problem) = Self.describe(name)
-                    names.append(entry)
-                    if let problem { problems.append(problem) }
-                }
-            }
-        } catch {
-            problems.append("subjectAltName extension is malformed: \(CertificateParser.describe(error))")
-        }
-        self.subjectAlternativeNames = names
+        let names = Self.describeSubjectAlternativeNames(certificate)
+        self.subjectAlternativeNames = names.names
+        problems += names.problems
 
         let key = Self.keyFacts(certificate.subjectPublicKeyInfoDER)
         self.keyType = key.type
@@ -168,7 +158,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
 
         let der = certificate.derBytes
         self.sha1Fingerprint = Self.colonHex(Array(Insecure.SHA1.hash(data: der)))
-        self.sha256Fingerprint = Self.colonHex(Array(SHA256.hash(data: der)))
+        self.sha256Fingerprint = Self.sha256Fingerprint(ofDER: der)
         self.spkiPin = Pin(spkiOf: certificate).description
         self.isSelfSigned =
             certificate.subject == certificate.issuer
@@ -269,6 +259,39 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     private static func hexByte(_ byte: UInt8, uppercase: Bool) -> String {
         let digits = Array(uppercase ? "0123456789ABCDEF" : "0123456789abcdef")
         return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+    }
+
+    /// The subject alternative names of `certificate` as ``subjectAlternativeNames`` lists them (empty when the
+    /// extension is absent or malformed), without computing the other facts: for a connection that reports
+    /// its peer on every handshake.
+    package static func subjectAlternativeNames(of certificate: Certificate) -> [SubjectAlternativeName] {
+        Self.describeSubjectAlternativeNames(certificate).names
+    }
+
+    /// ``sha256Fingerprint`` of `certificate` alone.
+    package static func sha256Fingerprint(of certificate: Certificate) -> String {
+        Self.sha256Fingerprint(ofDER: certificate.derBytes)
+    }
+
+    private static func sha256Fingerprint(ofDER der: [UInt8]) -> String {
+        Self.colonHex(Array(SHA256.hash(data: der)))
+    }
+
+    private static func describeSubjectAlternativeNames(_ certificate: Certificate) -> (names: [SubjectAlternativeName], problems: [String]) {
+        var names: [SubjectAlternativeName] = []
+        var problems: [String] = []
+        do {
+            if let extensionValue = try certificate.extensions.subjectAlternativeNames {
+                for name in extensionValue {
+                    let (entry, problem) = Self.describe(name)
+                    names.append(entry)
+                    if let problem { problems.append(problem) }
+                }
+            }
+        } catch {
+            problems.append("subjectAltName extension is malformed: \(CertificateParser.describe(error))")
+        }
+        return (names, problems)
     }
 
     private static func describe(_ name: GeneralName) -> (SubjectAlternativeName, String?) {

@@ -202,19 +202,9 @@ public final class EvaluationCache: @unchecked Sendable {
         evaluate: (ServerTrust) async -> TrustEvaluation
     ) async -> TrustEvaluation {
         let now = self.clock()
-        let key = Key(
-            chain: trust.certificates,
-            evaluator: evaluator,
-            anchors: trust.anchors,
-            anchorsOnly: trust.anchorsOnly,
-            rootSetID: trust.anchorsOnly ? 0 : self.rootSetID(trust.platformRoots),
-            validationTime: trust.validationTime,
-            purpose: trust.purpose,
-            profile: trust.profile,
-            limits: trust.limits
-        )
+        let key = self.key(for: trust, evaluator: evaluator)
         let time = trust.validationTime ?? now
-        if let stored = self.lookUp(key, validationTime: time, now: now) {
+        if let stored = self.lookUp(key, validationTime: time, now: now, countingMiss: true) {
             var chain = stored
             chain.presentedChain = trust.certificates
             return .trusted(chain)
@@ -228,11 +218,37 @@ public final class EvaluationCache: @unchecked Sendable {
         return verdict
     }
 
-    private func lookUp(_ key: Key, validationTime: Date, now: Date) -> TrustedChain? {
+    /// The stored trusted verdict for this evaluation if it still counts, else nil; never evaluates. A nil here
+    /// is not counted as a miss: the caller goes on to ``verdict(for:evaluator:evaluate:)``, which counts it.
+    func storedVerdict(for trust: ServerTrust, evaluator: EvaluatorIdentity) -> TrustEvaluation? {
+        let now = self.clock()
+        let key = self.key(for: trust, evaluator: evaluator)
+        guard var chain = self.lookUp(key, validationTime: trust.validationTime ?? now, now: now, countingMiss: false) else {
+            return nil
+        }
+        chain.presentedChain = trust.certificates
+        return .trusted(chain)
+    }
+
+    private func key(for trust: ServerTrust, evaluator: EvaluatorIdentity) -> Key {
+        Key(
+            chain: trust.certificates,
+            evaluator: evaluator,
+            anchors: trust.anchors,
+            anchorsOnly: trust.anchorsOnly,
+            rootSetID: trust.anchorsOnly ? 0 : self.rootSetID(trust.platformRoots),
+            validationTime: trust.validationTime,
+            purpose: trust.purpose,
+            profile: trust.profile,
+            limits: trust.limits
+        )
+    }
+
+    private func lookUp(_ key: Key, validationTime: Date, now: Date, countingMiss: Bool) -> TrustedChain? {
         self.lock.lock()
         defer { self.lock.unlock() }
         guard let index = self.entries.index(forKey: key) else {
-            self.counters.misses += 1
+            if countingMiss { self.counters.misses += 1 }
             return nil
         }
         let entry = self.entries.values[index]
@@ -241,7 +257,7 @@ public final class EvaluationCache: @unchecked Sendable {
         guard fresh, inWindow else {
             self.entries.remove(at: index)
             self.counters.expirations += 1
-            self.counters.misses += 1
+            if countingMiss { self.counters.misses += 1 }
             return nil
         }
         self.useCounter &+= 1
@@ -349,7 +365,14 @@ extension SecurityPolicy {
     ///   - domain: as for ``evaluate(_:forDomain:)``.
     ///   - cache: the cache to consult and fill.
     public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, cache: EvaluationCache) async -> TrustEvaluation {
-        let identity = EvaluationCache.EvaluatorIdentity.securityPolicy(
+        await cache.verdict(for: serverTrust, evaluator: self.cacheIdentity(forDomain: domain)) { trust in
+            await self.evaluate(trust, forDomain: domain)
+        }
+    }
+
+    /// The policy half of a cache key.
+    func cacheIdentity(forDomain domain: String?) -> EvaluationCache.EvaluatorIdentity {
+        .securityPolicy(
             domain: domain,
             mode: self.pinningMode,
             pinnedCertificates: self.pinnedCertificates,
@@ -357,9 +380,6 @@ extension SecurityPolicy {
             allowInvalidCertificates: self.allowInvalidCertificates,
             validatesDomainName: self.validatesDomainName
         )
-        return await cache.verdict(for: serverTrust, evaluator: identity) { trust in
-            await self.evaluate(trust, forDomain: domain)
-        }
     }
 }
 
@@ -381,5 +401,11 @@ public struct CachingTrustEvaluator: ServerTrustEvaluating {
     /// wrapped evaluator and keeps a trusted verdict. Untrusted verdicts are never cached.
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         await self.policy.evaluate(trust, forDomain: domain, cache: self.cache)
+    }
+
+    /// A cache hit for this chain, domain and policy that still counts, or nil (then ``evaluate(_:forDomain:)``
+    /// decides). Connection adapters use it to answer a repeated handshake on the event loop.
+    public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        self.cache.storedVerdict(for: trust, evaluator: self.policy.cacheIdentity(forDomain: domain))
     }
 }

@@ -7,6 +7,20 @@ import SwiftASN1
 public protocol ServerTrustEvaluating: Sendable {
     /// Decides whether to trust `trust` for `domain` (nil: no name is checked).
     func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation
+
+    /// A verdict available at once, without suspending, or nil when ``evaluate(_:forDomain:)`` must run.
+    ///
+    /// Connection adapters ask this first, on the event loop, so that a handshake whose chain was already
+    /// trusted costs no task switch. Answer only with what ``evaluate(_:forDomain:)`` would answer for the same
+    /// arguments at this moment (``CachingTrustEvaluator`` answers with a cache hit). The default is nil.
+    func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation?
+}
+
+extension ServerTrustEvaluating {
+    /// No immediate answer: every evaluation runs ``evaluate(_:forDomain:)``.
+    public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        nil
+    }
 }
 
 extension SecurityPolicy: ServerTrustEvaluating {}

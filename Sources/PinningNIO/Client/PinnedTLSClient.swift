@@ -87,11 +87,19 @@ public struct PinnedTLSClient: Sendable {
                 await peerDecision(host, presented)
             }
         } else {
-            callback = PeerVerification.callback(verdict: verdict) { presented in
-                var trust = template
-                trust.certificates = presented
-                return await evaluator.evaluate(trust, forDomain: host)
-            }
+            callback = PeerVerification.callback(
+                verdict: verdict,
+                immediate: { presented in
+                    var trust = template
+                    trust.certificates = presented
+                    return evaluator.immediateEvaluation(trust, forDomain: host)
+                },
+                decide: { presented in
+                    var trust = template
+                    trust.certificates = presented
+                    return await evaluator.evaluate(trust, forDomain: host)
+                }
+            )
         }
         let tls = try NIOSSLClientHandler(
             context: self.sslContext,

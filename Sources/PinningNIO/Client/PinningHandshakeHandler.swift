@@ -41,63 +41,63 @@ enum PeerVerification {
         decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
+            guard let presented = Self.presented(certificates, verdict: verdict) else {
+                promise.succeed(.failed)
+                return
+            }
             promise.completeWithTask {
-                let refusal = RefusalBox()
-                let result = await Self.verifyOrRefuse(certificates, verdict: verdict) { (presented: [Certificate]) -> TrustEvaluation? in
-                    switch await decision(presented) {
-                    case .evaluation(let evaluation):
-                        return evaluation
-                    case .refused(let error):
-                        refusal.error = error
-                        return nil
-                    }
-                }
-                if let error = refusal.error {
+                switch await decision(presented) {
+                case .evaluation(let evaluation):
+                    return Self.conclude(evaluation, verdict: verdict)
+                case .refused(let error):
                     verdict.record(.refused(error))
                     return .failed
                 }
-                return result
             }
         }
     }
 
     /// The callback NIOSSL calls on every handshake. Any error or a refusal completes with `.failed` (fail
     /// closed); the reason is recorded in `verdict`.
+    ///
+    /// `immediate` may answer on the event loop without starting a task: an evaluator's remembered verdict for
+    /// this very chain (``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``, a cache hit). When it
+    /// answers nil, `decide` runs in a task as usual.
     static func callback(
         verdict: HandshakeVerdict,
+        immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
         decide: @escaping @Sendable ([Certificate]) async -> TrustEvaluation
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
+            guard let presented = Self.presented(certificates, verdict: verdict) else {
+                promise.succeed(.failed)
+                return
+            }
+            if let evaluation = immediate?(presented) {
+                promise.succeed(Self.conclude(evaluation, verdict: verdict))
+                return
+            }
             promise.completeWithTask {
-                await Self.verify(certificates, verdict: verdict, decide: decide)
+                Self.conclude(await decide(presented), verdict: verdict)
             }
         }
     }
 
-    static func verify(
-        _ certificates: [NIOSSLCertificate],
-        verdict: HandshakeVerdict,
-        decide: @Sendable ([Certificate]) async -> TrustEvaluation
-    ) async -> NIOSSLVerificationResultWithMetadata {
-        await self.verifyOrRefuse(certificates, verdict: verdict) { (presented: [Certificate]) -> TrustEvaluation? in await decide(presented) }
-    }
-
-    /// `decide` returning nil refuses without recording an evaluation (the caller records why).
-    static func verifyOrRefuse(
-        _ certificates: [NIOSSLCertificate],
-        verdict: HandshakeVerdict,
-        decide: @Sendable ([Certificate]) async -> TrustEvaluation?
-    ) async -> NIOSSLVerificationResultWithMetadata {
-        let presented: [Certificate]
+    /// The presented chain parsed for the evaluator, or nil (recorded as unreadable) when the leaf does not parse.
+    static func presented(_ certificates: [NIOSSLCertificate], verdict: HandshakeVerdict) -> [Certificate]? {
         do {
             let der = try certificates.map { try $0.toDERBytes() }
-            presented = try ServerTrust.presentedCertificates(fromDER: der)
+            return try ServerTrust.presentedCertificates(fromDER: der)
         } catch {
             verdict.record(.unreadable("\(error)"))
-            return .failed
+            return nil
         }
-        guard let decision = await decide(presented) else { return .failed }
-        switch decision {
+    }
+
+    /// Records `evaluation` and turns it into NIOSSL's answer: the validated path as metadata when trusted,
+    /// `.failed` otherwise.
+    static func conclude(_ evaluation: TrustEvaluation, verdict: HandshakeVerdict) -> NIOSSLVerificationResultWithMetadata {
+        switch evaluation {
         case .untrusted(let failure):
             verdict.record(.untrusted(failure))
             return .failed
@@ -113,11 +113,6 @@ enum PeerVerification {
             }
         }
     }
-}
-
-/// Carries a refusal out of the decision closure; written and read by the one task that runs the callback.
-final class RefusalBox: @unchecked Sendable {
-    var error: PinningConnectionError?
 }
 
 /// The outcome of a pinned handshake.

@@ -31,6 +31,9 @@ extension PinningCommand.Bench {
         @Option(name: .long, help: ArgumentHelp("Handshakes in flight at once (default 8).", valueName: "c"))
         var concurrency: Int = 8
 
+        @Option(name: .long, help: ArgumentHelp("Rounds the three client kinds take turns in (default 5; at most --connections ÷ --concurrency).", valueName: "r"))
+        var rounds: Int = 5
+
         @Option(name: .long, help: ArgumentHelp("Key type of the minted chain: p256 (default), p384, rsa2048.", valueName: "key"))
         var key: String = "p256"
 
@@ -43,11 +46,12 @@ extension PinningCommand.Bench {
         func run() async throws {
             guard self.connections > 0 else { throw InputError("--connections: must be at least 1") }
             guard self.concurrency > 0 else { throw InputError("--concurrency: must be at least 1") }
+            guard self.rounds > 0 else { throw InputError("--rounds: must be at least 1") }
             guard let keyType = TestKeyType.allCases.first(where: { $0.description == self.key }) else {
                 throw InputError("--key: unknown key type \"\(self.key)\"; use p256, p384 or rsa2048")
             }
             let report = try await HandshakeBenchmark(keyType: keyType, cached: self.cache)
-                .run(connections: self.connections, concurrency: self.concurrency)
+                .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
             if self.json {
                 try JSONOutput.print(report)
             } else {
@@ -81,7 +85,7 @@ struct HandshakeBenchmark {
         case pinned, baseline, unverified
     }
 
-    func run(connections: Int, concurrency: Int) async throws -> HandshakeBenchReport {
+    func run(connections: Int, concurrency: Int, rounds requestedRounds: Int = 5) async throws -> HandshakeBenchReport {
         let chain = try TestChain(key: self.keyType)
         let identity = try TLSIdentity.pem(
             certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
@@ -110,7 +114,7 @@ struct HandshakeBenchmark {
         let unverified = try NIOSSLContext(configuration: open)
 
         // Warm up each kind, then alternate in rounds so every kind sees the same machine.
-        let rounds = max(1, min(5, connections / max(concurrency, 1)))
+        let rounds = max(1, min(requestedRounds, connections / max(concurrency, 1)))
         var elapsed: [ClientKind: UInt64] = [:]
         var done: [ClientKind: Int] = [:]
         for kind in ClientKind.allCases {

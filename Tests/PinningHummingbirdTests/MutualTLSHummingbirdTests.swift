@@ -94,7 +94,7 @@ struct MutualTLSHummingbirdTests {
         )
         var configuration = try pinning.makeHTTPClientConfiguration()
         configuration.dnsOverride = ["device.local": "127.0.0.1"]
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(5))
+        configuration.timeout = .init(connect: .seconds(30), read: .seconds(30))
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
         do {
             let response = try await client.execute(HTTPClientRequest(url: "https://device.local:\(port)/"), timeout: .seconds(10))
@@ -134,7 +134,7 @@ struct MutualTLSHummingbirdTests {
             let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
             let address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
             do {
-                let connection = try await client.connect(host: "device.local", port: port, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(5))
+                let connection = try await client.connect(host: "device.local", port: port, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(30))
                 do {
                     try await connection.channel.writeAndFlush(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: device.local\r\n\r\n"))
                 } catch {

@@ -45,7 +45,7 @@ struct ChallengeTests {
     func connect(_ client: ChallengeTLSClient, host: String, port: Int, requestOverride: AuthenticationChallengeOverride? = nil) async throws(PinningConnectionError) -> PinnedConnection {
         let address: SocketAddress
         do { address = try self.address(port) } catch { throw PinningConnectionError(code: .connectFailed, host: host, message: "\(error)") }
-        return try await client.connect(host: host, port: port, address: address, group: testGroup, timeout: .seconds(5), requestOverride: requestOverride)
+        return try await client.connect(host: host, port: port, address: address, group: testGroup, timeout: .seconds(30), requestOverride: requestOverride)
     }
 
     @Test("default handler, configured host: the policy (with its anchors and pins) decides; both challenges are asked with host and port")

@@ -34,7 +34,7 @@ struct MutualTLSSetup {
     func serverOutcome(_ client: PinnedTLSClient, on server: MutualTLSTestServer) async throws -> Result<PinnedHandshake, PinningConnectionError>? {
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: server.port)
         do {
-            let connection = try await client.connect(host: "device.local", port: server.port, address: address, group: testGroup, timeout: .seconds(5))
+            let connection = try await client.connect(host: "device.local", port: server.port, address: address, group: testGroup, timeout: .seconds(30))
             connection.channel.close(promise: nil)
         } catch {
             // TLS 1.3: the client may finish before the server refuses; either way the server's verdict counts.

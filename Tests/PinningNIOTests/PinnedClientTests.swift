@@ -27,7 +27,7 @@ struct PinnedClientTests {
             evaluator: policy,
             trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))
         )
-        let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         defer { connection.channel.close(promise: nil) }
         #expect(connection.handshake.peer.subject == "CN=api.example.com")
         #expect(connection.handshake.peer.certificateChain == genuine.all)
@@ -44,7 +44,7 @@ struct PinnedClientTests {
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
 
         let unpinned = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
-        let accepted = try await unpinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+        let accepted = try await unpinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         accepted.channel.close(promise: nil)
         #expect(accepted.handshake.peer.certificateChain.last == attacker.root.certificate)
 
@@ -53,7 +53,7 @@ struct PinnedClientTests {
             trust: trust
         )
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await pinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            _ = try await pinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
         #expect(error?.code == .untrusted)
         #expect(error?.trustFailure?.code == .pinMismatch)
@@ -72,7 +72,7 @@ struct PinnedClientTests {
         for pin in [genuine.leaf, genuine.intermediate, genuine.root].map({ Pin(spkiOf: $0.certificate) }) {
             let client = try PinnedTLSClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [pin]), trust: trust)
             let error = await #expect(throws: PinningConnectionError.self) {
-                _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+                _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             }
             #expect(error?.trustFailure?.code == .pinMismatch)
             #expect(error?.trustFailure?.presentedChain.count == 5)
@@ -88,7 +88,7 @@ struct PinnedClientTests {
         policy.allowInvalidCertificates = true
         let client = try PinnedTLSClient(evaluator: policy, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
         for host in ["device-42.local", "127.0.0.1"] {
-            let connection = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            let connection = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             connection.channel.close(promise: nil)
             #expect(connection.handshake.peer.leaf == device.certificate)
         }
@@ -98,11 +98,11 @@ struct PinnedClientTests {
         other.allowInvalidCertificates = true
         let refusing = try PinnedTLSClient(evaluator: other, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await refusing.connect(host: "device-42.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            _ = try await refusing.connect(host: "device-42.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
         #expect(error?.trustFailure?.code == .pinMismatch)
         let wrongName = await #expect(throws: PinningConnectionError.self) {
-            _ = try await client.connect(host: "device-43.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            _ = try await client.connect(host: "device-43.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
         #expect(wrongName?.trustFailure?.code == .hostnameMismatch)
     }
@@ -114,7 +114,7 @@ struct PinnedClientTests {
         defer { Task { await server.stop() } }
         let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])))
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
         #expect(error?.trustFailure?.code == .hostnameMismatch)
     }
@@ -152,7 +152,7 @@ struct PinnedClientTests {
         let counting = CountingEvaluator(SecurityPolicy.default)
         let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
         for _ in 0..<4 {
-            let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             // Let the server's session tickets arrive before closing, so a resumable session could exist.
             try await Task.sleep(for: .milliseconds(50))
             try await connection.channel.close()
@@ -164,8 +164,36 @@ struct PinnedClientTests {
             configuration: client.configuration
         )
         await #expect(throws: PinningConnectionError.self) {
-            _ = try await refusing.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(5))
+            _ = try await refusing.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
+    }
+
+    @Test("a caching evaluator answers repeat handshakes from its cache on the event loop; a refusal is never cached")
+    func cachedHandshakes() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let cache = EvaluationCache()
+        let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))
+        let policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)])
+        let client = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), trust: trust)
+        for _ in 0..<3 {
+            let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+            // The peer's facts are computed from the validated path whichever way the verdict came.
+            #expect(connection.handshake.peer.subject == "CN=api.example.com")
+            #expect(connection.handshake.peer.pin == Pin(spkiOf: genuine.leaf.certificate))
+            #expect(connection.handshake.peer.certificateChain == genuine.all)
+            try await connection.channel.close()
+        }
+        // One evaluation, then two immediate answers (immediateEvaluation counts hits, never misses).
+        #expect(cache.statistics == EvaluationCache.Statistics(hits: 2, misses: 1))
+        // Another host on the same cache: not answered from it, and refused by name.
+        let wrongHost = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), trust: trust)
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await wrongHost.connect(host: "other.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+        }
+        #expect(error?.trustFailure?.code == .hostnameMismatch)
+        #expect(cache.count == 1)
     }
 
     @Test("a closed port fails fast with connectFailed")

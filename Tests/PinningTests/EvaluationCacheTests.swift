@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Testing) import Pinning
+@testable @_spi(Testing) import Pinning
+import Crypto
 import PinningTestSupport
 import Testing
 import X509
@@ -177,6 +178,88 @@ struct EvaluationCacheTests {
             #expect(VerdictSummary(cached) == VerdictSummary(plain))
         }
         #expect(cache.statistics.hits == 2)
+    }
+
+    @Test("immediateEvaluation: nil until a trusted verdict is stored, then that verdict, within the same bounds as a hit")
+    func immediate() async throws {
+        let chain = try TestChain(notValidBefore: Self.t - 30 * Self.day, notValidAfter: Self.t + 2 * Self.day)
+        let clock = ManualClock(Self.t)
+        let cache = Self.cache(clock: clock, ttl: .seconds(3600))
+        let policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.intermediate.certificate)])
+        let evaluator = CachingTrustEvaluator(policy, cache: cache)
+        // A plain policy never answers at once.
+        #expect(policy.immediateEvaluation(Self.trust(chain), forDomain: "localhost") == nil)
+        // Nothing stored yet: nil, and not counted as a miss (evaluate counts its own).
+        #expect(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "localhost") == nil)
+        #expect(cache.statistics == EvaluationCache.Statistics())
+        let evaluated = await evaluator.evaluate(Self.trust(chain), forDomain: "localhost")
+        #expect(evaluated.isTrusted)
+        let immediate = try #require(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "localhost"))
+        #expect(VerdictSummary(immediate) == VerdictSummary(evaluated))
+        #expect(cache.statistics == EvaluationCache.Statistics(hits: 1, misses: 1))
+        // Another host, or a policy with other pins, has no stored verdict.
+        #expect(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "127.0.0.1") == nil)
+        let otherPins = CachingTrustEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.root.certificate)]), cache: cache)
+        #expect(otherPins.immediateEvaluation(Self.trust(chain), forDomain: "localhost") == nil)
+        // Past the time to live, or past the leaf's notAfter: no immediate answer.
+        clock.advance(by: 3601)
+        #expect(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "localhost") == nil)
+        _ = await evaluator.evaluate(Self.trust(chain), forDomain: "localhost")
+        #expect(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "localhost") != nil)
+        clock.advance(by: 2 * Self.day)
+        #expect(evaluator.immediateEvaluation(Self.trust(chain), forDomain: "localhost") == nil)
+        #expect(await evaluator.evaluate(Self.trust(chain), forDomain: "localhost").failure?.code == .certificateExpired)
+    }
+
+    @Test("The key hashes a sample of each certificate but compares every byte: same sample, other bytes, other key")
+    func keyComparesEveryByte() throws {
+        let issuer = try TestChain().intermediate
+        // Two leaves that differ only in their public key, which sits in the middle of the TBSCertificate: same
+        // serial, names, validity, and a long subjectAltName (no key identifiers) filling the last 64 bytes.
+        func leaf() throws -> Certificate {
+            let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
+            return try Certificate(
+                version: .v3,
+                serialNumber: Certificate.SerialNumber(bytes: [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08]),
+                publicKey: key.publicKey,
+                notValidBefore: Self.t - Self.day,
+                notValidAfter: Self.t + Self.day,
+                issuer: issuer.certificate.subject,
+                subject: try DistinguishedName { CommonName("a-rather-long-common-name-for-the-sample.example") },
+                signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: try Certificate.Extensions {
+                    SubjectAlternativeNames([.dnsName(String(repeating: "x", count: 60) + ".example")])
+                },
+                issuerPrivateKey: issuer.privateKey
+            )
+        }
+        let first = try leaf()
+        let second = try leaf()
+        let a = Array(first.tbsCertificateBytes)
+        let b = Array(second.tbsCertificateBytes)
+        try #require(a.count == b.count && a.count > 128)
+        #expect(a.prefix(64) == b.prefix(64) && a.suffix(64) == b.suffix(64))
+        #expect(a != b)
+        func key(_ certificate: Certificate) -> EvaluationCache.Key {
+            EvaluationCache.Key(
+                chain: [certificate],
+                evaluator: .serverTrust(namePolicy: .basicX509, pins: nil),
+                anchors: [],
+                anchorsOnly: true,
+                rootSetID: 0,
+                validationTime: nil,
+                purpose: .serverAuthentication,
+                profile: .rfc5280,
+                limits: .default
+            )
+        }
+        // Same sample, same hash; yet different keys, so one chain's verdict can never answer for the other.
+        #expect(key(first).hashValue == key(second).hashValue)
+        #expect(key(first) != key(second))
+        #expect(key(first) == key(first))
+        var table: [EvaluationCache.Key: Int] = [key(first): 1]
+        table[key(second)] = 2
+        #expect(table.count == 2 && table[key(first)] == 1 && table[key(second)] == 2)
     }
 
     @Test("Cache on and off give the same verdict for every SecurityPolicy truth-table case", arguments: TruthTableCase.all)

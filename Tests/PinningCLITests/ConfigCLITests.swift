@@ -16,40 +16,9 @@ struct ConfigCLITests {
         }
     }
 
-    /// `<build dir>/pinning`, next to the test bundle (or `.build/debug` from this file).
-    static func binary() throws -> URL {
-        var candidates: [URL] = []
-        if let explicit = ProcessInfo.processInfo.environment["PINNING_BINARY"], !explicit.isEmpty {
-            candidates.append(URL(fileURLWithPath: explicit))
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("pinning"))
-        }
-        for start in [Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent()].compactMap({ $0 }) {
-            var url = start
-            for _ in 0...4 {
-                candidates.append(url.appendingPathComponent("pinning"))
-                url = url.deletingLastPathComponent()
-            }
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(root.appendingPathComponent(".build/debug/pinning"))
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                return candidate
-            }
-        }
-        throw BinaryNotFound()
-    }
-
-    struct BinaryNotFound: Error, CustomStringConvertible {
-        var description: String { "pinning binary not found; run swift build --build-tests (or set PINNING_BINARY)" }
-    }
-
     static func run(_ arguments: [String]) throws -> Run {
         let process = Process()
-        process.executableURL = try Self.binary()
+        process.executableURL = try PinningBinary.located.get()
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()

@@ -162,6 +162,29 @@ struct TLSIdentityTests {
         #expect(noKey?.code == .noPrivateKey)
     }
 
+    @Test("PEM identities of every key type load; another key of the same type is refused", arguments: TestKeyType.allCases)
+    func everyKeyType(_ keyType: TestKeyType) throws {
+        let chain = try TestChain(key: keyType)
+        let other = try TestChain(key: keyType)
+        let pem = Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8)
+        let identity = try TLSIdentity.pem(
+            certificateChain: pem,
+            privateKey: Array(chain.leaf.privateKeyPEM.utf8),
+            certificateOrigin: "chain.pem",
+            keyOrigin: "leaf.key"
+        )
+        #expect(identity.leaf == chain.leaf.certificate)
+        let error = #expect(throws: TLSIdentityError.self) {
+            try TLSIdentity.pem(
+                certificateChain: pem,
+                privateKey: Array(other.leaf.privateKeyPEM.utf8),
+                certificateOrigin: "chain.pem",
+                keyOrigin: "other.key"
+            )
+        }
+        #expect(error?.code == .noCertificateMatchingKey)
+    }
+
     @Test("encrypted PEM key: right and wrong passphrase", .enabled(if: opensslAvailable))
     func encryptedPEMKey() throws {
         let files = try PKCS12Files()

@@ -182,19 +182,25 @@ public struct TLSIdentity: Sendable, Hashable {
     // MARK: - Helpers
 
     /// Whether `key` is the private key of `certificate`, decided by BoringSSL's `X509_check_private_key` on
-    /// their DER forms. Anything that does not parse counts as "does not match" (fail closed).
+    /// their DER forms. A key or certificate that does not parse counts as "does not match" (fail closed).
     ///
-    /// Not by building an `NIOSSLContext` with both (which refuses a mismatched key): swift-nio-ssl 2.37 leaks
-    /// the SSL_CTX when that initialiser throws, so every mismatched identity leaked ~700 bytes (found by the
-    /// suite's AddressSanitizer run). The same module already provides `PKCS12Writer`'s BoringSSL calls.
+    /// Not by building an `NIOSSLContext` with both (which refuses a mismatched key) where it can be avoided:
+    /// swift-nio-ssl 2.37 leaks the SSL_CTX when that initialiser throws, so every mismatched identity leaked
+    /// ~700 bytes (found by the suite's AddressSanitizer run). BoringSSL's `i2d_PrivateKey` only encodes RSA, EC
+    /// and DSA keys, so an Ed25519 key still takes the context route (same verdict, the leak on a mismatch).
     static func key(_ key: NIOSSLPrivateKey, matches certificate: NIOSSLCertificate) -> Bool {
-        let keyDER: [UInt8]
         let certificateDER: [UInt8]
         do {
-            keyDER = try key.derBytes
             certificateDER = try certificate.toDERBytes()
         } catch {
             return false
+        }
+        let keyDER: [UInt8]
+        do {
+            keyDER = try key.derBytes
+        } catch {
+            ERR_clear_error()
+            return Self.contextAccepts(key, with: certificate)
         }
         // BoringSSL reports a mismatch on its thread's error queue, which NIOSSL reads when describing its own
         // later failures: leave it empty.
@@ -213,6 +219,22 @@ public struct TLSIdentity: Sendable, Hashable {
                 defer { X509_free(x509) }
                 return X509_check_private_key(x509, privateKey) == 1
             }
+        }
+    }
+
+    /// Whether NIOSSL accepts `key` as the private key of `certificate` (`SSL_CTX_use_PrivateKey` refuses a key
+    /// that does not match the certificate set before it).
+    private static func contextAccepts(_ key: NIOSSLPrivateKey, with certificate: NIOSSLCertificate) -> Bool {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(certificate)],
+            privateKey: .privateKey(key)
+        )
+        configuration.trustRoots = .certificates([])
+        do {
+            _ = try NIOSSLContext(configuration: configuration)
+            return true
+        } catch {
+            return false
         }
     }
 

@@ -61,6 +61,12 @@ final class Subprocess: @unchecked Sendable {
             self.kill()
             return nil
         }
+        // Foundation reports the exit (isRunning false) before it runs the termination handler that records
+        // the end time: give the handler a bounded moment, so `runtime` is there for the caller.
+        let recorded = Date().addingTimeInterval(5)
+        while self.runtime == nil && Date() < recorded {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
         return self.process.terminationStatus
     }
 

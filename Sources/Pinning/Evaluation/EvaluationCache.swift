@@ -203,12 +203,10 @@ public final class EvaluationCache: @unchecked Sendable {
     ) async -> TrustEvaluation {
         let now = self.clock()
         let key = self.key(for: trust, evaluator: evaluator)
-        let time = trust.validationTime ?? now
-        if let stored = self.lookUp(key, validationTime: time, now: now, countingMiss: true) {
-            var chain = stored
-            chain.presentedChain = trust.certificates
-            return .trusted(chain)
+        if let stored = self.hit(key, for: trust, now: now, countingMiss: true) {
+            return stored
         }
+        let time = trust.validationTime ?? now
         var fixed = trust
         fixed.validationTime = time
         let verdict = await evaluate(fixed)
@@ -221,9 +219,12 @@ public final class EvaluationCache: @unchecked Sendable {
     /// The stored trusted verdict for this evaluation if it still counts, else nil; never evaluates. A nil here
     /// is not counted as a miss: the caller goes on to ``verdict(for:evaluator:evaluate:)``, which counts it.
     func storedVerdict(for trust: ServerTrust, evaluator: EvaluatorIdentity) -> TrustEvaluation? {
-        let now = self.clock()
-        let key = self.key(for: trust, evaluator: evaluator)
-        guard var chain = self.lookUp(key, validationTime: trust.validationTime ?? now, now: now, countingMiss: false) else {
+        self.hit(self.key(for: trust, evaluator: evaluator), for: trust, now: self.clock(), countingMiss: false)
+    }
+
+    /// The stored verdict for `key` as this evaluation's answer (with the chain as presented this time), or nil.
+    private func hit(_ key: Key, for trust: ServerTrust, now: Date, countingMiss: Bool) -> TrustEvaluation? {
+        guard var chain = self.lookUp(key, validationTime: trust.validationTime ?? now, now: now, countingMiss: countingMiss) else {
             return nil
         }
         chain.presentedChain = trust.certificates

@@ -87,18 +87,15 @@ public struct PinnedTLSClient: Sendable {
                 await peerDecision(host, presented)
             }
         } else {
+            @Sendable func trust(_ presented: [Certificate]) -> ServerTrust {
+                var trust = template
+                trust.certificates = presented
+                return trust
+            }
             callback = PeerVerification.callback(
                 verdict: verdict,
-                immediate: { presented in
-                    var trust = template
-                    trust.certificates = presented
-                    return evaluator.immediateEvaluation(trust, forDomain: host)
-                },
-                decide: { presented in
-                    var trust = template
-                    trust.certificates = presented
-                    return await evaluator.evaluate(trust, forDomain: host)
-                }
+                immediate: { presented in evaluator.immediateEvaluation(trust(presented), forDomain: host) },
+                decide: { presented in await evaluator.evaluate(trust(presented), forDomain: host) }
             )
         }
         let tls = try NIOSSLClientHandler(

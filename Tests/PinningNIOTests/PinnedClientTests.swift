@@ -79,6 +79,52 @@ struct PinnedClientTests {
         }
     }
 
+    @Test("allowInvalidCertificates over a live connection: a certificate under the pinned CA that may not issue vouches for nobody")
+    func allowInvalidKeepsIssuerRules() async throws {
+        let host = "victim.example"
+        let root = try TestPKI.root("Genuine Root")
+        let pinnedCA = try TestPKI.intermediate("Pinned Issuing CA", issuer: root, maxPathLength: 1)
+        let tail = [pinnedCA.certificate, root.certificate]
+        // Three certificates an attacker may legitimately hold under the pinned CA, used as issuers.
+        let device = try TestPKI.intermediate("Attacker Device", issuer: pinnedCA, isCA: false)
+        let regional = try TestPKI.intermediate("Regional CA", issuer: pinnedCA, maxPathLength: 0)
+        let rogue = try TestPKI.intermediate("Attacker CA", issuer: regional, maxPathLength: nil)
+        let fleet = try TestPKI.intermediate("Fleet CA", issuer: pinnedCA, maxPathLength: 0, permittedDNSDomains: ["fleet.internal"])
+        let attacks: [(name: String, leaf: TestIdentity, chain: [Certificate])] = [
+            ("not a CA", try TestPKI.leaf(host, issuer: device, dnsNames: [host]), [device.certificate] + tail),
+            ("pathLen", try TestPKI.leaf(host, issuer: rogue, dnsNames: [host]), [rogue.certificate, regional.certificate] + tail),
+            ("name constraints", try TestPKI.leaf(host, issuer: fleet, dnsNames: [host]), [fleet.certificate] + tail),
+        ]
+        var byKey = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: pinnedCA.certificate)])
+        byKey.allowInvalidCertificates = true
+        var byCertificate = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pinnedCA.certificate])
+        byCertificate.allowInvalidCertificates = true
+        let noRoots = ServerTrust(certificates: [], platformRoots: Fixtures.platform([]))
+
+        for attack in attacks {
+            let server = try await PlainTLSServer(identity: try Fixtures.identity(attack.leaf), servedChain: [attack.leaf.certificate] + attack.chain)
+            for policy in [byKey, byCertificate] {
+                let client = try PinnedTLSClient(evaluator: policy, trust: noRoots)
+                let error = await #expect(throws: PinningConnectionError.self, "\(attack.name), \(policy.pinningMode): connected") {
+                    _ = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+                }
+                #expect(error?.trustFailure?.code == .constraintViolation, "\(attack.name), \(policy.pinningMode): \(String(describing: error))")
+            }
+            await server.stop()
+        }
+
+        // The genuine server under the same policies connects: only the unknown root is waived.
+        let genuine = try TestPKI.leaf(host, issuer: pinnedCA, dnsNames: [host])
+        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine), servedChain: [genuine.certificate] + tail)
+        defer { Task { await server.stop() } }
+        for policy in [byKey, byCertificate] {
+            let connection = try await PinnedTLSClient(evaluator: policy, trust: noRoots)
+                .connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+            connection.channel.close(promise: nil)
+            #expect(connection.handshake.peer.leaf == genuine.certificate)
+        }
+    }
+
     @Test("self-signed device certificate: certificate pinning with allowInvalidCertificates")
     func selfSignedDevice() async throws {
         let device = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])

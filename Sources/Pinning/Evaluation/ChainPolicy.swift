@@ -76,6 +76,11 @@ struct ChainPolicy: VerifierPolicy {
     var profile: ValidationProfile
     var maximumIntermediates: Int
     var log: CandidateLog
+    /// False only for the path that `allowInvalidCertificates` lets a pinned key anchor (see
+    /// ``SecurityPolicy``): that relaxation waives the dates and the trust anchor, and nothing else. Every other
+    /// stage, in particular the rules that make an issuer an issuer (cA, keyCertSign, pathLen, name
+    /// constraints), is checked the same either way.
+    var checksValidity = true
 
     /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
     /// an expired certificate is reported with its dates.
@@ -101,7 +106,7 @@ struct ChainPolicy: VerifierPolicy {
                 problem: "the path has \(intermediates) intermediate CAs, more than the limit of \(self.maximumIntermediates)"
             )
         }
-        if let failure = self.validityFailure(path) { return failure }
+        if self.checksValidity, let failure = self.validityFailure(path) { return failure }
         if let problem = ProfileChecks.nameConstraintProblem(in: path) {
             return CandidateFailure(stage: .constraints, path: path, problem: problem)
         }

@@ -15,11 +15,18 @@ struct PathValidation {
     }
 
     /// Validates ``ServerTrust/certificates`` against `anchors` (and only those).
+    ///
+    /// - Parameters:
+    ///   - additionalIssuers: Certificates path building may use as intermediates besides the presented ones
+    ///     (the client's own anchors, when a pinned key rather than an anchor ends the path).
+    ///   - checksValidity: False only for `allowInvalidCertificates` (see ``ChainPolicy/checksValidity``).
     func validate(
         anchors: AnchorSet,
         namePolicy: TrustNamePolicy,
         pins: PinRequirement?,
-        expectedPins: [Pin]
+        expectedPins: [Pin],
+        additionalIssuers: [Certificate] = [],
+        checksValidity: Bool = true
     ) async -> Result<X509.ValidatedCertificateChain, TrustFailure> {
         let presented = self.trust.certificates
         var host: String?
@@ -49,7 +56,8 @@ struct PathValidation {
         let log = CandidateLog()
         let lookups = IssuerLookupBudget(limit: limits.maximumIssuerLookups)
         var intermediates: [Certificate] = []
-        for certificate in presented.dropFirst() where certificate != leaf && !intermediates.contains(certificate) {
+        for certificate in presented.dropFirst() + additionalIssuers
+        where certificate != leaf && !intermediates.contains(certificate) {
             intermediates.append(certificate)
         }
         var verifier = Verifier(rootCertificates: anchors.store) {
@@ -60,7 +68,8 @@ struct PathValidation {
                 pins: pins,
                 profile: self.trust.profile,
                 maximumIntermediates: limits.maximumIntermediates,
-                log: log
+                log: log,
+                checksValidity: checksValidity
             )
         }
         let result = await verifier.validate(

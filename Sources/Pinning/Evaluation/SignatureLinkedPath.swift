@@ -1,26 +1,11 @@
 import X509
 
-/// Paths through the presented certificates in which each certificate is signed by the next, starting at the
-/// leaf. Used only when `allowInvalidCertificates` lets a chain that does not validate reach pin matching:
-/// then a pin may match only a certificate the leaf really chains to.
+/// The path through the presented certificates in which each certificate is signed by the next, starting at
+/// the leaf. Only for explaining a refusal under `allowInvalidCertificates` (which certificates the leaf really
+/// chains to); trust is never decided here, but by path validation with the pinned key as the anchor.
 enum SignatureLinkedPath {
-    /// The first signature-linked path from the leaf whose last certificate satisfies `requirement`.
-    /// `presented` is the leaf first, then candidate issuers: the presented certificates and the client's
-    /// anchors (anchors are the client's own, so linking to one is as good as linking to a presented CA).
-    static func find(from presented: [Certificate], limit: TrustLimits, where requirement: PinRequirement) -> [Certificate]? {
-        guard let leaf = presented.first else { return nil }
-        var path = [leaf]
-        var used = Set([0])
-        while true {
-            if requirement.isSatisfied(by: path[path.count - 1]) { return path }
-            guard let next = Self.issuerIndex(of: path[path.count - 1], in: presented, excluding: used) else { return nil }
-            used.insert(next)
-            path.append(presented[next])
-        }
-    }
-
     /// The signature-linked path from the leaf, as far as it goes (for failure reports).
-    static func longest(from presented: [Certificate], limit: TrustLimits) -> [Certificate] {
+    static func longest(from presented: [Certificate]) -> [Certificate] {
         guard let leaf = presented.first else { return [] }
         var path = [leaf]
         var used = Set([0])

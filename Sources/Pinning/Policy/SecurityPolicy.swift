@@ -126,7 +126,8 @@ extension SecurityPolicy {
     /// Hardening (a deliberate deviation from AFNetworking): in step 5 a pin counts only on the validated path,
     /// found during path building, so a chain that appends the genuine pinned certificate after an attacker's
     /// leaf never passes (the CVE-2016-2402 class). When ``allowInvalidCertificates`` lets an unvalidated chain
-    /// reach step 5, only certificates linked by signatures from the leaf count (each signed by the next).
+    /// reach step 5, the pinned key takes the trust anchor's place and the path is validated again with every
+    /// rule but the dates (so an end-entity certificate under a pinned CA can never act as an issuer).
     /// AFNetworking compares keys over whatever chain the trust object holds, which the appended-certificate
     /// attack defeats in exactly that configuration.
     public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
@@ -305,29 +306,107 @@ extension SecurityPolicy {
                 return .untrusted(validation.failure(.invalidHost, error.description, host: host))
             }
         }
-        let issuers = trust.certificates + trust.effectiveAnchors
-        if let linked = SignatureLinkedPath.find(from: issuers, limit: trust.limits, where: requirement) {
+        return await self.evaluatePinAsAnchor(
+            trust,
+            validation: validation,
+            namePolicy: namePolicy,
+            requirement: requirement,
+            accepted: accepted,
+            invalidBecause: failure
+        )
+    }
+
+    /// `allowInvalidCertificates` in public-key mode: the pinned key takes the trust anchor's place.
+    ///
+    /// The relaxation waives exactly two things, the trust anchor and the dates, and nothing else. So the path
+    /// is built again, by the same path building and the same ``ChainPolicy`` as every other evaluation, with
+    ///
+    /// - as the only anchors, the certificates that carry a pinned key: the client's own trust anchors and,
+    ///   for keys no anchor carries, the presented certificates (not the policy's pinned certificates, as in
+    ///   AFNetworking, which compares keys over the server's chain: pinning a certificate the server does not
+    ///   send never adds it to the path);
+    /// - the client's other anchors as further candidate issuers (a pinned root may be reached through one);
+    /// - the validity stage off.
+    ///
+    /// Every other rule holds: each issuer below the pinned key must be a CA, assert keyCertSign when it
+    /// carries keyUsage, respect every pathLenConstraint and name constraint above it, and the path must meet
+    /// the depth limit, the profile, the extended key usages and the host name. (Before, the path was linked by
+    /// names and signatures only, so an end-entity certificate issued under a pinned CA could vouch for any
+    /// host.)
+    ///
+    /// The anchor's own certificate: RFC 5280 §6.1.1(d) models a trust anchor as a name and a key, its
+    /// constraints optional. A certificate among the client's anchors is its own statement and is used in
+    /// preference. A presented one is used with the constraints it carries (they can only refuse more); what
+    /// it could omit is bounded by the pinned key itself: every certificate below it must carry that key's
+    /// signature, so nothing below the anchor can be forged.
+    private func evaluatePinAsAnchor(
+        _ trust: ServerTrust,
+        validation: PathValidation,
+        namePolicy: TrustNamePolicy,
+        requirement: PinRequirement,
+        accepted: [Pin],
+        invalidBecause failure: TrustFailure
+    ) async -> TrustEvaluation {
+        var anchors: [Certificate] = []
+        var ownPins = Set<Pin>()
+        for certificate in trust.effectiveAnchors where requirement.isSatisfied(by: certificate) && !anchors.contains(certificate) {
+            anchors.append(certificate)
+            ownPins.insert(Pin(spkiOf: certificate))
+        }
+        for certificate in trust.certificates
+        where requirement.isSatisfied(by: certificate) && !ownPins.contains(Pin(spkiOf: certificate))
+            && !anchors.contains(certificate)
+        {
+            anchors.append(certificate)
+        }
+        let otherIssuers = trust.effectiveAnchors.filter { !requirement.isSatisfied(by: $0) }
+        let notValidated = "the chain does not validate either: \(failure.code): \(failure.reason)"
+
+        guard !anchors.isEmpty else {
+            var mismatch = validation.failure(
+                .pinMismatch,
+                "no pinned key is on the path linked by signatures from the leaf",
+                host: Self.host(namePolicy),
+                expectedPins: accepted,
+                details: [notValidated]
+            )
+            mismatch.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors)
+            return .untrusted(mismatch)
+        }
+        // Not from the shared anchor-set cache: these sets are per chain and would evict the platform's.
+        let linked = await validation.validate(
+            anchors: AnchorSet(anchors),
+            namePolicy: namePolicy,
+            pins: requirement,
+            expectedPins: accepted,
+            additionalIssuers: otherIssuers,
+            checksValidity: false
+        )
+        switch linked {
+        case .success(let chain):
             return .trusted(
                 TrustedChain(
                     presentedChain: trust.certificates,
                     validatedChain: nil,
-                    linkedPath: linked,
+                    linkedPath: Array(chain),
                     basis: .pinOnSignatureLinkedPath,
                     warnings: [
-                        "the chain did not validate (\(failure.code): \(failure.reason)); trusted because allowInvalidCertificates is on and a pinned key is on the signature-linked path"
+                        "the chain did not validate (\(failure.code): \(failure.reason)); trusted because allowInvalidCertificates is on and a pinned key anchors a path that meets every rule but the dates"
                     ]
                 )
             )
+        case .failure(var refusal):
+            if refusal.code == .noPathToAnchor {
+                refusal.code = .pinMismatch
+                refusal.details.insert(refusal.reason, at: 0)
+                refusal.reason = "no pinned key is on the path linked by signatures from the leaf"
+                refusal.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors)
+            } else {
+                refusal.details.append("allowInvalidCertificates waives the trust anchor and the dates, not this rule")
+            }
+            refusal.details.append(notValidated)
+            return .untrusted(refusal)
         }
-        var mismatch = validation.failure(
-            .pinMismatch,
-            "no pinned key is on the path linked by signatures from the leaf",
-            host: Self.host(namePolicy),
-            expectedPins: accepted,
-            details: ["the chain does not validate either: \(failure.code): \(failure.reason)"]
-        )
-        mismatch.failedPath = SignatureLinkedPath.longest(from: issuers, limit: trust.limits)
-        return .untrusted(mismatch)
     }
 
     private static func host(_ namePolicy: TrustNamePolicy) -> String? {

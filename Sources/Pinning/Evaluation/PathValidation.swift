@@ -60,27 +60,46 @@ struct PathValidation {
         where certificate != leaf && !intermediates.contains(certificate) {
             intermediates.append(certificate)
         }
-        var verifier = Verifier(rootCertificates: anchors.store) {
-            ChainPolicy(
-                validationTime: self.validationTime,
-                purpose: self.trust.purpose,
-                peerName: peerName,
-                pins: pins,
-                profile: self.trust.profile,
-                maximumIntermediates: limits.maximumIntermediates,
-                log: log,
-                checksValidity: checksValidity
-            )
-        }
-        let result = await verifier.validate(
-            leaf: leaf,
-            intermediates: CertificateStore(custom: BudgetedIssuerStore(certificates: intermediates, budget: lookups))
+        let policy = ChainPolicy(
+            validationTime: self.validationTime,
+            purpose: self.trust.purpose,
+            peerName: peerName,
+            pins: pins,
+            profile: self.trust.profile,
+            maximumIntermediates: limits.maximumIntermediates,
+            log: log,
+            checksValidity: checksValidity
         )
-        switch result {
-        case .validCertificate(let chain):
+        if let chain = await Self.buildPath(leaf: leaf, anchors: anchors.store, intermediates: intermediates, policy: policy, budget: lookups) {
             return .success(chain)
-        case .couldNotValidate:
-            break
+        }
+
+        // Path building ends a path at the first trust anchor it reaches. When some path met every rule but
+        // carried no pin, and an anchor it ended at is not a root (a CA certificate the client added as an
+        // anchor, issued by a root it also trusts), the pin may sit on the root above it: OkHttp's chain
+        // cleaner and Android's pin check follow the chain past such an anchor to the self-signed root. So
+        // build once more with the non-root anchors as candidate intermediates. Every path found this way
+        // still ends at an anchor and meets every rule; it is only longer.
+        if pins != nil, log.furthest?.stage == .pins, !lookups.isExhausted {
+            let nonRoots = anchors.certificates.filter { $0.subject != $0.issuer }
+            if !nonRoots.isEmpty {
+                let roots = anchors.certificates.filter { $0.subject == $0.issuer }
+                var beyond = intermediates
+                for certificate in nonRoots where certificate != leaf && !beyond.contains(certificate) {
+                    beyond.append(certificate)
+                }
+                // Not from the shared anchor-set cache: built only when a pin was missed, and it would evict
+                // the sets every other evaluation uses.
+                if let chain = await Self.buildPath(
+                    leaf: leaf,
+                    anchors: CertificateStore(roots),
+                    intermediates: beyond,
+                    policy: policy,
+                    budget: IssuerLookupBudget(limit: limits.maximumIssuerLookups)
+                ) {
+                    return .success(chain)
+                }
+            }
         }
 
         if lookups.isExhausted {
@@ -110,6 +129,27 @@ struct PathValidation {
                 details: explanation.details
             )
         )
+    }
+
+    /// One run of swift-certificates' path building with our policy, bounded by `budget`.
+    private static func buildPath(
+        leaf: Certificate,
+        anchors: CertificateStore,
+        intermediates: [Certificate],
+        policy: ChainPolicy,
+        budget: IssuerLookupBudget
+    ) async -> X509.ValidatedCertificateChain? {
+        var verifier = Verifier(rootCertificates: anchors) { policy }
+        let result = await verifier.validate(
+            leaf: leaf,
+            intermediates: CertificateStore(custom: BudgetedIssuerStore(certificates: intermediates, budget: budget))
+        )
+        switch result {
+        case .validCertificate(let chain):
+            return chain
+        case .couldNotValidate:
+            return nil
+        }
     }
 
     private func failure(for candidate: CandidateFailure, host: String?, expectedPins: [Pin]) -> TrustFailure {

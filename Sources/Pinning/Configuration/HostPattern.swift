@@ -7,7 +7,8 @@ import Foundation
 ///   as OkHttp's `CertificatePinner` reads `*.`.
 /// - `**.example.com`: `example.com` itself and every depth below it, as OkHttp's `**.`.
 ///
-/// Names compare case-insensitively and without a trailing dot.
+/// Names compare case-insensitively, without a trailing dot, and internationalised names by their A-labels
+/// (`σkhttp.com` is `xn--khttp-fde.com`).
 struct HostPattern: Hashable, Sendable {
     enum Kind: Hashable, Sendable {
         /// One host (a DNS name or an IP address literal).
@@ -36,9 +37,16 @@ struct HostPattern: Hashable, Sendable {
         }
     }
 
-    /// Lower-cases `host` and drops one trailing dot and IPv6 brackets: the form patterns are compared in.
+    /// Lower-cases `host`, converts an internationalised name to its A-labels (``IDNA``), and drops one
+    /// trailing dot and IPv6 brackets: the form patterns are compared in. A name with no ASCII form is kept
+    /// as it is (lower-cased): it matches no pattern, and the peer-name check refuses it with the reason.
     static func normalize(_ host: String) -> String {
-        var name = host.lowercased()
+        var name: String
+        do {
+            name = try IDNA.toASCII(host)
+        } catch {
+            name = host.lowercased()
+        }
         if name.hasSuffix(".") { name.removeLast() }
         if name.hasPrefix("[") && name.hasSuffix("]") && name.count > 2 {
             name = String(name.dropFirst().dropLast())
@@ -52,6 +60,13 @@ struct HostPattern: Hashable, Sendable {
     ///   leading label, a suffix of fewer than two labels (`*.com` would pin a whole top-level domain), or
     ///   `includeSubdomains` on an IP address or a wildcard key.
     static func parse(_ key: String, includeSubdomains: Bool) throws(HostPatternError) -> HostPattern {
+        // An internationalised key (`σkhttp.com`, `*.bücher.example`) pins the host by its A-labels, which is
+        // what certificates carry and what every host is converted to before matching (as OkHttp does).
+        do {
+            _ = try IDNA.toASCII(key)
+        } catch {
+            throw HostPatternError("not a valid internationalised host name: \(error.problem)")
+        }
         let name = Self.normalize(key)
         guard !name.isEmpty else { throw HostPatternError("the host pattern is empty") }
         let body: String

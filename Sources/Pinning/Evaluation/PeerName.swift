@@ -27,7 +27,8 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
     /// Interprets `host` as an IP address if it is one, else as a DNS name.
     ///
     /// - Throws: ``PeerNameError`` for an empty name or one that is neither an IP address nor a plausible DNS
-    ///   name (DNS names are expected in their ASCII form; convert internationalized names to A-labels first).
+    ///   name. An internationalised name (`σkhttp.com`) is converted to its A-labels (`xn--khttp-fde.com`)
+    ///   first, as OkHttp and browsers do.
     public init(_ host: String) throws(PeerNameError) {
         self.text = host
         var candidate = host
@@ -38,7 +39,13 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
             self.kind = .ip(bytes)
             return
         }
-        var name = host.lowercased()
+        // An internationalised name is checked by its A-labels, the form certificates carry (``IDNA``).
+        var name: String
+        do {
+            name = try IDNA.toASCII(host)
+        } catch {
+            throw PeerNameError(text: host, problem: "not a valid internationalised host name: \(error.problem)")
+        }
         if name.hasSuffix(".") { name.removeLast() }
         guard !name.isEmpty else {
             throw PeerNameError(text: host, problem: "the host name is empty")

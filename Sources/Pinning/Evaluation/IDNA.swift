@@ -1,0 +1,172 @@
+import Foundation
+
+/// Internationalised host names to their ASCII form (A-labels, `xn--…`), so that a configuration key, a host a
+/// program connects to and a certificate's DNS names (which are always A-labels) compare as the same text.
+///
+/// OkHttp canonicalises every host this way before matching pins (`σkhttp.com` → `xn--khttp-fde.com`), and so
+/// do browsers; a configuration written with the Unicode name must pin the same host.
+///
+/// What is done, per UTS #46 (non-transitional) and RFC 5891, as far as Foundation allows without a mapping
+/// table of our own:
+/// - the ideographic full stops U+3002, U+FF0E and U+FF61 separate labels like `.`;
+/// - the name is mapped with NFKC and lower-cased (UTS #46's mapping is NFKC with case folding plus a table;
+///   for letters, digits and marks the two agree, which is what host names are made of); `ß` and final sigma
+///   are kept, as in non-transitional processing;
+/// - a label with non-ASCII characters may hold only letters, combining marks (not first), decimal digits and
+///   `-` (IDNA2008's PVALID categories), must not begin or end with `-` or have `--` in positions 3–4, and is
+///   Punycode-encoded (RFC 3492) with the `xn--` prefix;
+/// - every label is at most 63 bytes and the name at most 253 once encoded.
+///
+/// Not done: RFC 5893's bidi rule (a right-to-left label is converted as given; it can only ever match a
+/// certificate name converted the same way) and the CONTEXTJ/CONTEXTO rules (the joiners they govern are
+/// refused outright, as format characters).
+enum IDNA {
+    /// The ASCII form of `host`. An all-ASCII name is returned lower-cased and otherwise unchanged (its
+    /// syntax is the caller's to check, as for any DNS name).
+    ///
+    /// - Throws: ``IDNAError`` saying which character or label cannot be part of a host name.
+    static func toASCII(_ host: String) throws(IDNAError) -> String {
+        if host.utf8.allSatisfy({ $0 < 0x80 }) { return host.lowercased() }
+        // Bound the work before mapping: a host name has at most 253 bytes, and mapping only shortens
+        // compatibility forms by a little, never by a factor of four.
+        guard host.unicodeScalars.count <= 4 * 253 else {
+            throw IDNAError(host: host, problem: "longer than any host name can be")
+        }
+        var separated = ""
+        for scalar in host.unicodeScalars {
+            switch scalar.value {
+            case 0x3002, 0xFF0E, 0xFF61: separated.unicodeScalars.append(".")
+            default: separated.unicodeScalars.append(scalar)
+            }
+        }
+        let mapped = separated.precomposedStringWithCompatibilityMapping.lowercased().precomposedStringWithCanonicalMapping
+        var labels: [String] = []
+        for label in mapped.split(separator: ".", omittingEmptySubsequences: false) {
+            labels.append(try Self.encode(String(label), in: host))
+        }
+        let ascii = labels.joined(separator: ".")
+        guard ascii.utf8.count <= 253 else {
+            throw IDNAError(host: host, problem: "its ASCII form (\(ascii.utf8.count) bytes) is longer than 253 bytes")
+        }
+        return ascii
+    }
+
+    private static func encode(_ label: String, in host: String) throws(IDNAError) -> String {
+        let scalars = Array(label.unicodeScalars)
+        if scalars.allSatisfy({ $0.isASCII }) { return label }
+        for (index, scalar) in scalars.enumerated() {
+            if scalar == "-" || scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) {
+                continue
+            }
+            if scalar.isASCII {
+                throw IDNAError(host: host, problem: "\"\(Character(scalar))\" cannot appear in a host name")
+            }
+            switch scalar.properties.generalCategory {
+            case .lowercaseLetter, .otherLetter, .modifierLetter, .decimalNumber:
+                continue
+            case .nonspacingMark, .spacingMark:
+                guard index > 0 else {
+                    throw IDNAError(host: host, problem: "the label \"\(label)\" begins with a combining mark (\(Self.name(of: scalar)))")
+                }
+            default:
+                throw IDNAError(host: host, problem: "\(Self.name(of: scalar)) cannot appear in a host name")
+            }
+        }
+        if label.hasPrefix("-") || label.hasSuffix("-") {
+            throw IDNAError(host: host, problem: "the label \"\(label)\" begins or ends with \"-\"")
+        }
+        if scalars.count >= 4 && scalars[2] == "-" && scalars[3] == "-" {
+            throw IDNAError(host: host, problem: "the label \"\(label)\" has \"--\" in its third and fourth positions")
+        }
+        let encoded = "xn--" + Punycode.encode(scalars.map(\.value))
+        guard encoded.utf8.count <= 63 else {
+            throw IDNAError(host: host, problem: "the label \"\(label)\" is longer than 63 bytes in its ASCII form (\(encoded))")
+        }
+        return encoded
+    }
+
+    private static func name(of scalar: Unicode.Scalar) -> String {
+        let code = "U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)
+        if let name = scalar.properties.name { return "\(code) \(name)" }
+        return code
+    }
+}
+
+/// A host name that has no ASCII form.
+struct IDNAError: Error, Sendable {
+    var host: String
+    var problem: String
+
+    var description: String { "\"\(self.host)\" is not a valid internationalised host name: \(self.problem)" }
+}
+
+/// RFC 3492 Punycode, encoding only (host names are compared in their encoded form).
+enum Punycode {
+    private static let base = 36
+    private static let tMin = 1
+    private static let tMax = 26
+    private static let skew = 38
+    private static let damp = 700
+    private static let initialBias = 72
+    private static let initialN: UInt32 = 0x80
+
+    /// The Punycode of `codePoints` (without the `xn--` prefix). Callers bound the input to a host label's
+    /// length, far below where RFC 3492's integer arithmetic could overflow an `Int`.
+    static func encode(_ codePoints: [UInt32]) -> String {
+        var output: [UInt8] = codePoints.filter { $0 < 0x80 }.map { UInt8($0) }
+        let basicCount = output.count
+        var handled = basicCount
+        if basicCount > 0 { output.append(UInt8(ascii: "-")) }
+        var n = Self.initialN
+        var delta = 0
+        var bias = Self.initialBias
+        while handled < codePoints.count {
+            // The smallest code point not handled yet; one exists while handled < count.
+            var m = UInt32.max
+            for codePoint in codePoints where codePoint >= n && codePoint < m { m = codePoint }
+            delta += Int(m - n) * (handled + 1)
+            n = m
+            for codePoint in codePoints {
+                if codePoint < n { delta += 1 }
+                guard codePoint == n else { continue }
+                var q = delta
+                var k = Self.base
+                while true {
+                    let t = k <= bias ? Self.tMin : (k >= bias + Self.tMax ? Self.tMax : k - bias)
+                    if q < t { break }
+                    output.append(Self.digit(t + (q - t) % (Self.base - t)))
+                    q = (q - t) / (Self.base - t)
+                    k += Self.base
+                }
+                output.append(Self.digit(q))
+                bias = Self.adapt(delta, points: handled + 1, first: handled == basicCount)
+                delta = 0
+                handled += 1
+            }
+            delta += 1
+            n += 1
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func digit(_ value: Int) -> UInt8 {
+        value < 26 ? UInt8(ascii: "a") + UInt8(value) : UInt8(ascii: "0") + UInt8(value - 26)
+    }
+
+    private static func adapt(_ delta: Int, points: Int, first: Bool) -> Int {
+        var delta = first ? delta / Self.damp : delta / 2
+        delta += delta / points
+        var k = 0
+        while delta > ((Self.base - Self.tMin) * Self.tMax) / 2 {
+            delta /= Self.base - Self.tMin
+            k += Self.base
+        }
+        return k + (Self.base - Self.tMin + 1) * delta / (delta + Self.skew)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
+    }
+}

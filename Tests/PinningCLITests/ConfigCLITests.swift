@@ -219,4 +219,19 @@ struct ConfigCLITests {
         let tooBroad = try Self.run(["pins", bundle, "--config-entry", "*.com"])
         #expect(tooBroad.status == 2 && tooBroad.stderr.contains("too broad"))
     }
+
+    @Test("config lint lists an excluded subdomain and refuses one without a parent")
+    func lintExclusion() throws {
+        let setup = try Setup()
+        let pins = "[\"\(setup.pin(setup.chain.root))\", \"\(setup.pin(setup.chain.intermediate))\"]"
+        let file = try setup.config("\"example.com\": {\"pins\": \(pins), \"includeSubdomains\": true}, \"status.example.com\": {\"excludeSubdomainFromParentPolicy\": true}")
+        let lint = try Self.run(["config", "lint", file])
+        #expect(lint.status == 0, "\(lint.stderr)")
+        #expect(lint.stdout.contains("status.example.com: excluded from its parent's policy"), "\(lint.stdout)")
+
+        let orphan = try setup.config("\"status.example.com\": {\"excludeSubdomainFromParentPolicy\": true}")
+        let refused = try Self.run(["config", "lint", orphan])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("no entry covers this host from above"), "\(refused.stderr)")
+    }
 }

@@ -54,7 +54,10 @@ struct ConfigurationValidator {
     typealias Problem = PinningConfigurationError.Problem
 
     static let topLevelFields = ["domains", "unlistedHosts", "version"]
-    static let entryFields = ["anchors", "anchorsOnly", "enforce", "expires", "includeSubdomains", "pins", "reportURIs"]
+    static let entryFields = [
+        "anchors", "anchorsOnly", "enforce", "excludeSubdomainFromParentPolicy", "expires", "includeSubdomains", "pins",
+        "reportURIs",
+    ]
 
     let baseDirectory: String
     private(set) var problems: [Problem] = []
@@ -95,6 +98,7 @@ struct ConfigurationValidator {
                 }
             }
             self.checkOverlaps(entries)
+            self.checkExclusionsHaveParents(entries)
         case let other?:
             self.add(.wrongType, nil, "domains", "must be an object mapping host patterns to entries, not \(other.typeName)")
         }
@@ -148,6 +152,9 @@ struct ConfigurationValidator {
         for field in fields.keys.sorted() where !Self.entryFields.contains(field) {
             self.add(.unknownField, key, field, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
         }
+        if self.bool(fields["excludeSubdomainFromParentPolicy"], key, "excludeSubdomainFromParentPolicy") == true {
+            return self.exclusion(key, fields, problemsBefore: before)
+        }
         let includeSubdomains = self.bool(fields["includeSubdomains"], key, "includeSubdomains") ?? false
         let enforce = self.bool(fields["enforce"], key, "enforce") ?? true
         let anchorsOnly = self.bool(fields["anchorsOnly"], key, "anchorsOnly") ?? false
@@ -181,8 +188,64 @@ struct ConfigurationValidator {
             anchors: anchors,
             anchorsOnly: anchorsOnly,
             reportURIs: reportURIs,
+            excludesSubdomainFromParentPolicy: false,
             pattern: pattern
         )
+    }
+
+    /// TrustKit's `kTSKExcludeSubdomainFromParentPolicy`: `{"excludeSubdomainFromParentPolicy": true}` exempts
+    /// one host from the policy of an entry that covers it from above (`includeSubdomains`, `*.`, `**.`). The
+    /// host is then not pinned: its chain and name are validated as for an unlisted host under
+    /// `"unlistedHosts": "default"`. As in TrustKit, the entry may carry nothing else (a pin or an anchor on
+    /// it would mean the opposite of the exemption), it names exactly one host (no wildcard), and a parent
+    /// entry must exist (checked once every entry is read).
+    private mutating func exclusion(_ key: String, _ fields: [String: JSONValue], problemsBefore before: Int) -> PinningConfiguration.Entry? {
+        for field in fields.keys.sorted() where field != "excludeSubdomainFromParentPolicy" && Self.entryFields.contains(field) {
+            self.add(
+                .invalidValue, key, field,
+                "cannot be combined with \"excludeSubdomainFromParentPolicy\": true; the excluded host is not pinned (remove the field, or the exclusion)"
+            )
+        }
+        var pattern: HostPattern?
+        if key.hasPrefix("*") {
+            self.add(.invalidPattern, key, "excludeSubdomainFromParentPolicy", "excludes one host; write its exact name, not a wildcard")
+        } else {
+            do {
+                pattern = try HostPattern.parse(key, includeSubdomains: false)
+            } catch {
+                self.add(.invalidPattern, key, nil, error.message)
+            }
+        }
+        guard self.problems.count == before, let pattern else { return nil }
+        return PinningConfiguration.Entry(
+            key: key,
+            pins: [],
+            includeSubdomains: false,
+            enforce: false,
+            expires: nil,
+            anchorFiles: [],
+            anchors: [],
+            anchorsOnly: false,
+            reportURIs: [],
+            excludesSubdomainFromParentPolicy: true,
+            pattern: pattern
+        )
+    }
+
+    /// An exclusion without a parent policy exempts nothing, which is a mistake (TrustKit refuses it too).
+    private mutating func checkExclusionsHaveParents(_ entries: [PinningConfiguration.Entry]) {
+        for excluded in entries where excluded.excludesSubdomainFromParentPolicy {
+            guard case .exact(let host) = excluded.pattern.kind else { continue }
+            let hasParent = entries.contains { parent in
+                !parent.excludesSubdomainFromParentPolicy && parent.pattern.kind != excluded.pattern.kind && parent.pattern.matches(host)
+            }
+            if !hasParent {
+                self.add(
+                    .invalidValue, excluded.key, "excludeSubdomainFromParentPolicy",
+                    "no entry covers this host from above (includeSubdomains, \"*.\" or \"**.\"), so there is no parent policy to exclude it from"
+                )
+            }
+        }
     }
 
     private mutating func bool(_ value: JSONValue?, _ key: String, _ field: String) -> Bool? {

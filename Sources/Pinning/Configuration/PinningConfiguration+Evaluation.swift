@@ -78,6 +78,21 @@ extension PinningConfiguration: ServerTrustEvaluating {
         guard let entry = self.entry(forHost: host) else {
             return await self.evaluateUnlisted(trust, host: host, port: port, time: time)
         }
+        if entry.excludesSubdomainFromParentPolicy {
+            // Exempt from the parent's policy (TrustKit's "domain not pinned"): the chain and the host name are
+            // validated with the trust as given, no pins, whatever unlistedHosts says (the host is listed).
+            return HostEvaluation(
+                verdict: await trust.evaluate(.ssl(host: host)),
+                host: host,
+                port: port,
+                matchedEntry: entry.key,
+                pinsEnforced: false,
+                pinMismatch: false,
+                warnings: [],
+                failureReport: nil,
+                reportSubmitted: false
+            )
+        }
 
         if entry.anchorsOnly {
             trust.anchors = entry.anchors

@@ -59,6 +59,10 @@ public struct PinningConfiguration: Sendable {
         public let anchorsOnly: Bool
         /// Where failure reports for this entry are sent.
         public let reportURIs: [URL]
+        /// Whether this entry exempts its host from the policy of an entry covering it from above (TrustKit's
+        /// `kTSKExcludeSubdomainFromParentPolicy`): the host is not pinned; its chain and name are validated
+        /// as an unlisted host's under `"unlistedHosts": "default"`. Such an entry has no pins.
+        public let excludesSubdomainFromParentPolicy: Bool
 
         let pattern: HostPattern
 
@@ -259,13 +263,29 @@ extension PinningConfiguration: Codable {
     }
 
     private struct EncodedEntry: Encodable {
-        var pins: [String]
+        var pins: [String]?
+        var excludeSubdomainFromParentPolicy: Bool?
         var includeSubdomains: Bool?
         var enforce: Bool?
         var expires: String?
         var anchors: [String]?
         var anchorsOnly: Bool?
         var reportURIs: [String]?
+
+        init(
+            pins: [String]? = nil, excludeSubdomainFromParentPolicy: Bool? = nil, includeSubdomains: Bool? = nil,
+            enforce: Bool? = nil, expires: String? = nil, anchors: [String]? = nil, anchorsOnly: Bool? = nil,
+            reportURIs: [String]? = nil
+        ) {
+            self.pins = pins
+            self.excludeSubdomainFromParentPolicy = excludeSubdomainFromParentPolicy
+            self.includeSubdomains = includeSubdomains
+            self.enforce = enforce
+            self.expires = expires
+            self.anchors = anchors
+            self.anchorsOnly = anchorsOnly
+            self.reportURIs = reportURIs
+        }
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -280,6 +300,10 @@ extension PinningConfiguration: Codable {
         var domains: [String: EncodedEntry] = [:]
         for entry in self.entries {
             let isWildcard = entry.key.hasPrefix("*")
+            if entry.excludesSubdomainFromParentPolicy {
+                domains[entry.key] = EncodedEntry(excludeSubdomainFromParentPolicy: true)
+                continue
+            }
             domains[entry.key] = EncodedEntry(
                 pins: entry.pins.map(\.description),
                 includeSubdomains: entry.includeSubdomains && !isWildcard ? true : nil,

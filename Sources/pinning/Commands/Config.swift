@@ -45,6 +45,10 @@ extension PinningCommand.Config {
                     + (warnings.isEmpty ? "" : "; \(warnings.count) warning\(warnings.count == 1 ? "" : "s")")
             )
             for entry in configuration.entries {
+                if entry.excludesSubdomainFromParentPolicy {
+                    print("  \(entry.key): excluded from its parent's policy (not pinned; chain and name validated)")
+                    continue
+                }
                 var traits = ["\(entry.pins.count) pin\(entry.pins.count == 1 ? "" : "s")"]
                 traits.append(entry.enforce ? "enforced" : "report-only")
                 if entry.includeSubdomains { traits.append("subdomains") }

@@ -40,7 +40,8 @@ struct ProfileChecks {
         let authorityInformationAccess: AuthorityInformationAccess?
         do {
             basicConstraints = try extensions.basicConstraints
-            keyUsage = try extensions.keyUsage
+            // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
+            keyUsage = try LenientKeyUsage.effectiveKeyUsage(of: certificate)
             sans = try extensions.subjectAlternativeNames
             nameConstraints = try extensions.nameConstraints
             authorityKeyIdentifier = try extensions.authorityKeyIdentifier

@@ -318,3 +318,88 @@ struct CertificateStructureTests {
         }
     }
 }
+
+@Suite("Unusual but well-formed encodings")
+struct UnusualEncodingTests {
+    static func length(_ count: Int) -> [UInt8] {
+        if count < 0x80 { return [UInt8(count)] }
+        var bytes: [UInt8] = []
+        var value = count
+        while value > 0 {
+            bytes.insert(UInt8(value & 0xFF), at: 0)
+            value >>= 8
+        }
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+
+    static func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag] + Self.length(content.count) + content }
+
+    /// A self-signed certificate whose TBSCertificate fields are `edit`ed, then signed again with the same key.
+    static func reencoded(_ edit: (inout [[UInt8]]) -> Void) throws -> [UInt8] {
+        let key = P256.Signing.PrivateKey()
+        let subject = try LoadingFixtures.name("Unusual")
+        let original = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(bytes: [0x2A]),
+            publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: Date(timeIntervalSince1970: 1_769_860_800),  // 2026-01-31T12:00:00Z
+            notValidAfter: Date(timeIntervalSince1970: 1_801_396_800),  // 2027-01-31T12:00:00Z
+            issuer: subject,
+            subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil)) },
+            issuerPrivateKey: Certificate.PrivateKey(key)
+        )
+        let root = try DER.parse(original.derBytes)
+        guard case .constructed(let top) = root.content, let tbsNode = Array(top).first,
+            case .constructed(let tbsChildren) = tbsNode.content
+        else { throw LoadingFixtures.CommandFailed(description: "not a certificate") }
+        var fields = tbsChildren.map { Array($0.encodedBytes) }
+        edit(&fields)
+        let tbs = Self.tlv(0x30, fields.flatMap { $0 })
+        let signature = try key.signature(for: tbs).derRepresentation
+        let algorithm = Array(Array(top)[1].encodedBytes)
+        return Self.tlv(0x30, tbs + algorithm + Self.tlv(0x03, [0x00] + Array(signature)))
+    }
+
+    @Test("BER time forms (no seconds, an offset) are read, reported as quirks, and refused for evaluation with the reason")
+    func berTimes() throws {
+        let der = try Self.reencoded { fields in
+            // version [0], serial, signature, issuer, validity (index 4), subject, spki, extensions
+            let notBefore = Self.tlv(0x17, Array("2601311200Z".utf8))  // UTCTime without seconds
+            let notAfter = Self.tlv(0x17, Array("270131130000+0100".utf8))  // UTCTime with an offset
+            fields[4] = Self.tlv(0x30, notBefore + notAfter)
+        }
+        let listing = CertificateLoader.inspect(from: der, origin: "t.der")
+        let certificate = try #require(listing.certificates.first, "\(listing.failures)")
+        #expect(certificate.info.notValidBefore == Date(timeIntervalSince1970: 1_769_860_800))
+        #expect(certificate.info.notValidAfter == Date(timeIntervalSince1970: 1_801_396_800))
+        #expect(certificate.info.isSelfSigned)
+        #expect(certificate.info.notes.contains { $0.contains("\"2601311200Z\" is not in the DER form") }, "\(certificate.info.notes)")
+        let error = try #require(certificate.unsupported)
+        #expect(error.code == .unsupportedCertificate)
+        #expect(error.description.contains("swift-certificates cannot parse it"), "\(error)")
+        #expect(error.description.contains("it deviates from DER"), "\(error)")
+        #expect(throws: CertificateLoadingError.self) { try CertificateLoader.certificates(from: der, origin: "t.der") }
+    }
+
+    @Test("a v2 certificate with unique identifiers is listed with its facts")
+    func v2UniqueIdentifiers() throws {
+        let der = try Self.reencoded { fields in
+            fields[0] = Self.tlv(0xA0, Self.tlv(0x02, [0x01]))  // v2
+            fields.removeLast()  // extensions are v3 only
+            fields.append(Self.tlv(0x81, [0x00, 0x01, 0x02]))  // issuerUniqueID [1] IMPLICIT BIT STRING
+            fields.append(Self.tlv(0x82, [0x00, 0x03, 0x04]))  // subjectUniqueID [2] IMPLICIT BIT STRING
+        }
+        let listing = CertificateLoader.inspect(from: der, origin: "v2.der")
+        let certificate = try #require(listing.certificates.first, "\(listing.failures)")
+        #expect(certificate.info.version == 2)
+        #expect(certificate.info.subject == "CN=Unusual")
+        #expect(certificate.info.isSelfSigned)
+        // swift-certificates reads the IMPLICIT [1]/[2] BIT STRINGs as EXPLICIT, so it refuses them: the
+        // certificate is listed, and refused for evaluation in words.
+        #expect(certificate.certificate == nil)
+        #expect(certificate.unsupported?.code == .unsupportedCertificate)
+        #expect(certificate.unsupported?.description.contains("swift-certificates cannot parse it") == true, "\(String(describing: certificate.unsupported))")
+    }
+}

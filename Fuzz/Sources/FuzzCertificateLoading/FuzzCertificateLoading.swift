@@ -37,6 +37,13 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     } catch {
         _ = String(describing: error)
     }
+    // The listing path (inspect, pins): our own TBSCertificate reader runs on whatever swift-certificates refuses.
+    let listing = CertificateLoader.inspect(from: bytes, origin: "<fuzz>")
+    precondition(!listing.certificates.isEmpty || !listing.failures.isEmpty, "the listing lost the input")
+    for certificate in listing.certificates {
+        _ = certificate.pin.description
+        _ = certificate.info.subject
+    }
     return 0
 }
 

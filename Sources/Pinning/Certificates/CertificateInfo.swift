@@ -50,7 +50,8 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     public var subject: String
     /// The issuer, in the same form as ``subject``.
     public var issuer: String
-    /// The serial number in lowercase hex without colons or leading zero bytes, e.g. `"1a2b3c"`.
+    /// The serial number in lowercase hex without colons or leading zero bytes, e.g. `"1a2b3c"`; a negative one
+    /// (which RFC 5280 forbids but some certificates carry) as `-` and the hex of its magnitude, e.g. `"-05"`.
     public var serialNumber: String
     /// The start of the validity period.
     public var notValidBefore: Date
@@ -58,7 +59,8 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     public var notValidAfter: Date
     /// The subjectAltName entries in certificate order; empty when the extension is absent or malformed.
     public var subjectAlternativeNames: [SubjectAlternativeName]
-    /// `"EC P-256"`, `"EC P-384"`, `"EC P-521"`, `"RSA"` or `"Ed25519"`.
+    /// `"EC P-256"`, `"EC P-384"`, `"EC P-521"`, `"RSA"` or `"Ed25519"`; for keys the verifier does not support,
+    /// e.g. `"DSA"`, `"RSASSA-PSS"`, `"EC explicit parameters"`, `"EC brainpoolP256r1"`, `"Ed448"`.
     public var keyType: String
     /// The key size in bits: the RSA modulus size, 256/384/521 for EC keys, 256 for Ed25519.
     public var keySize: Int
@@ -84,32 +86,140 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     public var isCA: Bool
     /// What could not be read (malformed extensions); empty for a healthy certificate.
     public var problems: [String]
+    /// The X.509 version: 1, 2 or 3.
+    public var version: Int
+    /// What the verifier does not support in this certificate, in words ("signature algorithm rsassaPss (…) is not
+    /// supported for verification: …"); empty when it can be used for evaluation. Such a certificate can still be
+    /// inspected and pinned.
+    public var unsupportedForVerification: [String]
+    /// Encoding quirks that were tolerated to read the certificate (a keyUsage BIT STRING that is not minimal DER,
+    /// a non-DER time form, …) and facts that could not be established (a self-signature not checked); empty for
+    /// a plain DER certificate.
+    public var notes: [String]
 
     /// The facts of `certificate`. Never throws: unreadable parts are reported in ``problems``.
     ///
     /// - Parameter certificate: The certificate to describe.
     public init(_ certificate: Certificate) {
-        var problems: [String] = []
-        self.subject = String(describing: certificate.subject)
-        self.issuer = String(describing: certificate.issuer)
-        self.serialNumber = Self.serialHex(certificate.serialNumber.bytes)
-        self.notValidBefore = certificate.notValidBefore
-        self.notValidAfter = certificate.notValidAfter
+        let der = certificate.derBytes
+        self.init(
+            base: BaseFacts(
+                subject: String(describing: certificate.subject),
+                issuer: String(describing: certificate.issuer),
+                serialNumber: Self.serialHex(certificate.serialNumber.bytes),
+                notValidBefore: certificate.notValidBefore,
+                notValidAfter: certificate.notValidAfter,
+                version: certificate.version == .v1 ? 1 : certificate.version == .v3 ? 3 : 2,
+                extensions: certificate.extensions,
+                extensionsProblem: nil,
+                spki: certificate.subjectPublicKeyInfoDER,
+                signatureAlgorithm: Self.signatureAlgorithmName(der: der, fallback: String(describing: certificate.signatureAlgorithm)),
+                der: der,
+                isSelfSigned: certificate.subject == certificate.issuer
+                    && certificate.publicKey.isValidSignature(certificate.signature, for: certificate),
+                unsupportedForVerification: [],
+                notes: []
+            )
+        )
+    }
 
-        let names = Self.describeSubjectAlternativeNames(certificate)
+    /// The facts of a certificate that swift-certificates could not parse, read by ``CertificateStructure``.
+    init(structure: CertificateStructure, unsupportedForVerification: [String]) {
+        var notes = structure.quirks
+        let extensions: Certificate.Extensions
+        var extensionsProblem: String? = nil
+        do {
+            extensions = try Certificate.Extensions(structure.extensions)
+        } catch {
+            extensions = Certificate.Extensions()
+            extensionsProblem = "the extensions cannot be read: \(CertificateParser.describe(error))"
+        }
+        var isSelfSigned = false
+        if structure.subject.encoded.elementsEqual(structure.issuer.encoded) {
+            switch SignatureCheck.verify(structure, by: structure) {
+            case .valid:
+                isSelfSigned = true
+            case .invalid:
+                notes.append("subject equals issuer, but the certificate's own key does not verify its signature")
+            case .notChecked(let reason):
+                notes.append("subject equals issuer; the self-signature was not checked: \(reason)")
+            }
+        }
+        self.init(
+            base: BaseFacts(
+                subject: structure.subject.text,
+                issuer: structure.issuer.text,
+                serialNumber: Self.serialText(structure.serialContent),
+                notValidBefore: structure.notValidBefore,
+                notValidAfter: structure.notValidAfter,
+                version: structure.version,
+                extensions: extensions,
+                extensionsProblem: extensionsProblem,
+                spki: Array(structure.subjectPublicKeyInfo),
+                signatureAlgorithm: VerificationSupport.signatureAlgorithmName(structure.signatureAlgorithm),
+                der: structure.der,
+                isSelfSigned: isSelfSigned,
+                unsupportedForVerification: unsupportedForVerification,
+                notes: notes
+            )
+        )
+    }
+
+    /// The facts of any well-formed X.509 certificate, whether or not the verifier supports it.
+    ///
+    /// - Parameter der: One DER certificate.
+    /// - Throws: ``CertificateLoadingError`` (origin `"certificate"`) with code
+    ///   ``CertificateLoadingError/Code/malformedDER`` when the bytes are not an X.509 certificate.
+    public init(derEncoded der: [UInt8]) throws(CertificateLoadingError) {
+        let raw = CertificateParser.RawCertificate(der: der, what: "the certificate", failureCode: .malformedDER)
+        self = try CertificateParser.inspect(raw, origin: "certificate").get().info
+    }
+
+    /// What both initialisers know before the extension-derived facts are computed.
+    private struct BaseFacts {
+        var subject: String
+        var issuer: String
+        var serialNumber: String
+        var notValidBefore: Date
+        var notValidAfter: Date
+        var version: Int
+        var extensions: Certificate.Extensions
+        var extensionsProblem: String?
+        var spki: [UInt8]
+        var signatureAlgorithm: String
+        var der: [UInt8]
+        var isSelfSigned: Bool
+        var unsupportedForVerification: [String]
+        var notes: [String]
+    }
+
+    private init(base: BaseFacts) {
+        var problems: [String] = []
+        var notes = base.notes
+        self.subject = base.subject
+        self.issuer = base.issuer
+        self.serialNumber = base.serialNumber
+        self.notValidBefore = base.notValidBefore
+        self.notValidAfter = base.notValidAfter
+        self.version = base.version
+
+        let extensions = base.extensions
+        if let problem = base.extensionsProblem { problems.append(problem) }
+
+        let names = Self.describeSubjectAlternativeNames(extensions)
         self.subjectAlternativeNames = names.names
         problems += names.problems
 
-        let key = Self.keyFacts(certificate.subjectPublicKeyInfoDER)
+        let key = Self.keyFacts(base.spki)
         self.keyType = key.type
         self.keySize = key.bits
         if let problem = key.problem { problems.append(problem) }
 
-        self.signatureAlgorithm = Self.signatureAlgorithmName(certificate)
+        self.signatureAlgorithm = base.signatureAlgorithm
 
         var basicConstraints: BasicConstraints? = nil
         do {
-            switch try certificate.extensions.basicConstraints {
+            switch try extensions.basicConstraints {
             case .some(.isCertificateAuthority(let maxPathLength)):
                 basicConstraints = BasicConstraints(isCA: true, pathLength: maxPathLength)
             case .some(.notCertificateAuthority):
@@ -125,7 +235,8 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
 
         var keyUsage: [String]? = nil
         do {
-            if let usage = try certificate.extensions.keyUsage {
+            if let decoded = try LenientKeyUsage.decoded(of: extensions) {
+                let usage = decoded.usage
                 let bits: [(Bool, String)] = [
                     (usage.digitalSignature, "digitalSignature"),
                     (usage.nonRepudiation, "nonRepudiation"),
@@ -138,15 +249,16 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
                     (usage.decipherOnly, "decipherOnly"),
                 ]
                 keyUsage = bits.filter { $0.0 }.map { $0.1 }
+                notes += decoded.quirks
             }
         } catch {
-            problems.append("keyUsage extension is malformed: \(CertificateParser.describe(error))")
+            problems.append(error.description)
         }
         self.keyUsage = keyUsage
 
         var extendedKeyUsage: [String]? = nil
         do {
-            if let usages = try certificate.extensions.extendedKeyUsage {
+            if let usages = try extensions.extendedKeyUsage {
                 extendedKeyUsage = usages.map { usage in
                     usage == .any ? "anyExtendedKeyUsage" : String(describing: usage)
                 }
@@ -156,14 +268,13 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         }
         self.extendedKeyUsage = extendedKeyUsage
 
-        let der = certificate.derBytes
-        self.sha1Fingerprint = Self.colonHex(Array(Insecure.SHA1.hash(data: der)))
-        self.sha256Fingerprint = Self.sha256Fingerprint(ofDER: der)
-        self.spkiPin = Pin(spkiOf: certificate).description
-        self.isSelfSigned =
-            certificate.subject == certificate.issuer
-            && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+        self.sha1Fingerprint = Self.colonHex(Array(Insecure.SHA1.hash(data: base.der)))
+        self.sha256Fingerprint = Self.sha256Fingerprint(ofDER: base.der)
+        self.spkiPin = Pin(subjectPublicKeyInfoDER: base.spki).description
+        self.isSelfSigned = base.isSelfSigned
         self.problems = problems
+        self.unsupportedForVerification = base.unsupportedForVerification
+        self.notes = notes
     }
 
     // MARK: Codable
@@ -171,7 +282,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey {
         case subject, issuer, serialNumber, notValidBefore, notValidAfter, subjectAlternativeNames, keyType
         case keySize, signatureAlgorithm, basicConstraints, keyUsage, extendedKeyUsage, sha1Fingerprint
-        case sha256Fingerprint, spkiPin, isSelfSigned, isCA, problems
+        case sha256Fingerprint, spkiPin, isSelfSigned, isCA, problems, version, unsupportedForVerification, notes
     }
 
     /// Encodes the facts; dates as RFC 3339 strings, whatever the encoder's date strategy.
@@ -197,6 +308,9 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         try container.encode(self.isSelfSigned, forKey: .isSelfSigned)
         try container.encode(self.isCA, forKey: .isCA)
         try container.encode(self.problems, forKey: .problems)
+        try container.encode(self.version, forKey: .version)
+        try container.encode(self.unsupportedForVerification, forKey: .unsupportedForVerification)
+        try container.encode(self.notes, forKey: .notes)
     }
 
     /// Decodes facts written by ``encode(to:)``; dates must be RFC 3339 strings.
@@ -225,6 +339,11 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         self.isSelfSigned = try container.decode(Bool.self, forKey: .isSelfSigned)
         self.isCA = try container.decode(Bool.self, forKey: .isCA)
         self.problems = try container.decodeIfPresent([String].self, forKey: .problems) ?? []
+        // Added later: absent in JSON written by earlier versions.
+        self.version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 3
+        self.unsupportedForVerification =
+            try container.decodeIfPresent([String].self, forKey: .unsupportedForVerification) ?? []
+        self.notes = try container.decodeIfPresent([String].self, forKey: .notes) ?? []
     }
 
     static func rfc3339(_ date: Date) -> String {
@@ -252,6 +371,22 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         return significant.map { Self.hexByte($0, uppercase: false) }.joined()
     }
 
+    /// ``serialHex(_:)`` of an INTEGER's two's-complement content octets; a negative number as `-` and the hex of
+    /// its magnitude (`-05`), as OpenSSL prints `-0x5`.
+    static func serialText(_ content: ArraySlice<UInt8>) -> String {
+        guard let first = content.first, first & 0x80 != 0 else { return Self.serialHex(content) }
+        // Magnitude of a negative two's-complement number: invert and add one.
+        var magnitude = content.map { ~$0 }
+        var index = magnitude.count - 1
+        while index >= 0 {
+            let (sum, overflow) = magnitude[index].addingReportingOverflow(1)
+            magnitude[index] = sum
+            if !overflow { break }
+            index -= 1
+        }
+        return "-" + Self.serialHex(magnitude[...])
+    }
+
     static func colonHex(_ bytes: [UInt8]) -> String {
         bytes.map { Self.hexByte($0, uppercase: true) }.joined(separator: ":")
     }
@@ -265,7 +400,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     /// extension is absent or malformed), without computing the other facts: for a connection that reports
     /// its peer on every handshake.
     package static func subjectAlternativeNames(of certificate: Certificate) -> [SubjectAlternativeName] {
-        Self.describeSubjectAlternativeNames(certificate).names
+        Self.describeSubjectAlternativeNames(certificate.extensions).names
     }
 
     /// ``sha256Fingerprint`` of `certificate` alone.
@@ -277,11 +412,11 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         Self.colonHex(Array(SHA256.hash(data: der)))
     }
 
-    private static func describeSubjectAlternativeNames(_ certificate: Certificate) -> (names: [SubjectAlternativeName], problems: [String]) {
+    private static func describeSubjectAlternativeNames(_ extensions: Certificate.Extensions) -> (names: [SubjectAlternativeName], problems: [String]) {
         var names: [SubjectAlternativeName] = []
         var problems: [String] = []
         do {
-            if let extensionValue = try certificate.extensions.subjectAlternativeNames {
+            if let extensionValue = try extensions.subjectAlternativeNames {
                 for name in extensionValue {
                     let (entry, problem) = Self.describe(name)
                     names.append(entry)
@@ -359,6 +494,18 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         "1.3.132.0.35": ("EC P-521", 521),
     ]
 
+    private static let otherCurveBits: [String: Int] = [
+        "1.3.132.0.10": 256, "1.2.840.10045.3.1.1": 192, "1.3.132.0.33": 224,
+        "1.3.36.3.3.2.8.1.1.7": 256, "1.3.36.3.3.2.8.1.1.11": 384, "1.3.36.3.3.2.8.1.1.13": 512,
+    ]
+
+    /// The bit length of an unsigned big-endian integer.
+    private static func bitLength(_ bytes: ArraySlice<UInt8>) -> Int {
+        let significant = bytes.drop(while: { $0 == 0 })
+        guard let first = significant.first else { return 0 }
+        return significant.count * 8 - first.leadingZeroBitCount
+    }
+
     /// Key type and size from the SubjectPublicKeyInfo DER:
     /// `SEQUENCE { algorithm SEQUENCE { OID, parameters }, subjectPublicKey BIT STRING }`.
     private static func keyFacts(_ spki: [UInt8]) -> (type: String, bits: Int, problem: String?) {
@@ -383,15 +530,53 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
                 guard let curveNode = algorithmIterator.next() else {
                     return ("EC", 0, "the EC key has no named curve")
                 }
+                if curveNode.identifier == .sequence {
+                    // SpecifiedECDomain (RFC 3279 §2.3.5): { version, fieldID, curve, base, order, cofactor }; the
+                    // key size is the size of the order, as OpenSSL reports it.
+                    let order = try DER.sequence(curveNode, identifier: .sequence) { nodes in
+                        for _ in 0..<4 { _ = nodes.next() }
+                        guard let node = nodes.next(), case .primitive(let bytes) = node.content else {
+                            throw ASN1Error.invalidASN1Object(reason: "no order in the explicit curve parameters")
+                        }
+                        while nodes.next() != nil {}
+                        return bytes
+                    }
+                    return ("EC explicit parameters", Self.bitLength(order), nil)
+                }
+                guard curveNode.identifier == .objectIdentifier else {
+                    return ("EC", 0, "the EC key's parameters are neither a named curve nor explicit parameters")
+                }
                 let curve = String(describing: try ASN1ObjectIdentifier(derEncoded: curveNode))
                 guard let (name, bits) = Self.curves[curve] else {
+                    if let name = VerificationSupport.otherCurveNames[curve] {
+                        return ("EC \(name)", Self.otherCurveBits[curve] ?? 0, nil)
+                    }
                     return ("EC \(curve)", 0, "unknown EC curve \(curve)")
                 }
                 return (name, bits, nil)
             case "1.3.101.112":
                 return ("Ed25519", 256, nil)
-            case "1.2.840.113549.1.1.1":
-                // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }, inside the BIT STRING.
+            case "1.3.101.113":
+                return ("Ed448", 456, nil)
+            case "1.3.101.110":
+                return ("X25519", 253, nil)
+            case "1.3.101.111":
+                return ("X448", 448, nil)
+            case "1.2.840.10040.4.1":
+                // Dss-Parms ::= SEQUENCE { p, q, g } (RFC 3279 §2.3.2): the key size is the size of p.
+                guard let parameters = algorithmIterator.next() else {
+                    return ("DSA", 0, "the DSA key has no parameters (inherited from the issuer)")
+                }
+                let p = try DER.sequence(parameters, identifier: .sequence) { nodes in
+                    let p = try ArraySlice<UInt8>(derEncoded: &nodes)
+                    while nodes.next() != nil {}
+                    return p
+                }
+                return ("DSA", Self.bitLength(p), nil)
+            case "1.2.840.113549.1.1.1", "1.2.840.113549.1.1.10":
+                // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }, inside the BIT STRING; the
+                // same for an id-RSASSA-PSS key (RFC 4055 §1.2).
+                let type = algorithm == "1.2.840.113549.1.1.1" ? "RSA" : "RSASSA-PSS"
                 let bitString = try ASN1BitString(derEncoded: keyNode)
                 let rsaKey = try DER.parse(bitString.bytes)
                 let modulus = try DER.sequence(rsaKey, identifier: .sequence) { nodes in
@@ -399,12 +584,14 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
                     _ = try ArraySlice<UInt8>(derEncoded: &nodes)
                     return modulus
                 }
-                let significant = modulus.drop(while: { $0 == 0 })
-                guard let first = significant.first else {
-                    return ("RSA", 0, "the RSA modulus is zero")
+                guard Self.bitLength(modulus) > 0 else {
+                    return (type, 0, "the RSA modulus is zero")
                 }
-                return ("RSA", significant.count * 8 - first.leadingZeroBitCount, nil)
+                return (type, Self.bitLength(modulus), nil)
             default:
+                if let name = VerificationSupport.keyAlgorithmNames[algorithm] {
+                    return ("\(name) \(algorithm)", 0, nil)
+                }
                 return (algorithm, 0, "unknown public key algorithm \(algorithm)")
             }
         } catch {
@@ -412,23 +599,8 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         }
     }
 
-    private static let signatureAlgorithmNames: [String: String] = [
-        "1.2.840.10045.4.3.2": "ecdsa-with-SHA256",
-        "1.2.840.10045.4.3.3": "ecdsa-with-SHA384",
-        "1.2.840.10045.4.3.4": "ecdsa-with-SHA512",
-        "1.2.840.10045.4.1": "ecdsa-with-SHA1",
-        "1.2.840.113549.1.1.5": "sha1WithRSAEncryption",
-        "1.2.840.113549.1.1.11": "sha256WithRSAEncryption",
-        "1.2.840.113549.1.1.12": "sha384WithRSAEncryption",
-        "1.2.840.113549.1.1.13": "sha512WithRSAEncryption",
-        "1.2.840.113549.1.1.4": "md5WithRSAEncryption",
-        "1.2.840.113549.1.1.10": "rsassaPss",
-        "1.3.101.112": "ED25519",
-    ]
-
     /// The OpenSSL name of the outer signatureAlgorithm: `Certificate ::= SEQUENCE { tbs, algorithm, signature }`.
-    private static func signatureAlgorithmName(_ certificate: Certificate) -> String {
-        let der = certificate.derBytes
+    private static func signatureAlgorithmName(der: [UInt8], fallback: String) -> String {
         let reader = BERReader(der)
         do {
             let top = try reader.element(at: 0, limit: der.count)
@@ -436,11 +608,11 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
             guard fields.count == 3, let oidElement = try reader.children(of: fields[1]).first,
                 let oid = reader.objectIdentifier(oidElement)
             else {
-                return String(describing: certificate.signatureAlgorithm)
+                return fallback
             }
-            return Self.signatureAlgorithmNames[oid] ?? oid
+            return VerificationSupport.signatureAlgorithmNames[oid] ?? oid
         } catch {
-            return String(describing: certificate.signatureAlgorithm)
+            return fallback
         }
     }
 }

@@ -211,11 +211,12 @@ struct ChainPolicy: VerifierPolicy {
         for (index, certificate) in path.enumerated() {
             let usage: KeyUsage?
             do {
-                usage = try certificate.extensions.keyUsage
+                // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
+                usage = try LenientKeyUsage.effectiveKeyUsage(of: certificate)
             } catch {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) has a malformed keyUsage extension"
+                    problem: "certificate \(index) (\(certificate.subject)) has a malformed keyUsage extension: \(error.problem)"
                 )
             }
             guard let usage else { continue }

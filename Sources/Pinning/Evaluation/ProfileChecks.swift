@@ -40,7 +40,8 @@ struct ProfileChecks {
         let authorityInformationAccess: AuthorityInformationAccess?
         do {
             basicConstraints = try extensions.basicConstraints
-            keyUsage = try extensions.keyUsage
+            // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
+            keyUsage = try LenientKeyUsage.effectiveKeyUsage(of: certificate)
             sans = try extensions.subjectAlternativeNames
             nameConstraints = try extensions.nameConstraints
             authorityKeyIdentifier = try extensions.authorityKeyIdentifier
@@ -59,7 +60,9 @@ struct ProfileChecks {
         if !isAnchor, let problem = Self.serialNumberProblem(certificate) { return problem }
 
         // RFC 5280 §4.2.1.9: CAs mark basicConstraints critical. §4.2.1.3: keyCertSign only with cA.
-        if isCA, let ext = extensions[oid: .X509ExtensionID.basicConstraints], !ext.critical {
+        // Not applied to the trust anchor, like the serial rule: three roots Debian and Mozilla ship (Go Daddy
+        // Class 2, Starfield Class 2, Chunghwa ePKI Root) mark it non-critical and could otherwise anchor nothing.
+        if isCA, !isAnchor, let ext = extensions[oid: .X509ExtensionID.basicConstraints], !ext.critical {
             return "it is a CA but its basicConstraints extension is not critical (RFC 5280 §4.2.1.9)"
         }
         if let keyUsage, keyUsage.keyCertSign, !isCA {

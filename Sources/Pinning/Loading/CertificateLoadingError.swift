@@ -24,6 +24,7 @@ public struct CertificateLoadingError: Error, Hashable, Sendable, CustomStringCo
             case malformedPKCS7
             case unsupportedKey
             case notADirectory
+            case unsupportedCertificate
         }
 
         private let kind: Kind
@@ -49,11 +50,16 @@ public struct CertificateLoadingError: Error, Hashable, Sendable, CustomStringCo
         public static let malformedPKCS7 = Code(.malformedPKCS7)
         /// The certificate is well formed but its public key type is not supported.
         ///
-        /// swift-certificates only accepts ECDSA P-256, P-384 and P-521, RSA and Ed25519 keys; certificates
-        /// with any other key (DSA, Ed448, brainpool curves, …) cannot be parsed.
+        /// swift-certificates only accepts ECDSA P-256, P-384 and P-521, RSA (2048 bits or more) and Ed25519 keys;
+        /// certificates with any other key (DSA, Ed448, brainpool curves, explicit EC parameters, RSA-1024, …)
+        /// cannot be used for evaluation. They can still be inspected and pinned.
         public static let unsupportedKey = Code(.unsupportedKey)
         /// A directory was expected but the path is not one.
         public static let notADirectory = Code(.notADirectory)
+        /// The certificate is well-formed X.509 but uses something the verifier does not support: an RSASSA-PSS,
+        /// MD5 or DSA signature, a negative serial number, … The problem names it in words. Such a certificate
+        /// can still be inspected and pinned (``CertificateLoader/inspect(atPath:)``), never used for evaluation.
+        public static let unsupportedCertificate = Code(.unsupportedCertificate)
 
         /// A short human-readable name for the code, e.g. `"malformed PEM"`.
         public var description: String {
@@ -67,6 +73,7 @@ public struct CertificateLoadingError: Error, Hashable, Sendable, CustomStringCo
             case .malformedPKCS7: return "malformed PKCS#7"
             case .unsupportedKey: return "unsupported key"
             case .notADirectory: return "not a directory"
+            case .unsupportedCertificate: return "unsupported certificate"
             }
         }
     }

@@ -32,6 +32,53 @@ enum CertificateParser {
 
     /// The entries of the input, in order. Never empty: an input without any certificate yields one failure.
     static func entries(from bytes: [UInt8], origin: String) -> [Entry] {
+        Self.rawEntries(from: bytes, origin: origin).map { entry in
+            entry.flatMap { raws in
+                var certificates: [Certificate] = []
+                for raw in raws {
+                    switch Self.certificate(raw, origin: origin) {
+                    case .success(let certificate): certificates.append(certificate)
+                    case .failure(let error): return .failure(error)
+                    }
+                }
+                return .success(certificates)
+            }
+        }
+    }
+
+    /// Every certificate of the input for listing (`inspect`, `pins`): each well-formed X.509 certificate, whether
+    /// or not the verifier supports it, and, separately, the entries that are not certificates at all. One
+    /// unsupported or broken certificate never hides the others.
+    static func inspect(from bytes: [UInt8], origin: String) -> [Result<InspectedCertificate, CertificateLoadingError>] {
+        var results: [Result<InspectedCertificate, CertificateLoadingError>] = []
+        for entry in Self.rawEntries(from: bytes, origin: origin) {
+            switch entry {
+            case .failure(let error):
+                results.append(.failure(error))
+            case .success(let raws):
+                for raw in raws {
+                    results.append(Self.inspect(raw, origin: origin))
+                }
+            }
+        }
+        return results
+    }
+
+    /// One certificate's exact DER bytes before parsing, and how messages refer to it.
+    struct RawCertificate {
+        var der: [UInt8]
+        /// "block 2 (CERTIFICATE)", "certificate 3 in the PKCS#7 bundle", "the certificate".
+        var what: String
+        /// The code for bytes that are not a certificate at all.
+        var failureCode: CertificateLoadingError.Code
+        /// Whether these bytes are the whole (DER) input, so a failure describes what the input is instead.
+        var isWholeInput: Bool = false
+    }
+
+    typealias RawEntry = Result<[RawCertificate], CertificateLoadingError>
+
+    /// The input split into certificate-bearing entries, certificates not yet parsed.
+    static func rawEntries(from bytes: [UInt8], origin: String) -> [RawEntry] {
         guard bytes.count <= CertificateLoader.maximumFileSize else {
             return [
                 .failure(
@@ -56,9 +103,9 @@ enum CertificateParser {
 
     // MARK: PEM
 
-    private static func pemEntries(_ bytes: [UInt8], origin: String) -> [Entry] {
+    private static func pemEntries(_ bytes: [UInt8], origin: String) -> [RawEntry] {
         let blocks = PEMBlocks.scan(bytes, origin: origin)
-        var entries: [Entry] = []
+        var entries: [RawEntry] = []
         var otherLabels: [String] = []
         for block in blocks {
             let isCertificate = Self.certificateLabels.contains(block.label)
@@ -90,7 +137,7 @@ enum CertificateParser {
             }
             do throws(CertificateLoadingError) {
                 if isPKCS7 {
-                    entries.append(.success(try PKCS7Certificates.certificates(in: der, origin: origin, context: block.name)))
+                    entries.append(.success(try PKCS7Certificates.rawCertificates(in: der, origin: origin, context: block.name)))
                 } else if isTrusted {
                     // OpenSSL's "trusted certificate": a Certificate followed by its trust settings (an
                     // X509_CERT_AUX SEQUENCE). Only the certificate is read; the aux data is OpenSSL-specific.
@@ -107,20 +154,11 @@ enum CertificateParser {
                     }
                     entries.append(
                         .success([
-                            try Self.certificate(
-                                der: reader.encodedBytes(of: first),
-                                origin: origin,
-                                what: block.name,
-                                failureCode: .malformedDER
-                            )
+                            RawCertificate(der: Array(reader.encodedBytes(of: first)), what: block.name, failureCode: .malformedDER)
                         ])
                     )
                 } else {
-                    entries.append(
-                        .success([
-                            try Self.certificate(der: der[...], origin: origin, what: block.name, failureCode: .malformedDER)
-                        ])
-                    )
+                    entries.append(.success([RawCertificate(der: der, what: block.name, failureCode: .malformedDER)]))
                 }
             } catch {
                 entries.append(.failure(error))
@@ -143,31 +181,17 @@ enum CertificateParser {
 
     // MARK: DER
 
-    private static func derEntry(_ bytes: [UInt8], origin: String) -> Entry {
-        let certificateError: any Error
-        do {
-            return .success([try Certificate(derEncoded: bytes)])
-        } catch {
-            certificateError = error
-        }
+    private static func derEntry(_ bytes: [UInt8], origin: String) -> RawEntry {
+        // A ContentInfo is a SEQUENCE starting with an OID; a Certificate starts with a SEQUENCE (its TBS): the two
+        // shapes never overlap.
         if PKCS7Certificates.looksLikeContentInfo(bytes) {
             do {
-                return .success(try PKCS7Certificates.certificates(in: bytes, origin: origin, context: nil))
+                return .success(try PKCS7Certificates.rawCertificates(in: bytes, origin: origin, context: nil))
             } catch {
                 return .failure(error)
             }
         }
-        if let unsupported = Self.unsupportedKeyError(certificateError, der: bytes[...], origin: origin, what: "the certificate") {
-            return .failure(unsupported)
-        }
-        return .failure(
-            CertificateLoadingError(
-                code: .malformedDER,
-                origin: origin,
-                problem: "not a DER certificate or PKCS#7 bundle: "
-                    + Self.describeNonCertificate(bytes, certificateError: certificateError)
-            )
-        )
+        return .success([RawCertificate(der: bytes, what: "the certificate", failureCode: .malformedDER, isWholeInput: true)])
     }
 
     /// What the bytes are, for a message about input that is not a certificate.
@@ -199,7 +223,10 @@ enum CertificateParser {
 
     // MARK: Certificates
 
-    /// Parses one certificate from its exact DER bytes.
+    /// Parses one certificate from its exact DER bytes, for evaluation: a certificate swift-certificates cannot
+    /// use is refused with a typed error that says why (``CertificateLoadingError/Code/unsupportedKey`` or
+    /// ``CertificateLoadingError/Code/unsupportedCertificate``), and only bytes that are not an X.509
+    /// certificate at all are "malformed".
     ///
     /// - Parameters:
     ///   - what: How messages refer to it ("block 2 (CERTIFICATE)", "certificate 3 in the PKCS#7 bundle").
@@ -210,88 +237,96 @@ enum CertificateParser {
         what: String,
         failureCode: CertificateLoadingError.Code
     ) throws(CertificateLoadingError) -> Certificate {
+        try Self.certificate(RawCertificate(der: Array(der), what: what, failureCode: failureCode), origin: origin).get()
+    }
+
+    static func certificate(_ raw: RawCertificate, origin: String) -> Result<Certificate, CertificateLoadingError> {
+        let libraryError: any Error
         do {
-            return try Certificate(derEncoded: Array(der))
+            return .success(try Certificate(derEncoded: raw.der))
         } catch {
-            if let unsupported = Self.unsupportedKeyError(error, der: der, origin: origin, what: what) {
-                throw unsupported
+            libraryError = error
+        }
+        switch Self.structure(raw, origin: origin, libraryError: libraryError) {
+        case .success(let (_, _, error)): return .failure(error)
+        case .failure(let error): return .failure(error)
+        }
+    }
+
+    /// One certificate for listing: its facts and pin whether or not the verifier supports it.
+    static func inspect(_ raw: RawCertificate, origin: String) -> Result<InspectedCertificate, CertificateLoadingError> {
+        let libraryError: any Error
+        do {
+            let certificate = try Certificate(derEncoded: raw.der)
+            return .success(
+                InspectedCertificate(
+                    origin: origin,
+                    position: raw.what,
+                    derBytes: raw.der,
+                    spki: certificate.subjectPublicKeyInfoDER,
+                    info: CertificateInfo(certificate),
+                    certificate: certificate,
+                    unsupported: nil
+                )
+            )
+        } catch {
+            libraryError = error
+        }
+        switch Self.structure(raw, origin: origin, libraryError: libraryError) {
+        case .success(let (structure, problems, error)):
+            return .success(
+                InspectedCertificate(
+                    origin: origin,
+                    position: raw.what,
+                    derBytes: raw.der,
+                    spki: Array(structure.subjectPublicKeyInfo),
+                    info: CertificateInfo(structure: structure, unsupportedForVerification: problems.map(\.text)),
+                    certificate: nil,
+                    unsupported: error
+                )
+            )
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+
+    /// After swift-certificates refused `raw`: the structure and why it cannot be verified (and the typed error
+    /// evaluation loading throws), or the malformed-certificate error when it is not X.509 at all.
+    private static func structure(
+        _ raw: RawCertificate,
+        origin: String,
+        libraryError: any Error
+    ) -> Result<(CertificateStructure, [VerificationSupport.Problem], CertificateLoadingError), CertificateLoadingError> {
+        let structure: CertificateStructure
+        do {
+            structure = try CertificateStructure(der: raw.der)
+        } catch {
+            if raw.isWholeInput {
+                return .failure(
+                    CertificateLoadingError(
+                        code: raw.failureCode,
+                        origin: origin,
+                        problem: "not a DER certificate or PKCS#7 bundle: "
+                            + Self.describeNonCertificate(raw.der, certificateError: libraryError)
+                    )
+                )
             }
-            throw CertificateLoadingError(
-                code: failureCode,
-                origin: origin,
-                problem: "\(what) is not a valid certificate: \(Self.describe(error))"
+            return .failure(
+                CertificateLoadingError(
+                    code: raw.failureCode,
+                    origin: origin,
+                    problem: "\(raw.what) is not a valid certificate: \(Self.describe(libraryError))"
+                )
             )
         }
-    }
-
-    /// A ``CertificateLoadingError/Code/unsupportedKey`` error if swift-certificates refused the key type.
-    private static func unsupportedKeyError(
-        _ error: any Error,
-        der: ArraySlice<UInt8>,
-        origin: String,
-        what: String
-    ) -> CertificateLoadingError? {
-        guard let certificateError = error as? CertificateError,
-            certificateError.code == .unsupportedPublicKeyAlgorithm
-        else {
-            return nil
-        }
-        let algorithm = Self.publicKeyAlgorithm(der: Array(der)).map { " (\($0))" } ?? ""
-        return CertificateLoadingError(
-            code: .unsupportedKey,
+        let problems = VerificationSupport.problems(of: structure, libraryError: libraryError)
+        let error = CertificateLoadingError(
+            code: problems.allSatisfy(\.isKey) ? .unsupportedKey : .unsupportedCertificate,
             origin: origin,
-            problem: "\(what) has a public key type\(algorithm) that is not supported: swift-certificates accepts "
-                + "only ECDSA P-256, P-384 and P-521, RSA and Ed25519 keys"
+            problem: "\(raw.what) \"\(structure.subject.text)\" cannot be used for verification: "
+                + problems.map(\.text).joined(separator: "; ")
         )
-    }
-
-    private static let keyAlgorithmNames: [String: String] = [
-        "1.2.840.10040.4.1": "DSA",
-        "1.2.840.10046.2.1": "DH",
-        "1.3.101.110": "X25519",
-        "1.3.101.111": "X448",
-        "1.3.101.113": "Ed448",
-        "1.2.840.113549.1.1.10": "RSASSA-PSS",
-        "1.2.643.7.1.1.1.1": "GOST R 34.10-2012 256",
-        "1.2.156.10197.1.301": "SM2",
-    ]
-
-    private static let curveNames: [String: String] = [
-        "1.3.132.0.10": "secp256k1",
-        "1.2.840.10045.3.1.1": "P-192",
-        "1.3.132.0.33": "P-224",
-        "1.3.36.3.3.2.8.1.1.7": "brainpoolP256r1",
-        "1.3.36.3.3.2.8.1.1.11": "brainpoolP384r1",
-        "1.3.36.3.3.2.8.1.1.13": "brainpoolP512r1",
-    ]
-
-    /// "Ed448 1.3.101.113", "EC curve secp256k1 1.3.132.0.10": the SPKI algorithm of a certificate, read
-    /// structurally so it works even though swift-certificates refused the certificate.
-    private static func publicKeyAlgorithm(der: [UInt8]) -> String? {
-        let reader = BERReader(der)
-        do {
-            let certificate = try reader.element(at: 0, limit: der.count)
-            guard let tbs = try reader.children(of: certificate).first else { return nil }
-            var fields = try reader.children(of: tbs)[...]
-            if fields.first?.isContextSpecific(0) == true {
-                fields = fields.dropFirst()
-            }
-            // serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo
-            guard fields.count >= 6 else { return nil }
-            let spki = fields[fields.startIndex + 5]
-            guard let algorithm = try reader.children(of: spki).first else { return nil }
-            let parts = try reader.children(of: algorithm)
-            guard let oidElement = parts.first, let oid = reader.objectIdentifier(oidElement) else { return nil }
-            if oid == "1.2.840.10045.2.1" {
-                guard parts.count > 1, let curve = reader.objectIdentifier(parts[1]) else {
-                    return "EC key with explicit or missing curve parameters"
-                }
-                return "EC curve \(Self.curveNames[curve].map { "\($0) " } ?? "")\(curve)"
-            }
-            return "\(Self.keyAlgorithmNames[oid].map { "\($0) " } ?? "")\(oid)"
-        } catch {
-            return nil
-        }
+        return .success((structure, problems, error))
     }
 
     // MARK: Helpers

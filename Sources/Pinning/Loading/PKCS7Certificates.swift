@@ -40,17 +40,17 @@ enum PKCS7Certificates {
         }
     }
 
-    /// The certificates of a SignedData bundle, in bundle order.
+    /// The certificates of a SignedData bundle, in bundle order, as exact DER bytes not yet parsed.
     ///
     /// - Parameters:
     ///   - bytes: The DER or BER ContentInfo.
     ///   - origin: Where the bytes came from, for errors.
     ///   - context: How messages refer to the bundle ("block 1 (PKCS7)" inside a PEM file), or nil.
-    static func certificates(
+    static func rawCertificates(
         in bytes: [UInt8],
         origin: String,
         context: String?
-    ) throws(CertificateLoadingError) -> [Certificate] {
+    ) throws(CertificateLoadingError) -> [CertificateParser.RawCertificate] {
         // Inside a PEM file, messages start with the block: "block 1 (PKCS7): certificate 2 in …".
         let subject = context.map { "\($0): " } ?? ""
         func malformed(_ problem: String) -> CertificateLoadingError {
@@ -116,20 +116,20 @@ enum PKCS7Certificates {
                     problem: "\(subject)the PKCS#7 SignedData holds no certificates"
                 )
             }
-            var certificates: [Certificate] = []
+            var certificates: [CertificateParser.RawCertificate] = []
             var position = 0
             for choice in try reader.children(of: certificateSet) {
                 position += 1
                 // CertificateChoices: a plain Certificate is a SEQUENCE; [0]…[3] are extended/attribute/other
                 // certificates, which are not X.509 certificates and are skipped.
                 guard choice.isUniversalSequence else { continue }
-                let certificate = try CertificateParser.certificate(
-                    der: reader.encodedBytes(of: choice),
-                    origin: origin,
-                    what: "\(subject)certificate \(position) in the PKCS#7 bundle",
-                    failureCode: .malformedPKCS7
+                certificates.append(
+                    CertificateParser.RawCertificate(
+                        der: Array(reader.encodedBytes(of: choice)),
+                        what: "\(subject)certificate \(position) in the PKCS#7 bundle",
+                        failureCode: .malformedPKCS7
+                    )
                 )
-                certificates.append(certificate)
             }
             guard !certificates.isEmpty else {
                 throw CertificateLoadingError(

@@ -20,8 +20,9 @@ public struct TrustRoots: Sendable, Hashable {
     public var certificates: [Certificate]
     /// The files and directories that were read, in order.
     public var sources: [String]
-    /// The entries that could not be used: unreadable files, malformed PEM blocks, certificates with an
-    /// unsupported key type, … Each error names its file.
+    /// The entries that could not be used: unreadable files, malformed PEM blocks, certificates the verifier does
+    /// not support (key type, signature algorithm, negative serial, …). Each error names its file and block; an
+    /// unsupported certificate's error also names its subject and the reason in words.
     public var skipped: [CertificateLoadingError]
 
     /// Trust anchors given directly; duplicates (same DER) are dropped, order is kept.

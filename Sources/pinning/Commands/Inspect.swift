@@ -25,20 +25,25 @@ extension PinningCommand {
 
         func run() async throws {
             var entries: [Entry] = []
+            var failures: [CertificateLoadingError] = []
             for file in self.files {
-                let certificates = try InputLoading.certificates(file, option: "")
-                for (index, certificate) in certificates.enumerated() {
-                    entries.append(Entry(file: file, index: index, certificate: CertificateInfo(certificate)))
+                // Every well-formed certificate is listed, including those the verifier does not support; entries
+                // that are not certificates are reported after the others, never instead of them.
+                let listing = try InputLoading.listing(file)
+                for (index, certificate) in listing.certificates.enumerated() {
+                    entries.append(Entry(file: file, index: index, certificate: certificate.info))
                 }
+                failures += listing.failures
             }
             if self.json {
                 try JSONOutput.print(entries)
-                return
+            } else {
+                for entry in entries {
+                    print(Self.describe(entry))
+                    print("")
+                }
             }
-            for entry in entries {
-                print(Self.describe(entry))
-                print("")
-            }
+            try InputLoading.reportFailures(failures)
         }
 
         static func describe(_ entry: Entry) -> String {
@@ -65,6 +70,8 @@ extension PinningCommand {
             lines.append("  SHA-256      \(info.sha256Fingerprint)")
             lines.append("  pin          \(info.spkiPin)")
             for problem in info.problems { lines.append("  problem      \(problem)") }
+            for reason in info.unsupportedForVerification { lines.append("  unsupported  \(reason)") }
+            for note in info.notes { lines.append("  note         \(note)") }
             return lines.joined(separator: "\n")
         }
     }
@@ -87,16 +94,25 @@ extension PinningCommand {
 
         func run() async throws {
             var pins: [Pin] = []
+            var failures: [CertificateLoadingError] = []
             for file in self.files {
-                for certificate in try InputLoading.certificates(file, option: "") {
-                    let pin = Pin(spkiOf: certificate)
+                // A pin is a hash of the SPKI: every well-formed certificate has one, supported for verification
+                // or not (the reason goes to stderr, so stdout stays one pin per line).
+                let listing = try InputLoading.listing(file)
+                for certificate in listing.certificates {
+                    let pin = certificate.pin
                     if let _ = self.configEntry {
                         if !pins.contains(pin) { pins.append(pin) }
                     } else {
-                        print("\(pin)  \(certificate.subject)")
+                        print("\(pin)  \(certificate.info.subject)")
+                    }
+                    if let unsupported = certificate.unsupported {
+                        FileHandle.standardError.write(Data("pinning: note: \(unsupported.description)\n".utf8))
                     }
                 }
+                failures += listing.failures
             }
+            try InputLoading.reportFailures(failures)
             guard let host = self.configEntry else { return }
             print(try Self.entry(host: host, pins: pins))
             if pins.count < 2 {

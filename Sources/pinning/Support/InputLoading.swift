@@ -12,6 +12,22 @@ enum InputLoading {
         }
     }
 
+    /// Every certificate at `path` for listing (`inspect`, `pins`), supported for verification or not.
+    static func listing(_ path: String) throws(InputError) -> CertificateListing {
+        do {
+            return try CertificateLoader.inspect(atPath: path)
+        } catch {
+            throw InputError(error.description)
+        }
+    }
+
+    /// Entries that were not certificates, after the certificates were listed: each on its own `pinning:` line,
+    /// then exit status 2.
+    static func reportFailures(_ failures: [CertificateLoadingError]) throws(InputError) {
+        guard !failures.isEmpty else { return }
+        throw InputError(failures.map(\.description).joined(separator: "\npinning: "))
+    }
+
     static func pins(_ texts: [String]) throws(InputError) -> [Pin] {
         var pins: [Pin] = []
         for text in texts {

@@ -275,7 +275,20 @@ public struct TLSIdentity: Sendable, Hashable {
         do {
             return try NIOSSLPrivateKey(bytes: privateKeyInfo, format: .der)
         } catch {
-            throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
+            // CBC padding checks only the last byte(s): about one wrong passphrase in 256 "decrypts" to garbage
+            // with valid padding. Garbage that is not even DER is that case; well-formed DER is a key type
+            // BoringSSL does not support.
+            let isDER: Bool
+            do {
+                _ = try DER.parse(privateKeyInfo)
+                isDER = true
+            } catch {
+                isDER = false
+            }
+            if !isDER {
+                throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+            }
+            throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
         }
     }
 

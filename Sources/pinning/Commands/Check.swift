@@ -185,13 +185,8 @@ extension PinningCommand {
         }
 
         func passphrase() throws(InputError) -> String? {
-            switch (self.passphraseEnv, self.passphraseFile) {
-            case (nil, nil):
-                return nil
-            default:
-                // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
-                return try Passphrase.read(environment: self.passphraseEnv, file: self.passphraseFile)
-            }
+            // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
+            try Passphrase.read(environment: self.passphraseEnv, file: self.passphraseFile)
         }
 
         func loadIdentity() throws(InputError) -> TLSIdentity? {

@@ -6,10 +6,15 @@ import Foundation
 /// Exit status across commands: 0 success (trusted), 1 not trusted, 2 bad input or usage, 3 connection/TLS/HTTP error.
 @main
 struct PinningCommand: AsyncParsableCommand {
+    /// The version `pinning --version` prints: the one place it is written. swift-pinning has no release yet;
+    /// raise this with each release.
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "pinning",
         abstract: "HTTPS trust control: evaluate chains against a pinning policy, inspect certificates, compute pins.",
         discussion: "Exit status: 0 trusted / success, 1 not trusted, 2 bad input (unreadable file, bad pin, bad date, bad option), 3 connection, TLS or HTTP error (check, serve).",
+        version: PinningCommand.version,
         subcommands: [Evaluate.self, Check.self, Serve.self, Inspect.self, Pins.self, Config.self, PKI.self, Bench.self, Demo.self]
     )
 

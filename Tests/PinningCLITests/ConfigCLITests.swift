@@ -145,7 +145,7 @@ struct ConfigCLITests {
         for port in ["0", "99999", "-1"] {
             let badPort = try setup.evaluate("api.example.com", ["--port=\(port)"])
             #expect(badPort.status == 2, "--port \(port)")
-            #expect(badPort.stderr.contains("--port: \(port) is not a TCP port"), "\(badPort.stderr)")
+            #expect(badPort.stderr.contains("The value '\(port)' is invalid for '--port <port>': out of range; use a TCP port from 1 to 65535"), "\(badPort.stderr)")
         }
         try setup.config("\"api.example.com\": {\"pins\": [\"\(setup.pin(setup.chain.intermediate))\"], \"enforcePinning\": true}")
         let bad = try setup.evaluate("api.example.com")

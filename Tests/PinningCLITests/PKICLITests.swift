@@ -222,7 +222,7 @@ struct PKICLITests {
             (["pki", "issue", pki, "--client", "c2", "--dns", "x.test"], "--dns and --ip apply to --server only"),
             (["pki", "issue", pki, "--server", "new", "--issuer", "srv", "--dns", "x.test"], "is not a CA"),
             (["pki", "issue", pki, "--intermediate", "int2", "--issuer", "int"], "path length 0"),
-            (["pki", "issue", pki, "--server", "new", "--dns", "x.test", "--days", "0"], "--days 0"),
+            (["pki", "issue", pki, "--server", "new", "--dns", "x.test", "--days", "0"], "The value '0' is invalid for '--days <N>'"),
             (["pki", "issue", pki, "--server", "new", "--dns", "x.test", "--days", "36000"], "would outlive its issuer"),
             (["pki", "init", f.directory.path("other"), "--name", "../evil"], "--name \"../evil\""),
             (["pki", "init", f.directory.path("other"), "--key", "dsa"], "--key"),

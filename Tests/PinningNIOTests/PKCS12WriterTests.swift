@@ -10,7 +10,7 @@ struct PKCS12WriterTests {
 
     @Test("AES-256 and legacy 3DES files load back with the key and the chain", arguments: [PKCS12Encryption.aes256, .legacy3DES])
     func roundTrip(encryption: PKCS12Encryption) throws {
-        for key in [TestKeyType.p256, .rsa2048] {
+        for key in TestKeyType.allCases {
             let chain = try TestChain(host: "device-7", ipAddresses: [], key: key, leafUsage: .clientAuth)
             let bytes = try PKCS12Writer.serialize(
                 certificateChain: chain.presented,

@@ -32,6 +32,22 @@ struct PinTests {
         #expect(try Pin("SHA256/" + Self.digestBase64) == prefixed)
     }
 
+    @Test("curl's sha256//BASE64 (--pinnedpubkey) is the same pin; a digest whose base64 starts with \"/\" keeps one meaning")
+    func curlSyntax() throws {
+        let pin = try Pin("sha256/" + Self.digestBase64)
+        #expect(try Pin("sha256//" + Self.digestBase64) == pin)
+        #expect(try Pin("SHA256//" + Self.digestBase64) == pin)
+        #expect(try Pin(" sha256//" + Self.digestBase64 + " ") == pin)
+        // A digest whose base64 starts with "/" (first byte 0xFC-0xFF): "sha256//…" is then our own form, and
+        // curl writes it "sha256///…"; both read as that digest.
+        let slashDigest: [UInt8] = [0xFF] + Array(Self.digest.dropFirst())
+        let slashBase64 = Data(slashDigest).base64EncodedString()
+        #expect(slashBase64.hasPrefix("/"))
+        #expect(try Pin("sha256/" + slashBase64).sha256 == slashDigest)
+        #expect(try Pin("sha256//" + slashBase64).sha256 == slashDigest)
+        #expect(try Pin("sha256//" + slashBase64) == Pin("sha256/" + slashBase64))
+    }
+
     @Test("A bare pin whose base64 happens to start like an algorithm name is still a bare pin")
     func bareBase64ThatLooksPrefixed() throws {
         // "sha1/" + 38 more base64 characters + "=" decodes to exactly 32 bytes.
@@ -68,6 +84,10 @@ struct PinTests {
         // and the problem must say so rather than call "ASA" an algorithm.
         Invalid(text: base64(bytes: 31), problemMentions: ["32", "31"]),
         Invalid(text: "sha256/" + base64(bytes: 20), problemMentions: ["32", "20"]),
+        Invalid(text: "sha256//", problemMentions: ["empty"]),
+        Invalid(text: "sha256//" + base64(bytes: 20), problemMentions: ["32", "20"]),
+        // curl's list in one text: named as such, not "not valid base64".
+        Invalid(text: "sha256//" + Self.digestBase64 + ";sha256//" + Self.digestBase64, problemMentions: [";", "curl", "each pin"]),
     ]
 
     @Test("Invalid pin texts throw a PinError that says what is wrong", arguments: invalid)

@@ -160,8 +160,10 @@ public enum CertificateLoader {
         return files
     }
 
-    /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them.
-    static func readFile(atPath path: String) throws(CertificateLoadingError) -> [UInt8] {
+    /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them. Pipes, FIFOs and
+    /// `/dev/fd/N` (shell process substitution) are read up to the limit. Every option of the CLI that reads a
+    /// file (certificates, identities, keys, passphrase files) reads it through here.
+    package static func readFile(atPath path: String) throws(CertificateLoadingError) -> [UInt8] {
         if try Self.isDirectory(path) {
             throw CertificateLoadingError(
                 code: .unreadableFile,

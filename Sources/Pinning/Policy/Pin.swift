@@ -4,8 +4,9 @@ import Foundation
 
 /// An SPKI SHA-256 pin: the SHA-256 digest of a certificate's exact SubjectPublicKeyInfo DER.
 ///
-/// Its text form is `sha256/BASE64` (as OkHttp, TrustKit and HPKP write it). A pin survives certificate
-/// renewal as long as the key is kept, which is why public-key pinning is the recommended mode.
+/// Its text form is `sha256/BASE64` (as OkHttp, TrustKit and HPKP write it); curl's `sha256//BASE64` is read as
+/// the same pin. A pin survives certificate renewal as long as the key is kept, which is why public-key pinning
+/// is the recommended mode.
 ///
 /// ```swift
 /// let pin = try Pin("sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=")
@@ -15,14 +16,27 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The 32-byte SHA-256 digest of the SubjectPublicKeyInfo DER.
     public let sha256: [UInt8]
 
-    /// A pin from its text form: `sha256/BASE64` or bare BASE64, decoding to exactly 32 bytes.
+    /// A pin from its text form: `sha256/BASE64`, curl's `sha256//BASE64` (the form of `--pinnedpubkey`), or
+    /// bare BASE64, decoding to exactly 32 bytes. The prefix is case-insensitive.
     ///
     /// - Throws: ``PinError`` when the text is not such a pin (another algorithm prefix, bad base64, a digest
-    ///   that is not 32 bytes long).
+    ///   that is not 32 bytes long, several pins in one text as curl's `;`-separated list).
     public init(_ text: String) throws(PinError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let body: String
-        if trimmed.lowercased().hasPrefix("sha256/") {
+        if trimmed.contains(";") {
+            // curl's --pinnedpubkey takes "sha256//A;sha256//B". Base64 never contains ";", so say what it is.
+            throw PinError(
+                text: text,
+                problem: "several pins separated by \";\" (curl's --pinnedpubkey list); give each pin on its own"
+            )
+        }
+        if trimmed.lowercased().hasPrefix("sha256//"), Self.decode(String(trimmed.dropFirst("sha256/".count)))?.count != 32 {
+            // curl's form (its --pinnedpubkey syntax). A digest's base64 may itself start with "/", so
+            // "sha256//…" is first read as our form; both readings cannot decode to 32 bytes (44 base64
+            // characters), so the text has exactly one meaning.
+            body = String(trimmed.dropFirst("sha256//".count))
+        } else if trimmed.lowercased().hasPrefix("sha256/") {
             body = String(trimmed.dropFirst("sha256/".count))
         } else if let slash = trimmed.firstIndex(of: "/"), Self.looksLikeAlgorithmName(trimmed[..<slash]),
             Self.decode(trimmed)?.count != 32

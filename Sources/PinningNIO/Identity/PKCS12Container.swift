@@ -3,22 +3,14 @@ import Foundation
 import SwiftASN1
 import X509
 
-/// The unencrypted structure of a PKCS#12 file (RFC 7292), read without decrypting anything, and the rewrite
-/// that makes it safe to hand to NIOSSL.
+/// The structure of a PKCS#12 file (RFC 7292): its safes (plain or password-encrypted), its integrity MAC, and
+/// the bags inside a decrypted safe; and the pieces a written file is made of.
 ///
-/// Why this exists: `NIOSSLPKCS12Bundle` calls `fatalError` when BoringSSL parses a file that has no private key
-/// or no certificate matching its key, so an untrusted .p12 could crash the process. Instead of trusting the
-/// input, we give NIOSSL a file that can never reach that branch:
-///
-/// 1. The key bags in the unencrypted safes are taken out (kept for us to decrypt separately).
-/// 2. A fresh "sentinel" key and a certificate for it are added as a plain key bag and certificate bag.
-/// 3. The integrity MAC is checked first (wrong passphrase) and recomputed over the rewritten content.
-///
-/// BoringSSL then always finds exactly one key (the sentinel; a key hidden inside an encrypted safe makes it
-/// fail with "multiple private keys") and always a certificate matching it (the sentinel certificate), so the
-/// `fatalError` branch is unreachable for every input. BoringSSL still does all the decryption (AES/PBKDF2,
-/// 3DES, RC2) of the certificate safes. The original key is decrypted as an `ENCRYPTED PRIVATE KEY` PEM through
-/// `NIOSSLPrivateKey`, which throws on failure.
+/// Everything is parsed and decrypted here and in ``PasswordBasedEncryption``, never by `NIOSSLPKCS12Bundle`:
+/// that type calls `fatalError` on a file without a key or without a certificate matching it, its passphrase
+/// reaches BoringSSL, whose PKCS#12 password encoding (UCS-2) refuses characters outside the Basic
+/// Multilingual Plane that OpenSSL 3 accepts, and NIOSSL's passphrase callback traps on any non-ASCII byte.
+/// Keys and certificates leave as DER, which NIOSSL reads without a passphrase.
 struct PKCS12Container {
     /// A structural problem: `corrupt` for malformed input, `unsupported` for valid input we do not handle.
     enum Problem: Error {
@@ -26,7 +18,22 @@ struct PKCS12Container {
         case unsupported(String)
     }
 
-    /// A key bag taken out of an unencrypted safe.
+    /// One ContentInfo of the AuthenticatedSafe.
+    enum Safe {
+        /// A `data` ContentInfo: the DER of its SafeContents.
+        case plain([UInt8])
+        /// An `encryptedData` ContentInfo: the DER of the encryption AlgorithmIdentifier and the ciphertext of
+        /// a SafeContents.
+        case encrypted(algorithm: [UInt8], ciphertext: [UInt8])
+    }
+
+    /// A SafeBag we use.
+    enum Bag {
+        case key(KeyBag)
+        case certificate([UInt8])
+    }
+
+    /// A key bag.
     struct KeyBag {
         /// true: `pkcs8ShroudedKeyBag` (value is an EncryptedPrivateKeyInfo); false: `keyBag` (a PrivateKeyInfo).
         var isShrouded: Bool
@@ -42,7 +49,7 @@ struct PKCS12Container {
         var iterations: Int
     }
 
-    /// The MAC digests BoringSSL accepts and that we can compute.
+    /// The MAC digests we compute (those OpenSSL and BoringSSL write).
     enum Digest {
         case sha1, sha256, sha384, sha512
 
@@ -58,20 +65,22 @@ struct PKCS12Container {
     }
 
     static let dataOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 1]
+    static let encryptedDataOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 7, 6]
     static let keyBagOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 12, 10, 1, 1]
     static let shroudedKeyBagOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 12, 10, 1, 2]
     static let certBagOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 12, 10, 1, 3]
+    static let safeContentsBagOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 12, 10, 1, 6]
     static let x509CertificateOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 22, 1]
-    static let sha256OID: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
+    static let friendlyNameOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 20]
+    static let localKeyIDOID: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 9, 21]
+    static let sha1OID: ASN1ObjectIdentifier = [1, 3, 14, 3, 2, 26]
     static let explicitZero = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
 
-    /// The AuthenticatedSafe's ContentInfos, with key bags removed from the unencrypted ones (DER of each).
-    var contentInfos: [[UInt8]]
-    /// The key bags that were removed, in file order.
-    var keyBags: [KeyBag]
-    /// The MAC over the original AuthenticatedSafe, if the file has one.
+    /// The AuthenticatedSafe's ContentInfos, in file order.
+    var safes: [Safe]
+    /// The MAC over the AuthenticatedSafe, if the file has one.
     var mac: MAC?
-    /// The original AuthenticatedSafe bytes (what the MAC covers).
+    /// The AuthenticatedSafe bytes (what the MAC covers).
     var authenticatedSafe: [UInt8]
 
     // MARK: - Reading
@@ -119,39 +128,97 @@ struct PKCS12Container {
         }
         guard pfx.next() == nil else { throw Problem.corrupt("unexpected data after the MAC") }
 
-        var contentInfos: [[UInt8]] = []
-        var keyBags: [KeyBag] = []
-        var safes = try Self.children(of: try DER.parse(authenticatedSafe), "AuthenticatedSafe")
-        while let contentInfo = safes.next() {
+        var safes: [Safe] = []
+        var contentInfos = try Self.children(of: try DER.parse(authenticatedSafe), "AuthenticatedSafe")
+        while let contentInfo = contentInfos.next() {
             var fields = try Self.children(of: contentInfo, "ContentInfo")
             guard let typeNode = fields.next() else { throw Problem.corrupt("a ContentInfo has no content type") }
             let type = try ASN1ObjectIdentifier(derEncoded: typeNode)
-            guard type == Self.dataOID, let content = fields.next() else {
-                // Encrypted (or other) safes stay as they are: BoringSSL decrypts them.
-                contentInfos.append(Array(contentInfo.encodedBytes))
-                continue
+            guard let content = fields.next() else { throw Problem.corrupt("a ContentInfo has no content") }
+            switch type {
+            case Self.dataOID:
+                safes.append(.plain(try Self.explicitOctetString(content, "data ContentInfo")))
+            case Self.encryptedDataOID:
+                safes.append(try Self.encryptedSafe(content))
+            default:
+                throw Problem.unsupported("a safe of content type \(type) (public-key privacy mode is not supported; only data and encryptedData)")
             }
-            let safeContents = try Self.explicitOctetString(content, "data ContentInfo")
-            var kept: [ASN1Node] = []
-            var bags = try Self.children(of: try DER.parse(safeContents), "SafeContents")
+        }
+        self.safes = safes
+    }
+
+    /// `[0] EXPLICIT EncryptedData`: version, then EncryptedContentInfo { contentType, contentEncryptionAlgorithm,
+    /// [0] IMPLICIT OCTET STRING }.
+    private static func encryptedSafe(_ node: ASN1Node) throws -> Safe {
+        var wrapper = try Self.children(of: node, "encryptedData ContentInfo", identifier: Self.explicitZero)
+        guard let encryptedData = wrapper.next() else { throw Problem.corrupt("an empty encryptedData ContentInfo") }
+        var fields = try Self.children(of: encryptedData, "EncryptedData")
+        guard let versionNode = fields.next(), let infoNode = fields.next() else {
+            throw Problem.corrupt("the EncryptedData is incomplete")
+        }
+        _ = try Int(derEncoded: versionNode)
+        var info = try Self.children(of: infoNode, "EncryptedContentInfo")
+        guard info.next() != nil, let algorithm = info.next() else {
+            throw Problem.corrupt("the EncryptedContentInfo is incomplete")
+        }
+        guard let content = info.next() else {
+            throw Problem.unsupported("an encrypted safe whose content is detached")
+        }
+        let implicitZero = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+        guard content.identifier == implicitZero else {
+            throw Problem.corrupt("the encrypted content is not [0] IMPLICIT OCTET STRING")
+        }
+        var ciphertext: [UInt8] = []
+        switch content.content {
+        case .primitive(let bytes):
+            ciphertext = Array(bytes)
+        case .constructed(let parts):
+            // A constructed (segmented) OCTET STRING, as some BER writers produce: the concatenated segments.
+            for part in parts {
+                ciphertext += try ASN1OctetString(derEncoded: part).bytes
+            }
+        }
+        return .encrypted(algorithm: Array(algorithm.encodedBytes), ciphertext: ciphertext)
+    }
+
+    /// The key and certificate bags of a (decrypted) SafeContents, in order. Other bags (CRLs, secrets) are
+    /// skipped; nested SafeContents are refused rather than recursed into.
+    static func bags(inSafeContents bytes: [UInt8]) throws(Problem) -> [Bag] {
+        do {
+            var result: [Bag] = []
+            var bags = try Self.children(of: try DER.parse(bytes), "SafeContents")
             while let bag = bags.next() {
                 var bagFields = try Self.children(of: bag, "SafeBag")
                 guard let idNode = bagFields.next(), let valueNode = bagFields.next() else {
                     throw Problem.corrupt("a SafeBag lacks its type or value")
                 }
                 let bagID = try ASN1ObjectIdentifier(derEncoded: idNode)
-                if bagID == Self.keyBagOID || bagID == Self.shroudedKeyBagOID {
-                    var value = try Self.children(of: valueNode, "key bag value", identifier: Self.explicitZero)
-                    guard let inner = value.next() else { throw Problem.corrupt("an empty key bag") }
-                    keyBags.append(KeyBag(isShrouded: bagID == Self.shroudedKeyBagOID, value: Array(inner.encodedBytes)))
-                } else {
-                    kept.append(bag)
+                var value = try Self.children(of: valueNode, "SafeBag value", identifier: Self.explicitZero)
+                guard let inner = value.next() else { throw Problem.corrupt("an empty SafeBag") }
+                switch bagID {
+                case Self.keyBagOID, Self.shroudedKeyBagOID:
+                    result.append(.key(KeyBag(isShrouded: bagID == Self.shroudedKeyBagOID, value: Array(inner.encodedBytes))))
+                case Self.certBagOID:
+                    var certBag = try Self.children(of: inner, "CertBag")
+                    guard let typeNode = certBag.next(), let certValue = certBag.next() else {
+                        throw Problem.corrupt("a CertBag lacks its type or value")
+                    }
+                    // SDSI certificates (the only other type) are skipped like any bag we do not use.
+                    if try ASN1ObjectIdentifier(derEncoded: typeNode) == Self.x509CertificateOID {
+                        result.append(.certificate(try Self.explicitOctetString(certValue, "X.509 CertBag")))
+                    }
+                case Self.safeContentsBagOID:
+                    throw Problem.unsupported("nested SafeContents bags")
+                default:
+                    continue
                 }
             }
-            contentInfos.append(try Self.dataContentInfo(bags: kept.map { Array($0.encodedBytes) }))
+            return result
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw .corrupt("a SafeContents is malformed: \(error)")
         }
-        self.contentInfos = contentInfos
-        self.keyBags = keyBags
     }
 
     private static func children(
@@ -206,34 +273,64 @@ struct PKCS12Container {
 
     /// A `data` ContentInfo holding a SafeContents of these bags (each the DER of a SafeBag).
     static func dataContentInfo(bags: [[UInt8]]) throws -> [UInt8] {
-        var safeContents = DER.Serializer()
-        safeContents.appendConstructedNode(identifier: .sequence) { serializer in
-            for bag in bags { serializer.serializeRawBytes(bag) }
-        }
         var contentInfo = DER.Serializer()
         try contentInfo.appendConstructedNode(identifier: .sequence) { serializer in
             try serializer.serialize(Self.dataOID)
             try serializer.appendConstructedNode(identifier: Self.explicitZero) { serializer in
-                try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(safeContents.serializedBytes)))
+                try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(Self.safeContents(bags))))
             }
         }
         return contentInfo.serializedBytes
     }
 
-    /// A plain (unencrypted) key bag holding a PrivateKeyInfo.
-    static func keyBag(privateKeyInfo: [UInt8]) throws -> [UInt8] {
+    /// An `encryptedData` ContentInfo: `ciphertext` is a SafeContents encrypted under `algorithm`.
+    static func encryptedDataContentInfo(algorithm: [UInt8], ciphertext: [UInt8]) throws -> [UInt8] {
+        var contentInfo = DER.Serializer()
+        try contentInfo.appendConstructedNode(identifier: .sequence) { serializer in
+            try serializer.serialize(Self.encryptedDataOID)
+            try serializer.appendConstructedNode(identifier: Self.explicitZero) { serializer in
+                try serializer.appendConstructedNode(identifier: .sequence) { serializer in
+                    try serializer.serialize(0)
+                    try serializer.appendConstructedNode(identifier: .sequence) { serializer in
+                        try serializer.serialize(Self.dataOID)
+                        serializer.serializeRawBytes(algorithm)
+                        serializer.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { bytes in
+                            bytes.append(contentsOf: ciphertext)
+                        }
+                    }
+                }
+            }
+        }
+        return contentInfo.serializedBytes
+    }
+
+    /// A SafeContents: the SEQUENCE of these SafeBags.
+    static func safeContents(_ bags: [[UInt8]]) -> [UInt8] {
+        var serializer = DER.Serializer()
+        serializer.appendConstructedNode(identifier: .sequence) { serializer in
+            for bag in bags { serializer.serializeRawBytes(bag) }
+        }
+        return serializer.serializedBytes
+    }
+
+    /// A pkcs8ShroudedKeyBag holding an EncryptedPrivateKeyInfo.
+    static func shroudedKeyBag(algorithm: [UInt8], ciphertext: [UInt8], attributes: [[UInt8]]) throws -> [UInt8] {
         var serializer = DER.Serializer()
         try serializer.appendConstructedNode(identifier: .sequence) { serializer in
-            try serializer.serialize(Self.keyBagOID)
-            serializer.appendConstructedNode(identifier: Self.explicitZero) { serializer in
-                serializer.serializeRawBytes(privateKeyInfo)
+            try serializer.serialize(Self.shroudedKeyBagOID)
+            try serializer.appendConstructedNode(identifier: Self.explicitZero) { serializer in
+                try serializer.appendConstructedNode(identifier: .sequence) { serializer in
+                    serializer.serializeRawBytes(algorithm)
+                    try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(ciphertext)))
+                }
             }
+            Self.appendAttributes(attributes, to: &serializer)
         }
         return serializer.serializedBytes
     }
 
     /// A certificate bag holding an X.509 certificate.
-    static func certificateBag(der: [UInt8]) throws -> [UInt8] {
+    static func certificateBag(der: [UInt8], attributes: [[UInt8]] = []) throws -> [UInt8] {
         var serializer = DER.Serializer()
         try serializer.appendConstructedNode(identifier: .sequence) { serializer in
             try serializer.serialize(Self.certBagOID)
@@ -245,29 +342,59 @@ struct PKCS12Container {
                     }
                 }
             }
+            Self.appendAttributes(attributes, to: &serializer)
         }
         return serializer.serializedBytes
     }
 
-    /// The rewritten PFX: our content infos plus `extra`, MAC'd (SHA-256, one iteration) with `password`, the
-    /// PKCS#12 password encoding whose MAC check succeeded on the original.
-    func rewritten(appending extra: [UInt8], password: [UInt8]) throws -> [UInt8] {
+    /// The friendlyName attribute (a BMPString: UTF-16BE, as keychains read it).
+    static func friendlyNameAttribute(_ name: String) throws -> [UInt8] {
+        let bmp = name.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+        return try Self.attribute(Self.friendlyNameOID) { serializer in
+            serializer.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 30, tagClass: .universal)) { bytes in
+                bytes.append(contentsOf: bmp)
+            }
+        }
+    }
+
+    /// The localKeyID attribute that pairs a key bag with its certificate bag.
+    static func localKeyIDAttribute(_ id: [UInt8]) throws -> [UInt8] {
+        try Self.attribute(Self.localKeyIDOID) { serializer in
+            try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(id)))
+        }
+    }
+
+    private static func attribute(_ oid: ASN1ObjectIdentifier, value: (inout DER.Serializer) throws -> Void) throws -> [UInt8] {
+        var serializer = DER.Serializer()
+        try serializer.appendConstructedNode(identifier: .sequence) { serializer in
+            try serializer.serialize(oid)
+            try serializer.appendConstructedNode(identifier: .set) { serializer in
+                try value(&serializer)
+            }
+        }
+        return serializer.serializedBytes
+    }
+
+    /// `bagAttributes SET OF PKCS12Attribute`, in DER order (sorted encodings); nothing when there are none.
+    private static func appendAttributes(_ attributes: [[UInt8]], to serializer: inout DER.Serializer) {
+        guard !attributes.isEmpty else { return }
+        serializer.appendConstructedNode(identifier: .set) { serializer in
+            for attribute in attributes.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                serializer.serializeRawBytes(attribute)
+            }
+        }
+    }
+
+    /// The PFX: version 3, the AuthenticatedSafe of `contentInfos`, and an HMAC-SHA1 MAC (the MAC every importer
+    /// accepts) keyed from `password` (a PKCS#12 KDF password encoding) with a random salt.
+    static func pfx(contentInfos: [[UInt8]], password: [UInt8], macIterations: Int) throws -> [UInt8] {
         var safes = DER.Serializer()
         safes.appendConstructedNode(identifier: .sequence) { serializer in
-            for contentInfo in self.contentInfos { serializer.serializeRawBytes(contentInfo) }
-            serializer.serializeRawBytes(extra)
+            for contentInfo in contentInfos { serializer.serializeRawBytes(contentInfo) }
         }
         let authenticatedSafe = safes.serializedBytes
-        var salt = [UInt8](repeating: 0, count: 16)
-        var generator = SystemRandomNumberGenerator()
-        for index in salt.indices { salt[index] = UInt8.random(in: .min ... .max, using: &generator) }
-        let macValue = PKCS12KeyDerivation.mac(
-            .sha256,
-            password: password,
-            salt: salt,
-            iterations: 1,
-            data: authenticatedSafe
-        )
+        let salt = PasswordBasedEncryption.randomBytes(8)
+        let macValue = PKCS12KeyDerivation.mac(.sha1, password: password, salt: salt, iterations: macIterations, data: authenticatedSafe)
 
         var pfx = DER.Serializer()
         try pfx.appendConstructedNode(identifier: .sequence) { serializer in
@@ -281,13 +408,13 @@ struct PKCS12Container {
             try serializer.appendConstructedNode(identifier: .sequence) { serializer in
                 try serializer.appendConstructedNode(identifier: .sequence) { serializer in
                     try serializer.appendConstructedNode(identifier: .sequence) { serializer in
-                        try serializer.serialize(Self.sha256OID)
+                        try serializer.serialize(Self.sha1OID)
                         try serializer.serialize(ASN1Null())
                     }
                     try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(macValue)))
                 }
                 try serializer.serialize(ASN1OctetString(contentBytes: ArraySlice(salt)))
-                try serializer.serialize(1)
+                try serializer.serialize(macIterations)
             }
         }
         return pfx.serializedBytes

@@ -1,22 +1,11 @@
 import Crypto
 
-/// The PKCS#12 key derivation (RFC 7292 appendix B.2) and MAC, used to check a file's integrity MAC (a wrong
-/// passphrase) and to re-MAC the rewritten file we hand to NIOSSL.
+/// The PKCS#12 key derivation (RFC 7292 appendix B.2) and MAC: the integrity MAC of files we read (a wrong
+/// passphrase) and write, and the key and IV of the `pbeWithSHAAnd…` schemes. The password is a
+/// ``PKCS12Passphrase`` encoding.
 enum PKCS12KeyDerivation {
     /// The MAC key purpose byte (ID 3).
     static let macID: UInt8 = 3
-
-    /// A passphrase as PKCS#12 encodes it: UTF-16 big-endian (BMPString) with a two-byte NUL terminator.
-    /// nil when it holds characters outside the Basic Multilingual Plane, which BMPString cannot encode.
-    static func bmpPassword(_ passphrase: String) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        for scalar in passphrase.unicodeScalars {
-            guard scalar.value <= 0xFFFF else { return nil }
-            bytes.append(UInt8(scalar.value >> 8))
-            bytes.append(UInt8(scalar.value & 0xFF))
-        }
-        return bytes + [0, 0]
-    }
 
     /// HMAC of `data` under the PKCS#12-derived MAC key.
     static func mac(

@@ -1,10 +1,11 @@
-import Crypto
 import Foundation
 import NIOSSL
 import SwiftASN1
 import X509
 
-/// Loads a PKCS#12 file without ever letting NIOSSL reach its `fatalError` (see ``PKCS12Container``).
+/// Loads a PKCS#12 file: the structure and MAC are read by ``PKCS12Container``, every safe and key is decrypted by
+/// ``PasswordBasedEncryption`` with the passphrase encoded as OpenSSL 3 encodes it, and NIOSSL only ever sees
+/// plain DER certificates and keys (never the file, never the passphrase).
 struct PKCS12Loader {
     var origin: String
     var passphrase: String
@@ -20,46 +21,46 @@ struct PKCS12Loader {
         do {
             container = try PKCS12Container(derEncoded: bytes)
         } catch {
-            switch error {
-            case .corrupt(let problem): throw self.error(.corruptFile, problem)
-            case .unsupported(let problem): throw self.error(.unsupportedFormat, problem)
+            throw self.mapped(error)
+        }
+        let passphrase = PKCS12Passphrase(self.passphrase)
+        let pkcs12Password = try self.checkedPassword(container, passphrase)
+
+        var keyBags: [PKCS12Container.KeyBag] = []
+        var certificateDERs: [[UInt8]] = []
+        for safe in container.safes {
+            let safeContents: [UInt8]
+            switch safe {
+            case .plain(let bytes):
+                safeContents = bytes
+            case .encrypted(let algorithm, let ciphertext):
+                safeContents = try self.decrypt(ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password, what: "the certificates")
+            }
+            let bags: [PKCS12Container.Bag]
+            do {
+                bags = try PKCS12Container.bags(inSafeContents: safeContents)
+            } catch {
+                throw self.mapped(error)
+            }
+            for bag in bags {
+                switch bag {
+                case .key(let keyBag): keyBags.append(keyBag)
+                case .certificate(let der): certificateDERs.append(der)
+                }
             }
         }
-        let password = try self.checkedPassword(container)
-        guard container.keyBags.count <= 1 else {
-            throw self.error(.unsupportedFormat, "the file holds \(container.keyBags.count) private keys; exactly one is supported")
-        }
-
-        // The sentinel guarantees BoringSSL finds one key and a certificate matching it (no fatalError path).
-        let sentinel = try self.makeSentinel()
-        let rewritten: [UInt8]
-        do {
-            let extra = try PKCS12Container.dataContentInfo(bags: [
-                try PKCS12Container.keyBag(privateKeyInfo: sentinel.privateKeyInfo),
-                try PKCS12Container.certificateBag(der: sentinel.certificateDER),
-            ])
-            rewritten = try container.rewritten(appending: extra, password: password)
-        } catch {
-            throw self.error(.corruptFile, "cannot re-encode the file's structure: \(error)")
-        }
-        let bundle: NIOSSLPKCS12Bundle
-        do {
-            bundle = try NIOSSLPKCS12Bundle(buffer: rewritten, passphrase: Array(self.passphrase.utf8))
-        } catch {
-            throw self.classified(error)
+        guard keyBags.count <= 1 else {
+            throw self.error(.unsupportedFormat, "the file holds \(keyBags.count) private keys; exactly one is supported")
         }
         var certificates: [NIOSSLCertificate] = []
-        for certificate in bundle.certificateChain {
-            let der: [UInt8]
+        for (index, der) in certificateDERs.enumerated() {
             do {
-                der = try certificate.toDERBytes()
+                certificates.append(try NIOSSLCertificate(bytes: der, format: .der))
             } catch {
-                throw self.error(.corruptFile, "a certificate cannot be re-encoded: \(error)")
+                throw self.error(.corruptFile, "certificate \(index + 1) of the file is not a readable X.509 certificate")
             }
-            if der != sentinel.certificateDER { certificates.append(certificate) }
         }
-
-        guard let keyBag = container.keyBags.first else {
+        guard let keyBag = keyBags.first else {
             throw self.error(
                 .noPrivateKey,
                 "the file holds \(certificates.count) certificate(s) but no private key (exported with -nokeys?)"
@@ -68,7 +69,7 @@ struct PKCS12Loader {
         guard !certificates.isEmpty else {
             throw self.error(.noCertificate, "the file holds a private key but no certificate")
         }
-        let key = try self.decrypt(keyBag)
+        let key = try self.privateKey(keyBag, passphrase: passphrase, pkcs12Password: pkcs12Password)
         guard let leafIndex = certificates.firstIndex(where: { TLSIdentity.key(key, matches: $0) }) else {
             throw self.error(
                 .noCertificateMatchingKey,
@@ -80,90 +81,92 @@ struct PKCS12Loader {
         return try TLSIdentity(chain: [leaf] + chain, key: key, origin: self.origin)
     }
 
-    /// Checks the integrity MAC with the passphrase, as BoringSSL does (for an empty passphrase both the
-    /// `{0,0}` and the empty encoding are tried), and returns the encoding that matched.
-    private func checkedPassword(_ container: PKCS12Container) throws(TLSIdentityError) -> [UInt8] {
+    /// Checks the integrity MAC with the passphrase and returns the PKCS#12 KDF password encoding that matched.
+    ///
+    /// A non-empty passphrase is its BMPString with the two-byte NUL (OpenSSL 3). For an empty one both the
+    /// empty byte string and `{0, 0}` are tried, as OpenSSL's `PKCS12_parse` does ("no password" and "the empty
+    /// password" are different in PKCS#12); the one that matched also decrypts the `pbeWithSHAAnd…` safes.
+    private func checkedPassword(_ container: PKCS12Container, _ passphrase: PKCS12Passphrase) throws(TLSIdentityError) -> [UInt8] {
         guard let mac = container.mac else {
             throw self.error(.unsupportedFormat, "the file has no integrity MAC (exported with -nomac?)")
         }
-        guard let encoded = PKCS12KeyDerivation.bmpPassword(self.passphrase) else {
-            throw self.error(.unsupportedFormat, "the passphrase has characters PKCS#12 cannot encode (outside the Basic Multilingual Plane)")
-        }
-        if PKCS12KeyDerivation.verify(mac, password: encoded, data: container.authenticatedSafe) {
-            return encoded
-        }
-        if self.passphrase.isEmpty, PKCS12KeyDerivation.verify(mac, password: [], data: container.authenticatedSafe) {
-            return []
+        let candidates = passphrase.text.isEmpty ? [[], passphrase.bmp] : [passphrase.bmp]
+        for candidate in candidates where PKCS12KeyDerivation.verify(mac, password: candidate, data: container.authenticatedSafe) {
+            return candidate
         }
         throw self.error(
             .wrongPassphrase,
-            self.passphrase.isEmpty
+            passphrase.text.isEmpty
                 ? "the file is protected by a passphrase and none was given"
                 : "the passphrase does not unlock this PKCS#12 file (its integrity check fails)"
         )
     }
 
-    private func decrypt(_ bag: PKCS12Container.KeyBag) throws(TLSIdentityError) -> NIOSSLPrivateKey {
-        if !bag.isShrouded {
+    private func privateKey(
+        _ bag: PKCS12Container.KeyBag,
+        passphrase: PKCS12Passphrase,
+        pkcs12Password: [UInt8]
+    ) throws(TLSIdentityError) -> NIOSSLPrivateKey {
+        var privateKeyInfo = bag.value
+        if bag.isShrouded {
+            // EncryptedPrivateKeyInfo ::= SEQUENCE { encryptionAlgorithm AlgorithmIdentifier, encryptedData OCTET STRING }
+            let algorithm: [UInt8]
+            let ciphertext: [UInt8]
             do {
-                return try NIOSSLPrivateKey(bytes: bag.value, format: .der)
+                var fields = try PasswordBasedEncryption.sequence(try DER.parse(bag.value), "EncryptedPrivateKeyInfo")
+                guard let algorithmNode = fields.next(), let dataNode = fields.next() else {
+                    throw PasswordBasedEncryption.Failure.corrupt("the EncryptedPrivateKeyInfo is incomplete")
+                }
+                algorithm = Array(algorithmNode.encodedBytes)
+                ciphertext = Array(try ASN1OctetString(derEncoded: dataNode).bytes)
             } catch {
-                throw self.error(.corruptFile, "the private key cannot be read: \(error)")
+                throw self.error(.corruptFile, "the encrypted private key is malformed")
+            }
+            privateKeyInfo = try self.decrypt(ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password, what: "the private key")
+        }
+        do {
+            return try NIOSSLPrivateKey(bytes: privateKeyInfo, format: .der)
+        } catch {
+            throw self.error(.corruptFile, "the private key cannot be read (damaged, or a key type BoringSSL does not support)")
+        }
+    }
+
+    /// Decrypts a safe or key. The MAC already matched, so a failure means damage, a second passphrase (OpenSSL's
+    /// `-twopass`), or a scheme we do not support.
+    private func decrypt(
+        _ ciphertext: [UInt8],
+        algorithm: [UInt8],
+        passphrase: PKCS12Passphrase,
+        pkcs12Password: [UInt8],
+        what: String
+    ) throws(TLSIdentityError) -> [UInt8] {
+        let node: ASN1Node
+        do {
+            node = try DER.parse(algorithm)
+        } catch {
+            throw self.error(.corruptFile, "the encryption algorithm of \(what) is malformed")
+        }
+        do {
+            return try PasswordBasedEncryption.decrypt(ciphertext, algorithm: node, passphrase: passphrase, pkcs12Password: pkcs12Password)
+        } catch {
+            switch error {
+            case .wrongPassphrase:
+                throw self.error(
+                    .wrongPassphrase,
+                    "the passphrase unlocks the file's integrity check but does not decrypt \(what) (damaged, or encrypted with a second passphrase)"
+                )
+            case .unsupported(let problem):
+                throw self.error(.unsupportedFormat, "\(what): \(problem)")
+            case .corrupt(let problem):
+                throw self.error(.corruptFile, "\(what): \(problem)")
             }
         }
-        let pem = "-----BEGIN ENCRYPTED PRIVATE KEY-----\n"
-            + Data(bag.value).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-            + "\n-----END ENCRYPTED PRIVATE KEY-----\n"
-        let secret = Array(self.passphrase.utf8)
-        do {
-            return try NIOSSLPrivateKey(bytes: Array(pem.utf8), format: .pem) { (setter: ([UInt8]) -> Void) in
-                setter(secret)
-            }
-        } catch {
-            throw self.error(.wrongPassphrase, "the passphrase unlocks the file but does not decrypt its private key: \(error)")
-        }
     }
 
-    /// Maps a BoringSSL failure on the rewritten file. The MAC already matched, so failures here are
-    /// damaged encrypted content or layouts we do not support.
-    private func classified(_ error: any Error) -> TLSIdentityError {
-        let text = String(describing: error)
-        if text.contains("MULTIPLE_PRIVATE_KEYS") {
-            return self.error(.unsupportedFormat, "the private key is stored inside an encrypted safe, or there are several keys; only a key in its own shrouded key bag (as OpenSSL, Windows and macOS export) is supported")
-        }
-        if text.contains("INCORRECT_PASSWORD") || text.contains("DECRYPT") {
-            return self.error(.wrongPassphrase, "the passphrase does not decrypt the certificates: \(text)")
-        }
-        return self.error(.corruptFile, "the encrypted content cannot be read: \(text)")
-    }
-
-    private struct Sentinel {
-        var privateKeyInfo: [UInt8]
-        var certificateDER: [UInt8]
-    }
-
-    private func makeSentinel() throws(TLSIdentityError) -> Sentinel {
-        do {
-            let key = P256.Signing.PrivateKey()
-            let name = try DistinguishedName { CommonName("swift-pinning PKCS#12 sentinel") }
-            let now = Date()
-            let certificate = try Certificate(
-                version: .v3,
-                serialNumber: Certificate.SerialNumber(),
-                publicKey: Certificate.PublicKey(key.publicKey),
-                notValidBefore: now.addingTimeInterval(-60),
-                notValidAfter: now.addingTimeInterval(3600),
-                issuer: name,
-                subject: name,
-                signatureAlgorithm: .ecdsaWithSHA256,
-                extensions: Certificate.Extensions(),
-                issuerPrivateKey: Certificate.PrivateKey(key)
-            )
-            var serializer = DER.Serializer()
-            try serializer.serialize(certificate)
-            return Sentinel(privateKeyInfo: Array(key.derRepresentation), certificateDER: serializer.serializedBytes)
-        } catch {
-            throw self.error(.unsupportedFormat, "internal: cannot mint the sentinel certificate: \(error)")
+    private func mapped(_ problem: PKCS12Container.Problem) -> TLSIdentityError {
+        switch problem {
+        case .corrupt(let text): return self.error(.corruptFile, text)
+        case .unsupported(let text): return self.error(.unsupportedFormat, text)
         }
     }
 

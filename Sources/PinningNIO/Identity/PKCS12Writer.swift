@@ -1,11 +1,13 @@
-// BoringSSL is reached directly because NIOSSL's `NIOSSLPKCS12Bundle.serialize(passphrase:)` always passes
-// 0 for the algorithm NIDs (AES-256-CBC/PBKDF2, which macOS before 10.15/iOS before 13, Windows before Server
-// 2019 and Java 8 before 8u301 cannot read) and can `fatalError`/`preconditionFailure`. CNIOBoringSSL is not
-// a product of swift-nio-ssl: it is visible here only because SwiftPM hands every transitive C module's
-// module map to the compiler. If a swift-nio-ssl release stops that, this file stops compiling (it cannot
-// silently change behaviour); the fallback is a hand-written PFX with a Swift 3DES.
+// BoringSSL is reached directly (for reading the PEM key and checking it against the leaf) through CNIOBoringSSL,
+// which is not a product of swift-nio-ssl: it is visible here only because SwiftPM hands every transitive C
+// module's module map to the compiler. If a swift-nio-ssl release stops that, this file stops compiling (it
+// cannot silently change behaviour).
+//
+// The file itself is assembled here, not by BoringSSL's `PKCS12_create`: that encodes the passphrase as UCS-2 and
+// fails on characters outside the Basic Multilingual Plane, which OpenSSL 3 encodes as UTF-16 surrogate pairs.
+// Assembling it ourselves gives one passphrase encoding, OpenSSL 3's, for every file we read and write.
 import CNIOBoringSSL
-import CNIOBoringSSLShims
+import Crypto
 import SwiftASN1
 package import X509
 
@@ -18,13 +20,14 @@ package enum PKCS12Encryption: Sendable, Hashable {
     case legacy3DES
 }
 
-/// Writes PKCS#12 (PFX) files with BoringSSL's `PKCS12_create`: one key bag and the certificate chain,
-/// HMAC-SHA1 integrity (the only MAC every importer accepts).
+/// Writes PKCS#12 (PFX) files laid out as OpenSSL and BoringSSL write them: the certificates (leaf first) in one
+/// encrypted safe, the key in a shrouded key bag in a plain safe, the leaf and key paired by a localKeyID and
+/// named by a friendlyName, and an HMAC-SHA1 integrity MAC (the only MAC every importer accepts).
 package enum PKCS12Writer {
     /// The PBE/PBKDF2 and MAC iteration count (OpenSSL's default).
     package static let iterations: Int32 = 2048
 
-    /// A failure to write, with BoringSSL's reason.
+    /// A failure to write, with the reason.
     package struct WriteError: Error, CustomStringConvertible {
         package var description: String
     }
@@ -34,11 +37,12 @@ package enum PKCS12Writer {
     /// - Parameters:
     ///   - certificateChain: The leaf (matching `privateKey`) followed by its intermediates. Not empty.
     ///   - privateKeyPEM: The leaf's unencrypted private key as PEM (PKCS#8, SEC1 or PKCS#1).
-    ///   - passphrase: Protects the key bag, the certificates and the MAC. Must not contain NUL.
+    ///   - passphrase: Protects the key, the certificates and the MAC; any Unicode text without NUL, encoded as
+    ///     OpenSSL 3 encodes it (UTF-8 for PBES2, UTF-16BE with surrogate pairs for the PKCS#12 KDF).
     ///   - friendlyName: The friendlyName attribute of the key and leaf (what keychains show).
     ///   - encryption: The algorithms.
-    /// - Throws: ``WriteError`` for an empty chain, a key BoringSSL cannot read, a key that does not match
-    ///   the leaf, or a BoringSSL failure.
+    /// - Throws: ``WriteError`` for an empty chain, a NUL in the passphrase or name, a key BoringSSL cannot read,
+    ///   or a key that does not match the leaf.
     package static func serialize(
         certificateChain: [Certificate],
         privateKeyPEM: String,
@@ -49,72 +53,56 @@ package enum PKCS12Writer {
         guard let leafCertificate = certificateChain.first else {
             throw WriteError(description: "no certificate to export")
         }
+        // OpenSSL reads passphrases as C strings: a NUL would end it there, so the file would not open in OpenSSL.
         guard !passphrase.utf8.contains(0), !friendlyName.utf8.contains(0) else {
             throw WriteError(description: "the passphrase or name contains a NUL character")
         }
-        let leaf = try self.x509(leafCertificate)
-        defer { X509_free(leaf) }
-        let key = try self.privateKey(privateKeyPEM)
-        defer { EVP_PKEY_free(key) }
-        guard X509_check_private_key(leaf, key) == 1 else {
-            ERR_clear_error()
-            throw WriteError(description: "the private key does not belong to \(leafCertificate.subject)")
-        }
-        guard let stack = CNIOBoringSSLShims_sk_X509_new_null() else {
-            throw WriteError(description: "out of memory")
-        }
-        defer { CNIOBoringSSLShims_sk_X509_pop_free(stack, X509_free) }
-        for certificate in certificateChain.dropFirst() {
-            let x509 = try self.x509(certificate)
-            if CNIOBoringSSLShims_sk_X509_push(stack, x509) == 0 {
-                X509_free(x509)
-                throw WriteError(description: "out of memory")
+        var certificateDERs: [[UInt8]] = []
+        for certificate in certificateChain {
+            var serializer = DER.Serializer()
+            do {
+                try serializer.serialize(certificate)
+            } catch {
+                throw WriteError(description: "cannot encode \(certificate.subject): \(error)")
             }
+            certificateDERs.append(serializer.serializedBytes)
         }
-        let nid: Int32
-        switch encryption {
-        case .aes256: nid = NID_aes_256_cbc
-        case .legacy3DES: nid = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
-        }
-        let created = PKCS12_create(passphrase, friendlyName, key, leaf, stack, nid, nid, self.iterations, self.iterations, 0)
-        guard let pkcs12 = created else {
-            throw WriteError(description: "PKCS12_create failed: \(self.boringSSLErrors())")
-        }
-        defer { PKCS12_free(pkcs12) }
-        let length = i2d_PKCS12(pkcs12, nil)
-        guard length > 0 else {
-            throw WriteError(description: "i2d_PKCS12 failed: \(self.boringSSLErrors())")
-        }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor = buffer.baseAddress
-            return i2d_PKCS12(pkcs12, &cursor)
-        }
-        guard written == length else {
-            throw WriteError(description: "i2d_PKCS12 wrote \(written) of \(length) bytes: \(self.boringSSLErrors())")
-        }
-        return bytes
-    }
+        let privateKeyInfo = try self.privateKeyInfo(privateKeyPEM, leafDER: certificateDERs[0], leaf: leafCertificate)
 
-    private static func x509(_ certificate: Certificate) throws(WriteError) -> OpaquePointer {
-        var serializer = DER.Serializer()
+        let scheme: PasswordBasedEncryption.Scheme = encryption == .aes256 ? .aes256 : .legacy3DES
+        let secret = PKCS12Passphrase(passphrase)
+        let iterations = Int(self.iterations)
         do {
-            try serializer.serialize(certificate)
+            let attributes = [
+                try PKCS12Container.friendlyNameAttribute(friendlyName),
+                // OpenSSL and BoringSSL use the SHA-1 of the leaf certificate as the key ID.
+                try PKCS12Container.localKeyIDAttribute(Array(Insecure.SHA1.hash(data: certificateDERs[0]))),
+            ]
+            var certificateBags = [try PKCS12Container.certificateBag(der: certificateDERs[0], attributes: attributes)]
+            for der in certificateDERs.dropFirst() {
+                certificateBags.append(try PKCS12Container.certificateBag(der: der))
+            }
+            let certificates = try PasswordBasedEncryption.encrypt(
+                PKCS12Container.safeContents(certificateBags), scheme: scheme, passphrase: secret, iterations: iterations
+            )
+            let key = try PasswordBasedEncryption.encrypt(privateKeyInfo, scheme: scheme, passphrase: secret, iterations: iterations)
+            let keyBag = try PKCS12Container.shroudedKeyBag(algorithm: key.algorithm, ciphertext: key.ciphertext, attributes: attributes)
+            return try PKCS12Container.pfx(
+                contentInfos: [
+                    try PKCS12Container.encryptedDataContentInfo(algorithm: certificates.algorithm, ciphertext: certificates.ciphertext),
+                    try PKCS12Container.dataContentInfo(bags: [keyBag]),
+                ],
+                password: secret.bmp,
+                macIterations: iterations
+            )
         } catch {
-            throw WriteError(description: "cannot encode \(certificate.subject): \(error)")
+            throw WriteError(description: "cannot assemble the PKCS#12 structure: \(error)")
         }
-        let der = serializer.serializedBytes
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        }
-        guard let parsed else {
-            throw WriteError(description: "BoringSSL cannot read \(certificate.subject): \(self.boringSSLErrors())")
-        }
-        return parsed
     }
 
-    private static func privateKey(_ pem: String) throws(WriteError) -> OpaquePointer {
+    /// The key's PKCS#8 PrivateKeyInfo DER, after checking that it is the leaf's key.
+    private static func privateKeyInfo(_ pem: String, leafDER: [UInt8], leaf: Certificate) throws(WriteError) -> [UInt8] {
+        defer { ERR_clear_error() }
         let bytes = Array(pem.utf8)
         let key = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, buffer.count) else { return nil }
@@ -124,7 +112,22 @@ package enum PKCS12Writer {
         guard let key else {
             throw WriteError(description: "BoringSSL cannot read the private key: \(self.boringSSLErrors())")
         }
-        return key
+        defer { EVP_PKEY_free(key) }
+        let x509 = leafDER.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }
+        guard let x509 else {
+            throw WriteError(description: "BoringSSL cannot read \(leaf.subject): \(self.boringSSLErrors())")
+        }
+        defer { X509_free(x509) }
+        guard X509_check_private_key(x509, key) == 1 else {
+            throw WriteError(description: "the private key does not belong to \(leaf.subject)")
+        }
+        guard let der = TLSIdentity.privateKeyInfo(key) else {
+            throw WriteError(description: "BoringSSL cannot encode the private key as PKCS#8: \(self.boringSSLErrors())")
+        }
+        return der
     }
 
     /// Drains BoringSSL's error queue for this thread into one line.

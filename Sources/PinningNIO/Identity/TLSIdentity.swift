@@ -173,7 +173,7 @@ public struct TLSIdentity: Sendable, Hashable {
             throw TLSIdentityError(
                 code: .noCertificateMatchingKey,
                 origin: keyOrigin,
-                problem: "the key does not belong to the first certificate of \(certificateOrigin) (\(certificates[0].subject)); put the client certificate first"
+                problem: "the key does not belong to the first certificate of \(certificateOrigin) (\(certificates[0].subject)): the certificate file must start with the certificate of this key, then its intermediates"
             )
         }
         return try TLSIdentity(chain: nioChain, key: key, origin: certificateOrigin)
@@ -238,50 +238,168 @@ public struct TLSIdentity: Sendable, Hashable {
         }
     }
 
+    /// Reads a private key: PEM (PKCS#8, SEC1, PKCS#1), DER (PKCS#8 or traditional), encrypted PKCS#8 (PEM
+    /// `ENCRYPTED PRIVATE KEY` or DER) or traditional encrypted PEM (`Proc-Type: 4,ENCRYPTED`).
+    ///
+    /// The passphrase never reaches NIOSSL's passphrase callback (it converts each byte to a signed `CChar` and
+    /// traps on any byte over 0x7F, so any non-ASCII passphrase killed the process). Encrypted PKCS#8 is
+    /// decrypted by ``PasswordBasedEncryption`` (PBES2: the UTF-8 bytes; PKCS#12 schemes: UTF-16BE, as OpenSSL
+    /// 3); traditional PEM by BoringSSL with the UTF-8 bytes (OpenSSL's `EVP_BytesToKey`, same bytes). NIOSSL then
+    /// reads the decrypted DER.
     static func privateKey(_ bytes: [UInt8], passphrase: String?, origin: String) throws(TLSIdentityError) -> NIOSSLPrivateKey {
         let text = String(decoding: bytes, as: UTF8.self)
         let isPEM = text.contains("-----BEGIN")
         if isPEM, !text.contains("PRIVATE KEY-----") {
             throw TLSIdentityError(code: .noPrivateKey, origin: origin, problem: "no PRIVATE KEY block in the PEM input")
         }
-        let encrypted = text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED")
-        if encrypted, passphrase == nil {
+        let encryptedPKCS8 = try Self.encryptedPrivateKeyInfo(bytes, text: text, isPEM: isPEM, origin: origin)
+        let traditional = isPEM && encryptedPKCS8 == nil && text.contains("Proc-Type: 4,ENCRYPTED")
+        guard encryptedPKCS8 != nil || traditional else {
+            // Not encrypted. No passphrase callback is needed: BoringSSL never prompts on a terminal (its default
+            // callback without a passphrase fails).
+            do {
+                return try NIOSSLPrivateKey(bytes: bytes, format: isPEM ? .pem : .der)
+            } catch {
+                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "not a readable private key (damaged, or a key type BoringSSL does not support)")
+            }
+        }
+        guard let passphrase else {
             throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the private key is encrypted and no passphrase was given")
         }
-        // A passphrase callback is always given: without one BoringSSL would prompt on the terminal.
-        let secret = Array((passphrase ?? "").utf8)
+        let privateKeyInfo: [UInt8]
+        if let encryptedPKCS8 {
+            privateKeyInfo = try Self.decryptPKCS8(encryptedPKCS8, passphrase: passphrase, origin: origin)
+        } else {
+            privateKeyInfo = try Self.decryptTraditionalPEM(bytes, passphrase: passphrase, origin: origin)
+        }
         do {
-            return try NIOSSLPrivateKey(bytes: bytes, format: isPEM ? .pem : .der) { (setter: ([UInt8]) -> Void) in
-                setter(secret)
-            }
+            return try NIOSSLPrivateKey(bytes: privateKeyInfo, format: .der)
         } catch {
-            if encrypted {
+            // CBC padding checks only the last byte(s): about one wrong passphrase in 256 "decrypts" to garbage
+            // with valid padding. Garbage that is not even DER is that case; well-formed DER is a key type
+            // BoringSSL does not support.
+            let isDER: Bool
+            do {
+                _ = try DER.parse(privateKeyInfo)
+                isDER = true
+            } catch {
+                isDER = false
+            }
+            if !isDER {
                 throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
             }
-            throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "not a readable private key: \(error)")
+            throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
         }
     }
 
-    static func read(_ path: String) throws(TLSIdentityError) -> [UInt8] {
-        let attributes: [FileAttributeKey: Any]
+    /// The DER EncryptedPrivateKeyInfo of an `ENCRYPTED PRIVATE KEY` PEM block or of DER input shaped as one
+    /// (`SEQUENCE { AlgorithmIdentifier, OCTET STRING }`, where a PrivateKeyInfo starts with an INTEGER); nil for
+    /// anything else.
+    private static func encryptedPrivateKeyInfo(_ bytes: [UInt8], text: String, isPEM: Bool, origin: String) throws(TLSIdentityError) -> [UInt8]? {
+        if isPEM {
+            let begin = "-----BEGIN ENCRYPTED PRIVATE KEY-----"
+            let end = "-----END ENCRYPTED PRIVATE KEY-----"
+            guard let start = text.range(of: begin) else { return nil }
+            guard let stop = text.range(of: end, range: start.upperBound..<text.endIndex) else {
+                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block has no END line")
+            }
+            let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
+            guard let der = Data(base64Encoded: String(body)) else {
+                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block is not valid base64")
+            }
+            return Array(der)
+        }
+        let node: ASN1Node
         do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
+            node = try DER.parse(bytes)
         } catch {
-            throw TLSIdentityError(code: .unreadableFile, origin: path, problem: "cannot read the file: it does not exist or is not accessible")
+            return nil  // not DER at all: NIOSSL's reading reports it as unreadable
         }
-        if let type = attributes[.type] as? FileAttributeType, type != .typeRegular {
-            throw TLSIdentityError(code: .unreadableFile, origin: path, problem: "not a regular file")
+        guard node.identifier == .sequence, case .constructed(let children) = node.content else { return nil }
+        var fields = children.makeIterator()
+        guard let first = fields.next(), first.identifier == .sequence else { return nil }
+        return bytes
+    }
+
+    private static func decryptPKCS8(_ der: [UInt8], passphrase: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+        let algorithm: ASN1Node
+        let ciphertext: [UInt8]
+        do {
+            var fields = try PasswordBasedEncryption.sequence(try DER.parse(der), "EncryptedPrivateKeyInfo")
+            guard let algorithmNode = fields.next(), let dataNode = fields.next() else {
+                throw PasswordBasedEncryption.Failure.corrupt("incomplete")
+            }
+            algorithm = algorithmNode
+            ciphertext = Array(try ASN1OctetString(derEncoded: dataNode).bytes)
+        } catch {
+            throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the encrypted private key is malformed")
         }
-        if let size = attributes[.size] as? Int, size > Self.maximumFileSize {
-            throw TLSIdentityError(code: .fileTooLarge, origin: path, problem: "\(size) bytes, more than \(Self.maximumFileSize)")
+        do {
+            return try PasswordBasedEncryption.decrypt(ciphertext, algorithm: algorithm, passphrase: PKCS12Passphrase(passphrase))
+        } catch {
+            switch error {
+            case .wrongPassphrase:
+                throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+            case .unsupported(let problem):
+                throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the encrypted private key uses \(problem)")
+            case .corrupt(let problem):
+                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the encrypted private key: \(problem)")
+            }
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw TLSIdentityError(code: .unreadableFile, origin: path, problem: "cannot read the file")
+    }
+
+    /// OpenSSL's traditional encrypted PEM (`DEK-Info`), decrypted by BoringSSL from the passphrase's UTF-8 bytes
+    /// handed as a C string to its default callback (no NIOSSL callback involved).
+    private static func decryptTraditionalPEM(_ bytes: [UInt8], passphrase: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+        // Both OpenSSL and BoringSSL read this form's passphrase into a 1,024-byte buffer (PEM_BUFSIZE) with its NUL.
+        guard passphrase.utf8.count < 1024 else {
+            throw TLSIdentityError(
+                code: .wrongPassphrase,
+                origin: origin,
+                problem: "the passphrase is \(passphrase.utf8.count) bytes; a traditional encrypted PEM key (Proc-Type: 4,ENCRYPTED) takes at most 1,023, in OpenSSL too"
+            )
         }
-        guard data.count <= Self.maximumFileSize else {
-            throw TLSIdentityError(code: .fileTooLarge, origin: path, problem: "\(data.count) bytes, more than \(Self.maximumFileSize)")
+        guard !passphrase.utf8.contains(0) else {
+            throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase contains a NUL character")
         }
-        return Array(data)
+        defer { ERR_clear_error() }
+        let key = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, buffer.count) else { return nil }
+            defer { BIO_free(bio) }
+            return passphrase.withCString { cString in
+                PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: cString))
+            }
+        }
+        guard let key else {
+            throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard let der = Self.privateKeyInfo(key) else {
+            throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the decrypted key cannot be encoded as PKCS#8")
+        }
+        return der
+    }
+
+    /// The PKCS#8 PrivateKeyInfo DER of a BoringSSL key (RSA, EC, Ed25519), or nil.
+    static func privateKeyInfo(_ key: OpaquePointer) -> [UInt8]? {
+        var cbb = CBB()
+        guard CBB_init(&cbb, 0) == 1 else { return nil }
+        defer { CBB_cleanup(&cbb) }
+        guard EVP_marshal_private_key(&cbb, key) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
+        return Array(UnsafeBufferPointer(start: CBB_data(&cbb), count: CBB_len(&cbb)))
+    }
+
+    /// The whole file, read like every certificate file: regular files, and also pipes, FIFOs, `/dev/fd/N` and
+    /// `<(…)` process substitution (one shared reader, `CertificateLoader.readFile`, with its size limit).
+    static func read(_ path: String) throws(TLSIdentityError) -> [UInt8] {
+        do {
+            return try CertificateLoader.readFile(atPath: path)
+        } catch {
+            throw Self.mapped(error)
+        }
     }
 
     static func mapped(_ error: CertificateLoadingError) -> TLSIdentityError {

@@ -16,22 +16,36 @@ extension PinningCommand.Bench {
         static let configuration = CommandConfiguration(
             abstract: "Loopback TLS handshakes per second: the full pinning policy, NIOSSL's own verification, no verification.",
             discussion: """
-                A fresh P-256 (or --key) root, intermediate and leaf for "localhost" are minted for the run; a server
-                on 127.0.0.1 presents leaf and intermediate. The policy pins the intermediate's key, validates the
-                chain to the minted root (the only anchor) and checks the name. NIOSSL's verification trusts the
-                same root and checks the same name. The three client kinds take turns in rounds, so drift in the
-                machine's load spreads over all three. JSON keys: handshakesPerSecond,
-                baselineHandshakesPerSecond, unverifiedHandshakesPerSecond.
+                A fresh P-256 (or --key) root, intermediate and leaf for "localhost" are minted for the run; a server \
+                on 127.0.0.1 presents leaf and intermediate. The policy pins the intermediate's key, validates the \
+                chain to the minted root (the only anchor) and checks the name. NIOSSL's verification trusts the \
+                same root and checks the same name. The three client kinds take turns in rounds, so drift in the \
+                machine's load spreads over all three.
+
+                JSON keys: handshakesPerSecond, baselineHandshakesPerSecond, unverifiedHandshakesPerSecond.
                 """
         )
 
-        @Option(name: .long, help: ArgumentHelp("Handshakes per client kind (default 500).", valueName: "n"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Handshakes per client kind, 1 to 1,000,000 (default 500).", valueName: "n"),
+            transform: NumericOption.integer(1...1_000_000)
+        )
         var connections: Int = 500
 
-        @Option(name: .long, help: ArgumentHelp("Handshakes in flight at once (default 8).", valueName: "c"))
+        // Each handshake in flight holds two sockets (client and server) in this one process.
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Handshakes in flight at once, 1 to 256 (default 8).", valueName: "c"),
+            transform: NumericOption.integer(1...256)
+        )
         var concurrency: Int = 8
 
-        @Option(name: .long, help: ArgumentHelp("Rounds the three client kinds take turns in (default 5; at most --connections ÷ --concurrency).", valueName: "r"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Rounds the three client kinds take turns in, 1 to 1000 (default 5; at most --connections ÷ --concurrency).", valueName: "r"),
+            transform: NumericOption.integer(1...1000)
+        )
         var rounds: Int = 5
 
         @Option(name: .long, help: ArgumentHelp("Key type of the minted chain: p256 (default), p384, rsa2048.", valueName: "key"))
@@ -44,9 +58,6 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
-            guard self.connections > 0 else { throw InputError("--connections: must be at least 1") }
-            guard self.concurrency > 0 else { throw InputError("--concurrency: must be at least 1") }
-            guard self.rounds > 0 else { throw InputError("--rounds: must be at least 1") }
             guard let keyType = TestKeyType.allCases.first(where: { $0.description == self.key }) else {
                 throw InputError("--key: unknown key type \"\(self.key)\"; use p256, p384 or rsa2048")
             }

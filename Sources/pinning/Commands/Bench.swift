@@ -21,9 +21,11 @@ extension PinningCommand.Bench {
             commandName: "evaluations",
             abstract: "Evaluate one chain repeatedly in-process, with the same chain and policy flags as `pinning evaluate`.",
             discussion: """
-                Without --at every evaluation validates at the moment it runs, and the cached figure includes the
-                expiry re-check each hit makes. JSON keys: evaluationsPerSecond, cachedEvaluationsPerSecond,
-                p50Microseconds, p99Microseconds (uncached latency), peakRSSBytes (VmHWM).
+                Without --at every evaluation validates at the moment it runs, and the cached figure includes the \
+                expiry re-check each hit makes.
+
+                JSON keys: evaluationsPerSecond, cachedEvaluationsPerSecond, p50Microseconds, p99Microseconds \
+                (uncached latency), peakRSSBytes (VmHWM).
                 """
         )
 
@@ -35,19 +37,26 @@ extension PinningCommand.Bench {
 
         @OptionGroup var options: PolicyOptions
 
-        @Option(name: .long, help: ArgumentHelp("Uncached evaluations to time (default 1000).", valueName: "n"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Uncached evaluations to time, 1 to 10,000,000 (default 1000).", valueName: "n"),
+            transform: NumericOption.integer(1...10_000_000)
+        )
         var iterations: Int = 1000
 
-        @Option(name: .customLong("cached-iterations"), help: ArgumentHelp("Cached evaluations to time (default 50 × --iterations).", valueName: "n"))
+        @Option(
+            name: .customLong("cached-iterations"),
+            help: ArgumentHelp("Cached evaluations to time, 1 to 1,000,000,000 (default 50 × --iterations).", valueName: "n"),
+            transform: NumericOption.integer(1...1_000_000_000)
+        )
         var cachedIterations: Int?
 
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
         func run() async throws {
-            guard self.iterations > 0 else { throw InputError("--iterations: must be at least 1") }
+            // Both counts were range-checked while parsing (NumericOption); 50 × 10,000,000 fits an Int.
             let cachedIterations = self.cachedIterations ?? self.iterations * 50
-            guard cachedIterations > 0 else { throw InputError("--cached-iterations: must be at least 1") }
             guard self.options.config == nil else {
                 throw InputError("--config: bench measures a security policy; give the policy flags of evaluate instead")
             }

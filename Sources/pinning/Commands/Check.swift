@@ -46,10 +46,10 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("Connect to ADDR for HOST:PORT instead of resolving HOST (as curl). Repeatable.", valueName: "host:port:addr"))
         var resolve: [String] = []
 
-        @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake.", valueName: "seconds"))
+        @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
         var connectTimeout: Double = 5
 
-        @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake.", valueName: "seconds"))
+        @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 
         @Flag(name: .long, help: "Print the result as JSON.")
@@ -185,25 +185,8 @@ extension PinningCommand {
         }
 
         func passphrase() throws(InputError) -> String? {
-            switch (self.passphraseEnv, self.passphraseFile) {
-            case (nil, nil):
-                return nil
-            case (let name?, nil):
-                guard let value = ProcessInfo.processInfo.environment[name] else {
-                    throw InputError("--passphrase-env: the environment variable \(name) is not set")
-                }
-                return value
-            case (nil, let path?):
-                do {
-                    let text = try String(contentsOfFile: path, encoding: .utf8)
-                    return String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                        .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
-                } catch {
-                    throw InputError("--passphrase-file \(path): cannot be read")
-                }
-            case (_?, _?):
-                throw InputError("--passphrase-env and --passphrase-file cannot be combined")
-            }
+            // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
+            try Passphrase.read(environment: self.passphraseEnv, file: self.passphraseFile)
         }
 
         func loadIdentity() throws(InputError) -> TLSIdentity? {

@@ -19,7 +19,7 @@ extension PinningCommand.Config {
         static let configuration = CommandConfiguration(
             abstract: "Validate a host pinning configuration and warn about expired or soon-expiring pins.",
             discussion: """
-                Exit status: 0 valid (warnings, if any, are printed: pins that have expired or expire within 30 days),
+                Exit status: 0 valid (warnings, if any, are printed: pins that have expired or expire within 30 days), \
                 2 invalid, listing every problem on stderr.
                 """
         )

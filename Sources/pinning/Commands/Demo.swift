@@ -14,9 +14,10 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what pinning protects against: real servers on 127.0.0.1, real pinned clients.",
             discussion: """
-                Builds a throwaway PKI in a temporary directory and starts four HTTPS servers on 127.0.0.1: the genuine
-                server, an intercepting proxy whose root the client has installed (the debugging-proxy scenario), a
+                Builds a throwaway PKI in a temporary directory and starts four HTTPS servers on 127.0.0.1: the genuine \
+                server, an intercepting proxy whose root the client has installed (the debugging-proxy scenario), a \
                 self-signed device, and a mutual-TLS server. Then runs the clients and prints what happened.
+
                 Exit status 0 only when every scenario behaved as expected; everything is cleaned up.
                 """
         )

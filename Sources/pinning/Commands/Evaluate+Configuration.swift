@@ -10,9 +10,6 @@ extension PinningCommand.Evaluate {
         guard let host = self.host else {
             throw InputError("--config needs --host: the configuration pins hosts")
         }
-        guard (1...65535).contains(self.port) else {
-            throw InputError("--port: \(self.port) is not a TCP port")
-        }
         var configuration = try self.policyOptions.loadConfiguration(path)
         let presented = try InputLoading.certificates(self.chain, option: "--chain")
         let roots = try InputLoading.roots(self.policyOptions.roots)

@@ -9,11 +9,15 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             abstract: "Evaluate a certificate chain against a pinning policy (AFSecurityPolicy semantics, hardened).",
             discussion: """
-                Exit status: 0 trusted, 1 not trusted, 2 bad input.
-                Without --mode the mode is public-key when pins are given (--pin or --pin-sha256), else none.
-                With --config FILE the host pinning configuration decides instead (--host required); --mode, --pin,
-                --pin-sha256, --anchor, --anchors-only, --allow-invalid-certificates and --no-validate-domain-name
+                Without --mode the mode is public-key when pins are given (--pin or --pin-sha256), else none. A pin is \
+                sha256/BASE64 (curl's sha256//BASE64 is accepted too, and --pin-sha256 takes curl's \
+                "sha256//A;sha256//B" list).
+
+                With --config FILE the host pinning configuration decides instead (--host required); --mode, --pin, \
+                --pin-sha256, --anchor, --anchors-only, --allow-invalid-certificates and --no-validate-domain-name \
                 cannot be combined with it. --send-reports delivers pin failure reports before exiting.
+
+                Exit status: 0 trusted, 1 not trusted, 2 bad input.
                 """
         )
 
@@ -28,7 +32,11 @@ extension PinningCommand {
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
-        @Option(name: .long, help: ArgumentHelp("The port connected to, for failure reports (with --config; default 443).", valueName: "port"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("The port connected to, 1 to 65535, for failure reports (with --config; default 443).", valueName: "port"),
+            transform: NumericOption.port(allowingZero: false)
+        )
         var port: Int = 443
 
         @Flag(name: .customLong("send-reports"), help: "With --config: deliver pin failure reports to the entry's reportURIs before exiting (a few seconds at most).")

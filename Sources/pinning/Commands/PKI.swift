@@ -48,7 +48,11 @@ struct PKICreationOptions: ParsableArguments {
     @Option(name: .long, help: "The key type: ec (P-256, the default) or rsa (2048 bits).")
     var key: PKIKeyType = .ec
 
-    @Option(name: .long, help: ArgumentHelp("Validity in days (default: 3650 for a root, 1825 for an intermediate, 365 for a leaf; never beyond the issuer).", valueName: "N"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Validity in days, 1 to 36500 (default: 3650 for a root, 1825 for an intermediate, 365 for a leaf; never beyond the issuer).", valueName: "N"),
+        transform: NumericOption.integer(1...36500, what: "number of days")
+    )
     var days: Int?
 
     @Flag(name: .long, help: "Replace existing files.")
@@ -58,9 +62,6 @@ struct PKICreationOptions: ParsableArguments {
     func notValidAfter(defaultDays: Int, issuer: Certificate?) throws(InputError) -> Date {
         let now = Date(timeIntervalSince1970: Foundation.floor(Date().timeIntervalSince1970))
         if let days {
-            guard (1...36500).contains(days) else {
-                throw InputError("--days \(days): must be between 1 and 36500")
-            }
             let end = now.addingTimeInterval(Double(days) * 86400)
             if let issuer, end > issuer.notValidAfter {
                 throw InputError("--days \(days): the certificate would outlive its issuer \(issuer.subject), valid until \(RFC3339.format(issuer.notValidAfter))")
@@ -326,11 +327,7 @@ extension PinningCommand.PKI {
         @Option(name: .customLong("p12"), help: ArgumentHelp("The PKCS#12 file to write.", valueName: "OUT"))
         var output: String
 
-        @Option(name: .customLong("passphrase-env"), help: ArgumentHelp("Read the passphrase from this environment variable.", valueName: "VAR"))
-        var passphraseEnvironment: String?
-
-        @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Read the passphrase from the first line of FILE.", valueName: "FILE"))
-        var passphraseFile: String?
+        @OptionGroup var passphraseOptions: PassphraseOptions
 
         @Flag(name: .long, help: "Write the 3DES form older tools need instead of AES-256.")
         var legacy = false
@@ -338,33 +335,18 @@ extension PinningCommand.PKI {
         @Flag(name: .long, help: "Replace an existing OUT.")
         var force = false
 
+        /// Any UTF-8 passphrase but the empty one (a PKCS#12 file without a passphrase protects nothing).
         func passphrase() throws(InputError) -> String {
-            switch (self.passphraseEnvironment, self.passphraseFile) {
-            case (let variable?, nil):
-                guard let value = ProcessInfo.processInfo.environment[variable] else {
-                    throw InputError("--passphrase-env \(variable): the environment variable is not set")
-                }
-                guard !value.isEmpty else {
-                    throw InputError("--passphrase-env \(variable): the environment variable is empty")
-                }
-                return value
-            case (nil, let file?):
-                let text: String
-                do {
-                    text = try String(contentsOfFile: file, encoding: .utf8)
-                } catch {
-                    throw InputError("--passphrase-file \(file): cannot read: \(error.localizedDescription)")
-                }
-                // Like openssl's `file:`: the first line, without its line ending.
-                let firstLine = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-                let passphrase = firstLine.hasSuffix("\r") ? String(firstLine.dropLast()) : firstLine
-                guard !passphrase.isEmpty else {
-                    throw InputError("--passphrase-file \(file): the first line is empty")
-                }
-                return passphrase
-            default:
+            guard let passphrase = try self.passphraseOptions.passphrase() else {
                 throw InputError("pass exactly one of --passphrase-env VAR, --passphrase-file FILE")
             }
+            guard !passphrase.isEmpty else {
+                if let variable = self.passphraseOptions.environment {
+                    throw InputError("--passphrase-env \(variable): the environment variable is empty")
+                }
+                throw InputError("--passphrase-file \(self.passphraseOptions.file ?? ""): the first line is empty")
+            }
+            return passphrase
         }
 
         func run() async throws {

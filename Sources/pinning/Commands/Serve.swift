@@ -14,7 +14,9 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             abstract: "Serve HTTPS (mutual TLS with --client-ca): every GET gets 200 and a JSON body naming the client certificate.",
             discussion: """
-                Serves exactly the chain in --cert, in that order. Once it accepts connections it prints `listening on https://ADDR:PORT` on stdout.
+                Serves exactly the chain in --cert, in that order. Once it accepts connections it prints `listening on https://ADDR:PORT` on stdout (an IPv6 ADDR in brackets).
+
+                An encrypted --key takes its passphrase from --passphrase-env VAR or --passphrase-file FILE (as check).
 
                 With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
 
@@ -25,28 +27,23 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("The server's certificate chain, leaf first (PEM).", valueName: "file"))
         var cert: String
 
-        @Option(name: .long, help: ArgumentHelp("The leaf's private key (PEM or DER).", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("The leaf's private key (PEM or DER; encrypted keys need --passphrase-env or --passphrase-file).", valueName: "file"))
         var key: String
+
+        @OptionGroup var passphraseOptions: PassphraseOptions
 
         @Option(name: .customLong("client-ca"), help: ArgumentHelp("A CA that client certificates must chain to; requires client certificates. Repeatable.", valueName: "file"))
         var clientCA: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp("The port; 0 picks a free one.", valueName: "n"))
+        @Option(name: .long, help: ArgumentHelp("The port, 0 to 65535; 0 picks a free one.", valueName: "n"), transform: NumericOption.port(allowingZero: true))
         var port: Int = 8443
 
-        @Option(name: .long, help: ArgumentHelp("The address to listen on.", valueName: "addr"))
+        @Option(name: .long, help: ArgumentHelp("The address to listen on: an IPv4 or IPv6 address (bracketed or not, e.g. ::1 or [::1]) or a host name.", valueName: "addr"))
         var bind: String = "127.0.0.1"
 
         func run() async throws {
-            guard (0...65535).contains(self.port) else {
-                throw InputError("--port: \(self.port) is not a TCP port")
-            }
-            let identity: TLSIdentity
-            do {
-                identity = try TLSIdentity.pem(certificateChainFile: self.cert, privateKeyFile: self.key)
-            } catch {
-                throw InputError("--cert/--key: \(error.description)")
-            }
+            let address = try Self.bindAddress(self.bind, port: self.port)
+            let identity = try self.loadIdentity()
             var authorities: [Certificate] = []
             for path in self.clientCA {
                 authorities += try InputLoading.certificates(path, option: "--client-ca")
@@ -56,18 +53,17 @@ extension PinningCommand {
                 channel = try await LocalHTTPSServer.start(
                     identity: identity,
                     clientCertificateAuthorities: authorities,
-                    bind: self.bind,
+                    bind: address.host,
                     port: self.port
                 )
             } catch let error as LocalHTTPSServer.SetupError {
                 throw InputError("cannot build the TLS configuration: \(error.underlying)")
             } catch {
-                FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(self.bind):\(self.port): \(error)\n".utf8))
+                FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(error)\n".utf8))
                 throw ExitCode(3)
             }
             let port = channel.localAddress?.port ?? self.port
-            let host = self.bind.contains(":") ? "[\(self.bind)]" : self.bind
-            FileHandle.standardOutput.write(Data("listening on https://\(host):\(port)\n".utf8))
+            FileHandle.standardOutput.write(Data("listening on https://\(address.display):\(port)\n".utf8))
 
             let signals = [SIGINT, SIGTERM].map { number in
                 signal(number, SIG_IGN)
@@ -82,6 +78,72 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: serve: \(error)\n".utf8))
             }
             for source in signals { source.cancel() }
+        }
+
+        /// The server identity from --cert and --key, with messages about the *server's* certificate and key.
+        func loadIdentity() throws(InputError) -> TLSIdentity {
+            let passphrase = try self.passphraseOptions.passphrase()
+            do {
+                return try TLSIdentity.pem(certificateChainFile: self.cert, privateKeyFile: self.key, passphrase: passphrase)
+            } catch {
+                switch error.code {
+                case .noCertificateMatchingKey:
+                    let subject = Self.firstSubject(self.cert)
+                    throw InputError(
+                        "--key \(self.key) is not the private key of the server certificate \(subject) (the first certificate of --cert \(self.cert)): give the key this certificate was issued for, or put this key's certificate first in --cert"
+                    )
+                case .wrongPassphrase where passphrase == nil:
+                    throw InputError("--key \(self.key): the private key is encrypted; give its passphrase with --passphrase-env VAR or --passphrase-file FILE")
+                case .wrongPassphrase:
+                    throw InputError("--key \(self.key): \(error.problem)")
+                default:
+                    let option = error.origin == self.key ? "--key" : "--cert"
+                    throw InputError("\(option) \(error.description)")
+                }
+            }
+        }
+
+        private static func firstSubject(_ path: String) -> String {
+            switch Result(catching: { () throws(InputError) -> [Certificate] in try InputLoading.certificates(path, option: "--cert") }) {
+            case .success(let certificates): return certificates.first.map { "\($0.subject)" } ?? "(none)"
+            case .failure: return "(unreadable)"
+            }
+        }
+
+        /// Where to listen: an IP address (IPv6 with or without brackets, as in a URL) or a host name.
+        struct BindAddress {
+            /// What `bind(host:port:)` gets: the address without brackets, or the host name.
+            var host: String
+            /// How it appears in a URL: IPv6 in brackets.
+            var display: String
+        }
+
+        static func bindAddress(_ text: String, port: Int) throws(InputError) -> BindAddress {
+            var host = text.trimmingCharacters(in: .whitespaces)
+            let bracketed = host.hasPrefix("[") || host.hasSuffix("]")
+            if bracketed {
+                guard host.hasPrefix("["), host.hasSuffix("]"), host.count > 2 else {
+                    throw InputError("--bind \(text): unbalanced brackets; write an IPv6 address as ::1 or [::1]")
+                }
+                host = String(host.dropFirst().dropLast())
+            }
+            guard !host.isEmpty else {
+                throw InputError("--bind: empty; give an IP address such as 127.0.0.1 or ::1, or a host name")
+            }
+            let isIPv6: Bool
+            do {
+                let address = try SocketAddress(ipAddress: host, port: port)
+                if case .v6 = address { isIPv6 = true } else { isIPv6 = false }
+            } catch {
+                if bracketed || host.contains(":") {
+                    throw InputError("--bind \(text): not an IPv6 address")
+                }
+                guard PinningCommand.PKI.Issue.isDNSName(host), !host.hasPrefix("*") else {
+                    throw InputError("--bind \(text): neither an IP address nor a host name")
+                }
+                return BindAddress(host: host, display: host)
+            }
+            return BindAddress(host: host, display: isIPv6 ? "[\(host)]" : host)
         }
 
         /// The JSON body: method, path, and the client certificate when one was presented and validated.

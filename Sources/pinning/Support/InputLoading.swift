@@ -28,13 +28,18 @@ enum InputLoading {
         throw InputError(failures.map(\.description).joined(separator: "\npinning: "))
     }
 
+    /// `--pin-sha256` values. Each may also be curl's `--pinnedpubkey` list, `sha256//A;sha256//B` (base64
+    /// never contains ";", so the split is unambiguous); every item is one pin.
     static func pins(_ texts: [String]) throws(InputError) -> [Pin] {
         var pins: [Pin] = []
         for text in texts {
-            do {
-                pins.append(try Pin(text))
-            } catch {
-                throw InputError("--pin-sha256: \(error.description)")
+            let items = text.contains(";") ? text.split(separator: ";", omittingEmptySubsequences: false).map(String.init) : [text]
+            for item in items {
+                do {
+                    pins.append(try Pin(item))
+                } catch {
+                    throw InputError("--pin-sha256: \(error.description)")
+                }
             }
         }
         return pins

@@ -12,7 +12,7 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A pinned certificate file (any supported format; a bundle pins each certificate). Repeatable.", valueName: "file"))
     var pin: [String] = []
 
-    @Option(name: .customLong("pin-sha256"), help: ArgumentHelp("An SPKI pin, sha256/BASE64. Repeatable.", valueName: "pin"))
+    @Option(name: .customLong("pin-sha256"), help: ArgumentHelp("An SPKI pin, sha256/BASE64 (or curl's sha256//BASE64, or its \"sha256//A;sha256//B\" list). Repeatable.", valueName: "pin"))
     var pinSHA256: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("A custom trust anchor file, added to the platform roots. Repeatable.", valueName: "file"))

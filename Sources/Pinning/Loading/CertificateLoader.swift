@@ -56,6 +56,18 @@ public enum CertificateLoader {
     ) throws(CertificateLoadingError) -> [Certificate] {
         try CertificateParser.certificates(from: bytes, origin: origin)
     }
+    /// The certificate files of a directory; a directory without any is an error naming it.
+    static func nonEmptyCertificateFiles(inDirectory path: String) throws(CertificateLoadingError) -> [String] {
+        let files = try Self.certificateFiles(inDirectory: path)
+        guard !files.isEmpty else {
+            throw CertificateLoadingError(
+                code: .noCertificates,
+                origin: path,
+                problem: "the directory has no .cer, .crt, .der or .pem files"
+            )
+        }
+        return files
+    }
 
     /// The certificates of every `.cer`, `.crt`, `.der` and `.pem` file in a directory, like
     /// AFSecurityPolicy's `certificatesInBundle:`.
@@ -71,14 +83,7 @@ public enum CertificateLoader {
     ///   ``CertificateLoadingError/Code/noCertificates`` when it has no certificate files, or the error of the
     ///   first bad file, naming that file.
     public static func certificates(inDirectory path: String) throws(CertificateLoadingError) -> [Certificate] {
-        let files = try Self.certificateFiles(inDirectory: path)
-        guard !files.isEmpty else {
-            throw CertificateLoadingError(
-                code: .noCertificates,
-                origin: path,
-                problem: "the directory has no .cer, .crt, .der or .pem files"
-            )
-        }
+        let files = try Self.nonEmptyCertificateFiles(inDirectory: path)
         var certificates: [Certificate] = []
         for file in files {
             certificates.append(contentsOf: try Self.certificates(fromFile: file))

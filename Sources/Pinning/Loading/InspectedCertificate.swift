@@ -75,14 +75,7 @@ extension CertificateLoader {
     public static func inspect(atPath path: String) throws(CertificateLoadingError) -> CertificateListing {
         var listing = CertificateListing()
         if try Self.isDirectory(path) {
-            let files = try Self.certificateFiles(inDirectory: path)
-            guard !files.isEmpty else {
-                throw CertificateLoadingError(
-                    code: .noCertificates,
-                    origin: path,
-                    problem: "the directory has no .cer, .crt, .der or .pem files"
-                )
-            }
+            let files = try Self.nonEmptyCertificateFiles(inDirectory: path)
             for file in files {
                 do {
                     listing.add(try Self.readFile(atPath: file), origin: file)

@@ -60,6 +60,11 @@ public struct PinnedTLSClient: Sendable {
     ) throws {
         var configuration = configuration ?? .makePinnedClientConfiguration(identity: identity)
         configuration.certificateVerification = .noHostnameVerification
+        // A caller's base configuration that leaves the algorithms to BoringSSL would not accept Ed25519 or
+        // P-521 servers: give it ours. A list the caller chose is kept as is.
+        if configuration.verifySignatureAlgorithms == nil {
+            configuration.verifySignatureAlgorithms = TLSConfiguration.pinningAcceptedSignatureAlgorithms
+        }
         if let identity {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource
@@ -162,10 +167,11 @@ public struct PinnedTLSClient: Sendable {
             }
         } catch {
             if let error = error as? PinningConnectionError { throw error }
+            let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
             if let error = error as? ChannelError, case .connectTimeout = error {
-                throw PinningConnectionError(code: .timedOut, host: host, message: "cannot connect to port \(port) within \(timeout)", underlying: error)
+                throw PinningConnectionError(code: .timedOut, host: host, message: "cannot connect to \(shown) port \(port) within \(Self.words(timeout)): timed out", underlying: error)
             }
-            throw PinningConnectionError(code: .connectFailed, host: host, message: "cannot connect to port \(port)", underlying: error)
+            throw PinningConnectionError(code: .connectFailed, host: host, message: ConnectionFailureWords.connectProblem(error, host: shown, port: port), underlying: error)
         }
         do {
             guard let future = handshakeFuture.withLockedValue({ $0 }) else {
@@ -173,7 +179,7 @@ public struct PinnedTLSClient: Sendable {
             }
             let handshake = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<PinnedHandshake> in
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake took longer than \(timeout)"))
+                    channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake with \(host) port \(port) did not complete within \(Self.words(timeout))"))
                     channel.close(promise: nil)
                 }
                 future.whenComplete { _ in timer.cancel() }
@@ -183,8 +189,16 @@ public struct PinnedTLSClient: Sendable {
         } catch {
             channel.close(promise: nil)
             if let error = error as? PinningConnectionError { throw error }
-            throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the TLS handshake failed", underlying: error)
+            throw PinningConnectionError(code: .handshakeFailed, host: host, message: ConnectionFailureWords.tlsProblem(error) ?? "the TLS handshake failed", underlying: error)
         }
+    }
+
+    /// `5 s`, `300 ms`: a time bound in words.
+    static func words(_ amount: TimeAmount) -> String {
+        let nanoseconds = amount.nanoseconds
+        if nanoseconds % 1_000_000_000 == 0 { return "\(nanoseconds / 1_000_000_000) s" }
+        if nanoseconds % 1_000_000 == 0 { return "\(nanoseconds / 1_000_000) ms" }
+        return String(format: "%.3f s", Double(nanoseconds) / 1e9)
     }
 
     static func isIPAddress(_ host: String) -> Bool {
@@ -207,6 +221,30 @@ public struct PinnedConnection: Sendable {
 }
 
 extension TLSConfiguration {
+    /// The handshake signature algorithms a pinned connection accepts from its peer (a server's certificate
+    /// key, or a client's on a ``MutualTLSServer``), most preferred first.
+    ///
+    /// BoringSSL's default list (`kVerifySignatureAlgorithms` in its `ssl/extensions.cc`) leaves out Ed25519
+    /// and ECDSA P-521, so a server whose certificate has such a key could not be reached (the handshake fails
+    /// with `NO_COMMON_SIGNATURE_ALGORITHMS`), although curl, OpenSSL, Go and the chain validation of this
+    /// package accept them. This is BoringSSL's list in its order, plus ECDSA P-521/SHA-512 and Ed25519.
+    /// RSA PKCS#1 with SHA-1 stays last, as in BoringSSL's list (TLS 1.2 servers that can do nothing else; TLS 1.3
+    /// never uses it). RSASSA-PSS with an RSA-PSS *key* (`rsa_pss_pss_*`) is absent: BoringSSL cannot use
+    /// such keys at all.
+    public static let pinningAcceptedSignatureAlgorithms: [SignatureAlgorithm] = [
+        .ecdsaSecp256R1Sha256,
+        .rsaPssRsaeSha256,
+        .rsaPkcs1Sha256,
+        .ecdsaSecp384R1Sha384,
+        .rsaPssRsaeSha384,
+        .rsaPkcs1Sha384,
+        .ecdsaSecp521R1Sha512,
+        .rsaPssRsaeSha512,
+        .rsaPkcs1Sha512,
+        .ed25519,
+        .rsaPkcs1Sha1,
+    ]
+
     /// A client configuration for pinned connections: certificate verification `.noHostnameVerification`
     /// (the evaluator checks names; the custom callback replaces BoringSSL's validation), TLS 1.2 or later, no
     /// trust roots of its own (if it is ever used without the pinning callback, nothing validates: fail
@@ -218,6 +256,7 @@ extension TLSConfiguration {
         configuration.certificateVerification = .noHostnameVerification
         configuration.minimumTLSVersion = .tlsv12
         configuration.trustRoots = .certificates([])
+        configuration.verifySignatureAlgorithms = Self.pinningAcceptedSignatureAlgorithms
         if let identity {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource

@@ -5,7 +5,7 @@ public import Pinning
 ///
 /// NIOSSL reports a refused certificate as a bare `CERTIFICATE_VERIFY_FAILED`; the handlers of this module
 /// record why the policy refused and raise this error instead, so the reason reaches the caller.
-public struct PinningConnectionError: Error, CustomStringConvertible {
+public struct PinningConnectionError: Error, CustomStringConvertible, CustomDebugStringConvertible {
     /// What went wrong. A struct over a private enum so kinds can be added; keep a default case.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String, Hashable, Sendable {
@@ -22,6 +22,7 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
             case challengeCancelled
             case protectionSpaceRejected
             case invalidCredential
+            case refusedByCheck
         }
 
         private let kind: Kind
@@ -59,6 +60,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         public static let protectionSpaceRejected = Code(.protectionSpaceRejected)
         /// A challenge handler answered with a credential of the wrong kind for the challenge.
         public static let invalidCredential = Code(.invalidCredential)
+        /// A check after validation refused the peer (``MutualTLSServer/ClientCheck``, at a full handshake or on a
+        /// resumed session).
+        public static let refusedByCheck = Code(.refusedByCheck)
 
         /// The code's name.
         public var description: String { self.kind.rawValue }
@@ -70,7 +74,8 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
     public var host: String?
     /// For ``Code/untrusted``: why the policy refused.
     public var trustFailure: TrustFailure?
-    /// What happened, in one sentence.
+    /// What happened, in one sentence of words: what a user is shown. It never quotes library internals
+    /// (BoringSSL error numbers, source paths, NIO type dumps); those are in ``underlying``.
     public var message: String
     /// The error NIO or NIOSSL reported, when there was one.
     public var underlying: (any Error)?
@@ -92,13 +97,24 @@ public struct PinningConnectionError: Error, CustomStringConvertible {
         PinningConnectionError(code: .untrusted, host: host, message: failure.description, trustFailure: failure)
     }
 
-    /// `"untrusted: <the TrustFailure's one-line description>"`, or `"CODE: host: message"`.
+    /// The TLS alert the peer sent, when the failure is one (a server refusing our client certificate sends
+    /// `certificate_required` or `unknown_ca`, a server refusing our TLS versions `protocol_version`).
+    public var receivedAlert: TLSAlert? {
+        self.underlying.flatMap { ConnectionFailureWords.receivedAlert(in: $0) }
+    }
+
+    /// `"untrusted: <the TrustFailure's one-line description>"`, or `"CODE: host: message"`: words only.
     public var description: String {
         if let trustFailure { return "\(self.code): \(trustFailure.description)" }
         var text = "\(self.code): "
         if let host { text += "\(host): " }
         text += self.message
-        if let underlying { text += " (\(underlying))" }
         return text
+    }
+
+    /// ``description`` followed by the error NIO or NIOSSL reported, as they print it (for logs and `--verbose`).
+    public var debugDescription: String {
+        guard let underlying else { return self.description }
+        return "\(self.description) [\(String(reflecting: underlying))]"
     }
 }

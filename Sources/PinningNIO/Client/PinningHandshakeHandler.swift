@@ -136,14 +136,22 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// Passes every inbound message through unchanged.
     public typealias InboundOut = NIOAny
 
+    /// Re-derives the peer of a resumed session from the certificate the session carries and decides it again
+    /// under the current policy (a ``MutualTLSServer`` supplies it; nil: a resumed session is refused).
+    typealias ResumedSessionCheck = @Sendable (_ leaf: Certificate) async -> PeerDecision
+
     private let verdict: HandshakeVerdict
     private let host: String?
+    private let resumedSessionCheck: ResumedSessionCheck?
     private var promise: EventLoopPromise<PinnedHandshake>?
     private var result: Result<PinnedHandshake, PinningConnectionError>?
+    /// While a resumed session is re-checked: what arrived meanwhile, delivered only once the peer is trusted.
+    private var held: (event: Any, reads: [NIOAny], readComplete: Bool)?
 
-    init(verdict: HandshakeVerdict, host: String?) {
+    init(verdict: HandshakeVerdict, host: String?, resumedSessionCheck: ResumedSessionCheck? = nil) {
         self.verdict = verdict
         self.host = host
+        self.resumedSessionCheck = resumedSessionCheck
     }
 
     /// Completes when the handshake succeeded and the peer is trusted; fails with a
@@ -166,27 +174,115 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         self.finish(.failure(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the pinning handler was removed before the handshake completed")))
     }
 
-    /// On `handshakeCompleted`, succeeds only if our verification trusted this very connection; a handshake that
-    /// completed without it (a resumed session) is refused.
+    /// On `handshakeCompleted`, succeeds only if our verification trusted this very connection. A handshake that
+    /// completed without it (a resumed session: BoringSSL skips certificate verification) is refused, unless a
+    /// resumed-session check is configured (mutual-TLS servers): then the peer certificate the session carries
+    /// is decided again, under the current policy, before anything the peer sent is passed on.
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil {
+        if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil, self.held == nil {
             switch self.verdict.current {
-            case .trusted(let chain):
-                let path = chain.path.isEmpty ? chain.presentedChain : chain.path
-                if let peer = AuthenticatedPeer(chain: path) {
-                    self.finish(.success(PinnedHandshake(host: self.host, trustedChain: chain, peer: peer)))
-                    context.fireUserInboundEventTriggered(event)
+            case .trusted:
+                self.conclude(context: context, event: event)
+            case .pending:
+                guard let check = self.resumedSessionCheck else {
+                    // Our callback did not run on this connection and nothing can re-check it: never trusted.
+                    self.refuse(context: context, self.mapped(nil))
                     return
                 }
-                self.refuse(context: context, self.mapped(nil))
+                self.recheckResumedSession(context: context, event: event, check: check)
             default:
-                // The handshake completed but our callback did not trust this connection (a resumed session
-                // skips certificate verification): never treat that as trusted.
                 self.refuse(context: context, self.mapped(nil))
             }
             return
         }
+        if self.held != nil {
+            // Events that follow the handshake wait behind it.
+            return
+        }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Holds reads while a resumed session is re-checked.
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if self.held != nil {
+            self.held?.reads.append(data)
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// Holds the read-complete signal while a resumed session is re-checked.
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        if self.held != nil {
+            self.held?.readComplete = true
+            return
+        }
+        context.fireChannelReadComplete()
+    }
+
+    /// Succeeds with the recorded trusted chain and passes the handshake event on; refuses otherwise.
+    private func conclude(context: ChannelHandlerContext, event: Any) {
+        guard case .trusted(let chain) = self.verdict.current else {
+            self.refuse(context: context, self.mapped(nil))
+            return
+        }
+        let path = chain.path.isEmpty ? chain.presentedChain : chain.path
+        guard let peer = AuthenticatedPeer(chain: path) else {
+            self.refuse(context: context, self.mapped(nil))
+            return
+        }
+        self.finish(.success(PinnedHandshake(host: self.host, trustedChain: chain, peer: peer)))
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// A resumed session: no verification callback ran. Takes the client certificate the session carries (bound
+    /// to the session by the full handshake that created it), decides it again with `check`, and only then
+    /// lets the handshake event and the peer's data through.
+    private func recheckResumedSession(context: ChannelHandlerContext, event: Any, check: @escaping ResumedSessionCheck) {
+        let leaf: Certificate
+        do {
+            guard let certificate = try context.pipeline.syncOperations.nioSSL_peerCertificate() else {
+                self.refuse(context: context, PinningConnectionError(code: .notEvaluated, host: self.host, message: "a resumed session carries no peer certificate; refused"))
+                return
+            }
+            guard let parsed = try ServerTrust.presentedCertificates(fromDER: [try certificate.toDERBytes()]).first else {
+                throw PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: "the certificate of a resumed session cannot be read")
+            }
+            leaf = parsed
+        } catch {
+            self.refuse(context: context, PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: "the certificate of a resumed session cannot be read", underlying: error))
+            return
+        }
+        self.held = (event, [], false)
+        let decided = context.eventLoop.makePromise(of: PeerDecision.self)
+        decided.completeWithTask { await check(leaf) }
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        let verdict = self.verdict
+        decided.futureResult.whenSuccess { decision in
+            let (handler, context) = bound.value
+            switch decision {
+            case .evaluation(let evaluation):
+                _ = PeerVerification.conclude(evaluation, verdict: verdict)
+            case .refused(let error):
+                verdict.record(.refused(error))
+            }
+            handler.releaseHeld(context: context)
+        }
+    }
+
+    /// After a resumed session's re-check: trusted, deliver what was held; refused, drop it and close.
+    private func releaseHeld(context: ChannelHandlerContext) {
+        guard let held = self.held else { return }
+        self.held = nil
+        // Already failed (an error or a close while the check ran): nothing is delivered.
+        guard self.result == nil else { return }
+        guard case .trusted = self.verdict.current else {
+            self.refuse(context: context, self.mapped(nil))
+            return
+        }
+        self.conclude(context: context, event: held.event)
+        for read in held.reads { context.fireChannelRead(read) }
+        if held.readComplete { context.fireChannelReadComplete() }
     }
 
     /// Replaces NIOSSL's bare verification error with a ``PinningConnectionError`` carrying the ``TrustFailure``.
@@ -202,6 +298,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
 
     /// A channel that closes before the handshake completed fails the handshake result.
     public func channelInactive(context: ChannelHandlerContext) {
+        self.held = nil
         if self.result == nil {
             var error = self.mapped(nil)
             if error.code == .notEvaluated {
@@ -233,7 +330,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         case .pending, .trusted:
             if let error {
                 if let already = error as? PinningConnectionError { return already }
-                return PinningConnectionError(code: .handshakeFailed, host: self.host, message: "the TLS handshake failed", underlying: error)
+                return PinningConnectionError(code: .handshakeFailed, host: self.host, message: ConnectionFailureWords.tlsProblem(error) ?? "the TLS handshake failed", underlying: error)
             }
             return PinningConnectionError(code: .notEvaluated, host: self.host, message: "the handshake completed without the trust policy being applied on this connection; refused")
         }

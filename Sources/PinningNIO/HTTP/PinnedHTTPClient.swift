@@ -98,6 +98,7 @@ public final class PinnedHTTPClient: Sendable {
                 status: exchange.head.status,
                 headers: exchange.head.headers,
                 body: exchange.body,
+                bodyMayBeTruncated: exchange.bodyMayBeTruncated,
                 handshake: exchange.handshake,
                 redirects: visited
             )
@@ -162,6 +163,7 @@ public final class PinnedHTTPClient: Sendable {
 
     private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
         let maximumBodySize = self.configuration.maximumBodySize
+        let events = ConnectionEvents()
         let connection = try await self.tls.connect(
             host: target.host,
             port: target.port,
@@ -171,12 +173,12 @@ public final class PinnedHTTPClient: Sendable {
             configure: { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: target.host, maximumBodySize: maximumBodySize))
+                    try channel.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: target.host, maximumBodySize: maximumBodySize, events: events))
                 }
             }
         )
         self.pool.countOpened()
-        return HTTPConnection(channel: connection.channel, handshake: connection.handshake)
+        return HTTPConnection(channel: connection.channel, handshake: connection.handshake, events: events)
     }
 
     private func send(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key) async throws(PinningConnectionError) -> HTTPExchange {
@@ -189,6 +191,7 @@ public final class PinnedHTTPClient: Sendable {
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
+        let events = connection.events
         let collected: CollectedResponse
         do {
             collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
@@ -196,7 +199,11 @@ public final class PinnedHTTPClient: Sendable {
                 do {
                     collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
                 } catch {
-                    return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: .connectionClosed, host: host, message: "the connection closed", underlying: error))
+                    // The connection closed before the request (a TLS 1.3 server's alert refusing our client
+                    // certificate arrives right after the handshake): report what closed it.
+                    return channel.eventLoop.makeFailedFuture(
+                        events.failure ?? PinningConnectionError(code: .connectionClosed, host: host, message: "the server closed the connection before the request was sent", underlying: error)
+                    )
                 }
                 let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
                 collector.begin(promise)
@@ -224,7 +231,7 @@ public final class PinnedHTTPClient: Sendable {
         } else {
             connection.closeInBackground()
         }
-        return HTTPExchange(head: collected.head, body: collected.body, handshake: connection.handshake)
+        return HTTPExchange(head: collected.head, body: collected.body, bodyMayBeTruncated: collected.bodyMayBeTruncated, handshake: connection.handshake)
     }
 }
 
@@ -271,6 +278,12 @@ public struct PinnedHTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body.
     public var body: [UInt8]
+    /// True when the body was delimited only by the server closing the connection (no `Content-Length`, not
+    /// chunked) and the server closed it without a TLS close_notify: the body is accepted, as curl, Python
+    /// `requests` and Go do, but nothing proves it complete (an attacker on the path can cut such a body short
+    /// by closing the TCP connection). A `Content-Length` or chunked body cut short that way is never a response:
+    /// it is a ``PinningConnectionError`` with code ``PinningConnectionError/Code/httpFailed``.
+    public var bodyMayBeTruncated: Bool
     /// The handshake of the connection that carried this response: the trusted chain and the peer.
     public var handshake: PinnedHandshake
     /// The URLs redirected from, in order (empty without redirects).
@@ -287,6 +300,7 @@ public struct PinnedHTTPResponse: Sendable {
 struct HTTPExchange: Sendable {
     var head: HTTPResponseHead
     var body: [UInt8]
+    var bodyMayBeTruncated: Bool
     var handshake: PinnedHandshake
 }
 
@@ -328,6 +342,8 @@ struct RequestTarget: Sendable {
 struct HTTPConnection: Sendable {
     let channel: any Channel
     let handshake: PinnedHandshake
+    /// What went wrong on the connection first, readable after its handlers are gone.
+    let events: ConnectionEvents
 
     /// Starts closing without waiting: NIOSSL waits up to its shutdown timeout (5 s) for the peer's
     /// close_notify, which must not delay the caller's result.
@@ -406,35 +422,87 @@ final class HTTPConnectionPool: Sendable {
 struct CollectedResponse: Sendable {
     var head: HTTPResponseHead
     var body: [UInt8]
+    var bodyMayBeTruncated: Bool
+}
+
+/// The first failure seen on a connection, kept outside the pipeline: NIO removes the handlers when the channel
+/// closes, and a close before the request is sent (a TLS 1.3 server's alert right after the handshake) must
+/// still be reported with its reason.
+final class ConnectionEvents: Sendable {
+    private let first = NIOLockedValueBox<PinningConnectionError?>(nil)
+
+    var failure: PinningConnectionError? { self.first.withLockedValue { $0 } }
+
+    func note(_ error: PinningConnectionError) {
+        self.first.withLockedValue { if $0 == nil { $0 = error } }
+    }
+}
+
+/// How a response body ends (RFC 9112 §6.3).
+enum BodyFraming: Equatable {
+    /// No body (1xx, 204, 304).
+    case none
+    /// `Transfer-Encoding: chunked`: ends with the terminal chunk.
+    case chunked
+    /// `Content-Length: n`.
+    case length(Int)
+    /// Neither: the body ends when the server closes the connection.
+    case untilClose
+
+    init(_ head: HTTPResponseHead) {
+        let code = head.status.code
+        if (100..<200).contains(code) || code == 204 || code == 304 {
+            self = .none
+        } else if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
+            self = .chunked
+        } else if let text = head.headers.first(name: "content-length"), let length = Int(text) {
+            self = .length(length)
+        } else {
+            self = .untilClose
+        }
+    }
 }
 
 /// Collects one response at a time; fails the pending request on errors and on close.
+///
+/// A server that closes without a TLS close_notify (NIOSSL's `uncleanShutdown`), as many do after the last
+/// response: what it means depends on the body's framing, as in curl, Python `requests` and Go.
+/// - `Content-Length` fully received, or chunked up to the terminal chunk: the response is complete, and the
+///   unclean close after it changes nothing.
+/// - `Content-Length` or chunked, cut short: an error saying the response was cut short.
+/// - Delimited by the close alone: accepted with ``PinnedHTTPResponse/bodyMayBeTruncated`` set, because
+///   nothing can tell a complete body from a truncated one.
 final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
 
     private let host: String
     private let maximumBodySize: Int
+    private let events: ConnectionEvents
     private var promise: EventLoopPromise<CollectedResponse>?
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []
     private var inactive = false
+    /// The server closed the TCP connection without a TLS close_notify.
+    private var uncleanShutdown = false
 
-    init(host: String, maximumBodySize: Int) {
+    init(host: String, maximumBodySize: Int, events: ConnectionEvents) {
         self.host = host
         self.maximumBodySize = maximumBodySize
+        self.events = events
     }
 
     func begin(_ promise: EventLoopPromise<CollectedResponse>) {
         self.head = nil
         self.body = []
         if self.inactive {
-            promise.fail(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the connection closed"))
+            promise.fail(self.events.failure ?? PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before the request was sent"))
             return
         }
         self.promise = promise
     }
 
     func fail(_ error: PinningConnectionError) {
+        self.events.note(error)
         guard let promise = self.promise else { return }
         self.promise = nil
         promise.fail(error)
@@ -454,32 +522,65 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         case .end:
             guard let promise = self.promise, let head = self.head else { return }
             self.promise = nil
-            promise.succeed(CollectedResponse(head: head, body: self.body))
+            // The decoder ends an until-close body when the connection closes; the unclean close was reported
+            // just before (NIOSSL fires uncleanShutdown, then channelInactive, on which the decoder finishes).
+            let mayBeTruncated = self.uncleanShutdown && BodyFraming(head) == .untilClose
+            promise.succeed(CollectedResponse(head: head, body: self.body, bodyMayBeTruncated: mayBeTruncated))
         }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let mapped: PinningConnectionError
-        if let error = error as? PinningConnectionError {
-            mapped = error
-        } else if self.head == nil {
-            mapped = PinningConnectionError(
-                code: .httpFailed,
-                host: self.host,
-                message: "the request failed before a response arrived (a server that refuses our client certificate, or wants one, does this after the handshake)",
-                underlying: error
-            )
-        } else {
-            mapped = PinningConnectionError(code: .httpFailed, host: self.host, message: "the response failed", underlying: error)
+        if let error = error as? NIOSSLError, error == .uncleanShutdown {
+            // Not an error by itself: channelInactive follows, and the framing decides (see the type's comment).
+            self.uncleanShutdown = true
+            return
         }
-        self.fail(mapped)
+        self.fail(self.mapped(error))
         context.close(promise: nil)
+    }
+
+    private func mapped(_ error: any Error) -> PinningConnectionError {
+        if let error = error as? PinningConnectionError { return error }
+        if let parserError = error as? HTTPParserError, let head = self.head, parserError == .invalidEOFState {
+            return PinningConnectionError(code: .httpFailed, host: self.host, message: self.cutShort(head), underlying: error)
+        }
+        if let words = ConnectionFailureWords.httpProblem(error) {
+            return PinningConnectionError(code: .httpFailed, host: self.host, message: words, underlying: error)
+        }
+        if let alert = ConnectionFailureWords.receivedAlert(in: error) {
+            // TLS 1.3: the client's side of the handshake completes before the server has read our certificate,
+            // so its refusal arrives now. Said as the server said it, every time.
+            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: "the server refused the handshake: \(alert)", underlying: error)
+        }
+        let words = ConnectionFailureWords.tlsProblem(error) ?? ConnectionFailureWords.socketProblem(error).map { "the connection failed: \($0)" }
+        let stage = self.head == nil ? "the request failed before a response arrived" : "the response failed"
+        return PinningConnectionError(code: .httpFailed, host: self.host, message: words.map { "\(stage): \($0)" } ?? stage, underlying: error)
+    }
+
+    /// Why a framed body that the close interrupted is refused.
+    private func cutShort(_ head: HTTPResponseHead) -> String {
+        let close = self.uncleanShutdown ? "closed the connection without a TLS close_notify" : "closed the connection"
+        switch BodyFraming(head) {
+        case .length(let length):
+            return "the response was cut short: the server \(close) after \(self.body.count) of the \(length) body bytes its Content-Length announced"
+        case .chunked:
+            return "the response was cut short: the server \(close) before the last chunk of its chunked body (\(self.body.count) bytes received)"
+        case .none, .untilClose:
+            return "the response was cut short: the server \(close) mid-response"
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         self.inactive = true
-        let message = self.head == nil ? "the server closed the connection before responding" : "the server closed the connection mid-response"
-        self.fail(PinningConnectionError(code: self.head == nil ? .connectionClosed : .httpFailed, host: self.host, message: message))
+        let close = self.uncleanShutdown ? " (without a TLS close_notify)" : ""
+        if self.promise == nil {
+            // Idle: a later request on this connection is told it closed (and a pooled one is replaced).
+            self.events.note(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection\(close)"))
+        } else if self.head == nil {
+            self.fail(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before responding\(close)"))
+        } else {
+            self.fail(PinningConnectionError(code: .httpFailed, host: self.host, message: "the server closed the connection mid-response\(close)"))
+        }
         context.fireChannelInactive()
     }
 }

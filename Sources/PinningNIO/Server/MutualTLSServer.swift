@@ -1,4 +1,5 @@
 public import Foundation
+import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOSSL
 public import Pinning
@@ -24,12 +25,32 @@ public import X509
 /// certificate is refused), `sendCANameList` (clients are told which CAs are accepted), the custom callback
 /// replaces BoringSSL's validation.
 ///
-/// Session resumption: BoringSSL skips client-certificate verification when it resumes a session, and its
-/// session cache and ticket keys belong to the `SSL_CTX`. Each connection therefore gets a fresh
-/// `NIOSSLContext`, so no ticket or session from an earlier connection can ever be accepted; as a second
-/// line, ``PinningHandshakeHandler`` refuses a handshake that completes without the validation having
-/// run on that connection.
+/// Session resumption (TLS 1.3 tickets, TLS 1.2 session IDs and tickets): one `NIOSSLContext` per server, so
+/// BoringSSL's session cache and ticket keys are shared by its connections and a returning client resumes
+/// (as nginx with `ssl_verify_client` does). BoringSSL skips certificate verification on a resumed session,
+/// so resumption must not skip our checks:
+/// - at each full handshake the chain the client presented and our policy trusted is recorded, keyed to the
+///   leaf certificate's DER (at most ``maximumRecordedClients``, oldest forgotten first);
+/// - on a resumed session, ``PinningHandshakeHandler`` reads the client certificate the session carries (bound
+///   to the session's secrets by the full handshake that created it) and the server decides it
+///   again: the recorded chain (or the leaf alone when none is recorded) is validated anew at the current time
+///   under the same policy (anchors, clientAuth, pins), then ``clientCheck`` runs. Only then is anything the
+///   client sent passed on, with the re-validated identity as the channel's ``AuthenticatedPeer``; a refusal
+///   closes the connection. A certificate that expired since the session was made is thus refused on resumption.
+///
+/// BoringSSL needs no session ID context for this: it compares the session's context with the connection's
+/// (`ssl_session_is_context_valid` in `ssl/ssl_session.cc`), and both are empty. swift-nio-ssl offers no way to set
+/// one (`SSL_CTX_set_session_id_context` is not exposed, and `CNIOBoringSSL` is not a product); the context
+/// being per server already confines sessions to the server configuration that made them.
 public struct MutualTLSServer: Sendable {
+    /// Extra decision on each client after its chain was validated, at the full handshake and again on every
+    /// resumed session: the place for revocation checks and deny-lists. Return nil to accept, or a reason to
+    /// refuse (the connection is closed and the reason reported as ``PinningConnectionError/Code/refusedByCheck``).
+    public typealias ClientCheck = @Sendable (_ peer: AuthenticatedPeer, _ resumedSession: Bool) async -> String?
+
+    /// How many clients' trusted chains are remembered for re-validating their resumed sessions.
+    public static let maximumRecordedClients = 10_000
+
     /// The server's certificate chain and key.
     public let identity: TLSIdentity
     /// The CAs client certificates must chain to (the only anchors).
@@ -38,8 +59,14 @@ public struct MutualTLSServer: Sendable {
     public let allowedClientPins: [Pin]
     /// The template for each client's ``ServerTrust``.
     public let clientTrust: ServerTrust
-    /// The TLS configuration each connection's context is built from.
+    /// The TLS configuration of the server's context.
     public let configuration: TLSConfiguration
+    /// See ``ClientCheck``.
+    public let clientCheck: ClientCheck?
+    /// The instant clients are judged at when no fixed validation time is set.
+    let clock: @Sendable () -> Date
+    /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
+    private let sessions: ServerSessions
 
     /// A mutual-TLS server configuration.
     ///
@@ -48,13 +75,36 @@ public struct MutualTLSServer: Sendable {
     ///   - clientCertificateAuthorities: The client CAs; must not be empty.
     ///   - allowedClientPins: An optional allow-list of client SPKI pins (empty: any client of those CAs).
     ///   - validationTime: Fixed validation instant (tests); nil is the handshake time.
+    ///   - clientCheck: Extra checks on each client, at the full handshake and on each resumption.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
     public init(
         identity: TLSIdentity,
         clientCertificateAuthorities: [Certificate],
         allowedClientPins: [Pin] = [],
-        validationTime: Date? = nil
+        validationTime: Date? = nil,
+        clientCheck: ClientCheck? = nil
+    ) throws {
+        try self.init(
+            identity: identity,
+            clientCertificateAuthorities: clientCertificateAuthorities,
+            allowedClientPins: allowedClientPins,
+            validationTime: validationTime,
+            clock: { Date() },
+            clientCheck: clientCheck
+        )
+    }
+
+    /// A server whose clients are judged at the instants `clock` gives (tests move time past a certificate's
+    /// expiry between a full handshake and its resumption).
+    @_spi(Testing)
+    public init(
+        identity: TLSIdentity,
+        clientCertificateAuthorities: [Certificate],
+        allowedClientPins: [Pin] = [],
+        validationTime: Date? = nil,
+        clock: @escaping @Sendable () -> Date,
+        clientCheck: ClientCheck? = nil
     ) throws {
         self.identity = identity
         self.clientCertificateAuthorities = clientCertificateAuthorities
@@ -70,27 +120,63 @@ public struct MutualTLSServer: Sendable {
             identity: identity,
             clientCertificateAuthorities: clientCertificateAuthorities
         )
-        // Fail at configuration time, not at the first connection.
-        _ = try NIOSSLContext(configuration: self.configuration)
+        self.clientCheck = clientCheck
+        self.clock = clock
+        // Fails at configuration time, not at the first connection.
+        self.sessions = ServerSessions(context: try NIOSSLContext(configuration: self.configuration))
     }
 
-    /// Validates a client chain as the handshake does.
+    /// Validates a client chain as the handshake does (at the fixed validation time, or now).
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
         var trust = self.clientTrust
         trust.certificates = presented
+        trust.validationTime = self.clientTrust.validationTime ?? self.clock()
         return await trust.evaluate(.basicX509, pins: self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins))
     }
 
-    /// The NIOSSL server handler (on a fresh context) and the ``PinningHandshakeHandler`` that must follow it.
+    /// Decides a client at a full handshake: the chain's validation, then ``clientCheck``; a trusted chain is
+    /// recorded for the client's resumed sessions.
+    func decideClient(_ presented: [Certificate]) async -> PeerDecision {
+        let decision = await self.decide(presented, resumed: false)
+        if case .evaluation(.trusted) = decision, let leaf = presented.first {
+            self.sessions.record(presented, for: leaf)
+        }
+        return decision
+    }
+
+    /// Decides the client of a resumed session again, from the leaf certificate the session carries: the chain
+    /// recorded for that leaf at its full handshake (the leaf alone if none is recorded) is validated anew at the
+    /// current time and under the current policy, then ``clientCheck`` runs with `resumedSession` true.
+    func decideResumedClient(_ leaf: Certificate) async -> PeerDecision {
+        await self.decide(self.sessions.recordedChain(for: leaf) ?? [leaf], resumed: true)
+    }
+
+    private func decide(_ presented: [Certificate], resumed: Bool) async -> PeerDecision {
+        let evaluation = await self.evaluateClient(presented)
+        guard case .trusted(let chain) = evaluation, let clientCheck = self.clientCheck else {
+            return .evaluation(evaluation)
+        }
+        let path = chain.path.isEmpty ? chain.presentedChain : chain.path
+        guard let peer = AuthenticatedPeer(chain: path) else { return .evaluation(evaluation) }
+        if let reason = await clientCheck(peer, resumed) {
+            return .refused(PinningConnectionError(code: .refusedByCheck, host: nil, message: "the client \(peer.subject) was refused\(resumed ? " on resuming its session" : ""): \(reason)"))
+        }
+        return .evaluation(evaluation)
+    }
+
+    /// The NIOSSL server handler (on the server's shared context) and the ``PinningHandshakeHandler`` that must
+    /// follow it.
     public func makeServerTLSHandlers() throws -> (NIOSSLServerHandler, PinningHandshakeHandler) {
-        let context = try NIOSSLContext(configuration: self.configuration)
         let verdict = HandshakeVerdict()
         let server = self
         let callback = PeerVerification.callback(verdict: verdict) { presented in
-            await server.evaluateClient(presented)
+            await server.decideClient(presented)
         }
-        let tls = NIOSSLServerHandler(context: context, customVerificationCallbackWithMetadata: callback)
-        return (tls, PinningHandshakeHandler(verdict: verdict, host: nil))
+        let tls = NIOSSLServerHandler(context: self.sessions.context, customVerificationCallbackWithMetadata: callback)
+        let pinning = PinningHandshakeHandler(verdict: verdict, host: nil) { leaf in
+            await server.decideResumedClient(leaf)
+        }
+        return (tls, pinning)
     }
 
     /// Adds the mTLS handlers to a child channel's pipeline; returns the handshake outcome (the client).
@@ -136,6 +222,37 @@ extension TLSConfiguration {
         configuration.certificateVerification = .noHostnameVerification
         configuration.sendCANameList = true
         configuration.minimumTLSVersion = .tlsv12
+        // BoringSSL's default would not let clients sign with Ed25519 or P-521 keys.
+        configuration.verifySignatureAlgorithms = TLSConfiguration.pinningAcceptedSignatureAlgorithms
         return configuration
+    }
+}
+
+/// A mutual-TLS server's shared context and the chains its policy trusted, by leaf certificate.
+private final class ServerSessions: Sendable {
+    let context: NIOSSLContext
+    private let trusted = NIOLockedValueBox<(chains: [[UInt8]: [Certificate]], order: [[UInt8]])>(([:], []))
+
+    init(context: NIOSSLContext) {
+        self.context = context
+    }
+
+    /// Remembers the chain presented with `leaf` at a trusted full handshake.
+    func record(_ chain: [Certificate], for leaf: Certificate) {
+        let key = leaf.derBytes
+        self.trusted.withLockedValue { state in
+            if state.chains.updateValue(chain, forKey: key) == nil {
+                state.order.append(key)
+            }
+            if state.order.count > MutualTLSServer.maximumRecordedClients {
+                state.chains[state.order.removeFirst()] = nil
+            }
+        }
+    }
+
+    /// The chain recorded for exactly this leaf certificate, if any.
+    func recordedChain(for leaf: Certificate) -> [Certificate]? {
+        let key = leaf.derBytes
+        return self.trusted.withLockedValue { $0.chains[key] }
     }
 }

@@ -20,6 +20,8 @@ extension PinningCommand {
                 A client identity for mutual TLS: --identity FILE.p12 (with --passphrase-env VAR or --passphrase-file FILE), or --identity-cert CHAIN --identity-key KEY.
 
                 Exit status: 0 trusted and a 2xx response; 1 refused by the policy; 2 bad input; 3 connection, TLS or HTTP error (including a server that rejects our client certificate or wants one we did not give).
+
+                On a connection, TLS or HTTP error, stdout stays empty and one line on stderr says what happened; --verbose adds what was trusted and the underlying error on stderr, --json prints the report (with the details) on stdout.
                 """
         )
 
@@ -54,6 +56,9 @@ extension PinningCommand {
 
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
+
+        @Flag(name: .long, help: "On an error, also print what was trusted and the underlying TLS or socket error (on stderr).")
+        var verbose = false
 
         func run() async throws {
             let url = try self.parsedURL()
@@ -102,7 +107,8 @@ extension PinningCommand {
                     )
                 )
             } catch {
-                throw InputError("cannot build the TLS configuration: \(error)")
+                if self.verbose { Self.warn("detail: \(String(reflecting: error))") }
+                throw InputError("cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
             }
             let outcome: Result<PinnedHTTPResponse, PinningConnectionError>
             do {
@@ -113,6 +119,9 @@ extension PinningCommand {
             await client.shutdown()
 
             var report = CheckReport(url: url.absoluteString)
+            // The one line an error gets on stderr (exit 3), and what --verbose adds before it.
+            var errorLine: String?
+            var errorDetail: String?
             switch outcome {
             case .success(let response):
                 var presented = trust
@@ -122,6 +131,10 @@ extension PinningCommand {
                 report.status = Int(response.status.code)
                 report.reasonPhrase = response.status.reasonPhrase
                 report.body = response.bodyText
+                report.bodyMayBeTruncated = response.bodyMayBeTruncated
+                if !(200..<300).contains(Int(response.status.code)) {
+                    errorLine = "\(response.url.absoluteString): the server answered HTTP \(response.status.code) \(response.status.reasonPhrase)"
+                }
             case .failure(let error):
                 if let failure = error.trustFailure {
                     var presented = trust
@@ -129,38 +142,93 @@ extension PinningCommand {
                     report.evaluation = describe(.untrusted(failure), presented)
                 } else {
                     if let handshake = error.handshake {
-                        // Trusted, then the exchange failed: show what was trusted, then the error.
+                        // Trusted, then the exchange failed: --verbose and --json show what was trusted.
                         var presented = trust
                         presented.certificates = handshake.trustedChain.presentedChain
                         report.evaluation = describe(.trusted(handshake.trustedChain), presented)
                     }
-                    report.error = error.description
+                    errorLine = Self.errorLine(error, host: host, identityGiven: identity != nil)
+                    errorDetail = error.debugDescription
+                    report.error = errorLine
                     report.errorCode = error.code.description
+                    report.errorDetail = errorDetail
+                    report.tlsAlert = error.receivedAlert.map { CheckReport.Alert(code: $0.code, name: $0.name) }
                 }
+            }
+            if report.bodyMayBeTruncated == true, errorLine == nil {
+                Self.warn("warning: the body ended when the server closed the connection without a TLS close_notify, and the response has neither Content-Length nor chunked framing: it may be truncated")
+            }
+            if let errorLine {
+                // One message, once, on stderr; stdout stays empty unless --json asked for the report.
+                if self.json {
+                    try JSONOutput.print(report)
+                } else if self.verbose {
+                    var details = report
+                    details.error = nil
+                    Self.warn(details.humanReadable)
+                    if let errorDetail { Self.warn("detail: \(errorDetail)") }
+                }
+                Self.warn(errorLine)
+                throw ExitCode(3)
             }
             if self.json {
                 try JSONOutput.print(report)
             } else {
                 print(report.humanReadable)
             }
-            if let error = report.error {
-                FileHandle.standardError.write(Data("pinning: check: \(error)\n".utf8))
-                throw ExitCode(3)
-            }
             if report.evaluation?.trusted != true {
                 throw ExitCode(1)
             }
-            if let status = report.status, !(200..<300).contains(status) {
-                FileHandle.standardError.write(Data("pinning: check: HTTP status \(status)\n".utf8))
-                throw ExitCode(3)
+        }
+
+        static func warn(_ text: String) {
+            FileHandle.standardError.write(Data("pinning: check: \(text)\n".utf8))
+        }
+
+        /// The error in one line of words, naming the host, with a hint when the server's alert says what to do.
+        static func errorLine(_ error: PinningConnectionError, host: String, identityGiven: Bool) -> String {
+            var line = error.message
+            // Connection messages name the host and port already; the others get the host in front.
+            if error.code != .connectFailed && error.code != .timedOut {
+                line = "\(error.host ?? host): \(line)"
             }
+            if let alert = error.receivedAlert {
+                if alert.code == 116 && !identityGiven {
+                    line += " (the server requires a client certificate: give one with --identity, or --identity-cert and --identity-key)"
+                } else if alert.isAboutCertificate && identityGiven {
+                    line += " (the server did not accept our client certificate)"
+                }
+            }
+            return line
         }
 
         func parsedURL() throws(InputError) -> URL {
             guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
                 throw InputError("\(self.url): not an https URL with a host")
             }
+            // A port that is not 1-65535 is bad input (exit 2), not a connection failure. Foundation may accept
+            // `:99999` as a port, or drop `:abc`; read the authority's port text ourselves.
+            if let text = Self.portText(self.url) {
+                guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let port = Int(text), (1...65535).contains(port) else {
+                    throw InputError("\(self.url): the port \"\(text)\" is not a TCP port (1-65535)")
+                }
+            }
             return url
+        }
+
+        /// The text after the host's `:` in the URL's authority (nil without one): `https://h:99999/` → `99999`.
+        static func portText(_ url: String) -> String? {
+            guard let schemeEnd = url.range(of: "://") else { return nil }
+            let rest = url[schemeEnd.upperBound...]
+            var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+            if authority.hasPrefix("[") {
+                guard let close = authority.firstIndex(of: "]") else { return nil }
+                let after = authority[authority.index(after: close)...]
+                return after.hasPrefix(":") ? String(after.dropFirst()) : nil
+            }
+            guard let colon = authority.firstIndex(of: ":") else { return nil }
+            return String(authority[authority.index(after: colon)...])
         }
 
         func parsedResolve() throws(InputError) -> [ResolveKey: SocketAddress] {
@@ -217,8 +285,10 @@ extension PinningCommand {
         }
 
         static func identityMessage(_ error: TLSIdentityError, option: String) -> String {
-            // TLSIdentityError's text names the file and, for .wrongPassphrase, says the passphrase is wrong.
-            "\(option) \(error.description)"
+            // TLSIdentityError's text names the file and, for .wrongPassphrase, says the passphrase is wrong. Some
+            // problems quote the parser that failed (swift-asn1's error with its source line, NIOSSL's case name):
+            // that tail is cut here, so the line stays in words.
+            "\(option) \(UserFacingText.withoutInternals(error.description))"
         }
     }
 }
@@ -228,16 +298,46 @@ struct ResolveKey: Hashable, Sendable {
     var port: Int
 }
 
+/// Cuts library internals (a quoted dependency error, a source path) off the end of a message made of
+/// `": "`-separated parts: from the first part that carries one.
+enum UserFacingText {
+    static let markers = [
+        "ASN1Error", "SwiftASN1/", "CNIOBoringSSL", ".build/", "NSCocoaErrorDomain", "Error Domain", "SingleConnectionFailure",
+        ".swift:", "failedToLoad", "BoringSSLError", "OPENSSL_internal", "TestPKIError",
+    ]
+
+    static func withoutInternals(_ text: String) -> String {
+        let parts = text.components(separatedBy: ": ")
+        var kept: [String] = []
+        for part in parts {
+            if self.markers.contains(where: { part.contains($0) }) { break }
+            kept.append(part)
+        }
+        return kept.isEmpty ? "unreadable" : kept.joined(separator: ": ")
+    }
+}
+
 /// What `pinning check` prints.
 struct CheckReport: Encodable {
+    struct Alert: Encodable {
+        var code: Int
+        var name: String
+    }
+
     var url: String
     var evaluation: EvaluationReport?
     var finalURL: String?
     var status: Int?
     var reasonPhrase: String?
     var body: String?
+    /// True when the body was delimited by the connection's close alone and that close had no TLS close_notify.
+    var bodyMayBeTruncated: Bool?
     var error: String?
     var errorCode: String?
+    /// The underlying error as the libraries report it (internals included): only in --json and --verbose.
+    var errorDetail: String?
+    /// The TLS alert the server sent, when the error is one.
+    var tlsAlert: Alert?
 
     var humanReadable: String {
         var lines = ["GET \(self.url)"]

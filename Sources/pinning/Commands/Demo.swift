@@ -177,7 +177,7 @@ private struct DemoWorld {
         do {
             client = try PinnedHTTPClient(evaluator: policy, trust: trust, identity: identity, configuration: configuration)
         } catch {
-            return .failure(PinningConnectionError(code: .handshakeFailed, host: host, message: "\(error)"))
+            return .failure(PinningConnectionError(code: .handshakeFailed, host: host, message: "cannot build the TLS configuration: \(ConnectionFailureWords.words(error))", underlying: error))
         }
         let url = URL(string: "https://\(host):\(port)/") ?? URL(fileURLWithPath: "/")
         let result: Result<PinnedHTTPResponse, PinningConnectionError>

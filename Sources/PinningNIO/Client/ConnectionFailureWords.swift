@@ -1,0 +1,241 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// A TLS alert the peer sent (RFC 8446 §6, RFC 5246 §7.2): a server refusing our client certificate, a version
+/// or cipher it does not accept, or any other handshake refusal.
+public struct TLSAlert: Sendable, Hashable, CustomStringConvertible {
+    /// The alert's number, e.g. 116.
+    public var code: Int
+    /// The alert's name as the RFCs spell it, e.g. `certificate_required`; `alert N` when unknown.
+    public var name: String
+
+    /// An alert by number, named from the RFCs' registry.
+    public init(code: Int) {
+        self.code = code
+        self.name = Self.names[code] ?? "alert \(code)"
+    }
+
+    /// `TLS alert certificate_required (116)`.
+    public var description: String { "TLS alert \(self.name) (\(self.code))" }
+
+    /// Whether the alert is the peer's verdict on a certificate (ours, when a server sends it).
+    public var isAboutCertificate: Bool { [41, 42, 43, 44, 45, 46, 48, 49, 116].contains(self.code) }
+
+    /// The TLS Alert registry (IANA "TLS Alerts"), the values a peer sends.
+    static let names: [Int: String] = [
+        0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac", 21: "decryption_failed",
+        22: "record_overflow", 30: "decompression_failure", 40: "handshake_failure", 41: "no_certificate",
+        42: "bad_certificate", 43: "unsupported_certificate", 44: "certificate_revoked", 45: "certificate_expired",
+        46: "certificate_unknown", 47: "illegal_parameter", 48: "unknown_ca", 49: "access_denied",
+        50: "decode_error", 51: "decrypt_error", 60: "export_restriction", 70: "protocol_version",
+        71: "insufficient_security", 80: "internal_error", 86: "inappropriate_fallback", 90: "user_canceled",
+        100: "no_renegotiation", 109: "missing_extension", 110: "unsupported_extension",
+        111: "certificate_unobtainable", 112: "unrecognized_name", 113: "bad_certificate_status_response",
+        114: "bad_certificate_hash_value", 115: "unknown_psk_identity", 116: "certificate_required",
+        120: "no_application_protocol", 121: "ech_required",
+    ]
+}
+
+/// Turns what NIO, NIOSSL and NIOHTTP1 report into words a user can act on, without their internals (BoringSSL's
+/// packed error numbers, its source paths, NIO's type dumps). The full error stays in
+/// ``PinningConnectionError/underlying`` for `--verbose` and logs.
+package enum ConnectionFailureWords {
+    /// One BoringSSL error entry, read back from NIOSSL's text (NIOSSL keeps the packed code private; its
+    /// `description` is `Error: <decimal> error:<hex>:<library>:OPENSSL_internal:<REASON> at <file>:<line>`).
+    struct BoringSSLEntry: Equatable {
+        /// The packed error code (library << 24 | reason).
+        var packed: UInt32?
+        /// The reason's name, e.g. `TLSV1_ALERT_CERTIFICATE_REQUIRED`; for NIOSSL's synthetic entries, their text.
+        var reason: String
+
+        /// BoringSSL's `ERR_LIB_SSL`.
+        static let librarySSL: UInt32 = 16
+
+        init(_ entry: BoringSSLInternalError) {
+            let text = entry.description
+            guard let range = text.range(of: "error:") else {
+                // Synthetic ("EOF during handshake"): `Error:  <text>`.
+                self.packed = nil
+                self.reason = text.replacingOccurrences(of: "Error:", with: "").trimmingCharacters(in: .whitespaces)
+                return
+            }
+            let fields = text[range.upperBound...].split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+            self.packed = fields.first.flatMap { UInt32($0, radix: 16) }
+            let last = fields.count == 4 ? String(fields[3]) : ""
+            self.reason = String(last.components(separatedBy: " at ").first ?? last)
+        }
+
+        /// A received alert: BoringSSL reports one as `SSL_R_*_ALERT_*` = 1000 + the alert's number.
+        var receivedAlert: TLSAlert? {
+            guard let packed, packed >> 24 == Self.librarySSL else { return nil }
+            let reason = Int(packed & 0xFFF)
+            guard (1000..<1256).contains(reason) else { return nil }
+            return TLSAlert(code: reason - 1000)
+        }
+    }
+
+    /// The BoringSSL error stack inside `error`, if it is one of NIOSSL's.
+    static func boringSSLEntries(_ error: any Error) -> [BoringSSLEntry]? {
+        func stack(_ error: BoringSSLError) -> [BoringSSLEntry]? {
+            switch error {
+            case .sslError(let stack), .unknownError(let stack), .invalidSNIName(let stack), .failedToSetALPN(let stack):
+                return stack.map(BoringSSLEntry.init)
+            default:
+                return nil
+            }
+        }
+        if let error = error as? NIOSSLError {
+            switch error {
+            case .handshakeFailed(let inner), .shutdownFailed(let inner):
+                return stack(inner)
+            default:
+                return nil
+            }
+        }
+        if let error = error as? BoringSSLError { return stack(error) }
+        return nil
+    }
+
+    /// The alert the peer sent, when `error` reports one.
+    static func receivedAlert(in error: any Error) -> TLSAlert? {
+        self.boringSSLEntries(error)?.lazy.compactMap(\.receivedAlert).first
+    }
+
+    /// Words for a TLS-level failure, or nil when `error` is not one.
+    static func tlsProblem(_ error: any Error) -> String? {
+        if let alert = self.receivedAlert(in: error) {
+            return "the server refused the handshake: \(alert)"
+        }
+        if let error = error as? NIOSSLError {
+            switch error {
+            case .uncleanShutdown:
+                return "the server closed the connection without a TLS close_notify"
+            case .handshakeFailed, .shutdownFailed:
+                break
+            default:
+                return "TLS error (\(error))"
+            }
+        }
+        guard let entries = self.boringSSLEntries(error) else { return nil }
+        guard let first = entries.first else {
+            return "the TLS handshake failed"
+        }
+        return self.words(forReason: first.reason)
+    }
+
+    /// BoringSSL reason names, in words. Only the reasons a client meets from a server are spelled out; the rest
+    /// are shown as the reason's own name in lower case ("TLS error: decode error"), never as a number.
+    static func words(forReason reason: String) -> String {
+        switch reason {
+        case "EOF during handshake", "EOF during addition certificate chain validation":
+            return "the server closed the connection during the TLS handshake"
+        case "WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_TOO_LARGE",
+            "INVALID_OUTER_RECORD_TYPE", "UNEXPECTED_RECORD":
+            return "the server did not answer with TLS (is the port plain HTTP, or another protocol?)"
+        case "UNSUPPORTED_PROTOCOL", "WRONG_SSL_VERSION", "UNKNOWN_SSL_VERSION":
+            return "no TLS version in common with the server (this client speaks TLS 1.2 and 1.3)"
+        case "NO_SHARED_CIPHER", "NO_CIPHER_MATCH", "NO_CIPHERS_AVAILABLE", "WRONG_CIPHER_RETURNED", "UNKNOWN_CIPHER_RETURNED":
+            return "no cipher suite in common with the server"
+        case "NO_SHARED_GROUP", "WRONG_CURVE", "UNSUPPORTED_ELLIPTIC_CURVE":
+            return "no key-exchange group in common with the server"
+        case "NO_COMMON_SIGNATURE_ALGORITHMS", "WRONG_SIGNATURE_TYPE":
+            return "no signature algorithm in common with the server"
+        case "CERTIFICATE_VERIFY_FAILED":
+            return "the certificate was refused"
+        case "CANNOT_PARSE_LEAF_CERT", "UNKNOWN_CERTIFICATE_TYPE", "WRONG_CERTIFICATE_TYPE":
+            return "the server's certificate uses a key this TLS library cannot handle"
+        case "BAD_SIGNATURE":
+            return "the server's handshake signature does not verify"
+        case "DECRYPTION_FAILED_OR_BAD_RECORD_MAC", "DECRYPTION_FAILED":
+            return "a TLS record failed to decrypt (corrupted in transit?)"
+        default:
+            let spaced = reason.lowercased().replacingOccurrences(of: "_", with: " ")
+            return "TLS error: \(spaced)"
+        }
+    }
+
+    /// Words for a socket error: `strerror`, lower-cased ("connection refused").
+    static func socketProblem(_ error: any Error) -> String? {
+        guard let error = error as? IOError else { return nil }
+        return self.strerror(error.errnoCode)
+    }
+
+    static func strerror(_ code: CInt) -> String {
+        guard let text = Foundation.strerror(code).map({ String(cString: $0) }), !text.isEmpty else {
+            return "error \(code)"
+        }
+        return text.prefix(1).lowercased() + text.dropFirst()
+    }
+
+    /// `127.0.0.1` / `::1` for an address, no port.
+    static func addressText(_ address: SocketAddress) -> String {
+        address.ipAddress ?? address.description
+    }
+
+    /// Words for why connecting to `host`:`port` failed (refused, unreachable, DNS), or nil.
+    static func connectProblem(_ error: any Error, host: String, port: Int) -> String {
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty {
+                if error.dnsAError != nil || error.dnsAAAAError != nil {
+                    return "cannot resolve host \(host)"
+                }
+                return "cannot connect to \(host) port \(port): no address"
+            }
+            // One line per distinct cause, as curl reports the last one; here the first address tried first.
+            let failures = error.connectionErrors.map { failure in
+                "\(self.addressText(failure.target)): \(self.socketProblem(failure.error) ?? "cannot connect")"
+            }
+            if failures.count == 1, let only = error.connectionErrors.first {
+                return "cannot connect to \(self.target(host, only.target)) port \(port): \(self.socketProblem(only.error) ?? "cannot connect")"
+            }
+            return "cannot connect to \(host) port \(port) (\(failures.joined(separator: "; ")))"
+        }
+        if let problem = self.socketProblem(error) {
+            return "cannot connect to \(host) port \(port): \(problem)"
+        }
+        if let error = error as? ChannelError, case .connectTimeout = error {
+            return "cannot connect to \(host) port \(port): timed out"
+        }
+        return "cannot connect to \(host) port \(port)"
+    }
+
+    /// `host` alone when it is the address, `host (address)` otherwise.
+    static func target(_ host: String, _ address: SocketAddress) -> String {
+        let text = self.addressText(address)
+        return text == host ? host : "\(host) (\(text))"
+    }
+
+    /// Words for an HTTP parsing failure (the reply was not HTTP), or nil.
+    static func httpProblem(_ error: any Error) -> String? {
+        guard let error = error as? HTTPParserError else { return nil }
+        switch error {
+        case .invalidEOFState:
+            return "the connection closed before the response was complete"
+        default:
+            let name = "\(error)".replacingOccurrences(of: "([A-Z])", with: " $1", options: .regularExpression).lowercased()
+            return "the server did not answer with HTTP (\(name))"
+        }
+    }
+
+    /// The best words for any error met on a connection.
+    package static func words(_ error: any Error) -> String {
+        if let error = error as? PinningConnectionError { return error.message }
+        if let words = self.tlsProblem(error) ?? self.httpProblem(error) ?? self.socketProblem(error) { return words }
+        if let error = error as? ChannelError {
+            switch error {
+            case .connectTimeout: return "timed out"
+            case .ioOnClosedChannel, .alreadyClosed, .eof, .outputClosed, .inputClosed: return "the connection closed"
+            default: return "connection error"
+            }
+        }
+        return "connection error"
+    }
+
+    /// `"a (b)"` trimmed of NIO's `Error:` noise, for `--verbose` and the debug description.
+    static func details(_ error: any Error) -> String {
+        String(describing: error)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import Pinning

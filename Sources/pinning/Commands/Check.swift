@@ -203,15 +203,15 @@ extension PinningCommand {
         }
 
         func parsedURL() throws(InputError) -> URL {
-            guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
-                throw InputError("\(self.url): not an https URL with a host")
-            }
-            // A port that is not 1-65535 is bad input (exit 2), not a connection failure. Foundation may accept
-            // `:99999` as a port, or drop `:abc`; read the authority's port text ourselves.
+            // A port that is not 1-65535 is bad input (exit 2), not a connection failure. Foundation accepts
+            // `:99999` as a port and refuses `:abc` as a URL; read the authority's port text ourselves, first.
             if let text = Self.portText(self.url) {
                 guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let port = Int(text), (1...65535).contains(port) else {
                     throw InputError("\(self.url): the port \"\(text)\" is not a TCP port (1-65535)")
                 }
+            }
+            guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
+                throw InputError("\(self.url): not an https URL with a host")
             }
             return url
         }

@@ -65,6 +65,9 @@ public struct PinnedTLSClient: Sendable {
         if configuration.verifySignatureAlgorithms == nil {
             configuration.verifySignatureAlgorithms = TLSConfiguration.pinningAcceptedSignatureAlgorithms
         }
+        if configuration.curves == nil {
+            configuration.curves = TLSConfiguration.pinningGroups
+        }
         if let identity {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource
@@ -245,6 +248,12 @@ extension TLSConfiguration {
         .rsaPkcs1Sha1,
     ]
 
+    /// The key-exchange groups a pinned client offers: swift-nio-ssl's default (X25519MLKEM768, X25519, P-256,
+    /// P-384) plus P-521 last. Under TLS 1.2 a server may only use an ECDSA certificate whose curve the client
+    /// listed here, so without P-521 a server with a P-521 certificate answers `handshake_failure` ("no shared
+    /// cipher" in OpenSSL's log), although curl and OpenSSL offer P-521. Listed last, it adds no key share.
+    public static let pinningGroups: [NIOTLSCurve] = [.x25519_MLKEM768, .x25519, .secp256r1, .secp384r1, .secp521r1]
+
     /// A client configuration for pinned connections: certificate verification `.noHostnameVerification`
     /// (the evaluator checks names; the custom callback replaces BoringSSL's validation), TLS 1.2 or later, no
     /// trust roots of its own (if it is ever used without the pinning callback, nothing validates: fail
@@ -257,6 +266,7 @@ extension TLSConfiguration {
         configuration.minimumTLSVersion = .tlsv12
         configuration.trustRoots = .certificates([])
         configuration.verifySignatureAlgorithms = Self.pinningAcceptedSignatureAlgorithms
+        configuration.curves = Self.pinningGroups
         if let identity {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource

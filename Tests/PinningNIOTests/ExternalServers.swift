@@ -161,3 +161,31 @@ struct OpenSSLPKI {
         }
     }
 }
+
+/// Runs /usr/bin/openssl like ``openssl(_:input:timeout:)``, but waits without blocking a thread: the tests'
+/// servers decide handshakes in tasks, and a blocked cooperative thread (there may be only two) would starve them.
+func opensslAsync(_ arguments: [String], input: String? = nil, timeout: Double = 20) async throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    process.arguments = arguments
+    let outputPath = NSTemporaryDirectory() + "pinning-openssl-\(UUID().uuidString).out"
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    process.standardOutput = output
+    process.standardError = output
+    let stdin = Pipe()
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try? stdin.fileHandleForWriting.close()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    if process.isRunning { process.terminate() }
+    while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+    try? output.close()
+    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    return (process.terminationStatus, text)
+}

@@ -48,6 +48,14 @@ final class ForeignServer: @unchecked Sendable {
         self.process.waitUntilExit()
     }
 
+    /// `openssl s_server` serving the fixture's leaf and intermediate (s_server's `-cert` sends only the first
+    /// certificate of a file; the rest goes in `-cert_chain`).
+    static func openssl(serving fixture: ServeCheckFixture, _ arguments: [String]) async throws -> ForeignServer {
+        let leaf = try fixture.directory.write("server-leaf-\(UUID().uuidString).pem", fixture.server.leaf.certificatePEM)
+        let intermediate = try fixture.directory.write("server-intermediate-\(UUID().uuidString).pem", fixture.server.intermediate.certificatePEM)
+        return try await Self.openssl(["-cert", leaf, "-cert_chain", intermediate, "-key", fixture.serverKey] + arguments, in: fixture.directory)
+    }
+
     static func openssl(_ arguments: [String], in directory: TemporaryDirectory) async throws -> ForeignServer {
         try await ForeignServer(CLI.opensslPath, ["s_server", "-accept", "127.0.0.1:0", "-naccept", "1000"] + arguments, in: directory) { line in
             line.hasPrefix("ACCEPT ") ? Int(line.split(separator: ":").last ?? "") : nil
@@ -127,7 +135,7 @@ struct CheckErrorsCLITests {
         defer { fixture.directory.remove() }
         let listener = try SilentListener()
         let run = try await fixture.check(Self.arguments(listener.port, root: fixture.root) + ["--connect-timeout", "1"])
-        expectOneCleanLine(run, status: 3, contains: "pinning: check: localhost: the TLS handshake with localhost port \(listener.port) did not complete within 1 s")
+        expectOneCleanLine(run, status: 3, contains: "pinning: check: the TLS handshake with localhost port \(listener.port) did not complete within 1 s")
     }
 
     @Test("a name that does not resolve (.invalid never leaves the machine)")
@@ -168,12 +176,12 @@ struct CheckErrorsCLITests {
     func versionAndCipherMismatch() async throws {
         let fixture = try ServeCheckFixture()
         defer { fixture.directory.remove() }
-        let oldTLS = try await ForeignServer.openssl(["-cert", fixture.serverChain, "-key", fixture.serverKey, "-www", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"], in: fixture.directory)
+        let oldTLS = try await ForeignServer.openssl(serving: fixture, ["-www", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"])
         defer { oldTLS.stop() }
         let version = try await fixture.check(Self.arguments(oldTLS.port, root: fixture.root))
         expectOneCleanLine(version, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert protocol_version (70)")
 
-        let cipher = try await ForeignServer.openssl(["-cert", fixture.serverChain, "-key", fixture.serverKey, "-www", "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-CCM"], in: fixture.directory)
+        let cipher = try await ForeignServer.openssl(serving: fixture, ["-www", "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-CCM"])
         defer { cipher.stop() }
         let run = try await fixture.check(Self.arguments(cipher.port, root: fixture.root))
         expectOneCleanLine(run, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert handshake_failure (40)")
@@ -198,7 +206,7 @@ struct CheckErrorsCLITests {
         defer { fixture.directory.remove() }
         _ = try fixture.directory.write("ssh.txt", "SSH-2.0-OpenSSH_9.6\r\n")
         _ = try fixture.directory.write("missing.txt", "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n\r\nno such thing\n")
-        let server = try await ForeignServer.openssl(["-cert", fixture.serverChain, "-key", fixture.serverKey, "-HTTP"], in: fixture.directory)
+        let server = try await ForeignServer.openssl(serving: fixture, ["-HTTP"])
         defer { server.stop() }
         let notHTTP = try await fixture.check(Self.arguments(server.port, root: fixture.root, path: "/ssh.txt"))
         expectOneCleanLine(notHTTP, status: 3, contains: "pinning: check: localhost: the server did not answer with HTTP")
@@ -239,8 +247,8 @@ struct CheckErrorsCLITests {
         let fixture = try ServeCheckFixture()
         defer { fixture.directory.remove() }
         let openssl = try await ForeignServer.openssl(
-            ["-cert", fixture.serverChain, "-key", fixture.serverKey, "-www", "-Verify", "1", "-verify_return_error", "-CAfile", fixture.clientRoot],
-            in: fixture.directory
+            serving: fixture,
+            ["-www", "-Verify", "1", "-verify_return_error", "-CAfile", fixture.clientRoot]
         )
         defer { openssl.stop() }
         let serve = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
@@ -277,7 +285,9 @@ struct CheckErrorsCLITests {
         let chain = try fixture.directory.write("ed-chain.pem", TestPKI.pemBundle(ed.presented))
         let key = try fixture.directory.write("ed.key", ed.leaf.privateKeyPEM)
         let root = try fixture.directory.write("ed-root.pem", ed.root.certificatePEM)
-        let server = try await ForeignServer.openssl(["-cert", chain, "-key", key, "-www"], in: fixture.directory)
+        let leaf = try fixture.directory.write("ed-leaf.pem", ed.leaf.certificatePEM)
+        let intermediate = try fixture.directory.write("ed-intermediate.pem", ed.intermediate.certificatePEM)
+        let server = try await ForeignServer.openssl(["-cert", leaf, "-cert_chain", intermediate, "-key", key, "-www"], in: fixture.directory)
         defer { server.stop() }
         let run = try await fixture.check(Self.arguments(server.port, root: root))
         #expect(run.status == 0, "\(run)")

@@ -24,7 +24,9 @@ final class ExternalServer: @unchecked Sendable {
         // s_server reads commands from stdin; an open pipe that never speaks keeps it serving.
         self.process.standardInput = Pipe()
         try self.process.run()
-        let deadline = Date().addingTimeInterval(15)
+        // Generous: on a loaded 2-core CI machine a process can take many seconds to be scheduled; the wait
+        // ends as soon as the port is printed.
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline && self.process.isRunning {
             if let port = self.output.split(separator: "\n").lazy.compactMap(portLine).first {
                 self.port = port
@@ -32,8 +34,10 @@ final class ExternalServer: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+        let reason = self.process.isRunning ? "no port printed within 60 s" : "exited with status \(self.process.terminationStatus)"
+        let printed = self.output
         self.stop()
-        throw ServerError(description: "\(executable) did not start: \(self.output)")
+        throw ServerError(description: "\(executable) did not start (\(reason)): \(printed)")
     }
 
     struct ServerError: Error, CustomStringConvertible {

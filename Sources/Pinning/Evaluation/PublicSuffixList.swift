@@ -18,7 +18,7 @@ public struct PublicSuffixList: Sendable, Hashable {
     /// Where the `publicsuffix` package of Debian-based systems installs the list.
     public static let systemPath = "/usr/share/publicsuffix/public_suffix_list.dat"
     /// The largest list that is read: 8 MiB (the real list is about 250 KiB).
-    public static let maximumSize = 8 * 1024 * 1024
+    static let maximumSize = 8 * 1024 * 1024
     /// A list without rules: only single-label names (`com`, `uk`) count as public suffixes.
     ///
     /// - Warning: With it the webPKI profile accepts wildcards such as `*.co.uk`. It exists for systems
@@ -62,10 +62,10 @@ public struct PublicSuffixList: Sendable, Hashable {
     /// Parses the list's text (`public_suffix_list.dat`).
     ///
     /// - Parameters:
-    ///   - data: The list, UTF-8, at most ``maximumSize`` bytes.
+    ///   - data: The list, UTF-8, at most 8 MiB.
     ///   - origin: What to call the list in errors (a path, `<data>`).
     /// - Throws: ``ValidationProfileError`` with code ``ValidationProfileError/Code/unreadablePublicSuffixList``
-    ///   when the list is larger than ``maximumSize``.
+    ///   when the list is larger than 8 MiB.
     public init(data: Data, origin: String = "<data>") throws(ValidationProfileError) {
         guard data.count <= Self.maximumSize else {
             throw ValidationProfileError(

@@ -34,6 +34,20 @@ struct PinFailureReportDeliveryTests {
 
     static func pin(_ certificate: Certificate) -> String { Pin(spkiOf: certificate).description }
 
+    /// A report with no chains, for tests of delivery alone.
+    static let minimalReport = PinFailureReport(
+        dateTime: PinFailureReportDeliveryTests.time,
+        hostname: "api.example.com",
+        port: 443,
+        effectiveExpirationDate: nil,
+        includeSubdomains: false,
+        notedHostname: "api.example.com",
+        servedCertificateChain: [],
+        validatedCertificateChain: [],
+        knownPins: [],
+        validationResult: "pinMismatch"
+    )
+
     static func configuration(_ domains: String) throws -> PinningConfiguration {
         try PinningConfiguration(
             data: Data("{\"version\": 1, \"unlistedHosts\": \"default\", \"domains\": {\(domains)}}".utf8),
@@ -198,11 +212,17 @@ struct PinFailureReportDeliveryTests {
 
     // MARK: - HTTPS collectors
 
+    /// An HTTPS collector on 127.0.0.1 under a PKI of its own ("Collector Root").
+    static func httpsCollector() async throws -> (TestChain, LoopbackReportCollector) {
+        let pki = try TestChain(host: "localhost", rootName: "Collector Root")
+        let collector = try await LoopbackReportCollector(identity: try Fixtures.identity(pki.leaf, chain: [pki.intermediate.certificate]))
+        return (pki, collector)
+    }
+
     @Test("an https:// collector gets the report over the reporter's own policy (its roots, no pins)", .timeLimit(.minutes(1)))
     func httpsCollector() async throws {
         let pki = try Self.fixture.get()
-        let collectorPKI = try TestChain(host: "localhost", rootName: "Collector Root")
-        let collector = try await LoopbackReportCollector(identity: try Fixtures.identity(collectorPKI.leaf, chain: [collectorPKI.intermediate.certificate]))
+        let (collectorPKI, collector) = try await Self.httpsCollector()
         defer { Task { await collector.stop() } }
         let outcomes = Outcomes()
         // The collector's root stands in for the platform store: the reporter judges collectors by it, not by
@@ -238,8 +258,7 @@ struct PinFailureReportDeliveryTests {
     @Test("a collector the reporter's policy does not trust never receives the report", .timeLimit(.minutes(1)))
     func untrustedCollector() async throws {
         let pki = try Self.fixture.get()
-        let collectorPKI = try TestChain(host: "localhost", rootName: "Collector Root")
-        let collector = try await LoopbackReportCollector(identity: try Fixtures.identity(collectorPKI.leaf, chain: [collectorPKI.intermediate.certificate]))
+        let (_, collector) = try await Self.httpsCollector()
         defer { Task { await collector.stop() } }
         let outcomes = Outcomes()
         // Roots that do not include the collector's: the handshake is refused, the body is never sent.
@@ -251,20 +270,8 @@ struct PinFailureReportDeliveryTests {
             group: testGroup,
             onOutcome: { outcomes.append($0) }
         )
-        let report = PinFailureReport(
-            dateTime: Self.time,
-            hostname: "api.example.com",
-            port: 443,
-            effectiveExpirationDate: nil,
-            includeSubdomains: false,
-            notedHostname: "api.example.com",
-            servedCertificateChain: [],
-            validatedCertificateChain: [],
-            knownPins: [],
-            validationResult: "pinMismatch"
-        )
         let uri = try #require(URL(string: "https://127.0.0.1:\(collector.port)/pins"))
-        await reporter.send(report, to: [uri])
+        await reporter.send(Self.minimalReport, to: [uri])
         let all = outcomes.all
         #expect(all.count == 1 && !all[0].delivered && all[0].status == nil && all[0].attempts == 2)
         #expect(all[0].message.hasPrefix("untrusted: "), "\(all[0].message)")
@@ -275,19 +282,7 @@ struct PinFailureReportDeliveryTests {
     func unsupportedScheme() async throws {
         let outcomes = Outcomes()
         let reporter = HTTPPinFailureReporter(group: testGroup, onOutcome: { outcomes.append($0) })
-        let report = PinFailureReport(
-            dateTime: Self.time,
-            hostname: "api.example.com",
-            port: 443,
-            effectiveExpirationDate: nil,
-            includeSubdomains: false,
-            notedHostname: "api.example.com",
-            servedCertificateChain: [],
-            validatedCertificateChain: [],
-            knownPins: [],
-            validationResult: "pinMismatch"
-        )
-        await reporter.send(report, to: [try #require(URL(string: "ftp://127.0.0.1/pins"))])
+        await reporter.send(Self.minimalReport, to: [try #require(URL(string: "ftp://127.0.0.1/pins"))])
         let all = outcomes.all
         #expect(all.count == 1 && !all[0].delivered && all[0].attempts == 0 && all[0].message == "not an https:// or http:// URI")
     }

@@ -2,7 +2,9 @@ public import X509
 
 /// The verdict of an evaluation: trusted, with the path that earned it, or untrusted, with why.
 public enum TrustEvaluation: Sendable {
+    /// The peer is trusted; the ``TrustedChain`` says on what basis and holds the path that earned it.
     case trusted(TrustedChain)
+    /// The peer is not trusted; the ``TrustFailure`` says why, with the evidence.
     case untrusted(TrustFailure)
 
     /// Whether the peer is trusted.

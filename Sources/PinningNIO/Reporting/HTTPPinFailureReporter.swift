@@ -125,7 +125,9 @@ public struct HTTPPinFailureReporter: Sendable {
         )
         var delay = self.retryDelay
         var last = ReportPoster.Response(status: nil, message: "not attempted")
+        var attempts = 0
         for attempt in 1...self.maximumAttempts {
+            attempts = attempt
             last = await ReportPoster.post(body, to: target, tls: tls, group: self.group, timeout: timeout)
             if let status = last.status, (200..<300).contains(status) {
                 self.onOutcome?(Outcome(uri: uri, delivered: true, attempts: attempt, status: status, message: last.message))
@@ -135,13 +137,13 @@ public struct HTTPPinFailureReporter: Sendable {
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
-                    break
+                    break  // Cancelled: give up with what the attempts so far said.
                 }
                 delay = delay * 2
             }
         }
         self.onOutcome?(
-            Outcome(uri: uri, delivered: false, attempts: self.maximumAttempts, status: last.status, message: last.message)
+            Outcome(uri: uri, delivered: false, attempts: attempts, status: last.status, message: last.message)
         )
     }
 }

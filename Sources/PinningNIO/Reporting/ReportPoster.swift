@@ -113,6 +113,7 @@ enum ReportPoster {
         head.headers.add(name: "content-length", value: "\(body.count)")
         head.headers.add(name: "user-agent", value: "swift-pinning")
         head.headers.add(name: "connection", value: "close")
+        let requestHead = head
         do {
             return try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<Int> in
                 let collector: ReportStatusCollector
@@ -127,7 +128,7 @@ enum ReportPoster {
                 collector.begin(promise)
                 var buffer = channel.allocator.buffer(capacity: body.count)
                 buffer.writeBytes(body)
-                channel.write(HTTPClientRequestPart.head(head), promise: nil)
+                channel.write(HTTPClientRequestPart.head(requestHead), promise: nil)
                 channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
                 channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {

@@ -208,6 +208,8 @@ struct PinFailureReportDeliveryTests {
         let all = outcomes.all
         #expect(all.count == 2 && all.allSatisfy { !$0.delivered && $0.attempts <= 2 })
         #expect(all.contains { $0.uri.scheme == "https" && $0.attempts == 2 && $0.message.contains("127.0.0.1") })
+        // In words, without NIO type dumps: "cannot connect to 127.0.0.1 port N: connection refused".
+        #expect(all.allSatisfy { $0.message.hasPrefix("cannot connect to 127.0.0.1 port \(closed.port)") }, "\(all.map(\.message))")
     }
 
     // MARK: - HTTPS collectors

@@ -22,8 +22,9 @@ public struct HostEvaluation: Sendable {
     public internal(set) var warnings: [String]
     /// The failure report built for a pin mismatch of a pinned (not expired) entry, whether or not it was sent.
     public internal(set) var failureReport: PinFailureReport?
-    /// Whether ``failureReport`` was handed to the configuration's ``PinningConfiguration/reportQueue``
-    /// (false without a queue, without `reportURIs`, or when the same report was sent in the last 24 hours).
+    /// Whether the configuration's ``PinningConfiguration/reportQueue`` accepted ``failureReport`` (false
+    /// without a queue, without `reportURIs`, or when the reporter dropped it: `PinFailureReportQueue` drops
+    /// the same report within 24 hours).
     public internal(set) var reportSubmitted: Bool
 
     /// Whether the peer is trusted.

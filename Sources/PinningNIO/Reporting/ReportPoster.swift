@@ -58,8 +58,13 @@ enum ReportPoster {
         let channel: any Channel
         do {
             channel = try await Self.connect(target, tls: tls, group: group, timeout: timeout)
+        } catch let error as PinningConnectionError where error.trustFailure != nil {
+            // The collector was refused: say why, with the trust failure ("untrusted: …").
+            return Response(status: nil, message: error.description)
+        } catch let error as PinningConnectionError {
+            return Response(status: nil, message: error.message)
         } catch {
-            return Response(status: nil, message: "\(error)")
+            return Response(status: nil, message: error.message)
         }
         defer { channel.close(promise: nil) }
         do {
@@ -95,9 +100,10 @@ enum ReportPoster {
             if case .connectTimeout = error {
                 throw ReportPostError(message: "cannot connect to \(target.host) port \(target.port): timed out")
             }
-            throw ReportPostError(message: "cannot connect to \(target.host) port \(target.port): \(error)")
+            throw ReportPostError(message: ConnectionFailureWords.connectProblem(error, host: target.host, port: target.port))
         } catch {
-            throw ReportPostError(message: "cannot connect to \(target.host) port \(target.port): \(error)")
+            // The same words as a pinned connection's (PinnedTLSClient): no NIO type dumps.
+            throw ReportPostError(message: ConnectionFailureWords.connectProblem(error, host: target.host, port: target.port))
         }
     }
 
@@ -141,7 +147,7 @@ enum ReportPoster {
         } catch let error as ReportPostError {
             throw error
         } catch {
-            throw ReportPostError(message: "the report could not be sent: \(error)")
+            throw ReportPostError(message: "the report could not be sent: \(ConnectionFailureWords.words(error))")
         }
     }
 }
@@ -180,7 +186,7 @@ final class ReportStatusCollector: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.complete(.failure(ReportPostError(message: "the exchange with the collector failed: \(error)")))
+        self.complete(.failure(ReportPostError(message: "the exchange with the collector failed: \(ConnectionFailureWords.words(error))")))
         context.close(promise: nil)
     }
 

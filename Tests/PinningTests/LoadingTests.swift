@@ -796,3 +796,58 @@ struct TrustRootsTests {
         #expect(TrustRoots.platform == roots)
     }
 }
+
+// MARK: - Why BERReader stays (Loading/BERReader.swift)
+
+/// The two facts the decision in `BERReader.swift` rests on, so that a swift-asn1 update that changes either
+/// shows up here: `BER.parse` reads every vector (so none needs our reader), but it parses certificates inside a
+/// bundle too, so one broken certificate fails the whole bundle without saying which.
+@Suite("BERReader versus swift-asn1's BER.parse")
+struct BERReaderDecisionTests {
+    /// The certificates of a SignedData as `BER.parse` sees them.
+    static func certificateNodes(_ bytes: [UInt8]) throws -> [ASN1Node] {
+        let contentInfo = try BER.parse(bytes)
+        guard case .constructed(let info) = contentInfo.content, let content = Array(info).last,
+            case .constructed(let explicit) = content.content, let signedDataNode = Array(explicit).first,
+            case .constructed(let signedData) = signedDataNode.content,
+            let certificates = Array(signedData).first(where: { $0.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) }),
+            case .constructed(let set) = certificates.content
+        else {
+            throw BERShapeError()
+        }
+        return Array(set)
+    }
+
+    /// The bytes parsed, but not into ContentInfo → [0] → SignedData → [0] certificates.
+    struct BERShapeError: Error {}
+
+    @Test("BER.parse reads hand-built DER and indefinite-length BER bundles and openssl crl2pkcs7 output")
+    func berParseReadsTheVectors() throws {
+        let chain = try LoadingFixtures.chain()
+        for bytes in [LoadingFixtures.pkcs7(chain), LoadingFixtures.pkcs7(chain, indefinite: true)] {
+            let nodes = try Self.certificateNodes(bytes)
+            #expect(try nodes.map { try Certificate(derEncoded: Array($0.encodedBytes)) } == chain)
+        }
+        guard LoadingFixtures.hasOpenSSL else { return }
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let chainPath = try LoadingFixtures.write(try LoadingFixtures.pem(chain), to: directory, "chain.pem")
+        let output = directory + "/chain.p7b"
+        _ = try LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", "DER", "-out", output])
+        let nodes = try Self.certificateNodes(Array(try Data(contentsOf: URL(fileURLWithPath: output))))
+        #expect(try Set(nodes.map { try Certificate(derEncoded: Array($0.encodedBytes)) }) == Set(chain))
+    }
+
+    @Test("BER.parse fails a whole bundle for one broken certificate; the loader names the certificate")
+    func berParseCannotNameTheBrokenCertificate() throws {
+        let chain = try LoadingFixtures.chain()
+        var broken = LoadingFixtures.pkcs7(chain)
+        let start = try #require(LoadingTests.firstIndex(of: chain[1].derBytes, in: broken))
+        broken[start + 8] ^= 0xFF
+        #expect(throws: (any Error).self) { try BER.parse(broken) }
+        let error = try #require(throws: CertificateLoadingError.self) {
+            try CertificateLoader.certificates(from: broken, origin: "broken")
+        }
+        #expect(error.description.contains("certificate 2 in the PKCS#7 bundle"))
+    }
+}

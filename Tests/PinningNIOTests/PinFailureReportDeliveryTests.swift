@@ -212,6 +212,26 @@ struct PinFailureReportDeliveryTests {
         #expect(all.allSatisfy { $0.message.hasPrefix("cannot connect to 127.0.0.1 port \(closed.port)") }, "\(all.map(\.message))")
     }
 
+    @Test("a reporter's numbers at their extremes are bounded, never a trap", .timeLimit(.minutes(1)))
+    func extremeNumbers() async throws {
+        let pki = try Self.fixture.get()
+        let closed = try LoopbackHTTPServer()
+        let url = closed.url()
+        closed.stop()
+        let report = try #require(
+            await Self.configuration("\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.other.root.certificate))\"], \"enforce\": false}")
+                .evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com").failureReport
+        )
+        let outcomes = Outcomes()
+        for attempts in [0, -5, Int.min] {
+            var reporter = HTTPPinFailureReporter(timeout: .seconds(Int64.max), onOutcome: { outcomes.append($0) })
+            reporter.maximumAttempts = attempts
+            reporter.retryDelay = .seconds(-1)
+            await reporter.send(report, to: [url])
+        }
+        #expect(outcomes.all.count == 3 && outcomes.all.allSatisfy { !$0.delivered && $0.attempts == 1 }, "\(outcomes.all)")
+    }
+
     // MARK: - HTTPS collectors
 
     /// An HTTPS collector on 127.0.0.1 under a PKI of its own ("Collector Root").

@@ -120,30 +120,42 @@ public struct HTTPPinFailureReporter: Sendable {
             self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: problem.message))
             return
         }
-        let timeout = TimeAmount.nanoseconds(
-            self.timeout.components.seconds * 1_000_000_000 + self.timeout.components.attoseconds / 1_000_000_000
-        )
-        var delay = self.retryDelay
+        let timeout = Self.timeAmount(self.timeout)
+        // The properties are public vars: whatever a caller stored, at least one attempt, and a pause that stays
+        // within an hour (doubling an extreme Duration would otherwise overflow).
+        let maximumAttempts = max(1, self.maximumAttempts)
+        let longestDelay = Duration.seconds(3600)
+        var delay = min(max(self.retryDelay, .zero), longestDelay)
         var last = ReportPoster.Response(status: nil, message: "not attempted")
         var attempts = 0
-        for attempt in 1...self.maximumAttempts {
+        for attempt in 1...maximumAttempts {
             attempts = attempt
             last = await ReportPoster.post(body, to: target, tls: tls, group: self.group, timeout: timeout)
             if let status = last.status, (200..<300).contains(status) {
                 self.onOutcome?(Outcome(uri: uri, delivered: true, attempts: attempt, status: status, message: last.message))
                 return
             }
-            if attempt < self.maximumAttempts {
+            if attempt < maximumAttempts {
                 do {
                     try await Task.sleep(for: delay)
                 } catch {
                     break  // Cancelled: give up with what the attempts so far said.
                 }
-                delay = delay * 2
+                delay = min(delay * 2, longestDelay)
             }
         }
         self.onOutcome?(
             Outcome(uri: uri, delivered: false, attempts: attempts, status: last.status, message: last.message)
         )
+    }
+    /// `duration` as NIO's nanosecond count, saturating instead of trapping: a negative duration is zero, one
+    /// beyond `Int64.max` nanoseconds (about 292 years) is `Int64.max`.
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return .zero }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .nanoseconds(.max) }
+        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return .nanoseconds(overflow2 ? .max : total)
     }
 }

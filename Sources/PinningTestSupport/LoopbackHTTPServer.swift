@@ -39,7 +39,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         #else
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #endif
-        guard fd >= 0 else { throw TestPKIError(.fileSystem, "socket failed") }
+        guard fd >= 0 else { throw LoopbackServerError(description: "socket failed") }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -51,7 +51,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         guard bound == 0, listen(fd, 16) == 0 else {
             close(fd)
-            throw TestPKIError(.fileSystem, "bind/listen on 127.0.0.1 failed")
+            throw LoopbackServerError(description: "bind/listen on 127.0.0.1 failed")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -186,4 +186,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         return nil
     }
+}
+
+/// The loopback server could not be started.
+public struct LoopbackServerError: Error, CustomStringConvertible {
+    /// What failed.
+    public var description: String
 }

@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import Pinning
 import PinningNIO
-import PinningTestSupport
+import PinningPKI
 import X509
 
 extension PinningCommand {

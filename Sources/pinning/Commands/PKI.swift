@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Pinning
 import PinningNIO
-import PinningTestSupport
+import PinningPKI
 import X509
 
 extension PinningCommand {

@@ -1,6 +1,6 @@
 import Foundation
 import Pinning
-import PinningTestSupport
+import PinningPKI
 import X509
 
 #if canImport(Glibc)

@@ -81,7 +81,8 @@ extension PinningCommand {
                     platformRoots: try InputLoading.roots(self.policyOptions.roots),
                     profile: try self.policyOptions.loadProfile()
                 )
-                let pins = configuration.entries.first { $0.key.lowercased() == host.lowercased() }?.pins ?? []
+                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
+                let pins = configuration.entry(forHost: host)?.pins ?? []
                 describe = { verdict, trust in
                     EvaluationReport(verdict: verdict, trust: trust, mode: "configuration", expectedPins: pins, host: host)
                 }

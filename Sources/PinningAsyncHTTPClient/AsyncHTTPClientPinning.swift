@@ -100,7 +100,8 @@ public struct AsyncHTTPClientPinning: Sendable {
             for certificate in policy.pinnedCertificates where Self.isCertificateAuthority(certificate) && certificate.subject != certificate.issuer {
                 throw AsyncHTTPClientPinningError(
                     code: .unenforceablePin,
-                    message: "the pinned certificate \(certificate.subject) is a CA; only the leaf is reachable after an AsyncHTTPClient handshake, so it could never be checked; pin the leaf or use PinnedTLSClient"
+                    message:
+                        "the pinned certificate \(certificate.subject) is a CA; only the leaf is reachable after an AsyncHTTPClient handshake, so it could never be checked; pin the leaf or use PinnedTLSClient"
                 )
             }
         }
@@ -186,10 +187,11 @@ public struct AsyncHTTPClientPinning: Sendable {
                 // that is already closed left its request waiting past its own deadline. This runs on the
                 // channel's event loop, where AHC continues, so nothing can close it in between.
                 guard channel.isActive else {
-                    return channel.eventLoop.makeFailedFuture(PinningConnectionError(
-                        code: .connectionClosed, host: pinning.host,
-                        message: "the server closed the connection during the TLS handshake (did it require a client certificate?)"
-                    ))
+                    return channel.eventLoop.makeFailedFuture(
+                        PinningConnectionError(
+                            code: .connectionClosed, host: pinning.host,
+                            message: "the server closed the connection during the TLS handshake (did it require a client certificate?)"
+                        ))
                 }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }.flatMapError { error in

@@ -1,10 +1,11 @@
 public import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for report delivery tests: it records every request and answers each
@@ -35,9 +36,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public init(statuses: [Int] = [204]) throws {
         self.statuses = statuses.isEmpty ? [204] : statuses
         #if canImport(Darwin)
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #endif
         guard fd >= 0 else { throw LoopbackServerError(description: "socket failed") }
         var one: Int32 = 1

@@ -1,7 +1,7 @@
 import Foundation
 import Pinning
-import X509
 import SwiftASN1
+import X509
 
 /// Runs the SERVER cases of an x509-limbo file through the package's evaluator and prints per-namespace
 /// pass/fail/skip, then `N passed, N failed, N skipped`.

@@ -446,8 +446,9 @@ struct CLITests {
         let object = try jsonObject(json)
         #expect(object["trusted"] as? Bool == false)
         let presented = try #require(object["presentedChain"] as? [[String: Any]])
-        #expect(presented.compactMap { $0["spkiPin"] as? String }
-            == [pin(f.attackerLeaf.certificate), pin(f.attackerIntermediate.certificate), pin(f.intermediate)])
+        #expect(
+            presented.compactMap { $0["spkiPin"] as? String }
+                == [pin(f.attackerLeaf.certificate), pin(f.attackerIntermediate.certificate), pin(f.intermediate)])
     }
 
     // MARK: anchors

@@ -375,9 +375,9 @@ struct ServeCheckCLITests {
 /// Whether a TCP socket can bind to ::1 here.
 func ipv6LoopbackAvailable() -> Bool {
     #if canImport(Glibc)
-    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
     #else
-    let fd = socket(AF_INET6, SOCK_STREAM, 0)
+        let fd = socket(AF_INET6, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { return false }
     defer { close(fd) }

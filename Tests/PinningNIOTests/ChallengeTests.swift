@@ -54,15 +54,21 @@ struct ChallengeTests {
         let server = try await PlainTLSServer(identity: try Fixtures.identity(setup.privateChain.leaf, chain: [setup.privateChain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let log = ChallengeLog()
-        let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]), override: { log.record($0); return nil })
+        let handler = ChallengeHandler(
+            policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]),
+            override: {
+                log.record($0)
+                return nil
+            })
         let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
         let connection = try await self.connect(client, host: "api.example.com", port: server.port)
         connection.channel.close(promise: nil)
         #expect(connection.handshake.peer.subject == "CN=api.example.com")
-        #expect(log.spaces == [
-            ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .clientCertificate),
-            ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .serverTrust),
-        ])
+        #expect(
+            log.spaces == [
+                ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .clientCertificate),
+                ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .serverTrust),
+            ])
 
         // The same policy with a pin the server does not have: the default handler cancels; the caller sees the
         // policy's reason.
@@ -115,9 +121,11 @@ struct ChallengeTests {
         let attacker = try TestChain(host: "api.example.com", rootName: "Attacker Root")
         let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
-        let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]), override: { challenge in
-            challenge.protectionSpace.authenticationMethod == .serverTrust ? .useCredential(.serverTrust) : nil
-        })
+        let handler = ChallengeHandler(
+            policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]),
+            override: { challenge in
+                challenge.protectionSpace.authenticationMethod == .serverTrust ? .useCredential(.serverTrust) : nil
+            })
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(ChallengeTLSClient(handler: handler, trust: setup.trust), host: "api.example.com", port: server.port)
         }
@@ -147,7 +155,8 @@ struct ChallengeTests {
         #expect(rejected?.code == .protectionSpaceRejected)
 
         let wrongKind = await #expect(throws: PinningConnectionError.self) {
-            _ = try await self.connect(client, host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.clientIdentity(try Fixtures.identity(setup.privateChain.leaf)))))
+            _ = try await self.connect(
+                client, host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.clientIdentity(try Fixtures.identity(setup.privateChain.leaf)))))
         }
         #expect(wrongKind?.code == .invalidCredential)
 
@@ -160,7 +169,8 @@ struct ChallengeTests {
         // The per-request override wins over the per-client one.
         var overridden = handler
         overridden.override = serverTrustOnly(.cancelAuthenticationChallenge)
-        let accepted = try await self.connect(ChallengeTLSClient(handler: overridden, trust: setup.trust), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
+        let accepted = try await self.connect(
+            ChallengeTLSClient(handler: overridden, trust: setup.trust), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
         accepted.channel.close(promise: nil)
     }
 
@@ -198,9 +208,11 @@ struct ChallengeTests {
 
         // Cancelling the client-certificate challenge: no connection at all, a typed error.
         let cancelling = ChallengeTLSClient(
-            handler: ChallengeHandler(identity: identity, identityHosts: .all, override: { challenge in
-                challenge.protectionSpace.authenticationMethod == .clientCertificate ? .cancelAuthenticationChallenge : nil
-            }),
+            handler: ChallengeHandler(
+                identity: identity, identityHosts: .all,
+                override: { challenge in
+                    challenge.protectionSpace.authenticationMethod == .clientCertificate ? .cancelAuthenticationChallenge : nil
+                }),
             trust: mtls.serverTrust
         )
         let error = await #expect(throws: PinningConnectionError.self) {

@@ -149,8 +149,11 @@ struct OpenSSLPKI {
                 ? "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\nsubjectAltName=DNS:client-ed\n"
                 : "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
         )
-        try Self.run(["req", "-x509"] + rootKey + ["-nodes", "-keyout", rootPrivate, "-out", root, "-days", "2", "-subj", "/CN=Interop Root \(keyType)",
-                                                   "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try Self.run(
+            ["req", "-x509"] + rootKey + [
+                "-nodes", "-keyout", rootPrivate, "-out", root, "-days", "2", "-subj", "/CN=Interop Root \(keyType)",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
         try Self.run(["req", "-new"] + key + ["-nodes", "-keyout", leafPrivate, "-out", request, "-subj", clientAuth ? "/CN=client-ed" : "/CN=localhost"])
         try Self.run(["x509", "-req", "-in", request, "-CA", root, "-CAkey", rootPrivate, "-CAcreateserial", "-days", "1", "-out", leaf, "-extfile", extensions])
         self.rootPEM = root

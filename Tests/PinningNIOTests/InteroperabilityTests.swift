@@ -91,7 +91,8 @@ struct InteroperabilityTests {
         for version in ["-tls1_2", "-tls1_3"] {
             // A request, and -ign_eof: s_client stays until the server has answered (under TLS 1.3 it would
             // otherwise leave before the server finished its side of the handshake).
-            let result = try await opensslAsync(["s_client", "-connect", "127.0.0.1:\(port)", "-cert", clientPKI.leafPEM, "-key", clientPKI.leafKey, version, "-noservername", "-ign_eof"], input: "GET / HTTP/1.0\r\n\r\n")
+            let result = try await opensslAsync(
+                ["s_client", "-connect", "127.0.0.1:\(port)", "-cert", clientPKI.leafPEM, "-key", clientPKI.leafKey, version, "-noservername", "-ign_eof"], input: "GET / HTTP/1.0\r\n\r\n")
             let outcome = try #require(await server.log.nextOutcome(), "\(version): \(result.output.suffix(1500))")
             switch outcome {
             case .success(let handshake):

@@ -90,10 +90,11 @@ final class MutualTLSTestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let handshake = try server.addHandlers(to: channel.pipeline.syncOperations)
                     handshake.whenComplete { result in
-                        log.append(result.mapError { error in
-                            (error as? PinningConnectionError)
-                                ?? PinningConnectionError(code: .handshakeFailed, host: nil, message: "\(error)")
-                        })
+                        log.append(
+                            result.mapError { error in
+                                (error as? PinningConnectionError)
+                                    ?? PinningConnectionError(code: .handshakeFailed, host: nil, message: "\(error)")
+                            })
                     }
                 }
             }

@@ -161,7 +161,9 @@ struct MutualTLSTests {
         #expect(error.trustFailure?.code == .pinMismatch)
     }
 
-    @Test("server resumption: a session saved by openssl s_client -sess_out is resumed by -sess_in (TLS 1.2 and 1.3), and every connection, resumed or not, carries the client our policy validated", .enabled(if: opensslAvailable))
+    @Test(
+        "server resumption: a session saved by openssl s_client -sess_out is resumed by -sess_in (TLS 1.2 and 1.3), and every connection, resumed or not, carries the client our policy validated",
+        .enabled(if: opensslAvailable))
     func serverResumption() async throws {
         let setup = try MutualTLSSetup()
         let directory = try TemporaryDirectory(prefix: "pinning-resume")
@@ -191,11 +193,13 @@ struct MutualTLSTests {
     /// Runs `openssl s_client` once (GET, then waits for the server to close), saving or reusing a session.
     static func sessionProbe(port: Int, cert: String, intermediates: String, key: String, version: String, session: String, reuse: Bool) async throws -> String {
         try await opensslAsync(
-                ["s_client", "-connect", "127.0.0.1:\(port)", "-cert", cert, "-cert_chain", intermediates, "-key", key, version, "-noservername", "-ign_eof",
-                 reuse ? "-sess_in" : "-sess_out", session],
-                input: "GET / HTTP/1.0\r\n\r\n",
-                timeout: 20
-            ).output
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-cert", cert, "-cert_chain", intermediates, "-key", key, version, "-noservername", "-ign_eof",
+                reuse ? "-sess_in" : "-sess_out", session,
+            ],
+            input: "GET / HTTP/1.0\r\n\r\n",
+            timeout: 20
+        ).output
     }
 
     @Test(

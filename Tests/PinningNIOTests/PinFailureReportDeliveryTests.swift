@@ -19,8 +19,8 @@ struct PinFailureReportDeliveryTests {
     static let year: TimeInterval = 365 * 86400
 
     struct PKI: Sendable {
-        let api: TestChain          // api.example.com under rootA
-        let other: TestChain        // a second, unrelated PKI (for "wrong" pins)
+        let api: TestChain  // api.example.com under rootA
+        let other: TestChain  // a second, unrelated PKI (for "wrong" pins)
     }
 
     static let fixture = Result {
@@ -387,4 +387,3 @@ final class RecordingCollectorHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension RecordingCollectorHandler: Sendable {}
-

@@ -176,7 +176,8 @@ struct PinnedClientTests {
         let trusted = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<32 {
                 group.addTask {
-                    let connection = try await client.connect(host: "api.example.com", port: port, address: try SocketAddress(ipAddress: "127.0.0.1", port: port), group: testGroup, timeout: .seconds(10))
+                    let connection = try await client.connect(
+                        host: "api.example.com", port: port, address: try SocketAddress(ipAddress: "127.0.0.1", port: port), group: testGroup, timeout: .seconds(10))
                     try await connection.channel.close()
                     return connection.handshake.peer.leaf == genuine.leaf.certificate
                 }

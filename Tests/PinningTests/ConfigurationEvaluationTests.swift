@@ -12,9 +12,9 @@ struct ConfigurationEvaluationTests {
     static let year: TimeInterval = 365 * 86400
 
     struct PKI: Sendable {
-        let api: TestChain          // api.example.com under rootA
-        let other: TestChain        // a second, unrelated PKI (for "wrong" pins and anchors)
-        let fleet: TestChain        // a.fleet.internal under a private root
+        let api: TestChain  // api.example.com under rootA
+        let other: TestChain  // a second, unrelated PKI (for "wrong" pins and anchors)
+        let fleet: TestChain  // a.fleet.internal under a private root
     }
 
     static let fixture = Result {

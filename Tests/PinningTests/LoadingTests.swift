@@ -356,7 +356,8 @@ struct LoadingTests {
         )
         #expect(try CertificateLoader.certificates(from: withOthers, origin: "others.p7b") == chain)
 
-        let pem = "-----BEGIN PKCS7-----\n"
+        let pem =
+            "-----BEGIN PKCS7-----\n"
             + Data(ber).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
             + "\n-----END PKCS7-----\n"
         #expect(try CertificateLoader.certificates(from: Array(pem.utf8), origin: "p7.pem") == chain)
@@ -458,7 +459,9 @@ struct LoadingTests {
         expectLoadingError(.malformedPEM, origin: "pad", mentions: ["block 1 (CERTIFICATE) is not valid base64"]) {
             try CertificateLoader.certificates(from: Array(badLength.utf8), origin: "pad")
         }
-        #expect(CertificateLoadingError(code: .malformedPEM, origin: "/tmp/x.pem", problem: "block 2 (CERTIFICATE) is not valid base64").description == "/tmp/x.pem: malformed PEM: block 2 (CERTIFICATE) is not valid base64")
+        #expect(
+            CertificateLoadingError(code: .malformedPEM, origin: "/tmp/x.pem", problem: "block 2 (CERTIFICATE) is not valid base64").description
+                == "/tmp/x.pem: malformed PEM: block 2 (CERTIFICATE) is not valid base64")
     }
 
     @Test("valid base64 that is not a certificate is malformed DER naming the block")

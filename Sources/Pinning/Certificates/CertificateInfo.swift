@@ -1,7 +1,7 @@
-public import X509
+import Crypto
 public import Foundation
 import SwiftASN1
-import Crypto
+public import X509
 
 /// The facts of one certificate, for display and JSON output (`pinning inspect`).
 ///

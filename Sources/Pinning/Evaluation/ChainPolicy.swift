@@ -1,6 +1,6 @@
 import Foundation
-@_spi(DisableValidityCheck) import X509
 import SwiftASN1
+@_spi(DisableValidityCheck) import X509
 
 /// The stages a candidate path goes through, in the order they are checked. A later stage means the path got
 /// further, so when every candidate fails, the failure of the candidate that got furthest explains the verdict.

@@ -1,5 +1,5 @@
-import X509
 import SwiftASN1
+import X509
 
 /// Matches a leaf certificate against the expected peer name.
 ///

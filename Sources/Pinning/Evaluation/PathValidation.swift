@@ -1,6 +1,6 @@
 import Foundation
-import X509
 import SwiftASN1
+import X509
 
 /// One run of path building and validation on swift-certificates' `Verifier`, turned into a verdict with
 /// evidence. Every evaluation in the package goes through here: the security policy, the host configuration

@@ -1,5 +1,5 @@
-import X509
 import SwiftASN1
+import X509
 
 /// Certificate-profile rules checked on every candidate path, after path building proved the signatures.
 /// Each rule returns a problem sentence or nil; the first problem refuses the path.

@@ -182,7 +182,8 @@ public struct PinnedTLSClient: Sendable {
             }
             let handshake = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<PinnedHandshake> in
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake with \(host) port \(port) did not complete within \(Self.words(timeout))"))
+                    channel.pipeline.fireErrorCaught(
+                        PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake with \(host) port \(port) did not complete within \(Self.words(timeout))"))
                     channel.close(promise: nil)
                 }
                 future.whenComplete { _ in timer.cancel() }

@@ -1,6 +1,6 @@
 public import Foundation
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 public import NIOHTTP1
 public import NIOPosix
 public import NIOSSL
@@ -219,7 +219,8 @@ public final class PinnedHTTPClient: Sendable {
             }.get()
         } catch {
             connection.closeInBackground()
-            var failure = (error as? PinningConnectionError)
+            var failure =
+                (error as? PinningConnectionError)
                 ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
             failure.handshake = connection.handshake
             throw failure

@@ -48,10 +48,14 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("Connect to ADDR for HOST:PORT instead of resolving HOST (as curl). Repeatable.", valueName: "host:port:addr"))
         var resolve: [String] = []
 
-        @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
+        @Option(
+            name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
         var connectTimeout: Double = 5
 
-        @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
+        @Option(
+            name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 
         @Flag(name: .long, help: "Print the result as JSON.")
@@ -157,7 +161,8 @@ extension PinningCommand {
                 }
             }
             if report.bodyMayBeTruncated == true, errorLine == nil {
-                Self.warn("warning: the body ended when the server closed the connection without a TLS close_notify, and the response has neither Content-Length nor chunked framing: it may be truncated")
+                Self.warn(
+                    "warning: the body ended when the server closed the connection without a TLS close_notify, and the response has neither Content-Length nor chunked framing: it may be truncated")
             }
             if let errorLine {
                 // One message, once, on stderr; stdout stays empty unless --json asked for the report.

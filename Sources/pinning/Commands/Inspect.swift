@@ -101,7 +101,7 @@ extension PinningCommand {
                 let listing = try InputLoading.listing(file)
                 for certificate in listing.certificates {
                     let pin = certificate.pin
-                    if let _ = self.configEntry {
+                    if self.configEntry != nil {
                         if !pins.contains(pin) { pins.append(pin) }
                     } else {
                         print("\(pin)  \(certificate.info.subject)")

@@ -115,7 +115,11 @@ let package = Package(
         // Helpers for this repository's tests only (loopback servers); no product links it. Re-exports PinningPKI.
         .target(
             name: "PinningTestSupport",
-            dependencies: ["PinningPKI"],
+            dependencies: [
+                "PinningPKI",
+                "PinningNIO",
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -104,8 +104,8 @@ enum CLI {
         try await Executable.run(try PinningBinary.located.get(), arguments, in: directory)
     }
 
-    static let opensslPath = "/usr/bin/openssl"
-    static var hasOpenSSL: Bool { FileManager.default.isExecutableFile(atPath: opensslPath) }
+    static let opensslPath = TestTools.opensslPath
+    static var hasOpenSSL: Bool { TestTools.opensslAvailable }
 
     /// Runs openssl synchronously (suite setup only); returns its exit status.
     @discardableResult

@@ -193,7 +193,7 @@ struct CheckErrorsCLITests {
         expectOneCleanLine(run, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert handshake_failure (40)")
     }
 
-    @Test("a port that does not speak TLS (a plain HTTP server)", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    @Test("a port that does not speak TLS (a plain HTTP server)", .enabled(if: TestTools.python3Available))
     func notTLS() async throws {
         let fixture = try ServeCheckFixture()
         defer { fixture.directory.remove() }

@@ -3,7 +3,7 @@ import PinningTestSupport
 import Testing
 
 /// Whether /usr/bin/python3 exists (the unclean-shutdown servers are Python `ssl` servers).
-let python3Available = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+let python3Available = TestTools.python3Available
 
 /// A server process we did not write (`openssl s_server`, a Python `ssl` server) on 127.0.0.1, up once it printed
 /// its port. Killed on `stop()`; every wait is bounded.

@@ -82,7 +82,7 @@ struct InteroperabilityTests {
         let clientPKI = try OpenSSLPKI(keyType: "ed25519", clientAuth: true, in: directory)
         let serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         let mtls = try MutualTLSServer(
-            identity: try Fixtures.identity(serverChain.leaf, chain: [serverChain.intermediate.certificate]),
+            identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
             clientCertificateAuthorities: try CertificateLoader.certificates(fromFile: clientPKI.rootPEM)
         )
         let server = try await ResumptionTestServer(mtls)
@@ -172,7 +172,7 @@ struct InteroperabilityTests {
         defer { server.stop() }
         // A client certificate from a CA the server does not know.
         let stranger = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Stranger Root")
-        let strangerIdentity = try Fixtures.identity(stranger.leaf, chain: [stranger.intermediate.certificate])
+        let strangerIdentity = try stranger.leaf.tlsIdentity(chain: [stranger.intermediate.certificate])
         let anchors = try CertificateLoader.certificates(fromFile: pki.rootPEM)
         for (identity, alert) in [(nil, version == "-tls1_3" ? 116 : 40), (strangerIdentity, 48)] as [(TLSIdentity?, Int)] {
             var messages: Set<String> = []

@@ -237,7 +237,7 @@ struct PinFailureReportDeliveryTests {
     /// An HTTPS collector on 127.0.0.1 under a PKI of its own ("Collector Root").
     static func httpsCollector() async throws -> (TestChain, LoopbackReportCollector) {
         let pki = try TestChain(host: "localhost", rootName: "Collector Root")
-        let collector = try await LoopbackReportCollector(identity: try Fixtures.identity(pki.leaf, chain: [pki.intermediate.certificate]))
+        let collector = try await LoopbackReportCollector(identity: try pki.leaf.tlsIdentity(chain: [pki.intermediate.certificate]))
         return (pki, collector)
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PinningTestSupport
 import SwiftASN1
 import Testing
 import X509
@@ -207,8 +208,8 @@ enum LoadingFixtures {
 
     // MARK: openssl
 
-    static let opensslPath = "/usr/bin/openssl"
-    static let hasOpenSSL = FileManager.default.isExecutableFile(atPath: opensslPath)
+    static let opensslPath = TestTools.opensslPath
+    static let hasOpenSSL = TestTools.opensslAvailable
 
     struct CommandFailed: Error, CustomStringConvertible {
         var description: String

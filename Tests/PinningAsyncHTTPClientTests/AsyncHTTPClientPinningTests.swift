@@ -57,6 +57,21 @@ struct AsyncHTTPClientPinningTests {
         #expect(body == "hello anonymous")
     }
 
+    @Test("Ed25519 and P-384 servers are reached: the adapter uses the pinned clients' signature algorithms and groups", arguments: [TestKeyType.ed25519, .p384])
+    func keyTypesReached(_ key: TestKeyType) async throws {
+        let genuine = try TestChain(host: "api.example.com", key: key)
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let pinning = try AsyncHTTPClientPinning(
+            host: "api.example.com",
+            policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]),
+            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+        )
+        #expect(try pinning.makeTLSConfiguration().verifySignatureAlgorithms == TLSConfiguration.pinningAcceptedSignatureAlgorithms)
+        let (status, _) = try await self.get(pinning, port: server.port)
+        #expect(status == 200)
+    }
+
     @Test("wrong leaf pin: refused at once with pinMismatch (no connection-establishment retries)")
     func leafPinMismatchRefused() async throws {
         let genuine = try TestChain(host: "api.example.com")

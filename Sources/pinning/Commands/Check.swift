@@ -33,11 +33,9 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("A PKCS#12 client identity (.p12/.pfx).", valueName: "file"))
         var identity: String?
 
-        @Option(name: .customLong("passphrase-env"), help: ArgumentHelp("The environment variable holding the passphrase (of --identity or an encrypted --identity-key).", valueName: "var"))
-        var passphraseEnv: String?
-
-        @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("A file whose first line is the passphrase.", valueName: "file"))
-        var passphraseFile: String?
+        /// `--passphrase-env` / `--passphrase-file`: of --identity or an encrypted --identity-key (the group
+        /// `serve` and `pki export` use too).
+        @OptionGroup var passphraseOptions: PassphraseOptions
 
         @Option(name: .customLong("identity-cert"), help: ArgumentHelp("The client certificate followed by its intermediates (PEM).", valueName: "file"))
         var identityCert: String?
@@ -260,7 +258,7 @@ extension PinningCommand {
 
         func passphrase() throws(InputError) -> String? {
             // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
-            try Passphrase.read(environment: self.passphraseEnv, file: self.passphraseFile)
+            try self.passphraseOptions.passphrase()
         }
 
         func loadIdentity() throws(InputError) -> TLSIdentity? {

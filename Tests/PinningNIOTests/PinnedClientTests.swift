@@ -34,6 +34,33 @@ struct PinnedClientTests {
         #expect(connection.handshake.host == "api.example.com")
     }
 
+    @Test("clients built from TrustSettings judge each presented chain with them: the private root is trusted, another is not")
+    func settingsInitializers() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let other = try TestChain(host: "api.example.com", rootName: "Other Root")
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let trusted = TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: trusted)
+        #expect(client.settings.anchors == [genuine.root.certificate] && client.trust.certificates.isEmpty)
+        let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+        connection.channel.close(promise: nil)
+        #expect(connection.handshake.peer.certificateChain == genuine.all)
+
+        let refusing = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: TrustSettings(anchors: [other.root.certificate], anchorsOnly: true))
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await refusing.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+        }
+        #expect(error?.code == .untrusted)
+
+        let http = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: TrustSettings(anchors: [other.root.certificate], anchorsOnly: true))
+        defer { Task { await http.shutdown() } }
+        let httpError = await #expect(throws: PinningConnectionError.self) {
+            _ = try await http.get(URL(string: "https://api.example.com:\(server.port)/")!, resolve: { _, port in try? SocketAddress(ipAddress: "127.0.0.1", port: port) })
+        }
+        #expect(httpError?.code == .untrusted)
+    }
+
     @Test("intercepting server trusted by the platform roots: accepted unpinned, refused pinned (pinMismatch reaches the caller)")
     func interceptingServer() async throws {
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")

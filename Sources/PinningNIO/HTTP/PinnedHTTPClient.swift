@@ -49,6 +49,30 @@ public final class PinnedHTTPClient: Sendable {
     ///   - configuration: Timeouts, redirects and limits.
     ///   - group: The event loops; default NIO's shared singleton.
     /// - Throws: when NIOSSL cannot build the TLS context.
+    /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain (the
+    /// form to prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
+    ///   - settings: How each handshake's chain is judged.
+    ///   - identity: The client identity for servers that request one (mutual TLS).
+    ///   - tlsConfiguration: A base TLS configuration.
+    ///   - configuration: Timeouts, redirects and limits.
+    ///   - group: The event loops; default NIO's shared singleton.
+    /// - Throws: when NIOSSL cannot build the TLS context.
+    public convenience init(
+        evaluator: any ServerTrustEvaluating,
+        settings: TrustSettings,
+        identity: TLSIdentity? = nil,
+        tlsConfiguration: TLSConfiguration? = nil,
+        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        try self.init(
+            evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity,
+            tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
+    }
+
     public init(
         evaluator: any ServerTrustEvaluating,
         trust: ServerTrust = ServerTrust(certificates: []),

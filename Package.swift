@@ -17,9 +17,12 @@ let package = Package(
         .library(name: "PinningAsyncHTTPClient", targets: ["PinningAsyncHTTPClient"]),
         // Separate product: Hummingbird adds build time that PinningNIO users should not pay.
         .library(name: "PinningHummingbird", targets: ["PinningHummingbird"]),
+        // Mints test PKIs (roots, intermediates, servers, clients, name constraints, every key type we claim) for
+        // users' own tests, as OkHttp ships HeldCertificate; the `pinning pki` commands are built on it.
+        .library(name: "PinningPKI", targets: ["PinningPKI"]),
         .executable(name: "pinning", targets: ["pinning"]),
-        // A tool for this repository (x509-limbo conformance), not for users.
-        .executable(name: "limbo", targets: ["limbo"]),
+        // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
+        // product, so `swift run limbo` works here and users never see it.
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
@@ -98,15 +101,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Mints PKIs at test time (and for the CLI's test tooling). A target, not a product.
+        // Test PKIs for users' tests and the CLI's `pki` commands: X509 + Crypto only (no NIO, not even the core).
         .target(
-            name: "PinningTestSupport",
+            name: "PinningPKI",
             dependencies: [
-                "Pinning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Helpers for this repository's tests only (loopback servers); no product links it. Re-exports PinningPKI.
+        .target(
+            name: "PinningTestSupport",
+            dependencies: [
+                "PinningPKI",
+                "PinningNIO",
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -115,18 +127,15 @@ let package = Package(
             dependencies: [
                 "Pinning",
                 "PinningNIO",
-                "PinningTestSupport",
+                "PinningPKI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `serve`, `check`, `demo` and `bench handshake` drive loopback TLS.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
-                // `pinning bench handshake` drives loopback TLS.
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -100,7 +100,8 @@ public struct AsyncHTTPClientPinning: Sendable {
             for certificate in policy.pinnedCertificates where Self.isCertificateAuthority(certificate) && certificate.subject != certificate.issuer {
                 throw AsyncHTTPClientPinningError(
                     code: .unenforceablePin,
-                    message: "the pinned certificate \(certificate.subject) is a CA; only the leaf is reachable after an AsyncHTTPClient handshake, so it could never be checked; pin the leaf or use PinnedTLSClient"
+                    message:
+                        "the pinned certificate \(certificate.subject) is a CA; only the leaf is reachable after an AsyncHTTPClient handshake, so it could never be checked; pin the leaf or use PinnedTLSClient"
                 )
             }
         }
@@ -118,11 +119,12 @@ public struct AsyncHTTPClientPinning: Sendable {
     ///
     /// - Throws: ``AsyncHTTPClientPinningError/Code/invalidTLSConfiguration`` when NIOSSL cannot load a certificate.
     public func makeTLSConfiguration() throws(AsyncHTTPClientPinningError) -> TLSConfiguration {
-        var configuration = TLSConfiguration.makeClientConfiguration()
+        // The pinned clients' base configuration (PinningNIO): TLS 1.2 or later, the signature algorithms and
+        // groups that reach Ed25519 and P-521 servers, the identity. Its trust roots are replaced below.
+        var configuration = TLSConfiguration.makePinnedClientConfiguration(identity: self.identity)
         // Never .fullVerification: NIOSSL's name check accepts a certificate whose IP SAN equals the socket's
         // address for any DNS name. Never .none: that validates nothing. Names are checked on the leaf by us.
         configuration.certificateVerification = .noHostnameVerification
-        configuration.minimumTLSVersion = .tlsv12
         var extra = self.trust.anchors
         if self.policy.pinningMode == .certificate {
             // AFSecurityPolicy's certificate mode makes the pinned certificates anchors. BoringSSL only accepts a
@@ -140,10 +142,6 @@ public struct AsyncHTTPClientPinning: Sendable {
             if !extraRoots.isEmpty {
                 configuration.additionalTrustRoots = [.certificates(extraRoots)]
             }
-        }
-        if let identity = self.identity {
-            configuration.certificateChain = identity.certificateSources
-            configuration.privateKey = identity.privateKeySource
         }
         return configuration
     }
@@ -186,10 +184,11 @@ public struct AsyncHTTPClientPinning: Sendable {
                 // that is already closed left its request waiting past its own deadline. This runs on the
                 // channel's event loop, where AHC continues, so nothing can close it in between.
                 guard channel.isActive else {
-                    return channel.eventLoop.makeFailedFuture(PinningConnectionError(
-                        code: .connectionClosed, host: pinning.host,
-                        message: "the server closed the connection during the TLS handshake (did it require a client certificate?)"
-                    ))
+                    return channel.eventLoop.makeFailedFuture(
+                        PinningConnectionError(
+                            code: .connectionClosed, host: pinning.host,
+                            message: "the server closed the connection during the TLS handshake (did it require a client certificate?)"
+                        ))
                 }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }.flatMapError { error in

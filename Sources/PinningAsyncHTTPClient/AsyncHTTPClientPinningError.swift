@@ -1,4 +1,3 @@
-
 /// A pinning setup that the AsyncHTTPClient integration refuses to build because AsyncHTTPClient cannot
 /// enforce it (see ``AsyncHTTPClientPinning``), or a TLS configuration NIOSSL cannot build.
 ///

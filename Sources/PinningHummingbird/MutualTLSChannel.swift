@@ -1,7 +1,7 @@
 public import HummingbirdCore
 public import Logging
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 public import PinningNIO
 
 /// A Hummingbird child channel that puts a ``PinningNIO/MutualTLSServer`` in front of a base channel (HTTP/1.1).

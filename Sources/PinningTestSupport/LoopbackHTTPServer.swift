@@ -1,10 +1,11 @@
 public import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for report delivery tests: it records every request and answers each
@@ -35,11 +36,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public init(statuses: [Int] = [204]) throws {
         self.statuses = statuses.isEmpty ? [204] : statuses
         #if canImport(Darwin)
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #endif
-        guard fd >= 0 else { throw TestPKIError(.fileSystem, "socket failed") }
+        guard fd >= 0 else { throw LoopbackServerError(description: "socket failed") }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -51,7 +52,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         guard bound == 0, listen(fd, 16) == 0 else {
             close(fd)
-            throw TestPKIError(.fileSystem, "bind/listen on 127.0.0.1 failed")
+            throw LoopbackServerError(description: "bind/listen on 127.0.0.1 failed")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -186,4 +187,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         return nil
     }
+}
+
+/// The loopback server could not be started.
+public struct LoopbackServerError: Error, CustomStringConvertible {
+    /// What failed.
+    public var description: String
 }

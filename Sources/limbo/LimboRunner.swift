@@ -1,7 +1,7 @@
 import Foundation
 import Pinning
-import X509
 import SwiftASN1
+import X509
 
 /// Runs the SERVER cases of an x509-limbo file through the package's evaluator and prints per-namespace
 /// pass/fail/skip, then `N passed, N failed, N skipped`.
@@ -210,6 +210,16 @@ struct LimboRunner {
         }
     }
 
+    /// The system's public suffix list, read once; without one only single-label suffixes count, as the
+    /// runner always did.
+    static let publicSuffixList: PublicSuffixList = {
+        do {
+            return try PublicSuffixList(contentsOfFile: PublicSuffixList.systemPath)
+        } catch {
+            return .empty
+        }
+    }()
+
     static func evaluate(_ testCase: LimboCase, cache: EvaluationCache?) async -> Outcome {
         do {
             let trusted = try testCase.trustedCerts.map { try Certificate(pemEncoded: $0) }
@@ -233,7 +243,7 @@ struct LimboRunner {
                 anchors: trusted,
                 anchorsOnly: true,
                 validationTime: testCase.validationTime.flatMap { RFC3339.parse($0) },
-                profile: .webPKI,
+                profile: .webPKI(publicSuffixList: Self.publicSuffixList),
                 limits: limits
             )
             let namePolicy: TrustNamePolicy = testCase.expectedPeerName.map { .ssl(host: $0.value) } ?? .basicX509
@@ -257,17 +267,16 @@ struct LimboRunner {
     }
 }
 
-final class Once: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<LimboRunner.Outcome, Never>?
+final class Once: Sendable {
+    private let continuation: LockedValueBox<CheckedContinuation<LimboRunner.Outcome, Never>?>
 
-    init(_ continuation: CheckedContinuation<LimboRunner.Outcome, Never>) { self.continuation = continuation }
+    init(_ continuation: CheckedContinuation<LimboRunner.Outcome, Never>) { self.continuation = LockedValueBox(continuation) }
 
     func resume(_ outcome: LimboRunner.Outcome) {
-        self.lock.lock()
-        let continuation = self.continuation
-        self.continuation = nil
-        self.lock.unlock()
+        let continuation = self.continuation.withLockedValue { stored in
+            defer { stored = nil }
+            return stored
+        }
         continuation?.resume(returning: outcome)
     }
 }

@@ -45,7 +45,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("genuine server: anchors through trustRoots, leaf pin checked after the handshake, 200")
     func genuineAccepted() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
@@ -57,10 +57,25 @@ struct AsyncHTTPClientPinningTests {
         #expect(body == "hello anonymous")
     }
 
+    @Test("Ed25519 and P-384 servers are reached: the adapter uses the pinned clients' signature algorithms and groups", arguments: [TestKeyType.ed25519, .p384])
+    func keyTypesReached(_ key: TestKeyType) async throws {
+        let genuine = try TestChain(host: "api.example.com", key: key)
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let pinning = try AsyncHTTPClientPinning(
+            host: "api.example.com",
+            policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]),
+            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+        )
+        #expect(try pinning.makeTLSConfiguration().verifySignatureAlgorithms == TLSConfiguration.pinningAcceptedSignatureAlgorithms)
+        let (status, _) = try await self.get(pinning, port: server.port)
+        #expect(status == 200)
+    }
+
     @Test("wrong leaf pin: refused at once with pinMismatch (no connection-establishment retries)")
     func leafPinMismatchRefused() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let other = try TestChain(host: "api.example.com")
         let pinning = try AsyncHTTPClientPinning(
@@ -82,7 +97,7 @@ struct AsyncHTTPClientPinningTests {
     func unknownRootRefused() async throws {
         let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root")
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
@@ -98,7 +113,7 @@ struct AsyncHTTPClientPinningTests {
     func interceptingServer() async throws {
         let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root")
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], platformRoots: TrustRoots([attacker.root.certificate, genuine.root.certificate]))
         let unpinned = try AsyncHTTPClientPinning(host: "api.example.com", policy: .default, trust: trust)
@@ -119,7 +134,7 @@ struct AsyncHTTPClientPinningTests {
         // NIOSSL's .fullVerification would accept this leaf for any DNS name, because its IP SAN equals the
         // socket's address.
         let chain = try TestChain(host: "other.example.com", ipAddresses: ["127.0.0.1"])
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
@@ -139,7 +154,7 @@ struct AsyncHTTPClientPinningTests {
             "api.example.com", issuer: root, dnsNames: ["api.example.com"],
             notValidBefore: Date().addingTimeInterval(-10 * 86400), notValidAfter: Date().addingTimeInterval(-86400)
         )
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(leaf))
+        let server = try await HTTPSTestServer(identity: try leaf.tlsIdentity())
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com", policy: .default,
@@ -153,7 +168,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("self-signed device certificate pinned in certificate mode: accepted; another self-signed one refused")
     func selfSignedCertificatePinning() async throws {
         let device = try TestPKI.selfSigned("device.local", dnsNames: ["device.local"], isCA: true)
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(device))
+        let server = try await HTTPSTestServer(identity: try device.tlsIdentity())
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "device.local",
@@ -178,13 +193,13 @@ struct AsyncHTTPClientPinningTests {
         let serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         let clientChain = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root")
         let mtls = try MutualTLSServer(
-            identity: try Fixtures.identity(serverChain.leaf, chain: [serverChain.intermediate.certificate]),
+            identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [clientChain.root.certificate]
         )
         let server = try await HTTPSTestServer(mutualTLS: mtls)
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], anchors: [serverChain.root.certificate], anchorsOnly: true)
-        let identity = try Fixtures.identity(clientChain.leaf, chain: [clientChain.intermediate.certificate])
+        let identity = try clientChain.leaf.tlsIdentity(chain: [clientChain.intermediate.certificate])
         let withIdentity = try AsyncHTTPClientPinning(host: "device.local", policy: .default, trust: trust, identity: identity)
         let (status, body) = try await self.get(withIdentity, port: server.port)
         #expect(status == 200)
@@ -207,7 +222,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("NOT ENFORCEABLE: an intermediate SPKI pin never matches (only the leaf is reachable): the genuine server is refused, fail closed")
     func intermediatePinFailsClosed() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         for pinned in [genuine.intermediate.certificate, genuine.root.certificate] {
             let pinning = try AsyncHTTPClientPinning(
@@ -237,7 +252,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("NOT ENFORCEABLE: a pinned root certificate: public-key mode refuses every connection; certificate mode refuses when an intermediate sits between root and leaf")
     func pinnedRootCertificate() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
         for mode in [SecurityPolicy.PinningMode.publicKey, .certificate] {
@@ -274,7 +289,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("NOT ENFORCEABLE per request host: the leaf is checked against the configured host, so a request for another host is refused")
     func otherHostRefused() async throws {
         let chain = try TestChain(host: "cdn.example.com")
-        let server = try await HTTPSTestServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]))
+        let server = try await HTTPSTestServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com", policy: .default,

@@ -10,17 +10,6 @@ import X509
 
 let testGroup: MultiThreadedEventLoopGroup = .singleton
 
-enum Fixtures {
-    static func identity(_ leaf: TestIdentity, chain: [Certificate] = []) throws -> TLSIdentity {
-        try TLSIdentity.pem(
-            certificateChain: Array(TestPKI.pemBundle([leaf.certificate] + chain).utf8),
-            privateKey: Array(leaf.privateKeyPEM.utf8),
-            certificateOrigin: "<test chain>",
-            keyOrigin: "<test key>"
-        )
-    }
-}
-
 /// Answers every request with 200 and a body naming the client certificate's subject (or "anonymous").
 final class HelloHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart

@@ -36,11 +36,13 @@ struct AllowInvalidCLITests {
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
             ])
         }
-        try await issue("pinned-ca", subject: "/CN=Pinned CA", issuer: "root",
-                        extensions: "basicConstraints=critical,CA:TRUE,pathlen:1\nkeyUsage=critical,keyCertSign,cRLSign\n")
+        try await issue(
+            "pinned-ca", subject: "/CN=Pinned CA", issuer: "root",
+            extensions: "basicConstraints=critical,CA:TRUE,pathlen:1\nkeyUsage=critical,keyCertSign,cRLSign\n")
         // An ordinary device certificate under the pinned CA: not a CA.
-        try await issue("device", subject: "/CN=device-7", issuer: "pinned-ca",
-                        extensions: "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectAltName=DNS:device-7.example\n")
+        try await issue(
+            "device", subject: "/CN=device-7", issuer: "pinned-ca",
+            extensions: "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectAltName=DNS:device-7.example\n")
         // The attacker signs a leaf for the victim with the device key.
         let leafExtensions = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:victim.example\n"
         try await issue("forged", subject: "/CN=victim.example", issuer: "device", extensions: leafExtensions)

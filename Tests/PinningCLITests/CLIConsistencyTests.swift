@@ -30,8 +30,9 @@ func fifo(_ path: String, _ contents: String) throws {
 struct CLIConsistencyTests {
     static let passphrases = ["wörd", "café", "x€", "密码", "a😀b"]
 
-    @Test("pki export with a non-ASCII passphrase: openssl pkcs12 opens it; check --identity uses it against serve",
-          .enabled(if: CLI.hasOpenSSL), arguments: Self.passphrases)
+    @Test(
+        "pki export with a non-ASCII passphrase: openssl pkcs12 opens it; check --identity uses it against serve",
+        .enabled(if: CLI.hasOpenSSL), arguments: Self.passphrases)
     func exportAndConnect(passphrase: String) async throws {
         let f = try await PKIFixture.make()
         defer { f.directory.remove() }
@@ -47,15 +48,19 @@ struct CLIConsistencyTests {
         // An OpenSSL-made .p12 with the same passphrase, used by check --identity for mutual TLS against serve.
         let opensslP12 = f.directory.path("openssl.p12")
         let made = try await Executable.openssl(
-            ["pkcs12", "-export", "-in", f.file("cli.pem"), "-inkey", f.file("cli.key"), "-certfile", f.file("int.pem"),
-             "-out", opensslP12, "-passout", "file:\(passFile)"], in: f.directory)
+            [
+                "pkcs12", "-export", "-in", f.file("cli.pem"), "-inkey", f.file("cli.key"), "-certfile", f.file("int.pem"),
+                "-out", opensslP12, "-passout", "file:\(passFile)",
+            ], in: f.directory)
         #expect(made.status == 0, "\(made)")
         let server = try await ServeProcess(["--cert", f.file("srv-chain.pem"), "--key", f.file("srv.key"), "--client-ca", f.file("root.pem")], in: f.directory)
         defer { server.stop() }
         for p12 in [out, opensslP12] {
             let run = try await Executable.pinning(
-                ["check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--roots", f.file("root.pem"),
-                 "--identity", p12, "--passphrase-file", passFile], in: f.directory)
+                [
+                    "check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--roots", f.file("root.pem"),
+                    "--identity", p12, "--passphrase-file", passFile,
+                ], in: f.directory)
             #expect(run.status == 0, "\(run)")
             #expect(run.stdout.contains("\"subject\":\"CN=cli\""), "\(run)")
             let wrong = try await Executable.pinning(
@@ -71,8 +76,10 @@ struct CLIConsistencyTests {
             ["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", f.file("cli.key"), "-out", encrypted, "-passout", "file:\(passFile)"], in: f.directory)
         #expect(topk8.status == 0, "\(topk8)")
         let pem = try await Executable.pinning(
-            ["check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--roots", f.file("root.pem"),
-             "--identity-cert", f.file("cli-chain.pem"), "--identity-key", encrypted, "--passphrase-env", "P12_PASS"],
+            [
+                "check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--roots", f.file("root.pem"),
+                "--identity-cert", f.file("cli-chain.pem"), "--identity-key", encrypted, "--passphrase-env", "P12_PASS",
+            ],
             in: f.directory, environment: ["P12_PASS": passphrase])
         #expect(pem.status == 0, "\(pem)")
     }
@@ -119,8 +126,9 @@ struct CLIConsistencyTests {
         let check = try await fixture.check(fixture.checkArguments(server.port))
         #expect(check.status == 0, "\(check)")
 
-        let wrong = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", encrypted, "--passphrase-env", "SERVE_PASS"],
-                                   in: fixture.directory, environment: ["SERVE_PASS": "server"])
+        let wrong = try Subprocess(
+            ["serve", "--port", "0", "--cert", fixture.serverChain, "--key", encrypted, "--passphrase-env", "SERVE_PASS"],
+            in: fixture.directory, environment: ["SERVE_PASS": "server"])
         #expect(await wrong.wait(seconds: 10) == 2, "\(wrong.stderr)")
         #expect(wrong.stderr.contains("--key \(encrypted): the passphrase does not decrypt the private key"), "\(wrong.stderr)")
     }
@@ -166,8 +174,9 @@ struct CLIConsistencyTests {
         }
     }
 
-    @Test("FIFOs and <(…) work for every file option: serve --cert/--key/--passphrase-file, check --identity-cert/--identity-key/--identity/--roots, evaluate --chain/--config",
-          .enabled(if: CLI.hasOpenSSL))
+    @Test(
+        "FIFOs and <(…) work for every file option: serve --cert/--key/--passphrase-file, check --identity-cert/--identity-key/--identity/--roots, evaluate --chain/--config",
+        .enabled(if: CLI.hasOpenSSL))
     func nonRegularFiles() async throws {
         let fixture = try ServeCheckFixture()
         defer { fixture.directory.remove() }

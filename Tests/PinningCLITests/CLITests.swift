@@ -104,8 +104,8 @@ enum CLI {
         try await Executable.run(try PinningBinary.located.get(), arguments, in: directory)
     }
 
-    static let opensslPath = "/usr/bin/openssl"
-    static var hasOpenSSL: Bool { FileManager.default.isExecutableFile(atPath: opensslPath) }
+    static let opensslPath = TestTools.opensslPath
+    static var hasOpenSSL: Bool { TestTools.opensslAvailable }
 
     /// Runs openssl synchronously (suite setup only); returns its exit status.
     @discardableResult
@@ -446,8 +446,9 @@ struct CLITests {
         let object = try jsonObject(json)
         #expect(object["trusted"] as? Bool == false)
         let presented = try #require(object["presentedChain"] as? [[String: Any]])
-        #expect(presented.compactMap { $0["spkiPin"] as? String }
-            == [pin(f.attackerLeaf.certificate), pin(f.attackerIntermediate.certificate), pin(f.intermediate)])
+        #expect(
+            presented.compactMap { $0["spkiPin"] as? String }
+                == [pin(f.attackerLeaf.certificate), pin(f.attackerIntermediate.certificate), pin(f.intermediate)])
     }
 
     // MARK: anchors

@@ -75,9 +75,9 @@ final class SilentListener {
 
     init() throws {
         #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -99,7 +99,9 @@ final class SilentListener {
 }
 
 /// What no user-facing line may contain: library internals.
-let internalsMarkers = ["CNIOBoringSSL", ".build/", "NSCocoaErrorDomain", "Error Domain", "SingleConnectionFailure", ".swift:", "TestPKIError", "OPENSSL_internal", "errno:", "BoringSSLError", "IOError", "(error set)"]
+let internalsMarkers = [
+    "CNIOBoringSSL", ".build/", "NSCocoaErrorDomain", "Error Domain", "SingleConnectionFailure", ".swift:", "TestPKIError", "OPENSSL_internal", "errno:", "BoringSSLError", "IOError", "(error set)",
+]
 
 func expectOneCleanLine(_ run: (status: Int32?, stdout: String, stderr: String, runtime: TimeInterval?), status: Int32, contains expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
@@ -191,7 +193,7 @@ struct CheckErrorsCLITests {
         expectOneCleanLine(run, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert handshake_failure (40)")
     }
 
-    @Test("a port that does not speak TLS (a plain HTTP server)", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    @Test("a port that does not speak TLS (a plain HTTP server)", .enabled(if: TestTools.python3Available))
     func notTLS() async throws {
         let fixture = try ServeCheckFixture()
         defer { fixture.directory.remove() }
@@ -260,12 +262,15 @@ struct CheckErrorsCLITests {
         let foreign = try TestChain(host: "client-9", ipAddresses: [], leafUsage: .clientAuth, rootName: "Foreign Client Root")
         let foreignCert = try fixture.directory.write("foreign-chain.pem", TestPKI.pemBundle(foreign.presented))
         let foreignKey = try fixture.directory.write("foreign.key", foreign.leaf.privateKeyPEM)
-        let required = "pinning: check: localhost: the server refused the handshake: TLS alert certificate_required (116) (the server requires a client certificate: give one with --identity, or --identity-cert and --identity-key)\n"
+        let required =
+            "pinning: check: localhost: the server refused the handshake: TLS alert certificate_required (116) (the server requires a client certificate: give one with --identity, or --identity-cert and --identity-key)\n"
         let cases: [(port: Int, identity: [String], line: String)] = [
             (openssl.port, [], required),
             (serve.port, [], required),
-            (openssl.port, ["--identity-cert", foreignCert, "--identity-key", foreignKey],
-             "pinning: check: localhost: the server refused the handshake: TLS alert unknown_ca (48) (the server did not accept our client certificate)\n"),
+            (
+                openssl.port, ["--identity-cert", foreignCert, "--identity-key", foreignKey],
+                "pinning: check: localhost: the server refused the handshake: TLS alert unknown_ca (48) (the server did not accept our client certificate)\n"
+            ),
         ]
         for item in cases {
             var lines: [String: Int] = [:]
@@ -315,8 +320,10 @@ struct CheckErrorsCLITests {
         func probe(_ reuse: Bool) throws -> String {
             let out = fixture.directory.path("probe-\(UUID().uuidString).out")
             let status = try CLI.openssl(
-                ["s_client", "-connect", "127.0.0.1:\(serve.port)", "-cert", leaf, "-cert_chain", intermediates, "-key", fixture.clientKey,
-                 version, "-noservername", "-ign_eof", reuse ? "-sess_in" : "-sess_out", session],
+                [
+                    "s_client", "-connect", "127.0.0.1:\(serve.port)", "-cert", leaf, "-cert_chain", intermediates, "-key", fixture.clientKey,
+                    version, "-noservername", "-ign_eof", reuse ? "-sess_in" : "-sess_out", session,
+                ],
                 stdin: "GET / HTTP/1.0\r\n\r\n",
                 stdoutPath: out
             )

@@ -62,8 +62,10 @@ struct ConfigCLITests {
 
         func evaluate(_ host: String, _ extra: [String] = []) throws -> Run {
             try ConfigCLITests.run(
-                ["evaluate", "--config", self.directory.path("pinning.json"), "--host", host, "--chain", self.chainFile,
-                 "--roots", self.rootsFile, "--at", self.at, "--json"] + extra
+                [
+                    "evaluate", "--config", self.directory.path("pinning.json"), "--host", host, "--chain", self.chainFile,
+                    "--roots", self.rootsFile, "--at", self.at, "--json",
+                ] + extra
             )
         }
     }
@@ -87,8 +89,10 @@ struct ConfigCLITests {
         #expect((json["warnings"] as? [String])?.isEmpty == true)
 
         let human = try Self.run(
-            ["evaluate", "--config", setup.directory.path("pinning.json"), "--host", "api.example.com", "--chain", setup.chainFile,
-             "--roots", setup.rootsFile, "--at", setup.at]
+            [
+                "evaluate", "--config", setup.directory.path("pinning.json"), "--host", "api.example.com", "--chain", setup.chainFile,
+                "--roots", setup.rootsFile, "--at", setup.at,
+            ]
         )
         #expect(human.status == 0 && human.stdout.contains("entry: \"api.example.com\" (pins enforced)"), "\(human.stdout)")
 

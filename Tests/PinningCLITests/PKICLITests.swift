@@ -66,8 +66,10 @@ struct PKIFixture: Sendable {
         let steps: [[String]] = [
             ["pki", "init", fixture.pki, "--key", key],
             ["pki", "issue", fixture.pki, "--intermediate", "int", "--key", key],
-            ["pki", "issue", fixture.pki, "--server", "srv", "--issuer", "int", "--dns", "api.test", "--dns", "localhost",
-             "--ip", "127.0.0.1", "--ip", "::1", "--key", key],
+            [
+                "pki", "issue", fixture.pki, "--server", "srv", "--issuer", "int", "--dns", "api.test", "--dns", "localhost",
+                "--ip", "127.0.0.1", "--ip", "::1", "--key", key,
+            ],
             ["pki", "issue", fixture.pki, "--client", "cli", "--issuer", "int", "--key", key],
             ["pki", "issue", fixture.pki, "--server", "ipsrv", "--ip", "10.0.0.7", "--key", key],
         ]
@@ -258,8 +260,9 @@ struct PKICLITests {
 
     // MARK: - OpenSSL accepts everything
 
-    @Test("openssl verify: sslserver with -verify_hostname and -verify_ip, sslclient for clients",
-          .enabled(if: PKICLITests.opensslAvailable, "needs /usr/bin/openssl"), arguments: ["ec", "rsa"])
+    @Test(
+        "openssl verify: sslserver with -verify_hostname and -verify_ip, sslclient for clients",
+        .enabled(if: PKICLITests.opensslAvailable, "needs /usr/bin/openssl"), arguments: ["ec", "rsa"])
     func opensslVerify(key: String) async throws {
         let f = try await PKIFixture.make(key: key)
         defer { f.directory.remove() }
@@ -291,8 +294,9 @@ struct PKICLITests {
         }
     }
 
-    @Test("openssl pkcs12 -info reads the modern (AES-256) and --legacy (3DES) exports",
-          .enabled(if: PKICLITests.opensslAvailable, "needs /usr/bin/openssl"))
+    @Test(
+        "openssl pkcs12 -info reads the modern (AES-256) and --legacy (3DES) exports",
+        .enabled(if: PKICLITests.opensslAvailable, "needs /usr/bin/openssl"))
     func opensslPKCS12Info() async throws {
         let f = try await PKIFixture.make()
         defer { f.directory.remove() }

@@ -309,6 +309,44 @@ struct ServeCheckCLITests {
         #expect(conflicting.stderr.contains("cannot be combined with --config"))
     }
 
+    @Test("--config: a wildcard, ** or includeSubdomains entry is found as the configuration finds it; its pins are the expected pins in text and JSON")
+    func hostConfigurationPatterns() async throws {
+        let fixture = try ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let chain = try TestChain(host: "api.example.test")
+        let serverChain = try fixture.directory.write("api-chain.pem", TestPKI.pemBundle(chain.presented))
+        let serverKey = try fixture.directory.write("api.key", chain.leaf.privateKeyPEM)
+        let root = try fixture.directory.write("api-root.pem", chain.root.certificatePEM)
+        let server = try await ServeProcess(["--cert", serverChain, "--key", serverKey], in: fixture.directory)
+        defer { server.stop() }
+        let good = [Pin(spkiOf: chain.intermediate.certificate), Pin(spkiOf: fixture.client.root.certificate)]
+        let bad = [Pin(spkiOf: fixture.client.intermediate.certificate), Pin(spkiOf: fixture.client.root.certificate)]
+        for (key, extra) in [("*.example.test", ""), ("**.example.test", ""), ("example.test", ", \"includeSubdomains\": true")] {
+            for (pins, status) in [(good, Int32(0)), (bad, Int32(1))] {
+                let list = pins.map { "\"\($0)\"" }.joined(separator: ", ")
+                let config = try fixture.directory.write(
+                    "pinning-\(UUID().uuidString).json",
+                    "{\"version\": 1, \"unlistedHosts\": \"reject\", \"domains\": {\"\(key)\": {\"pins\": [\(list)]\(extra)}}}"
+                )
+                let arguments = [
+                    "check", "https://api.example.test:\(server.port)/", "--resolve", "api.example.test:\(server.port):127.0.0.1",
+                    "--roots", root, "--config", config,
+                ]
+                let text = try await fixture.check(arguments)
+                #expect(text.status == status, "\(key) \(text)")
+                // The text report lists the expected pins under a refusal (a trusted report shows the path's pins).
+                for pin in pins where status == 1 {
+                    #expect(text.stdout.contains(pin.description), "\(key): \(pin) missing from\n\(text.stdout)")
+                }
+                let json = try await fixture.check(arguments + ["--json"])
+                #expect(json.status == status, "\(key) \(json)")
+                let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+                let expected = (object?["expectedPins"] as? [String]) ?? (object?["evaluation"] as? [String: Any])?["expectedPins"] as? [String]
+                #expect(Set(expected ?? []) == Set(pins.map(\.description)), "\(key): \(json.stdout.prefix(600))")
+            }
+        }
+    }
+
     @Test("IPv6 loopback: serve --bind ::1, check --resolve localhost:PORT:[::1]", .enabled(if: ipv6LoopbackAvailable()))
     func ipv6Loopback() async throws {
         let fixture = try ServeCheckFixture()
@@ -337,9 +375,9 @@ struct ServeCheckCLITests {
 /// Whether a TCP socket can bind to ::1 here.
 func ipv6LoopbackAvailable() -> Bool {
     #if canImport(Glibc)
-    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
     #else
-    let fd = socket(AF_INET6, SOCK_STREAM, 0)
+        let fd = socket(AF_INET6, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { return false }
     defer { close(fd) }

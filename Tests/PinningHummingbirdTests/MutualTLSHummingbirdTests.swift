@@ -14,17 +14,6 @@ import PinningTestSupport
 import Testing
 import X509
 
-enum Fixtures {
-    static func identity(_ leaf: TestIdentity, chain: [Certificate] = []) throws -> TLSIdentity {
-        try TLSIdentity.pem(
-            certificateChain: Array(TestPKI.pemBundle([leaf.certificate] + chain).utf8),
-            privateKey: Array(leaf.privateKeyPEM.utf8),
-            certificateOrigin: "<test chain>",
-            keyOrigin: "<test key>"
-        )
-    }
-}
-
 /// What the handler saw, per request.
 final class SeenClients: Sendable {
     private let box = NIOLockedValueBox<[AuthenticatedPeer?]>([])
@@ -45,7 +34,7 @@ struct MutualTLSHummingbirdTests {
     /// Runs an Application with `MutualTLSServer` on 127.0.0.1:0, calls `body` with its port, then stops it.
     func withServer(seen: SeenClients, _ body: @Sendable (Int) async throws -> Void) async throws {
         let server = try MutualTLSServer(
-            identity: try Fixtures.identity(self.serverChain.leaf, chain: [self.serverChain.intermediate.certificate]),
+            identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [self.clientChain.root.certificate]
         )
         let router = Router(context: MutualTLSRequestContext.self)
@@ -110,7 +99,7 @@ struct MutualTLSHummingbirdTests {
     @Test("a client with an identity gets 200; the handler sees its validated chain, subject and pin")
     func clientWithIdentity() async throws {
         let seen = SeenClients()
-        let identity = try Fixtures.identity(self.clientChain.leaf, chain: [self.clientChain.intermediate.certificate])
+        let identity = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
         let clientChain = self.clientChain
         try await self.withServer(seen: seen) { port in
             let (status, body) = try await self.get(port: port, identity: identity)
@@ -153,7 +142,7 @@ struct MutualTLSHummingbirdTests {
     func clientFromOtherCA() async throws {
         let seen = SeenClients()
         let other = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Other Root")
-        let identity = try Fixtures.identity(other.leaf, chain: [other.intermediate.certificate])
+        let identity = try other.leaf.tlsIdentity(chain: [other.intermediate.certificate])
         try await self.withServer(seen: seen) { port in
             await #expect(throws: (any Error).self) {
                 _ = try await self.get(port: port, identity: identity)

@@ -51,18 +51,24 @@ struct ChallengeTests {
     @Test("default handler, configured host: the policy (with its anchors and pins) decides; both challenges are asked with host and port")
     func configuredHostUsesPolicy() async throws {
         let setup = try Setup()
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(setup.privateChain.leaf, chain: [setup.privateChain.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try setup.privateChain.leaf.tlsIdentity(chain: [setup.privateChain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let log = ChallengeLog()
-        let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]), override: { log.record($0); return nil })
+        let handler = ChallengeHandler(
+            policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]),
+            override: {
+                log.record($0)
+                return nil
+            })
         let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
         let connection = try await self.connect(client, host: "api.example.com", port: server.port)
         connection.channel.close(promise: nil)
         #expect(connection.handshake.peer.subject == "CN=api.example.com")
-        #expect(log.spaces == [
-            ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .clientCertificate),
-            ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .serverTrust),
-        ])
+        #expect(
+            log.spaces == [
+                ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .clientCertificate),
+                ProtectionSpace(host: "api.example.com", port: server.port, authenticationMethod: .serverTrust),
+            ])
 
         // The same policy with a pin the server does not have: the default handler cancels; the caller sees the
         // policy's reason.
@@ -78,7 +84,7 @@ struct ChallengeTests {
     func otherHostDefaultHandling() async throws {
         let setup = try Setup()
         // A server for cdn.example.com from the platform root: accepted by default handling.
-        let cdn = try await PlainTLSServer(identity: try Fixtures.identity(setup.publicChain.leaf, chain: [setup.publicChain.intermediate.certificate]))
+        let cdn = try await PlainTLSServer(identity: try setup.publicChain.leaf.tlsIdentity(chain: [setup.publicChain.intermediate.certificate]))
         defer { Task { await cdn.stop() } }
         let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]))
         let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
@@ -91,7 +97,7 @@ struct ChallengeTests {
             root: setup.privateChain.root, intermediate: setup.privateChain.intermediate,
             leaf: try TestPKI.leaf("other.example.com", issuer: setup.privateChain.intermediate, dnsNames: ["other.example.com"])
         )
-        let other = try await PlainTLSServer(identity: try Fixtures.identity(privateOther.leaf, chain: [privateOther.intermediate.certificate]))
+        let other = try await PlainTLSServer(identity: try privateOther.leaf.tlsIdentity(chain: [privateOther.intermediate.certificate]))
         defer { Task { await other.stop() } }
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(client, host: "other.example.com", port: other.port)
@@ -101,7 +107,7 @@ struct ChallengeTests {
 
         // A self-signed server for an unconfigured host: refused.
         let selfSigned = try TestPKI.selfSigned("iot.example.com", dnsNames: ["iot.example.com"])
-        let iot = try await PlainTLSServer(identity: try Fixtures.identity(selfSigned))
+        let iot = try await PlainTLSServer(identity: try selfSigned.tlsIdentity())
         defer { Task { await iot.stop() } }
         let iotError = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(client, host: "iot.example.com", port: iot.port)
@@ -113,11 +119,13 @@ struct ChallengeTests {
     func useCredentialIsNotABypass() async throws {
         let setup = try Setup()
         let attacker = try TestChain(host: "api.example.com", rootName: "Attacker Root")
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
-        let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]), override: { challenge in
-            challenge.protectionSpace.authenticationMethod == .serverTrust ? .useCredential(.serverTrust) : nil
-        })
+        let handler = ChallengeHandler(
+            policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]),
+            override: { challenge in
+                challenge.protectionSpace.authenticationMethod == .serverTrust ? .useCredential(.serverTrust) : nil
+            })
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(ChallengeTLSClient(handler: handler, trust: setup.trust), host: "api.example.com", port: server.port)
         }
@@ -128,7 +136,7 @@ struct ChallengeTests {
     @Test("cancel and reject refuse with typed errors; performDefaultHandling on a configured host drops the pins but not validation")
     func dispositionsMapped() async throws {
         let setup = try Setup()
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(setup.privateChain.leaf, chain: [setup.privateChain.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try setup.privateChain.leaf.tlsIdentity(chain: [setup.privateChain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let serverTrustOnly: @Sendable (AuthenticationChallengeDisposition) -> AuthenticationChallengeOverride = { answer in
             { challenge in challenge.protectionSpace.authenticationMethod == .serverTrust ? answer : nil }
@@ -147,7 +155,8 @@ struct ChallengeTests {
         #expect(rejected?.code == .protectionSpaceRejected)
 
         let wrongKind = await #expect(throws: PinningConnectionError.self) {
-            _ = try await self.connect(client, host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.clientIdentity(try Fixtures.identity(setup.privateChain.leaf)))))
+            _ = try await self.connect(
+                client, host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.clientIdentity(try setup.privateChain.leaf.tlsIdentity()))))
         }
         #expect(wrongKind?.code == .invalidCredential)
 
@@ -160,7 +169,8 @@ struct ChallengeTests {
         // The per-request override wins over the per-client one.
         var overridden = handler
         overridden.override = serverTrustOnly(.cancelAuthenticationChallenge)
-        let accepted = try await self.connect(ChallengeTLSClient(handler: overridden, trust: setup.trust), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
+        let accepted = try await self.connect(
+            ChallengeTLSClient(handler: overridden, trust: setup.trust), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
         accepted.channel.close(promise: nil)
     }
 
@@ -169,7 +179,7 @@ struct ChallengeTests {
         let mtls = try MutualTLSSetup()
         let server = try await MutualTLSTestServer(mtls.server)
         defer { Task { await server.stop() } }
-        let identity = try Fixtures.identity(mtls.clientChain.leaf, chain: [mtls.clientChain.intermediate.certificate])
+        let identity = try mtls.clientChain.leaf.tlsIdentity(chain: [mtls.clientChain.intermediate.certificate])
 
         // Configured for device.local: presented, the server accepts and sees the client.
         let forDevice = ChallengeTLSClient(
@@ -198,9 +208,11 @@ struct ChallengeTests {
 
         // Cancelling the client-certificate challenge: no connection at all, a typed error.
         let cancelling = ChallengeTLSClient(
-            handler: ChallengeHandler(identity: identity, identityHosts: .all, override: { challenge in
-                challenge.protectionSpace.authenticationMethod == .clientCertificate ? .cancelAuthenticationChallenge : nil
-            }),
+            handler: ChallengeHandler(
+                identity: identity, identityHosts: .all,
+                override: { challenge in
+                    challenge.protectionSpace.authenticationMethod == .clientCertificate ? .cancelAuthenticationChallenge : nil
+                }),
             trust: mtls.serverTrust
         )
         let error = await #expect(throws: PinningConnectionError.self) {
@@ -213,7 +225,7 @@ struct ChallengeTests {
     @Test("default dispositions, without a connection")
     func defaultDispositions() async throws {
         let setup = try Setup()
-        let identity = try Fixtures.identity(setup.privateChain.leaf)
+        let identity = try setup.privateChain.leaf.tlsIdentity()
         let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["API.example.com"]), identity: identity, identityHosts: .only(["api.example.com"]))
         let clientCert = { (host: String) in AuthenticationChallenge(protectionSpace: ProtectionSpace(host: host, port: 443, authenticationMethod: .clientCertificate)) }
         if case .useCredential(.clientIdentity) = await handler.disposition(for: clientCert("Api.Example.com")) {} else { Issue.record("identity not presented to its host") }

@@ -3,7 +3,7 @@ import PinningTestSupport
 import Testing
 
 /// Whether /usr/bin/python3 exists (the unclean-shutdown servers are Python `ssl` servers).
-let python3Available = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+let python3Available = TestTools.python3Available
 
 /// A server process we did not write (`openssl s_server`, a Python `ssl` server) on 127.0.0.1, up once it printed
 /// its port. Killed on `stop()`; every wait is bounded.
@@ -149,8 +149,11 @@ struct OpenSSLPKI {
                 ? "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\nsubjectAltName=DNS:client-ed\n"
                 : "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
         )
-        try Self.run(["req", "-x509"] + rootKey + ["-nodes", "-keyout", rootPrivate, "-out", root, "-days", "2", "-subj", "/CN=Interop Root \(keyType)",
-                                                   "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try Self.run(
+            ["req", "-x509"] + rootKey + [
+                "-nodes", "-keyout", rootPrivate, "-out", root, "-days", "2", "-subj", "/CN=Interop Root \(keyType)",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
         try Self.run(["req", "-new"] + key + ["-nodes", "-keyout", leafPrivate, "-out", request, "-subj", clientAuth ? "/CN=client-ed" : "/CN=localhost"])
         try Self.run(["x509", "-req", "-in", request, "-CA", root, "-CAkey", rootPrivate, "-CAcreateserial", "-days", "1", "-out", leaf, "-extfile", extensions])
         self.rootPEM = root

@@ -82,7 +82,7 @@ struct InteroperabilityTests {
         let clientPKI = try OpenSSLPKI(keyType: "ed25519", clientAuth: true, in: directory)
         let serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         let mtls = try MutualTLSServer(
-            identity: try Fixtures.identity(serverChain.leaf, chain: [serverChain.intermediate.certificate]),
+            identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
             clientCertificateAuthorities: try CertificateLoader.certificates(fromFile: clientPKI.rootPEM)
         )
         let server = try await ResumptionTestServer(mtls)
@@ -91,7 +91,8 @@ struct InteroperabilityTests {
         for version in ["-tls1_2", "-tls1_3"] {
             // A request, and -ign_eof: s_client stays until the server has answered (under TLS 1.3 it would
             // otherwise leave before the server finished its side of the handshake).
-            let result = try await opensslAsync(["s_client", "-connect", "127.0.0.1:\(port)", "-cert", clientPKI.leafPEM, "-key", clientPKI.leafKey, version, "-noservername", "-ign_eof"], input: "GET / HTTP/1.0\r\n\r\n")
+            let result = try await opensslAsync(
+                ["s_client", "-connect", "127.0.0.1:\(port)", "-cert", clientPKI.leafPEM, "-key", clientPKI.leafKey, version, "-noservername", "-ign_eof"], input: "GET / HTTP/1.0\r\n\r\n")
             let outcome = try #require(await server.log.nextOutcome(), "\(version): \(result.output.suffix(1500))")
             switch outcome {
             case .success(let handshake):
@@ -171,7 +172,7 @@ struct InteroperabilityTests {
         defer { server.stop() }
         // A client certificate from a CA the server does not know.
         let stranger = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Stranger Root")
-        let strangerIdentity = try Fixtures.identity(stranger.leaf, chain: [stranger.intermediate.certificate])
+        let strangerIdentity = try stranger.leaf.tlsIdentity(chain: [stranger.intermediate.certificate])
         let anchors = try CertificateLoader.certificates(fromFile: pki.rootPEM)
         for (identity, alert) in [(nil, version == "-tls1_3" ? 116 : 40), (strangerIdentity, 48)] as [(TLSIdentity?, Int)] {
             var messages: Set<String> = []

@@ -11,19 +11,9 @@ import X509
 let testGroup: MultiThreadedEventLoopGroup = .singleton
 
 /// Whether `/usr/bin/openssl` exists (the PKCS#12 and resumption tests drive it).
-let opensslAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+let opensslAvailable = TestTools.opensslAvailable
 
 enum Fixtures {
-    /// A TLSIdentity from a minted identity plus the rest of its chain.
-    static func identity(_ leaf: TestIdentity, chain: [Certificate] = []) throws -> TLSIdentity {
-        try TLSIdentity.pem(
-            certificateChain: Array(TestPKI.pemBundle([leaf.certificate] + chain).utf8),
-            privateKey: Array(leaf.privateKeyPEM.utf8),
-            certificateOrigin: "<test chain>",
-            keyOrigin: "<test key>"
-        )
-    }
-
     /// A server-side TrustRoots holding only `roots`: stands in for "the platform store".
     static func platform(_ roots: [Certificate]) -> TrustRoots { TrustRoots(roots) }
 }
@@ -90,10 +80,11 @@ final class MutualTLSTestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let handshake = try server.addHandlers(to: channel.pipeline.syncOperations)
                     handshake.whenComplete { result in
-                        log.append(result.mapError { error in
-                            (error as? PinningConnectionError)
-                                ?? PinningConnectionError(code: .handshakeFailed, host: nil, message: "\(error)")
-                        })
+                        log.append(
+                            result.mapError { error in
+                                (error as? PinningConnectionError)
+                                    ?? PinningConnectionError(code: .handshakeFailed, host: nil, message: "\(error)")
+                            })
                     }
                 }
             }

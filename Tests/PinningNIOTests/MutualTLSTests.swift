@@ -20,7 +20,7 @@ struct MutualTLSSetup {
         self.serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         self.clientChain = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root", intermediateName: "Client Issuing CA")
         self.server = try MutualTLSServer(
-            identity: try Fixtures.identity(self.serverChain.leaf, chain: [self.serverChain.intermediate.certificate]),
+            identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [self.clientChain.root.certificate],
             allowedClientPins: allowedClientPins
         )
@@ -97,7 +97,7 @@ struct MutualTLSTests {
         )
         let server = try await MutualTLSTestServer(setup.server)
         defer { Task { await server.stop() } }
-        let identity = try Fixtures.identity(expired, chain: [setup.clientChain.intermediate.certificate])
+        let identity = try expired.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
         let outcome = try await setup.serverOutcome(try setup.client(identity: identity), on: server)
         guard case .failure(let error) = try #require(outcome) else {
             Issue.record("an expired client certificate was accepted")
@@ -113,7 +113,7 @@ struct MutualTLSTests {
         let stranger = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Other Root")
         let server = try await MutualTLSTestServer(setup.server)
         defer { Task { await server.stop() } }
-        let identity = try Fixtures.identity(stranger.leaf, chain: [stranger.intermediate.certificate])
+        let identity = try stranger.leaf.tlsIdentity(chain: [stranger.intermediate.certificate])
         let outcome = try await setup.serverOutcome(try setup.client(identity: identity), on: server)
         guard case .failure(let error) = try #require(outcome) else {
             Issue.record("a client of another CA was accepted")
@@ -128,7 +128,7 @@ struct MutualTLSTests {
         let serverOnly = try TestPKI.leaf("client-7", issuer: setup.clientChain.intermediate, dnsNames: ["client-7"], usage: .serverAuth)
         let server = try await MutualTLSTestServer(setup.server)
         defer { Task { await server.stop() } }
-        let identity = try Fixtures.identity(serverOnly, chain: [setup.clientChain.intermediate.certificate])
+        let identity = try serverOnly.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
         let outcome = try await setup.serverOutcome(try setup.client(identity: identity), on: server)
         guard case .failure(let error) = try #require(outcome) else {
             Issue.record("a serverAuth-only certificate was accepted as a client")
@@ -149,11 +149,11 @@ struct MutualTLSTests {
         )
         let server = try await MutualTLSTestServer(allowed)
         defer { Task { await server.stop() } }
-        let listed = try Fixtures.identity(setup.clientChain.leaf, chain: [setup.clientChain.intermediate.certificate])
+        let listed = try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
         let ok = try await setup.serverOutcome(try setup.client(identity: listed), on: server)
         #expect((try? ok?.get()) != nil)
         let other = try TestPKI.leaf("client-8", issuer: setup.clientChain.intermediate, dnsNames: ["client-8"], usage: .clientAuth)
-        let refused = try await setup.serverOutcome(try setup.client(identity: try Fixtures.identity(other, chain: [setup.clientChain.intermediate.certificate])), on: server)
+        let refused = try await setup.serverOutcome(try setup.client(identity: try other.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])), on: server)
         guard case .failure(let error) = try #require(refused) else {
             Issue.record("a client outside the allow-list was accepted")
             return
@@ -161,7 +161,9 @@ struct MutualTLSTests {
         #expect(error.trustFailure?.code == .pinMismatch)
     }
 
-    @Test("server resumption: a session saved by openssl s_client -sess_out is resumed by -sess_in (TLS 1.2 and 1.3), and every connection, resumed or not, carries the client our policy validated", .enabled(if: opensslAvailable))
+    @Test(
+        "server resumption: a session saved by openssl s_client -sess_out is resumed by -sess_in (TLS 1.2 and 1.3), and every connection, resumed or not, carries the client our policy validated",
+        .enabled(if: opensslAvailable))
     func serverResumption() async throws {
         let setup = try MutualTLSSetup()
         let directory = try TemporaryDirectory(prefix: "pinning-resume")
@@ -191,11 +193,13 @@ struct MutualTLSTests {
     /// Runs `openssl s_client` once (GET, then waits for the server to close), saving or reusing a session.
     static func sessionProbe(port: Int, cert: String, intermediates: String, key: String, version: String, session: String, reuse: Bool) async throws -> String {
         try await opensslAsync(
-                ["s_client", "-connect", "127.0.0.1:\(port)", "-cert", cert, "-cert_chain", intermediates, "-key", key, version, "-noservername", "-ign_eof",
-                 reuse ? "-sess_in" : "-sess_out", session],
-                input: "GET / HTTP/1.0\r\n\r\n",
-                timeout: 20
-            ).output
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-cert", cert, "-cert_chain", intermediates, "-key", key, version, "-noservername", "-ign_eof",
+                reuse ? "-sess_in" : "-sess_out", session,
+            ],
+            input: "GET / HTTP/1.0\r\n\r\n",
+            timeout: 20
+        ).output
     }
 
     @Test(

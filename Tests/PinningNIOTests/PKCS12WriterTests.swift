@@ -32,20 +32,24 @@ struct PKCS12WriterTests {
         let chain = try TestChain(host: "device-7", ipAddresses: [])
         let other = try TestPKI.selfSigned("other")
         #expect(throws: PKCS12Writer.WriteError.self) {
-            try PKCS12Writer.serialize(certificateChain: chain.presented, privateKeyPEM: other.privateKeyPEM,
-                                       passphrase: Self.passphrase, friendlyName: "x", encryption: .aes256)
+            try PKCS12Writer.serialize(
+                certificateChain: chain.presented, privateKeyPEM: other.privateKeyPEM,
+                passphrase: Self.passphrase, friendlyName: "x", encryption: .aes256)
         }
         #expect(throws: PKCS12Writer.WriteError.self) {
-            try PKCS12Writer.serialize(certificateChain: [], privateKeyPEM: chain.leaf.privateKeyPEM,
-                                       passphrase: Self.passphrase, friendlyName: "x", encryption: .aes256)
+            try PKCS12Writer.serialize(
+                certificateChain: [], privateKeyPEM: chain.leaf.privateKeyPEM,
+                passphrase: Self.passphrase, friendlyName: "x", encryption: .aes256)
         }
         #expect(throws: PKCS12Writer.WriteError.self) {
-            try PKCS12Writer.serialize(certificateChain: chain.presented, privateKeyPEM: chain.leaf.privateKeyPEM,
-                                       passphrase: "a\u{0}b", friendlyName: "x", encryption: .aes256)
+            try PKCS12Writer.serialize(
+                certificateChain: chain.presented, privateKeyPEM: chain.leaf.privateKeyPEM,
+                passphrase: "a\u{0}b", friendlyName: "x", encryption: .aes256)
         }
         #expect(throws: PKCS12Writer.WriteError.self) {
-            try PKCS12Writer.serialize(certificateChain: chain.presented, privateKeyPEM: "not a key",
-                                       passphrase: Self.passphrase, friendlyName: "x", encryption: .legacy3DES)
+            try PKCS12Writer.serialize(
+                certificateChain: chain.presented, privateKeyPEM: "not a key",
+                passphrase: Self.passphrase, friendlyName: "x", encryption: .legacy3DES)
         }
     }
 }

@@ -45,16 +45,19 @@ struct PassphraseInteropTests {
         }
     }
 
-    @Test("OpenSSL 3's pkcs12 -export (AES-256 and -legacy) opens in TLSIdentity; a wrong passphrase is a typed error",
-          .enabled(if: opensslAvailable), arguments: Self.passphrases + [""])
+    @Test(
+        "OpenSSL 3's pkcs12 -export (AES-256 and -legacy) opens in TLSIdentity; a wrong passphrase is a typed error",
+        .enabled(if: opensslAvailable), arguments: Self.passphrases + [""])
     func opensslPKCS12OpensHere(passphrase: String) throws {
         let files = try Files()
         defer { files.directory.remove() }
         for legacy in [false, true] {
             let out = files.path(legacy ? "legacy.p12" : "modern.p12")
             _ = try files.run(
-                ["pkcs12", "-export", "-in", files.path("leaf.pem"), "-inkey", files.path("leaf.key"),
-                 "-certfile", files.path("cas.pem"), "-out", out, "-passout", try files.passArgument(passphrase)]
+                [
+                    "pkcs12", "-export", "-in", files.path("leaf.pem"), "-inkey", files.path("leaf.key"),
+                    "-certfile", files.path("cas.pem"), "-out", out, "-passout", try files.passArgument(passphrase),
+                ]
                     + (legacy ? ["-legacy"] : [])
             )
             let identity = try TLSIdentity.pkcs12(file: out, passphrase: passphrase)
@@ -93,8 +96,9 @@ struct PassphraseInteropTests {
         }
     }
 
-    @Test("encrypted PEM keys made by OpenSSL 3 (PKCS#8 PBES2, PKCS#8 PKCS#12-PBE, genpkey -aes256, traditional) load",
-          .enabled(if: opensslAvailable), arguments: Self.passphrases)
+    @Test(
+        "encrypted PEM keys made by OpenSSL 3 (PKCS#8 PBES2, PKCS#8 PKCS#12-PBE, genpkey -aes256, traditional) load",
+        .enabled(if: opensslAvailable), arguments: Self.passphrases)
     func opensslEncryptedKeys(passphrase: String) throws {
         let files = try Files()
         defer { files.directory.remove() }
@@ -158,8 +162,9 @@ struct PassphraseInteropTests {
         #expect(PKCS12Passphrase("😀").bmp == [0xD8, 0x3D, 0xDE, 0x00, 0, 0])
     }
 
-    @Test("a traditional encrypted PEM key with a passphrase longer than OpenSSL's 1,023-byte buffer: a message, not a crash",
-          .enabled(if: opensslAvailable))
+    @Test(
+        "a traditional encrypted PEM key with a passphrase longer than OpenSSL's 1,023-byte buffer: a message, not a crash",
+        .enabled(if: opensslAvailable))
     func longTraditionalPassphrase() throws {
         let files = try Files()
         defer { files.directory.remove() }

@@ -19,7 +19,7 @@ struct PinnedClientTests {
     @Test("genuine server: trusted through its private root; the peer is reported")
     func genuineServerAccepted() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         var policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)])
         policy.validatesDomainName = true
@@ -34,11 +34,38 @@ struct PinnedClientTests {
         #expect(connection.handshake.host == "api.example.com")
     }
 
+    @Test("clients built from TrustSettings judge each presented chain with them: the private root is trusted, another is not")
+    func settingsInitializers() async throws {
+        let genuine = try TestChain(host: "api.example.com")
+        let other = try TestChain(host: "api.example.com", rootName: "Other Root")
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
+        defer { Task { await server.stop() } }
+        let trusted = TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: trusted)
+        #expect(client.settings.anchors == [genuine.root.certificate] && client.trust.certificates.isEmpty)
+        let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+        connection.channel.close(promise: nil)
+        #expect(connection.handshake.peer.certificateChain == genuine.all)
+
+        let refusing = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: TrustSettings(anchors: [other.root.certificate], anchorsOnly: true))
+        let error = await #expect(throws: PinningConnectionError.self) {
+            _ = try await refusing.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
+        }
+        #expect(error?.code == .untrusted)
+
+        let http = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: TrustSettings(anchors: [other.root.certificate], anchorsOnly: true))
+        defer { Task { await http.shutdown() } }
+        let httpError = await #expect(throws: PinningConnectionError.self) {
+            _ = try await http.get(URL(string: "https://api.example.com:\(server.port)/")!, resolve: { _, port in try? SocketAddress(ipAddress: "127.0.0.1", port: port) })
+        }
+        #expect(httpError?.code == .untrusted)
+    }
+
     @Test("intercepting server trusted by the platform roots: accepted unpinned, refused pinned (pinMismatch reaches the caller)")
     func interceptingServer() async throws {
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
         let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
         // The device's platform store trusts the proxy's root (as a corporate MITM or a malicious profile would).
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
@@ -66,7 +93,7 @@ struct PinnedClientTests {
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
         let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
         let served = attacker.presented + genuine.all
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(attacker.leaf), servedChain: served)
+        let server = try await PlainTLSServer(identity: try attacker.leaf.tlsIdentity(), servedChain: served)
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
         for pin in [genuine.leaf, genuine.intermediate, genuine.root].map({ Pin(spkiOf: $0.certificate) }) {
@@ -102,7 +129,7 @@ struct PinnedClientTests {
         let noRoots = ServerTrust(certificates: [], platformRoots: Fixtures.platform([]))
 
         for attack in attacks {
-            let server = try await PlainTLSServer(identity: try Fixtures.identity(attack.leaf), servedChain: [attack.leaf.certificate] + attack.chain)
+            let server = try await PlainTLSServer(identity: try attack.leaf.tlsIdentity(), servedChain: [attack.leaf.certificate] + attack.chain)
             for policy in [byKey, byCertificate] {
                 let client = try PinnedTLSClient(evaluator: policy, trust: noRoots)
                 let error = await #expect(throws: PinningConnectionError.self, "\(attack.name), \(policy.pinningMode): connected") {
@@ -115,7 +142,7 @@ struct PinnedClientTests {
 
         // The genuine server under the same policies connects: only the unknown root is waived.
         let genuine = try TestPKI.leaf(host, issuer: pinnedCA, dnsNames: [host])
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine), servedChain: [genuine.certificate] + tail)
+        let server = try await PlainTLSServer(identity: try genuine.tlsIdentity(), servedChain: [genuine.certificate] + tail)
         defer { Task { await server.stop() } }
         for policy in [byKey, byCertificate] {
             let connection = try await PinnedTLSClient(evaluator: policy, trust: noRoots)
@@ -128,7 +155,7 @@ struct PinnedClientTests {
     @Test("self-signed device certificate: certificate pinning with allowInvalidCertificates")
     func selfSignedDevice() async throws {
         let device = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(device))
+        let server = try await PlainTLSServer(identity: try device.tlsIdentity())
         defer { Task { await server.stop() } }
         var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
         policy.allowInvalidCertificates = true
@@ -156,7 +183,7 @@ struct PinnedClientTests {
     @Test("an IP SAN equal to the socket address does not stand in for the DNS name (NIOSSL quirk avoided)")
     func ipSANDoesNotMatchDNSName() async throws {
         let chain = try TestChain(host: "other.example", ipAddresses: ["127.0.0.1"])
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])))
         let error = await #expect(throws: PinningConnectionError.self) {
@@ -168,7 +195,7 @@ struct PinnedClientTests {
     @Test("32 concurrent pinned connections through one client")
     func concurrentConnections() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let counting = CountingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]))
         let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
@@ -176,7 +203,8 @@ struct PinnedClientTests {
         let trusted = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<32 {
                 group.addTask {
-                    let connection = try await client.connect(host: "api.example.com", port: port, address: try SocketAddress(ipAddress: "127.0.0.1", port: port), group: testGroup, timeout: .seconds(10))
+                    let connection = try await client.connect(
+                        host: "api.example.com", port: port, address: try SocketAddress(ipAddress: "127.0.0.1", port: port), group: testGroup, timeout: .seconds(10))
                     try await connection.channel.close()
                     return connection.handshake.peer.leaf == genuine.leaf.certificate
                 }
@@ -193,7 +221,7 @@ struct PinnedClientTests {
     func clientResumption() async throws {
         let genuine = try TestChain(host: "api.example.com")
         // The server shares one NIOSSL context, so it issues tickets and would resume if a client offered one.
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let counting = CountingEvaluator(SecurityPolicy.default)
         let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
@@ -217,7 +245,7 @@ struct PinnedClientTests {
     @Test("a caching evaluator answers repeat handshakes from its cache on the event loop; a refusal is never cached")
     func cachedHandshakes() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await PlainTLSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]))
+        let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let cache = EvaluationCache()
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))

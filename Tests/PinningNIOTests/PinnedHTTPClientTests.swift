@@ -92,7 +92,7 @@ struct PinnedHTTPClientTests {
     @Test("genuine server: GET succeeds through a pinned intermediate; the presented chain and peer are reported")
     func genuineAccepted() async throws {
         let genuine = try TestChain(host: "api.example.com")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(genuine.leaf, chain: [genuine.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let server = try await LoopbackHTTPSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         defer { Task { await server.stop() } }
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
@@ -113,7 +113,7 @@ struct PinnedHTTPClientTests {
     func interceptingRefusedPinned() async throws {
         let genuine = try TestChain(host: "api.example.com", rootName: "Genuine Root")
         let attacker = try TestChain(host: "api.example.com", rootName: "Intercepting Proxy Root", intermediateName: "Proxy Intermediate")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let server = try await LoopbackHTTPSServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
         let url = try Self.url("https://api.example.com:\(server.port)/")
@@ -142,13 +142,13 @@ struct PinnedHTTPClientTests {
         let first = try TestChain(host: "a.example", rootName: "Root A")
         let second = try TestChain(host: "b.example", rootName: "Root B")
         let attacker = try TestChain(host: "b.example", rootName: "Attacker Root")
-        let genuineB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(second.leaf, chain: [second.intermediate.certificate])) { head, _ in
+        let genuineB = try await LoopbackHTTPSServer(identity: try second.leaf.tlsIdentity(chain: [second.intermediate.certificate])) { head, _ in
             SimpleHTTPResponse(status: .ok, body: Array("hello \(head.uri) authorization=\(head.headers.first(name: "authorization") ?? "none")".utf8))
         }
-        let fakeB = try await LoopbackHTTPSServer(identity: try Fixtures.identity(attacker.leaf, chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let fakeB = try await LoopbackHTTPSServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         let genuinePort = genuineB.port
         let fakePort = fakeB.port
-        let serverA = try await LoopbackHTTPSServer(identity: try Fixtures.identity(first.leaf, chain: [first.intermediate.certificate])) { head, _ in
+        let serverA = try await LoopbackHTTPSServer(identity: try first.leaf.tlsIdentity(chain: [first.intermediate.certificate])) { head, _ in
             var headers = HTTPHeaders()
             let port = head.uri == "/to-fake" ? fakePort : genuinePort
             headers.add(name: "location", value: "https://b.example:\(port)/landed")
@@ -201,7 +201,7 @@ struct PinnedHTTPClientTests {
         }
         defer { Task { await server.stop() } }
         let url = try Self.url("https://device.local:\(server.port)/")
-        let identity = try Fixtures.identity(setup.clientChain.leaf, chain: [setup.clientChain.intermediate.certificate])
+        let identity = try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
         let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust, identity: identity, group: testGroup)
         let response = try await client.get(url, resolve: Self.loopback)
         await client.shutdown()
@@ -220,7 +220,7 @@ struct PinnedHTTPClientTests {
     @Test("self-signed device: certificate pinning with allowInvalidCertificates over HTTPS; another device refused")
     func selfSignedDevice() async throws {
         let device = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(device), respond: LoopbackHTTPSServer.hello)
+        let server = try await LoopbackHTTPSServer(identity: try device.tlsIdentity(), respond: LoopbackHTTPSServer.hello)
         defer { Task { await server.stop() } }
         var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
         policy.allowInvalidCertificates = true
@@ -244,7 +244,7 @@ struct PinnedHTTPClientTests {
     @Test("redirects are bounded; maximumRedirects 0 returns the 3xx")
     func redirectLoopBounded() async throws {
         let chain = try TestChain(host: "loop.example")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { head, _ in
+        let server = try await LoopbackHTTPSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])) { head, _ in
             var headers = HTTPHeaders()
             headers.add(name: "location", value: "/again")
             return SimpleHTTPResponse(status: .movedPermanently, headers: headers)
@@ -278,7 +278,7 @@ struct PinnedHTTPClientTests {
     func connectionReuse() async throws {
         let chain = try TestChain(host: "api.example.com")
         let leaf = try TestPKI.leaf("api.example.com", issuer: chain.intermediate, dnsNames: ["api.example.com", "www.example.com"])
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(leaf, chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let server = try await LoopbackHTTPSServer(identity: try leaf.tlsIdentity(chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         defer { Task { await server.stop() } }
         let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.root.certificate)]))
         let client = try PinnedHTTPClient(
@@ -304,7 +304,7 @@ struct PinnedHTTPClientTests {
     @Test("request timeout: a server that never answers fails with timedOut, quickly")
     func requestTimeout() async throws {
         let chain = try TestChain(host: "slow.example")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate])) { head, _ in
+        let server = try await LoopbackHTTPSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])) { head, _ in
             head.uri == "/slow" ? nil : SimpleHTTPResponse(status: .ok)
         }
         defer { Task { await server.stop() } }
@@ -370,7 +370,7 @@ struct PinnedHTTPClientTests {
     @Test("100 concurrent pinned GETs through one client all succeed, each connection evaluated")
     func hundredConcurrent() async throws {
         let chain = try TestChain(host: "api.example.com")
-        let server = try await LoopbackHTTPSServer(identity: try Fixtures.identity(chain.leaf, chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
+        let server = try await LoopbackHTTPSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate]), respond: LoopbackHTTPSServer.hello)
         defer { Task { await server.stop() } }
         let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.intermediate.certificate)]))
         let client = try PinnedHTTPClient(

@@ -36,8 +36,10 @@ struct PKCS12Files {
     func full(_ name: String, legacy: Bool = false) throws -> String {
         try self.export(
             name,
-            ["-in", self.directory.path("client.pem"), "-inkey", self.directory.path("client.key"),
-             "-certfile", self.directory.path("cas.pem")] + (legacy ? ["-legacy"] : [])
+            [
+                "-in", self.directory.path("client.pem"), "-inkey", self.directory.path("client.key"),
+                "-certfile", self.directory.path("cas.pem"),
+            ] + (legacy ? ["-legacy"] : [])
         )
     }
 }

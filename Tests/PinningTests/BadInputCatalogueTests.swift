@@ -132,26 +132,71 @@ struct BadInputCatalogueTests {
     }
 
     static let configurationRows: [(id: String, json: String, expected: String)] = [
-        ("config.tooLarge", String(repeating: " ", count: PinningConfiguration.maximumFileSize + 1), "invalid pinning configuration pinning.json: 1 problem\n  (file): the configuration is larger than 1048576 bytes (1 MiB); a pinning configuration is a few kilobytes"),
+        (
+            "config.tooLarge", String(repeating: " ", count: PinningConfiguration.maximumFileSize + 1),
+            "invalid pinning configuration pinning.json: 1 problem\n  (file): the configuration is larger than 1048576 bytes (1 MiB); a pinning configuration is a few kilobytes"
+        ),
         ("config.notJSON", "{\"version\": 1, \"domains\": {", "invalid pinning configuration pinning.json: 1 problem\n  (file): not valid JSON: The given data was not valid JSON."),
         ("config.notAnObject", "[1]", "invalid pinning configuration pinning.json: 1 problem\n  (file): the configuration must be a JSON object, not an array"),
-        ("config.unknownField", "{\"version\": 1, \"domains\": {}, \"unlistedHost\": \"reject\"}", "invalid pinning configuration pinning.json: 1 problem\n  unlistedHost: unknown field; the top level has only domains, unlistedHosts, version"),
+        (
+            "config.unknownField", "{\"version\": 1, \"domains\": {}, \"unlistedHost\": \"reject\"}",
+            "invalid pinning configuration pinning.json: 1 problem\n  unlistedHost: unknown field; the top level has only domains, unlistedHosts, version"
+        ),
         ("config.missingVersion", "{\"domains\": {}}", "invalid pinning configuration pinning.json: 1 problem\n  version: missing; this library reads version 1"),
         ("config.unsupportedVersion", "{\"version\": 2, \"domains\": {}}", "invalid pinning configuration pinning.json: 1 problem\n  version: unsupported version 2; this library reads version 1"),
-        ("config.unlistedHosts", "{\"version\": 1, \"domains\": {}, \"unlistedHosts\": \"block\"}", "invalid pinning configuration pinning.json: 1 problem\n  unlistedHosts: unknown value \"block\"; use \"default\" or \"reject\""),
+        (
+            "config.unlistedHosts", "{\"version\": 1, \"domains\": {}, \"unlistedHosts\": \"block\"}",
+            "invalid pinning configuration pinning.json: 1 problem\n  unlistedHosts: unknown value \"block\"; use \"default\" or \"reject\""
+        ),
         ("config.missingDomains", "{\"version\": 1}", "invalid pinning configuration pinning.json: 1 problem\n  domains: missing; list the pinned hosts (it may be {} to pin none)"),
-        ("config.patternTooBroad", domain("*.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"*.com\"]: too broad: a wildcard or includeSubdomains needs a suffix of at least two labels (\"*.com\" would cover a whole top-level domain)"),
-        ("config.patternInnerWildcard", domain("a.*.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"a.*.example.com\"]: a wildcard must be a whole leading label, \"*.\" or \"**.\""),
-        ("config.entryUnknownField", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"enforcePinning\": false}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforcePinning: unknown field; an entry has only anchors, anchorsOnly, enforce, excludeSubdomainFromParentPolicy, expires, includeSubdomains, pins, reportURIs"),
-        ("config.missingPins", domain("api.example.com", "{\"enforce\": false}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins: missing; an entry needs its SPKI pins (\"sha256/…\"), at least two when enforced"),
-        ("config.badPin", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"sha256/not-base64!\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins[1]: invalid pin \"sha256/not-base64!\": the pin is not valid base64"),
-        ("config.onePinEnforced", domain("api.example.com", "{\"pins\": [\"\(pinA)\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins: an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found 1. Add a backup pin, or set \"enforce\": false for report-only"),
-        ("config.duplicatePin", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinA)\"]}"), "invalid pinning configuration pinning.json: 2 problems\n  domains[\"api.example.com\"].pins[1]: repeats pins[0]; a backup pin must be a different key\n  domains[\"api.example.com\"].pins: an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found 1. Add a backup pin, or set \"enforce\": false for report-only"),
-        ("config.wrongType", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"enforce\": \"false\"}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforce: must be true or false, not a string"),
-        ("config.badExpires", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"expires\": \"2031-01-01\"}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].expires: \"2031-01-01\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z"),
-        ("config.missingAnchor", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"anchors\": [\"no-such-root.pem\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].anchors[0]: /nonexistent-base/no-such-root.pem: unreadable file: no such file or directory"),
-        ("config.anchorsOnlyWithoutAnchors", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"anchorsOnly\": true}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].anchorsOnly: is true but the entry lists no anchors, so nothing could be trusted"),
-        ("config.badReportURI", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"reportURIs\": [\"ftp://x.example.com/\"]}"), "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].reportURIs[0]: \"ftp://x.example.com/\" is not an absolute http:// or https:// URI"),
+        (
+            "config.patternTooBroad", domain("*.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"*.com\"]: too broad: a wildcard or includeSubdomains needs a suffix of at least two labels (\"*.com\" would cover a whole top-level domain)"
+        ),
+        (
+            "config.patternInnerWildcard", domain("a.*.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"a.*.example.com\"]: a wildcard must be a whole leading label, \"*.\" or \"**.\""
+        ),
+        (
+            "config.entryUnknownField", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"enforcePinning\": false}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforcePinning: unknown field; an entry has only anchors, anchorsOnly, enforce, excludeSubdomainFromParentPolicy, expires, includeSubdomains, pins, reportURIs"
+        ),
+        (
+            "config.missingPins", domain("api.example.com", "{\"enforce\": false}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins: missing; an entry needs its SPKI pins (\"sha256/…\"), at least two when enforced"
+        ),
+        (
+            "config.badPin", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"sha256/not-base64!\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins[1]: invalid pin \"sha256/not-base64!\": the pin is not valid base64"
+        ),
+        (
+            "config.onePinEnforced", domain("api.example.com", "{\"pins\": [\"\(pinA)\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].pins: an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found 1. Add a backup pin, or set \"enforce\": false for report-only"
+        ),
+        (
+            "config.duplicatePin", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinA)\"]}"),
+            "invalid pinning configuration pinning.json: 2 problems\n  domains[\"api.example.com\"].pins[1]: repeats pins[0]; a backup pin must be a different key\n  domains[\"api.example.com\"].pins: an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found 1. Add a backup pin, or set \"enforce\": false for report-only"
+        ),
+        (
+            "config.wrongType", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"enforce\": \"false\"}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforce: must be true or false, not a string"
+        ),
+        (
+            "config.badExpires", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"expires\": \"2031-01-01\"}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].expires: \"2031-01-01\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z"
+        ),
+        (
+            "config.missingAnchor", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"anchors\": [\"no-such-root.pem\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].anchors[0]: /nonexistent-base/no-such-root.pem: unreadable file: no such file or directory"
+        ),
+        (
+            "config.anchorsOnlyWithoutAnchors", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"anchorsOnly\": true}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].anchorsOnly: is true but the entry lists no anchors, so nothing could be trusted"
+        ),
+        (
+            "config.badReportURI", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"reportURIs\": [\"ftp://x.example.com/\"]}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].reportURIs[0]: \"ftp://x.example.com/\" is not an absolute http:// or https:// URI"
+        ),
     ]
 
     @Test("configuration rows", arguments: configurationRows.map(\.id))
@@ -191,41 +236,64 @@ struct BadInputCatalogueTests {
     }
 
     static let handshakeRows: [HandshakeRow] = [
-        HandshakeRow(id: "handshake.noCertificates", code: .noPeerCertificates, evaluate: { f in
-            await trust(f, []).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.noPeerCertificates: api.example.com: the peer presented no certificate"),
-        HandshakeRow(id: "handshake.tooManyCertificates", code: .tooManyCertificates, evaluate: { f in
-            await trust(f, f.chain.presented + Array(repeating: f.chain.root.certificate, count: 63)).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.tooManyCertificates: api.example.com: the peer presented 65 certificates; at most 64 are accepted"),
-        HandshakeRow(id: "handshake.invalidHost", code: .invalidHost, evaluate: { f in
-            await trust(f, f.chain.presented).evaluate(.ssl(host: "a..b"))
-        }, expected: "TrustFailure.invalidHost: a..b: invalid host \"a..b\": not an IP address and not a DNS name (letters, digits, '-', '_' and '.', in A-label form)"),
-        HandshakeRow(id: "handshake.unknownRoot", code: .noPathToAnchor, evaluate: { f in
-            await trust(f, f.stranger.presented).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.noPathToAnchor: api.example.com: the issuer CN=Stranger Root CA of CN=Stranger Issuing CA is neither presented nor a trust anchor (1 anchor)"),
-        HandshakeRow(id: "handshake.pathBuildingLimit", code: .pathBuildingLimitExceeded, evaluate: { f in
-            let none = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 8, maximumIssuerLookups: 0)
-            return await trust(f, f.chain.presented, limits: none).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.pathBuildingLimitExceeded: api.example.com: path building gave up after 0 issuer look-ups"),
-        HandshakeRow(id: "handshake.pathTooLong", code: .pathTooLong, evaluate: { f in
-            let short = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 0, maximumIssuerLookups: 1024)
-            return await trust(f, f.chain.presented, limits: short).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.pathTooLong: api.example.com: the path has 1 intermediate CAs, more than the limit of 0"),
-        HandshakeRow(id: "handshake.expired", code: .certificateExpired, evaluate: { f in
-            await trust(f, f.chain.presented, at: CatalogueFixture.time.addingTimeInterval(400 * 86400)).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.certificateExpired: api.example.com: certificate 0 (CN=api.example.com) expired at 2030-07-01T00:00:00Z"),
-        HandshakeRow(id: "handshake.notYetValid", code: .certificateNotYetValid, evaluate: { f in
-            await trust(f, f.chain.presented, at: CatalogueFixture.time.addingTimeInterval(-400 * 86400)).evaluate(.ssl(host: "api.example.com"))
-        }, expected: "TrustFailure.certificateNotYetValid: api.example.com: certificate 0 (CN=api.example.com) is not valid before 2030-05-02T00:00:00Z"),
-        HandshakeRow(id: "handshake.wrongHost", code: .hostnameMismatch, evaluate: { f in
-            await trust(f, f.chain.presented).evaluate(.ssl(host: "www.example.org"))
-        }, expected: "TrustFailure.hostnameMismatch: www.example.org: the leaf is not valid for DNS name www.example.org; it names DNS:api.example.com"),
-        HandshakeRow(id: "handshake.clientCertificateAsServer", code: .extendedKeyUsage, evaluate: { f in
-            await trust(f, f.chain.presented, purpose: .clientAuthentication).evaluate(.basicX509)
-        }, expected: "TrustFailure.extendedKeyUsage: (no host checked): certificate 0 (CN=api.example.com) is not valid for client authentication (clientAuth): its extendedKeyUsage lists serverAuth"),
-        HandshakeRow(id: "handshake.pinMismatch", code: .pinMismatch, evaluate: { f in
-            await trust(f, f.chain.presented).evaluate(.ssl(host: "api.example.com"), pins: .publicKeys([Pin(spkiOf: f.stranger.leaf.certificate)]))
-        }, expected: "TrustFailure.pinMismatch: api.example.com: no certificate on the validated path matches a pin"),
+        HandshakeRow(
+            id: "handshake.noCertificates", code: .noPeerCertificates,
+            evaluate: { f in
+                await trust(f, []).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.noPeerCertificates: api.example.com: the peer presented no certificate"),
+        HandshakeRow(
+            id: "handshake.tooManyCertificates", code: .tooManyCertificates,
+            evaluate: { f in
+                await trust(f, f.chain.presented + Array(repeating: f.chain.root.certificate, count: 63)).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.tooManyCertificates: api.example.com: the peer presented 65 certificates; at most 64 are accepted"),
+        HandshakeRow(
+            id: "handshake.invalidHost", code: .invalidHost,
+            evaluate: { f in
+                await trust(f, f.chain.presented).evaluate(.ssl(host: "a..b"))
+            }, expected: "TrustFailure.invalidHost: a..b: invalid host \"a..b\": not an IP address and not a DNS name (letters, digits, '-', '_' and '.', in A-label form)"),
+        HandshakeRow(
+            id: "handshake.unknownRoot", code: .noPathToAnchor,
+            evaluate: { f in
+                await trust(f, f.stranger.presented).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.noPathToAnchor: api.example.com: the issuer CN=Stranger Root CA of CN=Stranger Issuing CA is neither presented nor a trust anchor (1 anchor)"),
+        HandshakeRow(
+            id: "handshake.pathBuildingLimit", code: .pathBuildingLimitExceeded,
+            evaluate: { f in
+                let none = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 8, maximumIssuerLookups: 0)
+                return await trust(f, f.chain.presented, limits: none).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.pathBuildingLimitExceeded: api.example.com: path building gave up after 0 issuer look-ups"),
+        HandshakeRow(
+            id: "handshake.pathTooLong", code: .pathTooLong,
+            evaluate: { f in
+                let short = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 0, maximumIssuerLookups: 1024)
+                return await trust(f, f.chain.presented, limits: short).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.pathTooLong: api.example.com: the path has 1 intermediate CAs, more than the limit of 0"),
+        HandshakeRow(
+            id: "handshake.expired", code: .certificateExpired,
+            evaluate: { f in
+                await trust(f, f.chain.presented, at: CatalogueFixture.time.addingTimeInterval(400 * 86400)).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.certificateExpired: api.example.com: certificate 0 (CN=api.example.com) expired at 2030-07-01T00:00:00Z"),
+        HandshakeRow(
+            id: "handshake.notYetValid", code: .certificateNotYetValid,
+            evaluate: { f in
+                await trust(f, f.chain.presented, at: CatalogueFixture.time.addingTimeInterval(-400 * 86400)).evaluate(.ssl(host: "api.example.com"))
+            }, expected: "TrustFailure.certificateNotYetValid: api.example.com: certificate 0 (CN=api.example.com) is not valid before 2030-05-02T00:00:00Z"),
+        HandshakeRow(
+            id: "handshake.wrongHost", code: .hostnameMismatch,
+            evaluate: { f in
+                await trust(f, f.chain.presented).evaluate(.ssl(host: "www.example.org"))
+            }, expected: "TrustFailure.hostnameMismatch: www.example.org: the leaf is not valid for DNS name www.example.org; it names DNS:api.example.com"),
+        HandshakeRow(
+            id: "handshake.clientCertificateAsServer", code: .extendedKeyUsage,
+            evaluate: { f in
+                await trust(f, f.chain.presented, purpose: .clientAuthentication).evaluate(.basicX509)
+            },
+            expected: "TrustFailure.extendedKeyUsage: (no host checked): certificate 0 (CN=api.example.com) is not valid for client authentication (clientAuth): its extendedKeyUsage lists serverAuth"),
+        HandshakeRow(
+            id: "handshake.pinMismatch", code: .pinMismatch,
+            evaluate: { f in
+                await trust(f, f.chain.presented).evaluate(.ssl(host: "api.example.com"), pins: .publicKeys([Pin(spkiOf: f.stranger.leaf.certificate)]))
+            }, expected: "TrustFailure.pinMismatch: api.example.com: no certificate on the validated path matches a pin"),
     ]
 
     @Test("handshake rows", arguments: handshakeRows)

@@ -152,7 +152,7 @@ struct CertificateInfoTests {
         ] as [([UInt8], String)]
     )
     func ipv6(bytes: [UInt8], expected: String) {
-        #expect(CertificateInfo.ipAddress(bytes) == expected)
+        #expect(IPAddressText.format(bytes) == expected)
     }
 
     @Test("JSON: RFC 3339 dates, optional fields omitted when absent, round trip")

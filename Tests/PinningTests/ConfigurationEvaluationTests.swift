@@ -5,16 +5,16 @@ import Testing
 import X509
 
 /// Evaluating with a host pinning configuration: enforcement, report-only, expiry, anchors, unlisted hosts,
-/// failure reports, their delivery to a real HTTP server on 127.0.0.1 and the 24-hour rate limit.
+/// failure reports. Their delivery (queue, rate limit, retries, HTTPS) is tested in PinningNIOTests.
 @Suite("PinningConfiguration evaluation and reports")
 struct ConfigurationEvaluationTests {
     static let time = TestPKI.referenceTime
     static let year: TimeInterval = 365 * 86400
 
     struct PKI: Sendable {
-        let api: TestChain          // api.example.com under rootA
-        let other: TestChain        // a second, unrelated PKI (for "wrong" pins and anchors)
-        let fleet: TestChain        // a.fleet.internal under a private root
+        let api: TestChain  // api.example.com under rootA
+        let other: TestChain  // a second, unrelated PKI (for "wrong" pins and anchors)
+        let fleet: TestChain  // a.fleet.internal under a private root
     }
 
     static let fixture = Result {
@@ -230,152 +230,61 @@ struct ConfigurationEvaluationTests {
         // Round trip.
         #expect(try JSONDecoder().decode(PinFailureReport.self, from: try report.jsonData()) == report)
     }
+}
 
-    final class TestClock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: Date
-        init(_ value: Date) { self.value = value }
-        var now: Date {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return self.value
-        }
-        func advance(_ interval: TimeInterval) {
-            self.lock.lock()
-            self.value += interval
-            self.lock.unlock()
-        }
+/// A ``PinFailureReporting`` that records what it is handed and answers as told: the core's side of report
+/// delivery, without any I/O.
+final class RecordingReporter: PinFailureReporting, @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [(report: PinFailureReport, uris: [URL])] = []
+    let accepts: Bool
+
+    init(accepts: Bool) { self.accepts = accepts }
+
+    var submissions: [(report: PinFailureReport, uris: [URL])] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.received
     }
 
-    final class Outcomes: @unchecked Sendable {
-        private let lock = NSLock()
-        private var values: [HTTPPinFailureReporter.Outcome] = []
-        func append(_ outcome: HTTPPinFailureReporter.Outcome) {
-            self.lock.lock()
-            self.values.append(outcome)
-            self.lock.unlock()
-        }
-        var all: [HTTPPinFailureReporter.Outcome] {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return self.values
-        }
+    func submit(_ report: PinFailureReport, to uris: [URL]) async -> Bool {
+        self.lock.withLock { self.received.append((report, uris)) }
+        return self.accepts
     }
+}
 
-    @Test("reports are POSTed as JSON to a real server, at most once per 24 hours per host, chain and pins", .timeLimit(.minutes(1)))
-    func deliveryAndRateLimit() async throws {
+extension ConfigurationEvaluationTests {
+    @Test("a mismatch report is handed to the configuration's reporter with the entry's URIs; its answer is reportSubmitted")
+    func reporterProtocol() async throws {
         let pki = try Self.fixture.get()
-        let server = try LoopbackHTTPServer()
-        defer { server.stop() }
-        let clock = TestClock(Self.time)
-        let outcomes = Outcomes()
-        let queue = PinFailureReportQueue(
-            reporter: HTTPPinFailureReporter(timeout: .seconds(30), onOutcome: { outcomes.append($0) }),
-            clock: { clock.now }
-        )
+        let uris = ["https://reports.example.com/pins", "http://127.0.0.1:9/r"]
         var configuration = try Self.configuration(
-            "\"**.example.com\": {\"pins\": [\"\(Self.pin(pki.other.root.certificate))\"], \"enforce\": false, \"reportURIs\": [\"\(server.url("/pins").absoluteString)\"]}"
+            "\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.other.root.certificate))\"], \"enforce\": false, \"reportURIs\": [\"\(uris[0])\", \"\(uris[1])\"]}"
         )
-        configuration.reportQueue = queue
+        let accepting = RecordingReporter(accepts: true)
+        configuration.reportQueue = accepting
         let trust = Self.trust(pki.api, roots: [pki.api.root.certificate])
-
-        let first = await configuration.evaluate(trust, forHost: "api.example.com")
+        let first = await configuration.evaluate(trust, forHost: "api.example.com", port: 8443)
         #expect(first.isTrusted && first.pinMismatch && first.reportSubmitted)
-        #expect(await queue.waitForDelivery(timeout: .seconds(50)))
-        let requests = await server.waitForRequests(1)
-        try #require(requests.count == 1)
-        #expect(requests[0].requestLine == "POST /pins HTTP/1.1")
-        #expect(requests[0].headers["content-type"] == "application/json")
-        let received = try JSONDecoder().decode(PinFailureReport.self, from: Data(requests[0].body))
-        #expect(received == first.failureReport)
-        #expect(outcomes.all.count == 1 && outcomes.all[0].delivered && outcomes.all[0].status == 204)
+        let submitted = accepting.submissions
+        try #require(submitted.count == 1)
+        #expect(submitted[0].report == first.failureReport)
+        #expect(submitted[0].uris.map(\.absoluteString) == uris)
 
-        // Same host, chain and pins within 24 hours: not sent again (the verdict is unchanged).
-        clock.advance(23 * 3600)
-        let second = await configuration.evaluate(trust, forHost: "api.example.com")
+        // A reporter that drops the report (rate-limited, say): the verdict is the same, reportSubmitted false.
+        let dropping = RecordingReporter(accepts: false)
+        configuration.reportQueue = dropping
+        let second = await configuration.evaluate(trust, forHost: "api.example.com", port: 8443)
         #expect(second.isTrusted && second.pinMismatch && !second.reportSubmitted)
-        // Another host is another report.
-        let otherHost = try TestChain(
-            host: "www.example.com",
-            notValidBefore: Self.time.addingTimeInterval(-Self.year),
-            notValidAfter: Self.time.addingTimeInterval(Self.year)
-        )
-        let third = await configuration.evaluate(Self.trust(otherHost, roots: [otherHost.root.certificate]), forHost: "www.example.com")
-        #expect(third.reportSubmitted)
-        await queue.flush()
-        #expect(await server.waitForRequests(2).count == 2)
+        #expect(dropping.submissions.count == 1)
 
-        // After 24 hours the first report goes out again.
-        clock.advance(2 * 3600)
-        let fourth = await configuration.evaluate(trust, forHost: "api.example.com")
-        #expect(fourth.reportSubmitted)
-        await queue.flush()
-        #expect(await server.waitForRequests(3).count == 3)
-        #expect(server.requests.count == 3)
-    }
-
-    @Test("enforced mismatches are reported too; a failing collector is retried a bounded number of times", .timeLimit(.minutes(1)))
-    func retries() async throws {
-        let pki = try Self.fixture.get()
-        let server = try LoopbackHTTPServer(statuses: [500, 503, 204])
-        defer { server.stop() }
-        let outcomes = Outcomes()
-        let queue = PinFailureReportQueue(
-            reporter: HTTPPinFailureReporter(
-                timeout: .seconds(30),
-                maximumAttempts: 3,
-                retryDelay: .milliseconds(20),
-                onOutcome: { outcomes.append($0) }
-            )
+        // A matching pin: nothing is handed over.
+        var matching = try Self.configuration(
+            "\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.api.intermediate.certificate))\", \"\(Self.pin(pki.other.root.certificate))\"], \"reportURIs\": [\"\(uris[0])\"]}"
         )
-        var configuration = try Self.configuration(
-            "\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.other.intermediate.certificate))\", \"\(Self.pin(pki.other.root.certificate))\"], \"reportURIs\": [\"\(server.url().absoluteString)\"]}"
-        )
-        configuration.reportQueue = queue
-        let result = await configuration.evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com")
-        #expect(result.verdict.failure?.code == .pinMismatch && result.reportSubmitted)
-        await queue.flush()
-        #expect(server.requests.count == 3)
-        #expect(outcomes.all.count == 1 && outcomes.all[0].delivered && outcomes.all[0].attempts == 3)
-
-        // A collector that always fails: exactly maximumAttempts tries, then given up.
-        let failing = try LoopbackHTTPServer(statuses: [500])
-        defer { failing.stop() }
-        let reporter = HTTPPinFailureReporter(timeout: .seconds(30), maximumAttempts: 2, retryDelay: .milliseconds(10), onOutcome: { outcomes.append($0) })
-        let report = try #require(result.failureReport)
-        await reporter.send(report, to: [failing.url()])
-        #expect(failing.requests.count == 2)
-        #expect(outcomes.all.last?.delivered == false && outcomes.all.last?.status == 500)
-    }
-
-    @Test("delivery to nowhere is bounded and never changes the verdict; https needs a secure reporter", .timeLimit(.minutes(1)))
-    func unreachable() async throws {
-        let pki = try Self.fixture.get()
-        // A port that was just closed: connection refused.
-        let closed = try LoopbackHTTPServer()
-        let url = closed.url()
-        closed.stop()
-        let outcomes = Outcomes()
-        let reporter = HTTPPinFailureReporter(timeout: .seconds(1), maximumAttempts: 2, retryDelay: .milliseconds(10), onOutcome: { outcomes.append($0) })
-        let queue = PinFailureReportQueue(reporter: reporter)
-        var configuration = try Self.configuration(
-            "\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.api.intermediate.certificate))\"], \"enforce\": false, \"reportURIs\": [\"\(url.absoluteString)\", \"https://reports.example.com/pins\"]}"
-        )
-        configuration.reportQueue = queue
-        let good = await configuration.evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com")
-        #expect(good.isTrusted && !good.pinMismatch && !good.reportSubmitted)
-
-        let other = try Self.configuration(
-            "\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.other.root.certificate))\"], \"enforce\": false, \"reportURIs\": [\"\(url.absoluteString)\", \"https://reports.example.com/pins\"]}"
-        )
-        var withQueue = other
-        withQueue.reportQueue = queue
-        let mismatch = await withQueue.evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com")
-        #expect(mismatch.isTrusted && mismatch.pinMismatch && mismatch.reportSubmitted)
-        // Bounded by the reporter, not by a wall clock: flush returns once every attempt was made or refused.
-        await queue.flush()
-        let all = outcomes.all
-        #expect(all.count == 2 && all.allSatisfy { !$0.delivered && $0.attempts <= 2 })
-        #expect(all.contains { $0.uri.scheme == "https" && $0.message.contains("secureReporter") })
+        let idle = RecordingReporter(accepts: true)
+        matching.reportQueue = idle
+        let good = await matching.evaluate(trust, forHost: "api.example.com")
+        #expect(good.isTrusted && !good.reportSubmitted && idle.submissions.isEmpty)
     }
 }

@@ -1,9 +1,10 @@
-import Foundation
-@testable @_spi(Testing) import Pinning
 import Crypto
+import Foundation
 import PinningTestSupport
 import Testing
 import X509
+
+@testable @_spi(Testing) import Pinning
 
 /// A clock the test moves by hand.
 final class ManualClock: @unchecked Sendable {
@@ -147,14 +148,14 @@ struct EvaluationCacheTests {
         let cache = Self.cache(clock: clock, entries: 2)
         let policy = SecurityPolicy.default
         func evaluate(_ host: String) async { _ = await policy.evaluate(Self.trust(chain), forDomain: host, cache: cache) }
-        await evaluate("localhost")     // miss: [localhost]
-        await evaluate("127.0.0.1")     // miss: [localhost, 127.0.0.1]
-        await evaluate("localhost")     // hit: 127.0.0.1 is now the least recently used
-        await evaluate("::1")           // miss, evicts 127.0.0.1
+        await evaluate("localhost")  // miss: [localhost]
+        await evaluate("127.0.0.1")  // miss: [localhost, 127.0.0.1]
+        await evaluate("localhost")  // hit: 127.0.0.1 is now the least recently used
+        await evaluate("::1")  // miss, evicts 127.0.0.1
         #expect(cache.statistics == EvaluationCache.Statistics(hits: 1, misses: 3, evictions: 1, expirations: 0))
-        await evaluate("localhost")     // hit
-        await evaluate("::1")           // hit
-        await evaluate("127.0.0.1")     // miss again
+        await evaluate("localhost")  // hit
+        await evaluate("::1")  // hit
+        await evaluate("127.0.0.1")  // miss again
         #expect(cache.statistics == EvaluationCache.Statistics(hits: 3, misses: 4, evictions: 2, expirations: 0))
         #expect(cache.count == 2)
     }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import Pinning
 import PinningTestSupport
 import Testing
 import X509
+
+@testable import Pinning
 
 /// Issue 11, item 14 (from OkHttp's CertificatePinnerTest and HostnamesTest): internationalised host patterns
 /// in the configuration are converted to their A-labels, and hosts are matched the same way.
@@ -27,24 +28,28 @@ struct InternationalizedHostTests {
         #expect(try IDNA.toASCII(unicode) == ascii)
     }
 
-    @Test("RFC 3492 §7.1 sample strings", arguments: [
-        // (A) Arabic (Egyptian), (B) Chinese (simplified), (L) 3<nen>B<gumi><kinpachi><sensei>
-        ([0x0644, 0x064A, 0x0647, 0x0645, 0x0627, 0x0628, 0x062A, 0x0643, 0x0644, 0x0645, 0x0648, 0x0634, 0x0639, 0x0631, 0x0628, 0x064A, 0x061F] as [UInt32], "egbpdaj6bu4bxfgehfvwxn"),
-        ([0x4ED6, 0x4EEC, 0x4E3A, 0x4EC0, 0x4E48, 0x4E0D, 0x8BF4, 0x4E2D, 0x6587], "ihqwcrb4cv8a8dqg056pqjye"),
-        ([0x0033, 0x5E74, 0x0042, 0x7D44, 0x91D1, 0x516B, 0x5148, 0x751F], "3B-ww4c5e180e575a65lsy2b"),
-    ])
+    @Test(
+        "RFC 3492 §7.1 sample strings",
+        arguments: [
+            // (A) Arabic (Egyptian), (B) Chinese (simplified), (L) 3<nen>B<gumi><kinpachi><sensei>
+            ([0x0644, 0x064A, 0x0647, 0x0645, 0x0627, 0x0628, 0x062A, 0x0643, 0x0644, 0x0645, 0x0648, 0x0634, 0x0639, 0x0631, 0x0628, 0x064A, 0x061F] as [UInt32], "egbpdaj6bu4bxfgehfvwxn"),
+            ([0x4ED6, 0x4EEC, 0x4E3A, 0x4EC0, 0x4E48, 0x4E0D, 0x8BF4, 0x4E2D, 0x6587], "ihqwcrb4cv8a8dqg056pqjye"),
+            ([0x0033, 0x5E74, 0x0042, 0x7D44, 0x91D1, 0x516B, 0x5148, 0x751F], "3B-ww4c5e180e575a65lsy2b"),
+        ])
     func rfcSamples(_ codePoints: [UInt32], _ expected: String) {
         #expect(Punycode.encode(codePoints) == expected)
     }
 
-    @Test("names with no ASCII form are refused with the character named", arguments: [
-        ("bü cher.example", "cannot appear"),
-        ("ex\u{200D}ample.com", "U+200D"),  // ZERO WIDTH JOINER
-        ("\u{0301}abc.example", "combining mark"),
-        ("-bücher.example", "begins or ends"),
-        ("😀.example", "U+1F600"),
-        (String(repeating: "ü", count: 70) + ".example", "longer than 63"),
-    ])
+    @Test(
+        "names with no ASCII form are refused with the character named",
+        arguments: [
+            ("bü cher.example", "cannot appear"),
+            ("ex\u{200D}ample.com", "U+200D"),  // ZERO WIDTH JOINER
+            ("\u{0301}abc.example", "combining mark"),
+            ("-bücher.example", "begins or ends"),
+            ("😀.example", "U+1F600"),
+            (String(repeating: "ü", count: 70) + ".example", "longer than 63"),
+        ])
     func refused(_ host: String, _ fragment: String) {
         #expect(throws: IDNAError.self) { try IDNA.toASCII(host) }
         do {

@@ -107,9 +107,11 @@ struct KeyUsageQuirkTests {
 
         let plain = try LoadingFixtures.selfSigned()
         #expect(try LenientKeyUsage.decoded(of: plain.certificate)?.quirks == [])
-        #expect(try LenientKeyUsage.effectiveKeyUsage(of: LoadingFixtures.issue(
-            try LoadingFixtures.name("no-ku"), by: plain, extensions: Certificate.Extensions()
-        ).certificate) == nil)
+        #expect(
+            try LenientKeyUsage.effectiveKeyUsage(
+                of: LoadingFixtures.issue(
+                    try LoadingFixtures.name("no-ku"), by: plain, extensions: Certificate.Extensions()
+                ).certificate) == nil)
     }
 
     @Test("a root with the Trustwave keyUsage encoding anchors a chain; its facts show the usages and the quirk")

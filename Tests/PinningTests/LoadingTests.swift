@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PinningTestSupport
 import SwiftASN1
 import Testing
 import X509
@@ -207,8 +208,8 @@ enum LoadingFixtures {
 
     // MARK: openssl
 
-    static let opensslPath = "/usr/bin/openssl"
-    static let hasOpenSSL = FileManager.default.isExecutableFile(atPath: opensslPath)
+    static let opensslPath = TestTools.opensslPath
+    static let hasOpenSSL = TestTools.opensslAvailable
 
     struct CommandFailed: Error, CustomStringConvertible {
         var description: String
@@ -356,7 +357,8 @@ struct LoadingTests {
         )
         #expect(try CertificateLoader.certificates(from: withOthers, origin: "others.p7b") == chain)
 
-        let pem = "-----BEGIN PKCS7-----\n"
+        let pem =
+            "-----BEGIN PKCS7-----\n"
             + Data(ber).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
             + "\n-----END PKCS7-----\n"
         #expect(try CertificateLoader.certificates(from: Array(pem.utf8), origin: "p7.pem") == chain)
@@ -458,7 +460,9 @@ struct LoadingTests {
         expectLoadingError(.malformedPEM, origin: "pad", mentions: ["block 1 (CERTIFICATE) is not valid base64"]) {
             try CertificateLoader.certificates(from: Array(badLength.utf8), origin: "pad")
         }
-        #expect(CertificateLoadingError(code: .malformedPEM, origin: "/tmp/x.pem", problem: "block 2 (CERTIFICATE) is not valid base64").description == "/tmp/x.pem: malformed PEM: block 2 (CERTIFICATE) is not valid base64")
+        #expect(
+            CertificateLoadingError(code: .malformedPEM, origin: "/tmp/x.pem", problem: "block 2 (CERTIFICATE) is not valid base64").description
+                == "/tmp/x.pem: malformed PEM: block 2 (CERTIFICATE) is not valid base64")
     }
 
     @Test("valid base64 that is not a certificate is malformed DER naming the block")
@@ -794,5 +798,60 @@ struct TrustRootsTests {
         #expect(roots.certificates.count > 10)
         #expect(roots.sources.contains("/etc/ssl/certs/ca-certificates.crt"))
         #expect(TrustRoots.platform == roots)
+    }
+}
+
+// MARK: - Why BERReader stays (Loading/BERReader.swift)
+
+/// The two facts the decision in `BERReader.swift` rests on, so that a swift-asn1 update that changes either
+/// shows up here: `BER.parse` reads every vector (so none needs our reader), but it parses certificates inside a
+/// bundle too, so one broken certificate fails the whole bundle without saying which.
+@Suite("BERReader versus swift-asn1's BER.parse")
+struct BERReaderDecisionTests {
+    /// The certificates of a SignedData as `BER.parse` sees them.
+    static func certificateNodes(_ bytes: [UInt8]) throws -> [ASN1Node] {
+        let contentInfo = try BER.parse(bytes)
+        guard case .constructed(let info) = contentInfo.content, let content = Array(info).last,
+            case .constructed(let explicit) = content.content, let signedDataNode = Array(explicit).first,
+            case .constructed(let signedData) = signedDataNode.content,
+            let certificates = Array(signedData).first(where: { $0.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) }),
+            case .constructed(let set) = certificates.content
+        else {
+            throw BERShapeError()
+        }
+        return Array(set)
+    }
+
+    /// The bytes parsed, but not into ContentInfo → [0] → SignedData → [0] certificates.
+    struct BERShapeError: Error {}
+
+    @Test("BER.parse reads hand-built DER and indefinite-length BER bundles and openssl crl2pkcs7 output")
+    func berParseReadsTheVectors() throws {
+        let chain = try LoadingFixtures.chain()
+        for bytes in [LoadingFixtures.pkcs7(chain), LoadingFixtures.pkcs7(chain, indefinite: true)] {
+            let nodes = try Self.certificateNodes(bytes)
+            #expect(try nodes.map { try Certificate(derEncoded: Array($0.encodedBytes)) } == chain)
+        }
+        guard LoadingFixtures.hasOpenSSL else { return }
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let chainPath = try LoadingFixtures.write(try LoadingFixtures.pem(chain), to: directory, "chain.pem")
+        let output = directory + "/chain.p7b"
+        _ = try LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", "DER", "-out", output])
+        let nodes = try Self.certificateNodes(Array(try Data(contentsOf: URL(fileURLWithPath: output))))
+        #expect(try Set(nodes.map { try Certificate(derEncoded: Array($0.encodedBytes)) }) == Set(chain))
+    }
+
+    @Test("BER.parse fails a whole bundle for one broken certificate; the loader names the certificate")
+    func berParseCannotNameTheBrokenCertificate() throws {
+        let chain = try LoadingFixtures.chain()
+        var broken = LoadingFixtures.pkcs7(chain)
+        let start = try #require(LoadingTests.firstIndex(of: chain[1].derBytes, in: broken))
+        broken[start + 8] ^= 0xFF
+        #expect(throws: (any Error).self) { try BER.parse(broken) }
+        let error = try #require(throws: CertificateLoadingError.self) {
+            try CertificateLoader.certificates(from: broken, origin: "broken")
+        }
+        #expect(error.description.contains("certificate 2 in the PKCS#7 bundle"))
     }
 }

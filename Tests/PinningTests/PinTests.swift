@@ -135,7 +135,7 @@ struct PinTests {
         #expect(Pin(spkiOf: renewed.certificate) == Pin(spkiOf: root.certificate))
     }
 
-    static let hasOpenSSL = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+    static let hasOpenSSL = TestTools.opensslAvailable
 
     @Test(
         "Pin(spkiOf:) equals the pin openssl computes",

@@ -259,8 +259,8 @@ struct TestPKITests {
 
     // MARK: - OpenSSL
 
-    static let opensslPath = "/usr/bin/openssl"
-    static let hasOpenSSL = FileManager.default.isExecutableFile(atPath: opensslPath)
+    static let opensslPath = TestTools.opensslPath
+    static let hasOpenSSL = TestTools.opensslAvailable
 
     @Test(
         "openssl verify accepts the chain for sslserver by hostname and IP",

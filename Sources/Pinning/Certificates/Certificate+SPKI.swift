@@ -1,6 +1,6 @@
-public import X509
-import SwiftASN1
 import Crypto
+import SwiftASN1
+public import X509
 
 extension Certificate {
     /// The exact SubjectPublicKeyInfo DER of this certificate, as it appears in the TBSCertificate.

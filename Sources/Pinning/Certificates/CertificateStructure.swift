@@ -112,8 +112,9 @@ struct CertificateStructure: Sendable {
         guard serialNode.identifier == .integer, case .primitive(let serial) = serialNode.content, !serial.isEmpty else {
             throw Malformed("the serialNumber is not an INTEGER")
         }
-        if serial.count > 1, serial[serial.startIndex] == 0x00 && serial[serial.startIndex + 1] & 0x80 == 0
-            || serial[serial.startIndex] == 0xFF && serial[serial.startIndex + 1] & 0x80 != 0
+        if serial.count > 1,
+            serial[serial.startIndex] == 0x00 && serial[serial.startIndex + 1] & 0x80 == 0
+                || serial[serial.startIndex] == 0xFF && serial[serial.startIndex + 1] & 0x80 != 0
         {
             // BER-valid, DER-invalid (X.690 §8.3.2): the value is still unambiguous.
             quirks.append("the serialNumber INTEGER is not minimally encoded (X.690 §8.3.2)")

@@ -1,5 +1,5 @@
 import SwiftASN1
-public import X509
+import X509
 
 /// The keyUsage of a certificate, read strictly by swift-certificates first and, only when that refuses it, by a
 /// small decoder that tolerates the non-DER encodings real trust anchors carry.
@@ -20,22 +20,22 @@ public import X509
 /// cannot be read: a value that is not exactly one primitive BIT STRING, an unused-bit count over 7, unused
 /// bits in an empty BIT STRING, and any set bit after decipherOnly (bit 8), which RFC 5280 §4.2.1.3 does not
 /// define.
-public enum LenientKeyUsage {
+enum LenientKeyUsage {
     /// Why a keyUsage extension cannot be read even leniently.
-    public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+    struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
         /// What is wrong, in words.
-        public var problem: String
+        var problem: String
 
         /// `"keyUsage extension is malformed: …"`
-        public var description: String { "keyUsage extension is malformed: \(self.problem)" }
+        var description: String { "keyUsage extension is malformed: \(self.problem)" }
     }
 
     /// A decoded keyUsage and the encoding quirks that were tolerated to read it (empty when it is valid DER).
-    public struct Decoded: Hashable, Sendable {
+    struct Decoded: Hashable, Sendable {
         /// The usages.
-        public var usage: KeyUsage
+        var usage: KeyUsage
         /// The deviations from DER that were tolerated, in words; empty for a DER-conforming value.
-        public var quirks: [String]
+        var quirks: [String]
     }
 
     /// The effective keyUsage of `certificate`: `nil` when the extension is absent.
@@ -43,17 +43,17 @@ public enum LenientKeyUsage {
     /// swift-certificates' strict DER parser is tried first; the lenient decoder runs only when it throws.
     ///
     /// - Throws: ``DecodingError`` when the value cannot be read even under BER rules.
-    public static func effectiveKeyUsage(of certificate: Certificate) throws(DecodingError) -> KeyUsage? {
+    static func effectiveKeyUsage(of certificate: Certificate) throws(DecodingError) -> KeyUsage? {
         try self.decoded(of: certificate)?.usage
     }
 
     /// ``effectiveKeyUsage(of:)`` with the quirks that were tolerated.
-    public static func decoded(of certificate: Certificate) throws(DecodingError) -> Decoded? {
+    static func decoded(of certificate: Certificate) throws(DecodingError) -> Decoded? {
         try self.decoded(of: certificate.extensions)
     }
 
     /// The keyUsage of a set of extensions, strictly first, then leniently; `nil` when absent.
-    public static func decoded(of extensions: Certificate.Extensions) throws(DecodingError) -> Decoded? {
+    static func decoded(of extensions: Certificate.Extensions) throws(DecodingError) -> Decoded? {
         let strictError: any Error
         do {
             guard let usage = try extensions.keyUsage else { return nil }
@@ -69,7 +69,7 @@ public enum LenientKeyUsage {
     }
 
     /// Decodes a keyUsage extension value (the contents of extnValue's OCTET STRING) under the rules above.
-    public static func decode(extensionValue value: ArraySlice<UInt8>) throws(DecodingError) -> Decoded {
+    static func decode(extensionValue value: ArraySlice<UInt8>) throws(DecodingError) -> Decoded {
         let node: ASN1Node
         do {
             // DER.parse refuses indefinite and non-minimal lengths and trailing bytes after the BIT STRING: no real

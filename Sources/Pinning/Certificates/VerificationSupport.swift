@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import SwiftASN1
+import _CryptoExtras
 
 /// What our verifier (swift-certificates on swift-crypto) cannot use in a certificate, in words.
 ///

@@ -346,7 +346,8 @@ struct ConfigurationValidator {
                 self.add(.anchorFile, key, "anchors[\(index)]", "the path is empty")
                 continue
             }
-            let resolved = path.hasPrefix("/")
+            let resolved =
+                path.hasPrefix("/")
                 ? path : URL(fileURLWithPath: self.baseDirectory, isDirectory: true).appendingPathComponent(path).path
             do {
                 certificates += try CertificateLoader.certificates(atPath: resolved)

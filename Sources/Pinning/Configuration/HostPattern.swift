@@ -81,7 +81,7 @@ struct HostPattern: Hashable, Sendable {
             wildcard = nil
             body = name
         }
-        if PeerName.ipAddressBytes(body) != nil {
+        if IPAddressText.bytes(body) != nil {
             guard wildcard == nil else {
                 throw HostPatternError("a wildcard cannot be applied to an IP address")
             }
@@ -93,7 +93,7 @@ struct HostPattern: Hashable, Sendable {
         guard !body.contains("*") else {
             throw HostPatternError("a wildcard must be a whole leading label, \"*.\" or \"**.\"")
         }
-        guard Self.isDNSName(body) else {
+        guard DNSNameSyntax.isPlausible(body) else {
             throw HostPatternError(
                 "not a DNS name or IP address (letters, digits, '-', '_' and '.', in A-label form, no empty label)"
             )
@@ -123,21 +123,6 @@ struct HostPattern: Hashable, Sendable {
         HostPatternError(
             "too broad: a wildcard or includeSubdomains needs a suffix of at least two labels (\"\(key)\" would cover a whole top-level domain)"
         )
-    }
-
-    private static func isDNSName(_ name: String) -> Bool {
-        guard name.utf8.count <= 253 else { return false }
-        let allowed = name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
-                return true
-            default:
-                return false
-            }
-        }
-        guard allowed else { return false }
-        return !name.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty || $0.count > 63 }
     }
 
     /// Whether the pattern covers `host` (already ``normalize(_:)``d).

@@ -1,4 +1,5 @@
 public import Foundation
+import SwiftASN1
 public import X509
 
 /// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
@@ -140,18 +141,18 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     }
 
     /// `pin-sha256="BASE64"`, the RFC 7469 form of a pin.
-    public static func knownPin(_ pin: Pin) -> String {
+    static func knownPin(_ pin: Pin) -> String {
         "pin-sha256=\"\(pin.base64)\""
     }
 
-    /// A certificate as a PEM `CERTIFICATE` block (64-character lines, ending in a newline).
-    public static func pem(_ certificate: Certificate) -> String {
-        let base64 = Data(certificate.derBytes).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        return "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+    /// A certificate as a PEM `CERTIFICATE` block (swift-asn1's `PEMDocument`: 64-character lines), ending in
+    /// a newline so that the blocks of a chain can be concatenated into a PEM bundle.
+    static func pem(_ certificate: Certificate) -> String {
+        PEMDocument(type: "CERTIFICATE", derBytes: certificate.derBytes).pemString + "\n"
     }
 
     /// The rate-limiting identity of a report: the host, the validated chain and the known pins.
-    var deduplicationKey: DeduplicationKey {
+    package var deduplicationKey: DeduplicationKey {
         DeduplicationKey(
             hostname: self.hostname.lowercased(),
             validatedChain: self.validatedCertificateChain,
@@ -159,7 +160,8 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         )
     }
 
-    struct DeduplicationKey: Hashable, Sendable {
+    /// What makes two reports the same for rate limiting (used by `PinningNIO`'s report queue).
+    package struct DeduplicationKey: Hashable, Sendable {
         var hostname: String
         var validatedChain: [String]
         var knownPins: [String]

@@ -5,26 +5,27 @@ import X509
 /// configuration reached it.
 public struct HostEvaluation: Sendable {
     /// Trusted or untrusted, with the path or the reason.
-    public var verdict: TrustEvaluation
+    public internal(set) var verdict: TrustEvaluation
     /// The host that was judged, as given.
-    public var host: String
+    public internal(set) var host: String
     /// The port, as given (it appears in failure reports).
-    public var port: Int
+    public internal(set) var port: Int
     /// The key of the entry that governed the host, or nil when the host is unlisted.
-    public var matchedEntry: String?
+    public internal(set) var matchedEntry: String?
     /// Whether a pin mismatch would make (or made) the host untrusted: false when the host is unlisted, the
     /// entry is report-only, or its pins have expired.
-    public var pinsEnforced: Bool
+    public internal(set) var pinsEnforced: Bool
     /// Whether the validated path matched none of the entry's pins and the host was trusted anyway (the
     /// entry is report-only, or its pins have expired).
-    public var pinMismatch: Bool
+    public internal(set) var pinMismatch: Bool
     /// Things a reader should know: a mismatch let through, expired pins.
-    public var warnings: [String]
+    public internal(set) var warnings: [String]
     /// The failure report built for a pin mismatch of a pinned (not expired) entry, whether or not it was sent.
-    public var failureReport: PinFailureReport?
-    /// Whether ``failureReport`` was handed to the configuration's ``PinningConfiguration/reportQueue``
-    /// (false without a queue, without `reportURIs`, or when the same report was sent in the last 24 hours).
-    public var reportSubmitted: Bool
+    public internal(set) var failureReport: PinFailureReport?
+    /// Whether the configuration's ``PinningConfiguration/reportQueue`` accepted ``failureReport`` (false
+    /// without a queue, without `reportURIs`, or when the reporter dropped it: `PinFailureReportQueue` drops
+    /// the same report within 24 hours).
+    public internal(set) var reportSubmitted: Bool
 
     /// Whether the peer is trusted.
     public var isTrusted: Bool { self.verdict.isTrusted }

@@ -20,7 +20,7 @@ public import X509
 ///
 /// ```swift
 /// var configuration = try PinningConfiguration(contentsOfFile: "/etc/myapp/pinning.json")
-/// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())
+/// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())   // PinningNIO
 /// let result = await configuration.evaluate(ServerTrust(certificates: chain), forHost: "api.example.com", port: 443)
 /// ```
 ///
@@ -88,9 +88,9 @@ public struct PinningConfiguration: Sendable {
     /// Where failure reports are submitted; nil (the default) builds reports
     /// (``HostEvaluation/failureReport``) without sending them.
     ///
-    /// Submitting never blocks or changes a verdict, and the queue sends the same report at most once per
-    /// day.
-    public var reportQueue: PinFailureReportQueue?
+    /// Submitting never changes a verdict. `PinningNIO`'s `PinFailureReportQueue` delivers over HTTPS in the
+    /// background and sends the same report at most once per day.
+    public var reportQueue: (any PinFailureReporting)?
 
     init(version: Int, unlistedHosts: UnlistedHosts, entries: [Entry]) {
         self.version = version

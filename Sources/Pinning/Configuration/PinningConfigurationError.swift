@@ -60,8 +60,8 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
         /// What is wrong, in one sentence.
         public var message: String
 
-        /// A problem at `entry`/`field`.
-        public init(_ kind: Kind, entry: String?, field: String?, _ message: String) {
+        /// A problem at `entry`/`field`. Only the configuration loader makes them.
+        init(_ kind: Kind, entry: String?, field: String?, _ message: String) {
             self.kind = kind
             self.entry = entry
             self.field = field
@@ -86,8 +86,8 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
     /// Every problem found, in the order found (top-level fields, then entries sorted by key).
     public var problems: [Problem]
 
-    /// An error listing `problems` in `origin`.
-    public init(origin: String, problems: [Problem]) {
+    /// An error listing `problems` in `origin`. Only the configuration loader makes one.
+    init(origin: String, problems: [Problem]) {
         self.origin = origin
         self.problems = problems
     }

@@ -24,7 +24,7 @@ struct AnchorSet: Sendable {
 /// A few recently used anchor sets, most recent first. Arrays compare with `==`, which returns at once for the
 /// same stored array (``TrustRoots/platform`` is one array for the life of the process) and otherwise compares
 /// certificates, so a hit is always for equal contents.
-final class AnchorSetCache: @unchecked Sendable {
+final class AnchorSetCache: Sendable {
     static let shared = AnchorSetCache(capacity: 8)
 
     private struct Entry {
@@ -33,32 +33,33 @@ final class AnchorSetCache: @unchecked Sendable {
         var set: AnchorSet
     }
 
-    private let lock = NSLock()
     private let capacity: Int
-    private var entries: [Entry] = []
+    /// Most recently used first.
+    private let entries = LockedValueBox<[Entry]>([])
 
     init(capacity: Int) {
         self.capacity = capacity
     }
 
     func set(roots: [Certificate]?, anchors: [Certificate]) -> AnchorSet {
-        self.lock.lock()
-        if let index = self.entries.firstIndex(where: { $0.roots == roots && $0.anchors == anchors }) {
-            let entry = self.entries[index]
-            if index != 0 {
-                self.entries.remove(at: index)
-                self.entries.insert(entry, at: 0)
+        let cached = self.entries.withLockedValue { entries -> AnchorSet? in
+            guard let index = entries.firstIndex(where: { $0.roots == roots && $0.anchors == anchors }) else {
+                return nil
             }
-            self.lock.unlock()
+            let entry = entries[index]
+            if index != 0 {
+                entries.remove(at: index)
+                entries.insert(entry, at: 0)
+            }
             return entry.set
         }
-        self.lock.unlock()
+        if let cached { return cached }
         // Built outside the lock; two threads may build the same set once each, which is harmless.
         let set = AnchorSet((roots ?? []) + anchors)
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        self.entries.insert(Entry(roots: roots, anchors: anchors, set: set), at: 0)
-        if self.entries.count > self.capacity { self.entries.removeLast() }
+        self.entries.withLockedValue { entries in
+            entries.insert(Entry(roots: roots, anchors: anchors, set: set), at: 0)
+            if entries.count > self.capacity { entries.removeLast() }
+        }
         return set
     }
 }

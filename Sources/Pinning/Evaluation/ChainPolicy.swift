@@ -1,6 +1,6 @@
 import Foundation
-@_spi(DisableValidityCheck) import X509
 import SwiftASN1
+@_spi(DisableValidityCheck) import X509
 
 /// The stages a candidate path goes through, in the order they are checked. A later stage means the path got
 /// further, so when every candidate fails, the failure of the candidate that got furthest explains the verdict.
@@ -30,32 +30,27 @@ struct CandidateFailure: Sendable {
 
 /// Collects candidate failures during one path-building run. Path building calls the policy serially, but the
 /// policy must be `Sendable`, so the log is a locked reference shared by the policy's copies.
-final class CandidateLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failures: [CandidateFailure] = []
+final class CandidateLog: Sendable {
+    private let failures = LockedValueBox<[CandidateFailure]>([])
 
     func record(_ failure: CandidateFailure) {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        // Bounded: a hostile chain cannot make us keep an unbounded list of explanations.
-        if self.failures.count < 64 { self.failures.append(failure) }
+        self.failures.withLockedValue { failures in
+            // Bounded: a hostile chain cannot make us keep an unbounded list of explanations.
+            if failures.count < 64 { failures.append(failure) }
+        }
     }
 
     /// The failure of the candidate that got furthest; the first such one on ties.
     var furthest: CandidateFailure? {
-        self.lock.lock()
-        defer { self.lock.unlock() }
         var best: CandidateFailure?
-        for failure in self.failures where best.map({ failure.stage > $0.stage }) ?? true {
+        for failure in self.failures.withLockedValue({ $0 }) where best.map({ failure.stage > $0.stage }) ?? true {
             best = failure
         }
         return best
     }
 
     var isEmpty: Bool {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.failures.isEmpty
+        self.failures.withLockedValue { $0.isEmpty }
     }
 }
 

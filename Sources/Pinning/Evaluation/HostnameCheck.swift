@@ -1,5 +1,5 @@
-import X509
 import SwiftASN1
+import X509
 
 /// Matches a leaf certificate against the expected peer name.
 ///
@@ -75,7 +75,7 @@ enum HostnameCheck {
         sans.map { entry in
             switch entry {
             case .dnsName(let name): return "DNS:\(name)"
-            case .ipAddress(let octets): return "IP:\(PeerName.ipAddressText(Array(octets.bytes)))"
+            case .ipAddress(let octets): return "IP:\(IPAddressText.formatOrHex(Array(octets.bytes)))"
             case .uniformResourceIdentifier(let uri): return "URI:\(uri)"
             case .rfc822Name(let email): return "email:\(email)"
             case .directoryName(let dn): return "DirName:\(dn)"

@@ -1,5 +1,5 @@
-import X509
 import SwiftASN1
+import X509
 
 /// Says why no path reached an anchor, when path building found no complete candidate at all.
 ///

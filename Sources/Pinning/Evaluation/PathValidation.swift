@@ -1,6 +1,6 @@
 import Foundation
-import X509
 import SwiftASN1
+import X509
 
 /// One run of path building and validation on swift-certificates' `Verifier`, turned into a verdict with
 /// evidence. Every evaluation in the package goes through here: the security policy, the host configuration
@@ -230,29 +230,30 @@ extension ChainPolicy {
 }
 
 /// Counts issuer look-ups across one path-building run.
-final class IssuerLookupBudget: @unchecked Sendable {
-    private let lock = NSLock()
-    private var remaining: Int
-    private var exhausted = false
+final class IssuerLookupBudget: Sendable {
+    private struct State {
+        var remaining: Int
+        var exhausted = false
+    }
 
-    init(limit: Int) { self.remaining = limit }
+    private let state: LockedValueBox<State>
+
+    init(limit: Int) { self.state = LockedValueBox(State(remaining: limit)) }
 
     /// Takes one look-up; false once the budget is spent.
     func take() -> Bool {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        guard self.remaining > 0 else {
-            self.exhausted = true
-            return false
+        self.state.withLockedValue { state in
+            guard state.remaining > 0 else {
+                state.exhausted = true
+                return false
+            }
+            state.remaining -= 1
+            return true
         }
-        self.remaining -= 1
-        return true
     }
 
     var isExhausted: Bool {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.exhausted
+        self.state.withLockedValue { $0.exhausted }
     }
 }
 

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The name a server is expected to prove: a DNS name or an IP address.
 ///
@@ -35,7 +28,7 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
         if candidate.hasPrefix("[") && candidate.hasSuffix("]") && candidate.count > 2 {
             candidate = String(candidate.dropFirst().dropLast())
         }
-        if let bytes = Self.ipAddressBytes(candidate) {
+        if let bytes = IPAddressText.bytes(candidate) {
             self.kind = .ip(bytes)
             return
         }
@@ -50,10 +43,7 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
         guard !name.isEmpty else {
             throw PeerNameError(text: host, problem: "the host name is empty")
         }
-        guard name.utf8.count <= 253,
-            name.utf8.allSatisfy({ Self.isDNSCharacter($0) }),
-            !name.split(separator: ".", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0.count > 63 })
-        else {
+        guard DNSNameSyntax.isPlausible(name) else {
             throw PeerNameError(
                 text: host,
                 problem: "not an IP address and not a DNS name (letters, digits, '-', '_' and '.', in A-label form)"
@@ -70,49 +60,6 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
 
     /// The name as given (an IPv6 address without brackets).
     public var description: String { self.text }
-
-    private static func isDNSCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
-            return true
-        default:
-            return false
-        }
-    }
-
-    /// The bytes of an IPv4 (dotted quad only) or IPv6 address, or nil.
-    static func ipAddressBytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
-    }
-
-    /// Renders IP address bytes as text (dotted quad, or RFC 5952 IPv6).
-    static func ipAddressText(_ bytes: [UInt8]) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        switch bytes.count {
-        case 4:
-            var address = in_addr()
-            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes) }
-            guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { break }
-            return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        case 16:
-            var address = in6_addr()
-            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes) }
-            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { break }
-            return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        default:
-            break
-        }
-        return bytes.map { String(format: "%02x", $0) }.joined(separator: ":")
-    }
 }
 
 /// A host name that cannot be checked against a certificate.

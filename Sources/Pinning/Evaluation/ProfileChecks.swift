@@ -1,5 +1,5 @@
-import X509
 import SwiftASN1
+import X509
 
 /// Certificate-profile rules checked on every candidate path, after path building proved the signatures.
 /// Each rule returns a problem sentence or nil; the first problem refuses the path.
@@ -84,7 +84,7 @@ struct ProfileChecks {
         // RFC 5280 §4.2.1.6: dNSNames use the preferred name syntax (letters, digits, hyphens; a leading "*."
         // wildcard label is the common extension).
         if let sans {
-            for case .dnsName(let name) in sans where !Self.isPreferredNameSyntax(name) {
+            for case .dnsName(let name) in sans where !DNSNameSyntax.isPreferredNameSyntax(name) {
                 return "its subjectAltName \"\(name)\" is not a valid DNS name (RFC 5280 §4.2.1.6)"
             }
         }
@@ -115,13 +115,14 @@ struct ProfileChecks {
             return "its authorityInfoAccess extension is empty (RFC 5280 §4.2.2.1)"
         }
 
-        guard self.profile == .webPKI else { return nil }
+        guard let publicSuffixList = self.profile.publicSuffixList else { return nil }
         return self.webPKIProblem(
             with: certificate,
             isLeaf: isLeaf,
             isAnchor: isAnchor,
             isCA: isCA,
             sans: sans,
+            publicSuffixList: publicSuffixList,
             authorityKeyIdentifier: authorityKeyIdentifier,
             subjectKeyIdentifier: subjectKeyIdentifier,
             extendedKeyUsage: extendedKeyUsage
@@ -135,6 +136,7 @@ struct ProfileChecks {
         isAnchor: Bool,
         isCA: Bool,
         sans: SubjectAlternativeNames?,
+        publicSuffixList: PublicSuffixList,
         authorityKeyIdentifier: AuthorityKeyIdentifier?,
         subjectKeyIdentifier: SubjectKeyIdentifier?,
         extendedKeyUsage: ExtendedKeyUsage?
@@ -176,7 +178,7 @@ struct ProfileChecks {
             }
             if let sans {
                 for case .dnsName(let name) in sans where name.hasPrefix("*.") {
-                    if PublicSuffixList.shared.isPublicSuffix(String(name.dropFirst(2))) {
+                    if publicSuffixList.isPublicSuffix(String(name.dropFirst(2))) {
                         return "its wildcard \(name) spans a public suffix (CABF 3.2.2.6)"
                     }
                 }
@@ -200,21 +202,6 @@ struct ProfileChecks {
     // reads the common name, so it cannot change a verdict; and enforcing it refuses hundreds of BetterTLS
     // name-constraint chains whose leaves carry a DNS-like common name outside their SANs (measured: 340
     // x509-limbo passes lost for 9 gained). The 9 webpki::cn cases are therefore recorded as known failures.
-
-    static func isPreferredNameSyntax(_ name: String) -> Bool {
-        var labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        if name.hasSuffix(".") { labels.removeLast() }
-        if labels.first == "*" && labels.count > 1 { labels.removeFirst() }
-        guard !labels.isEmpty else { return false }
-        return labels.allSatisfy { label in
-            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
-                && label.utf8.allSatisfy { byte in
-                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
-                }
-        }
-    }
 
     static func serialNumberProblem(_ certificate: Certificate) -> String? {
         guard var serial = certificate.serialNumberContentBytes else {

@@ -3,6 +3,10 @@ public import X509
 
 /// A peer's certificate chain together with how to judge it: the counterpart of a `SecTrust`.
 ///
+/// What was presented (``certificates``) is kept apart from how it is judged (``settings``, a
+/// ``TrustSettings`` that a client, server or configuration holds for all its connections). The settings'
+/// fields can be read and set through this value too.
+///
 /// ```swift
 /// var trust = ServerTrust(certificates: presented)          // leaf first
 /// trust.anchors = [companyRoot]                             // added to the platform roots
@@ -12,25 +16,44 @@ public struct ServerTrust: Sendable {
     /// The chain as the peer presented it: leaf first, the rest in any order; duplicates and unrelated extras
     /// are tolerated (path building picks what it needs).
     public var certificates: [Certificate]
-    /// Custom trust anchors (`SecTrustSetAnchorCertificates`).
-    public var anchors: [Certificate]
-    /// When true only ``anchors`` are trusted; when false (the default) they are added to the platform roots.
-    ///
-    /// - Note: Apple's `SecTrustSetAnchorCertificates` switches to anchors-only as a side effect, and callers
-    ///   have been surprised by it (Alamofire#3166). Here adding anchors never drops the platform roots; say
-    ///   `anchorsOnly = true` to trust only them (`SecTrustSetAnchorCertificatesOnly`).
-    public var anchorsOnly: Bool
-    /// The platform roots; nil means the operating system's store (``TrustRoots/platform``), loaded on first use.
-    public var platformRoots: TrustRoots?
-    /// The validation instant; nil means the moment of evaluation.
+    /// How the chain is judged: anchors, platform roots, purpose, profile, limits.
+    public var settings: TrustSettings
+    /// The validation instant of this one evaluation (`SecTrustSetVerifyDate`); nil means the moment of
+    /// evaluation.
     public var validationTime: Date?
+
+    /// Custom trust anchors (`SecTrustSetAnchorCertificates`); see ``TrustSettings/anchors``.
+    public var anchors: [Certificate] {
+        get { self.settings.anchors }
+        set { self.settings.anchors = newValue }
+    }
+    /// When true only ``anchors`` are trusted; when false (the default) they are added to the platform roots.
+    /// See ``TrustSettings/anchorsOnly``.
+    public var anchorsOnly: Bool {
+        get { self.settings.anchorsOnly }
+        set { self.settings.anchorsOnly = newValue }
+    }
+    /// The platform roots; nil means the operating system's store (``TrustRoots/platform``), loaded on first use.
+    public var platformRoots: TrustRoots? {
+        get { self.settings.platformRoots }
+        set { self.settings.platformRoots = newValue }
+    }
     /// What the leaf must be good for: server authentication (the default) or client authentication.
-    public var purpose: TrustPurpose
+    public var purpose: TrustPurpose {
+        get { self.settings.purpose }
+        set { self.settings.purpose = newValue }
+    }
     /// The certificate profile paths must conform to: ``ValidationProfile/rfc5280`` (default) or
-    /// ``ValidationProfile/webPKI``.
-    public var profile: ValidationProfile
+    /// ``ValidationProfile/webPKI(publicSuffixList:)``.
+    public var profile: ValidationProfile {
+        get { self.settings.profile }
+        set { self.settings.profile = newValue }
+    }
     /// Resource limits that bound the work a hostile chain can cause.
-    public var limits: TrustLimits
+    public var limits: TrustLimits {
+        get { self.settings.limits }
+        set { self.settings.limits = newValue }
+    }
 
     /// A trust for `certificates`, leaf first.
     public init(
@@ -43,14 +66,24 @@ public struct ServerTrust: Sendable {
         profile: ValidationProfile = .rfc5280,
         limits: TrustLimits = .default
     ) {
-        self.profile = profile
         self.certificates = certificates
-        self.anchors = anchors
-        self.anchorsOnly = anchorsOnly
-        self.platformRoots = platformRoots
+        self.settings = TrustSettings(
+            anchors: anchors,
+            anchorsOnly: anchorsOnly,
+            platformRoots: platformRoots,
+            purpose: purpose,
+            profile: profile,
+            limits: limits
+        )
         self.validationTime = validationTime
-        self.purpose = purpose
-        self.limits = limits
+    }
+
+    /// `certificates` (leaf first) judged by `settings`; the validation instant is the settings' fixed one if
+    /// they have one (``TrustSettings/validatingAt(_:)``), else the moment of evaluation.
+    public init(certificates: [Certificate], settings: TrustSettings) {
+        self.certificates = certificates
+        self.settings = settings
+        self.validationTime = settings.validationTime
     }
 
     /// The anchors this trust validates against: ``anchors``, plus the platform roots unless ``anchorsOnly``.

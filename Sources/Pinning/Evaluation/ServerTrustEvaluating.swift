@@ -1,5 +1,5 @@
-public import X509
 import SwiftASN1
+public import X509
 
 /// Anything that decides whether a peer's chain is trusted for a host: a ``SecurityPolicy``, a host pinning
 /// configuration, or your own composition. Connection adapters take one of these and never validate chains

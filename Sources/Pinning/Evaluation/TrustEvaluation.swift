@@ -2,7 +2,9 @@ public import X509
 
 /// The verdict of an evaluation: trusted, with the path that earned it, or untrusted, with why.
 public enum TrustEvaluation: Sendable {
+    /// The peer is trusted; the ``TrustedChain`` says on what basis and holds the path that earned it.
     case trusted(TrustedChain)
+    /// The peer is not trusted; the ``TrustFailure`` says why, with the evidence.
     case untrusted(TrustFailure)
 
     /// Whether the peer is trusted.
@@ -27,6 +29,9 @@ public enum TrustEvaluation: Sendable {
 }
 
 /// A chain that was trusted, and on what basis.
+///
+/// Only the evaluation that earned it makes one: its properties are read-only outside this module, so a caller
+/// cannot relabel a verdict (change its ``basis`` or swap its ``validatedChain``).
 public struct TrustedChain: Sendable {
     /// Why a chain was trusted.
     public struct Basis: Hashable, Sendable, CustomStringConvertible {
@@ -50,16 +55,16 @@ public struct TrustedChain: Sendable {
     }
 
     /// The chain as the peer presented it.
-    public var presentedChain: [Certificate]
+    public internal(set) var presentedChain: [Certificate]
     /// The validated path, leaf to anchor; nil when the chain was trusted without validation
     /// (see ``Basis``).
-    public var validatedChain: X509.ValidatedCertificateChain?
+    public internal(set) var validatedChain: X509.ValidatedCertificateChain?
     /// For ``Basis/pinOnSignatureLinkedPath``: the signature-linked path that carried the pin.
-    public var linkedPath: [Certificate]?
+    public internal(set) var linkedPath: [Certificate]?
     /// On what basis.
-    public var basis: Basis
+    public internal(set) var basis: Basis
     /// Warnings a reader should see (trust granted without validation, expired pin set, …).
-    public var warnings: [String]
+    public internal(set) var warnings: [String]
     /// When every certificate on the paths that earned this verdict is valid; nil when no path was validated
     /// (the verdict does not depend on the clock). ``EvaluationCache`` bounds an entry's life by it.
     var validityWindow: ValidityWindow?

@@ -84,15 +84,15 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     }
 
     /// The failing stage.
-    public var code: Code
+    public internal(set) var code: Code
     /// What went wrong, specifically, in one sentence.
-    public var reason: String
+    public internal(set) var reason: String
     /// The host the peer had to prove, if any.
-    public var host: String?
+    public internal(set) var host: String?
     /// The validation instant.
-    public var validationTime: Date
+    public internal(set) var validationTime: Date
     /// The chain as the peer presented it, leaf first.
-    public var presentedChain: [Certificate]
+    public internal(set) var presentedChain: [Certificate]
     /// The presented chain as the report shows it, each certificate with its pin, computed from
     /// ``presentedChain`` and ``validatedPath`` when read. (Computing it for every refusal, read or not, was 10% of
     /// a full x509-limbo run: two name descriptions and a digest per presented certificate.)
@@ -111,21 +111,21 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         }
     }
     /// The path that validated when the failure came after validation (pin mismatch), else nil.
-    public var validatedPath: [Certificate]?
+    public internal(set) var validatedPath: [Certificate]?
     /// The candidate path the failure was found on (leaf to anchor), when path building reached an anchor.
-    public var failedPath: [Certificate]?
+    public internal(set) var failedPath: [Certificate]?
     /// Which certificate of ``failedPath`` failed, when one did.
-    public var failedCertificateIndex: Int?
+    public internal(set) var failedCertificateIndex: Int?
     /// For ``Code/hostnameMismatch``: the names the leaf carries (`DNS:…`, `IP:…`).
-    public var leafNames: [String]
+    public internal(set) var leafNames: [String]
     /// The pins that would have been accepted (for certificate pinning: the pinned certificates' key pins).
-    public var expectedPins: [Pin]
+    public internal(set) var expectedPins: [Pin]
     /// Further evidence lines, e.g. which issuer was missing.
-    public var details: [String]
+    public internal(set) var details: [String]
     /// Where the failure was created: the source file (`#fileID`).
-    public var file: String
+    public internal(set) var file: String
     /// Where the failure was created: the line in ``file``.
-    public var line: Int
+    public internal(set) var line: Int
 
     init(
         code: Code,

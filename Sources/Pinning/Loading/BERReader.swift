@@ -1,8 +1,13 @@
 /// A minimal, bounds-checked reader of BER/DER type-length-value elements.
 ///
-/// SwiftASN1's `BER.parse` is fine for well-formed input, but PKCS#7 bundles written by common tools mix
-/// definite and indefinite lengths, and swift-certificates' CMS support rejects `openssl crl2pkcs7` output.
-/// This reader only finds element boundaries; the certificates themselves are still parsed by
+/// Why this is not swift-asn1's `BER.parse` (checked against swift-asn1 1.7.4): `BER.parse` does read the
+/// `openssl crl2pkcs7` vectors (DER with unsorted SETs, and BER with indefinite lengths), so no vector needs
+/// this reader. Diagnostics do. `BER.parse` parses every definite-length constructed element of the input
+/// recursively, certificates included, so one malformed certificate in a bundle fails the whole bundle with
+/// an error that names neither the certificate nor a byte offset. The loader's messages name both: "certificate
+/// 2 in the PKCS#7 bundle is not a valid certificate" (`LoadingTests.badPKCS7`), "truncated: the element at
+/// offset 0 declares 412 bytes of content but only 96 follow" (the bad-input catalogue, which the CLI
+/// prints). This reader only finds element boundaries; the certificates themselves are parsed by
 /// swift-certificates from their exact bytes.
 ///
 /// Resource bounds: indefinite-length elements are the only ones whose end has to be found by reading their

@@ -1,5 +1,5 @@
-public import X509
 import Foundation
+public import X509
 
 /// Loads X.509 certificates from files, directories and bytes, whatever their encoding.
 ///

@@ -85,13 +85,13 @@ public struct CertificateLoadingError: Error, Hashable, Sendable, CustomStringCo
     /// What exactly is wrong, e.g. `"block 2 (CERTIFICATE) is not valid base64"`.
     public var problem: String
 
-    /// Creates an error.
+    /// Creates an error. Internal: only the loaders of this module report loading failures.
     ///
     /// - Parameters:
     ///   - code: The kind of failure.
     ///   - origin: The file path or caller-given label of the input.
     ///   - problem: What exactly is wrong.
-    public init(code: Code, origin: String, problem: String) {
+    init(code: Code, origin: String, problem: String) {
         self.code = code
         self.origin = origin
         self.problem = problem

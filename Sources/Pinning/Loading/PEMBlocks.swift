@@ -1,3 +1,5 @@
+import Foundation
+
 /// One `-----BEGIN LABEL-----` … `-----END LABEL-----` block found by ``PEMBlocks``.
 struct PEMBlock {
     /// 1-based position among all blocks of the input, whatever their label.
@@ -181,33 +183,15 @@ enum PEMBlocks {
         }
     }
 
-    /// Standard base64 (RFC 4648 §4), whitespace already removed. `=` may appear only as final padding (at
-    /// most two); unpadded input is accepted unless its length cannot be base64 (4n+1).
+    /// Standard base64 (RFC 4648 §4), whitespace already removed, decoded by Foundation. `=` may appear only
+    /// as final padding (at most two); unpadded input is accepted unless its length cannot be base64 (4n+1),
+    /// as before: the missing padding is added for Foundation, which insists on it.
     static func decodeBase64(_ characters: [UInt8]) -> [UInt8]? {
-        var body = characters[...]
-        var padding = 0
-        while body.last == UInt8(ascii: "=") {
-            body = body.dropLast()
-            padding += 1
+        guard characters.count % 4 != 1 else { return nil }
+        var text = String(decoding: characters, as: UTF8.self)
+        if !text.hasSuffix("=") {
+            text += String(repeating: "=", count: (4 - characters.count % 4) % 4)
         }
-        guard padding <= 2 else { return nil }
-        if padding > 0 {
-            guard characters.count % 4 == 0 else { return nil }
-        }
-        guard body.count % 4 != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(body.count / 4 * 3 + 2)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in body {
-            guard let value = Self.base64Value(byte) else { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        return output
+        return Data(base64Encoded: text).map { Array($0) }
     }
 }

@@ -1,6 +1,6 @@
-public import X509
 // Public because the default argument of platform(environment:) is ProcessInfo.processInfo.environment.
 public import Foundation
+public import X509
 
 /// A set of trust anchors (root certificates), with a report of how it was loaded.
 ///

@@ -1,6 +1,6 @@
-public import X509
 import Crypto
 import Foundation
+public import X509
 
 /// An SPKI SHA-256 pin: the SHA-256 digest of a certificate's exact SubjectPublicKeyInfo DER.
 ///

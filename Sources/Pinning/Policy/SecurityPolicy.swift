@@ -241,7 +241,8 @@ extension SecurityPolicy {
             if failure.code == .noPathToAnchor {
                 failure.code = .pinMismatch
                 failure.details.insert(failure.reason, at: 0)
-                failure.reason = self.pinnedCertificates.count == 1
+                failure.reason =
+                    self.pinnedCertificates.count == 1
                     ? "no path from the leaf reaches the pinned certificate"
                     : "no path from the leaf reaches one of the \(self.pinnedCertificates.count) pinned certificates"
             }

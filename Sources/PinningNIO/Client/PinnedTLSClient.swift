@@ -79,6 +79,28 @@ public struct PinnedTLSClient: Sendable {
         self.sslContext = try NIOSSLContext(configuration: configuration)
     }
 
+    /// A client whose handshakes are judged by `evaluator` with `settings` (anchors, platform roots, purpose,
+    /// profile, limits) applied to each chain the server presents: the form to prefer, since it holds no
+    /// presented chain and no fixed clock (``Pinning/TrustSettings``).
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake.
+    ///   - settings: How each handshake's chain is judged.
+    ///   - identity: The client identity for servers that request one.
+    ///   - configuration: A base configuration; see ``init(evaluator:trust:identity:configuration:)``.
+    /// - Throws: when NIOSSL cannot build the context.
+    public init(
+        evaluator: any ServerTrustEvaluating,
+        settings: TrustSettings,
+        identity: TLSIdentity? = nil,
+        configuration: TLSConfiguration? = nil
+    ) throws {
+        try self.init(evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity, configuration: configuration)
+    }
+
+    /// How each handshake's chain is judged (the settings of ``trust``).
+    public var settings: TrustSettings { self.trust.settings }
+
     /// The NIOSSL client handler and the ``PinningHandshakeHandler`` that must follow it, for `host`.
     ///
     /// Add both, in this order, right after the socket. Prefer ``addHandlers(to:host:)``.
@@ -182,7 +204,8 @@ public struct PinnedTLSClient: Sendable {
             }
             let handshake = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<PinnedHandshake> in
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    channel.pipeline.fireErrorCaught(PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake with \(host) port \(port) did not complete within \(Self.words(timeout))"))
+                    channel.pipeline.fireErrorCaught(
+                        PinningConnectionError(code: .timedOut, host: host, message: "the TLS handshake with \(host) port \(port) did not complete within \(Self.words(timeout))"))
                     channel.close(promise: nil)
                 }
                 future.whenComplete { _ in timer.cancel() }

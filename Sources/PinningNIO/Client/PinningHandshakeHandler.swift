@@ -1,5 +1,5 @@
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 import NIOSSL
 import NIOTLS
 public import Pinning

@@ -1,11 +1,11 @@
 public import Foundation
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 public import NIOHTTP1
 public import NIOPosix
 public import NIOSSL
 public import Pinning
-public import X509
+import X509
 
 /// A compact HTTPS client (HTTP/1.1 on NIOHTTP1) whose every connection is a ``PinnedTLSClient`` handshake.
 ///
@@ -49,6 +49,30 @@ public final class PinnedHTTPClient: Sendable {
     ///   - configuration: Timeouts, redirects and limits.
     ///   - group: The event loops; default NIO's shared singleton.
     /// - Throws: when NIOSSL cannot build the TLS context.
+    /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain (the
+    /// form to prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
+    ///   - settings: How each handshake's chain is judged.
+    ///   - identity: The client identity for servers that request one (mutual TLS).
+    ///   - tlsConfiguration: A base TLS configuration.
+    ///   - configuration: Timeouts, redirects and limits.
+    ///   - group: The event loops; default NIO's shared singleton.
+    /// - Throws: when NIOSSL cannot build the TLS context.
+    public convenience init(
+        evaluator: any ServerTrustEvaluating,
+        settings: TrustSettings,
+        identity: TLSIdentity? = nil,
+        tlsConfiguration: TLSConfiguration? = nil,
+        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        try self.init(
+            evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity,
+            tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
+    }
+
     public init(
         evaluator: any ServerTrustEvaluating,
         trust: ServerTrust = ServerTrust(certificates: []),
@@ -219,7 +243,8 @@ public final class PinnedHTTPClient: Sendable {
             }.get()
         } catch {
             connection.closeInBackground()
-            var failure = (error as? PinningConnectionError)
+            var failure =
+                (error as? PinningConnectionError)
                 ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
             failure.handshake = connection.handshake
             throw failure
@@ -234,356 +259,3 @@ public final class PinnedHTTPClient: Sendable {
         return HTTPExchange(head: collected.head, body: collected.body, bodyMayBeTruncated: collected.bodyMayBeTruncated, handshake: connection.handshake)
     }
 }
-
-/// Settings of a ``PinnedHTTPClient``.
-public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
-    /// Bound on the TCP connect plus the TLS handshake. Default 10 s.
-    public var connectTimeout: TimeAmount
-    /// Bound on each request, from sending it to the end of the response. Default 30 s.
-    public var requestTimeout: TimeAmount
-    /// How many redirects one ``PinnedHTTPClient/get(_:headers:resolve:)`` follows. Default 5; 0 returns the 3xx.
-    public var maximumRedirects: Int
-    /// Idle keep-alive connections kept per host, port and address. Default 8.
-    public var maximumIdleConnectionsPerHost: Int
-    /// Largest response body accepted. Default 16 MiB.
-    public var maximumBodySize: Int
-    /// The `User-Agent` header.
-    public var userAgent: String
-
-    /// The defaults, or the given values.
-    public init(
-        connectTimeout: TimeAmount = .seconds(10),
-        requestTimeout: TimeAmount = .seconds(30),
-        maximumRedirects: Int = 5,
-        maximumIdleConnectionsPerHost: Int = 8,
-        maximumBodySize: Int = 16 * 1024 * 1024,
-        userAgent: String = "swift-pinning"
-    ) {
-        self.connectTimeout = connectTimeout
-        self.requestTimeout = requestTimeout
-        self.maximumRedirects = maximumRedirects
-        self.maximumIdleConnectionsPerHost = maximumIdleConnectionsPerHost
-        self.maximumBodySize = maximumBodySize
-        self.userAgent = userAgent
-    }
-}
-
-/// A response of ``PinnedHTTPClient``.
-public struct PinnedHTTPResponse: Sendable {
-    /// The URL that answered (after redirects).
-    public var url: URL
-    /// The status.
-    public var status: HTTPResponseStatus
-    /// The response headers.
-    public var headers: HTTPHeaders
-    /// The body.
-    public var body: [UInt8]
-    /// True when the body was delimited only by the server closing the connection (no `Content-Length`, not
-    /// chunked) and the server closed it without a TLS close_notify: the body is accepted, as curl, Python
-    /// `requests` and Go do, but nothing proves it complete (an attacker on the path can cut such a body short
-    /// by closing the TCP connection). A `Content-Length` or chunked body cut short that way is never a response:
-    /// it is a ``PinningConnectionError`` with code ``PinningConnectionError/Code/httpFailed``.
-    public var bodyMayBeTruncated: Bool
-    /// The handshake of the connection that carried this response: the trusted chain and the peer.
-    public var handshake: PinnedHandshake
-    /// The URLs redirected from, in order (empty without redirects).
-    public var redirects: [URL]
-
-    /// The body as UTF-8 (invalid sequences replaced).
-    public var bodyText: String { String(decoding: self.body, as: UTF8.self) }
-    /// What the evaluator trusted, and on what basis.
-    public var trustedChain: TrustedChain { self.handshake.trustedChain }
-    /// The chain the server presented, leaf first, as sent.
-    public var presentedChain: [Certificate] { self.handshake.trustedChain.presentedChain }
-}
-
-struct HTTPExchange: Sendable {
-    var head: HTTPResponseHead
-    var body: [UInt8]
-    var bodyMayBeTruncated: Bool
-    var handshake: PinnedHandshake
-}
-
-/// Scheme, host, port and path of an `https` URL.
-struct RequestTarget: Sendable {
-    var host: String
-    var port: Int
-    var pathAndQuery: String
-
-    init(_ url: URL) throws(PinningConnectionError) {
-        guard url.scheme?.lowercased() == "https" else {
-            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): only https URLs are supported")
-        }
-        guard var host = url.host, !host.isEmpty else {
-            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): no host")
-        }
-        if host.hasPrefix("[") && host.hasSuffix("]") {
-            host = String(host.dropFirst().dropLast())
-        }
-        let port = url.port ?? 443
-        guard (1...65535).contains(port) else {
-            throw PinningConnectionError(code: .invalidRequest, host: host, message: "\(url.absoluteString): port \(port) is not a TCP port")
-        }
-        self.host = host
-        self.port = port
-        var path = url.path(percentEncoded: true)
-        if path.isEmpty { path = "/" }
-        if let query = url.query(percentEncoded: true) { path += "?" + query }
-        self.pathAndQuery = path
-    }
-
-    var hostHeader: String {
-        let name = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return self.port == 443 ? name : "\(name):\(self.port)"
-    }
-}
-
-/// A connection with a trusted handshake and HTTP/1.1 handlers.
-struct HTTPConnection: Sendable {
-    let channel: any Channel
-    let handshake: PinnedHandshake
-    /// What went wrong on the connection first, readable after its handlers are gone.
-    let events: ConnectionEvents
-
-    /// Starts closing without waiting: NIOSSL waits up to its shutdown timeout (5 s) for the peer's
-    /// close_notify, which must not delay the caller's result.
-    func closeInBackground() {
-        self.channel.close(promise: nil)
-    }
-
-    func close() async {
-        do {
-            try await self.channel.close()
-        } catch {
-            // Already closed: nothing to release.
-        }
-    }
-}
-
-/// Idle connections by host, port and resolved address.
-final class HTTPConnectionPool: Sendable {
-    struct Key: Hashable, Sendable {
-        var host: String
-        var port: Int
-        var address: String?
-    }
-
-    private struct State {
-        var idle: [Key: [HTTPConnection]] = [:]
-        var isShutDown = false
-        var opened = 0
-    }
-
-    private let state = NIOLockedValueBox(State())
-    private let maximumIdlePerKey: Int
-
-    init(maximumIdlePerKey: Int) {
-        self.maximumIdlePerKey = maximumIdlePerKey
-    }
-
-    var opened: Int { self.state.withLockedValue { $0.opened } }
-    var isShutDown: Bool { self.state.withLockedValue { $0.isShutDown } }
-
-    func countOpened() {
-        self.state.withLockedValue { $0.opened += 1 }
-    }
-
-    /// An idle, still open connection for `key`. Closed ones found on the way are dropped.
-    func take(_ key: Key) -> HTTPConnection? {
-        self.state.withLockedValue { state in
-            while var list = state.idle[key], let connection = list.popLast() {
-                state.idle[key] = list
-                if connection.channel.isActive { return connection }
-            }
-            return nil
-        }
-    }
-
-    /// Keeps `connection` for reuse; false when the pool is shut down or full (the caller closes it).
-    func put(_ connection: HTTPConnection, for key: Key) -> Bool {
-        self.state.withLockedValue { state in
-            guard !state.isShutDown, state.idle[key, default: []].count < self.maximumIdlePerKey else { return false }
-            state.idle[key, default: []].append(connection)
-            return true
-        }
-    }
-
-    /// Marks the pool shut down and hands back every idle connection.
-    func shutdown() -> [HTTPConnection] {
-        self.state.withLockedValue { state in
-            state.isShutDown = true
-            let all = state.idle.values.flatMap { $0 }
-            state.idle = [:]
-            return all
-        }
-    }
-}
-
-struct CollectedResponse: Sendable {
-    var head: HTTPResponseHead
-    var body: [UInt8]
-    var bodyMayBeTruncated: Bool
-}
-
-/// The first failure seen on a connection, kept outside the pipeline: NIO removes the handlers when the channel
-/// closes, and a close before the request is sent (a TLS 1.3 server's alert right after the handshake) must
-/// still be reported with its reason.
-final class ConnectionEvents: Sendable {
-    private let first = NIOLockedValueBox<PinningConnectionError?>(nil)
-
-    var failure: PinningConnectionError? { self.first.withLockedValue { $0 } }
-
-    func note(_ error: PinningConnectionError) {
-        self.first.withLockedValue { if $0 == nil { $0 = error } }
-    }
-}
-
-/// How a response body ends (RFC 9112 §6.3).
-enum BodyFraming: Equatable {
-    /// No body (1xx, 204, 304).
-    case none
-    /// `Transfer-Encoding: chunked`: ends with the terminal chunk.
-    case chunked
-    /// `Content-Length: n`.
-    case length(Int)
-    /// Neither: the body ends when the server closes the connection.
-    case untilClose
-
-    init(_ head: HTTPResponseHead) {
-        let code = head.status.code
-        if (100..<200).contains(code) || code == 204 || code == 304 {
-            self = .none
-        } else if head.headers[canonicalForm: "transfer-encoding"].contains(where: { $0.lowercased() == "chunked" }) {
-            self = .chunked
-        } else if let text = head.headers.first(name: "content-length"), let length = Int(text) {
-            self = .length(length)
-        } else {
-            self = .untilClose
-        }
-    }
-}
-
-/// Collects one response at a time; fails the pending request on errors and on close.
-///
-/// A server that closes without a TLS close_notify (NIOSSL's `uncleanShutdown`), as many do after the last
-/// response: what it means depends on the body's framing, as in curl, Python `requests` and Go.
-/// - `Content-Length` fully received, or chunked up to the terminal chunk: the response is complete, and the
-///   unclean close after it changes nothing.
-/// - `Content-Length` or chunked, cut short: an error saying the response was cut short.
-/// - Delimited by the close alone: accepted with ``PinnedHTTPResponse/bodyMayBeTruncated`` set, because
-///   nothing can tell a complete body from a truncated one.
-final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-
-    private let host: String
-    private let maximumBodySize: Int
-    private let events: ConnectionEvents
-    private var promise: EventLoopPromise<CollectedResponse>?
-    private var head: HTTPResponseHead?
-    private var body: [UInt8] = []
-    private var inactive = false
-    /// The server closed the TCP connection without a TLS close_notify.
-    private var uncleanShutdown = false
-
-    init(host: String, maximumBodySize: Int, events: ConnectionEvents) {
-        self.host = host
-        self.maximumBodySize = maximumBodySize
-        self.events = events
-    }
-
-    func begin(_ promise: EventLoopPromise<CollectedResponse>) {
-        self.head = nil
-        self.body = []
-        if self.inactive {
-            promise.fail(self.events.failure ?? PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before the request was sent"))
-            return
-        }
-        self.promise = promise
-    }
-
-    func fail(_ error: PinningConnectionError) {
-        self.events.note(error)
-        guard let promise = self.promise else { return }
-        self.promise = nil
-        promise.fail(error)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch self.unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-        case .body(var buffer):
-            guard self.body.count + buffer.readableBytes <= self.maximumBodySize else {
-                self.fail(PinningConnectionError(code: .httpFailed, host: self.host, message: "the response body exceeds \(self.maximumBodySize) bytes"))
-                context.close(promise: nil)
-                return
-            }
-            self.body += buffer.readBytes(length: buffer.readableBytes) ?? []
-        case .end:
-            guard let promise = self.promise, let head = self.head else { return }
-            self.promise = nil
-            // The decoder ends an until-close body when the connection closes; the unclean close was reported
-            // just before (NIOSSL fires uncleanShutdown, then channelInactive, on which the decoder finishes).
-            let mayBeTruncated = self.uncleanShutdown && BodyFraming(head) == .untilClose
-            promise.succeed(CollectedResponse(head: head, body: self.body, bodyMayBeTruncated: mayBeTruncated))
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let error = error as? NIOSSLError, error == .uncleanShutdown {
-            // Not an error by itself: channelInactive follows, and the framing decides (see the type's comment).
-            self.uncleanShutdown = true
-            return
-        }
-        self.fail(self.mapped(error))
-        context.close(promise: nil)
-    }
-
-    private func mapped(_ error: any Error) -> PinningConnectionError {
-        if let error = error as? PinningConnectionError { return error }
-        if let parserError = error as? HTTPParserError, let head = self.head, parserError == .invalidEOFState {
-            return PinningConnectionError(code: .httpFailed, host: self.host, message: self.cutShort(head), underlying: error)
-        }
-        if let words = ConnectionFailureWords.httpProblem(error) {
-            return PinningConnectionError(code: .httpFailed, host: self.host, message: words, underlying: error)
-        }
-        if let alert = ConnectionFailureWords.receivedAlert(in: error) {
-            // TLS 1.3: the client's side of the handshake completes before the server has read our certificate,
-            // so its refusal arrives now. Said as the server said it, every time.
-            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: "the server refused the handshake: \(alert)", underlying: error)
-        }
-        let words = ConnectionFailureWords.tlsProblem(error) ?? ConnectionFailureWords.socketProblem(error).map { "the connection failed: \($0)" }
-        let stage = self.head == nil ? "the request failed before a response arrived" : "the response failed"
-        return PinningConnectionError(code: .httpFailed, host: self.host, message: words.map { "\(stage): \($0)" } ?? stage, underlying: error)
-    }
-
-    /// Why a framed body that the close interrupted is refused.
-    private func cutShort(_ head: HTTPResponseHead) -> String {
-        let close = self.uncleanShutdown ? "closed the connection without a TLS close_notify" : "closed the connection"
-        switch BodyFraming(head) {
-        case .length(let length):
-            return "the response was cut short: the server \(close) after \(self.body.count) of the \(length) body bytes its Content-Length announced"
-        case .chunked:
-            return "the response was cut short: the server \(close) before the last chunk of its chunked body (\(self.body.count) bytes received)"
-        case .none, .untilClose:
-            return "the response was cut short: the server \(close) mid-response"
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.inactive = true
-        let close = self.uncleanShutdown ? " (without a TLS close_notify)" : ""
-        if self.promise == nil {
-            // Idle: a later request on this connection is told it closed (and a pooled one is replaced).
-            self.events.note(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection\(close)"))
-        } else if self.head == nil {
-            self.fail(PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before responding\(close)"))
-        } else {
-            self.fail(PinningConnectionError(code: .httpFailed, host: self.host, message: "the server closed the connection mid-response\(close)"))
-        }
-        context.fireChannelInactive()
-    }
-}
-
-@available(*, unavailable)
-extension HTTPResponseCollector: Sendable {}

@@ -173,7 +173,8 @@ public struct TLSIdentity: Sendable, Hashable {
             throw TLSIdentityError(
                 code: .noCertificateMatchingKey,
                 origin: keyOrigin,
-                problem: "the key does not belong to the first certificate of \(certificateOrigin) (\(certificates[0].subject)): the certificate file must start with the certificate of this key, then its intermediates"
+                problem:
+                    "the key does not belong to the first certificate of \(certificateOrigin) (\(certificates[0].subject)): the certificate file must start with the certificate of this key, then its intermediates"
             )
         }
         return try TLSIdentity(chain: nioChain, key: key, origin: certificateOrigin)

@@ -6,7 +6,7 @@ import NIOSSL
 import NIOTLS
 import Pinning
 import PinningNIO
-import PinningTestSupport
+import PinningPKI
 import X509
 
 extension PinningCommand.Bench {

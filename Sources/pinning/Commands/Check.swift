@@ -33,11 +33,9 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("A PKCS#12 client identity (.p12/.pfx).", valueName: "file"))
         var identity: String?
 
-        @Option(name: .customLong("passphrase-env"), help: ArgumentHelp("The environment variable holding the passphrase (of --identity or an encrypted --identity-key).", valueName: "var"))
-        var passphraseEnv: String?
-
-        @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("A file whose first line is the passphrase.", valueName: "file"))
-        var passphraseFile: String?
+        /// `--passphrase-env` / `--passphrase-file`: of --identity or an encrypted --identity-key (the group
+        /// `serve` and `pki export` use too).
+        @OptionGroup var passphraseOptions: PassphraseOptions
 
         @Option(name: .customLong("identity-cert"), help: ArgumentHelp("The client certificate followed by its intermediates (PEM).", valueName: "file"))
         var identityCert: String?
@@ -48,10 +46,14 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("Connect to ADDR for HOST:PORT instead of resolving HOST (as curl). Repeatable.", valueName: "host:port:addr"))
         var resolve: [String] = []
 
-        @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
+        @Option(
+            name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
         var connectTimeout: Double = 5
 
-        @Option(name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"), transform: NumericOption.seconds(NumericOption.timeoutRange))
+        @Option(
+            name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 
         @Flag(name: .long, help: "Print the result as JSON.")
@@ -81,7 +83,8 @@ extension PinningCommand {
                     platformRoots: try InputLoading.roots(self.policyOptions.roots),
                     profile: try self.policyOptions.loadProfile()
                 )
-                let pins = configuration.entries.first { $0.key.lowercased() == host.lowercased() }?.pins ?? []
+                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
+                let pins = configuration.entry(forHost: host)?.pins ?? []
                 describe = { verdict, trust in
                     EvaluationReport(verdict: verdict, trust: trust, mode: "configuration", expectedPins: pins, host: host)
                 }
@@ -156,7 +159,8 @@ extension PinningCommand {
                 }
             }
             if report.bodyMayBeTruncated == true, errorLine == nil {
-                Self.warn("warning: the body ended when the server closed the connection without a TLS close_notify, and the response has neither Content-Length nor chunked framing: it may be truncated")
+                Self.warn(
+                    "warning: the body ended when the server closed the connection without a TLS close_notify, and the response has neither Content-Length nor chunked framing: it may be truncated")
             }
             if let errorLine {
                 // One message, once, on stderr; stdout stays empty unless --json asked for the report.
@@ -254,7 +258,7 @@ extension PinningCommand {
 
         func passphrase() throws(InputError) -> String? {
             // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
-            try Passphrase.read(environment: self.passphraseEnv, file: self.passphraseFile)
+            try self.passphraseOptions.passphrase()
         }
 
         func loadIdentity() throws(InputError) -> TLSIdentity? {

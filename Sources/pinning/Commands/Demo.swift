@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import Pinning
 import PinningNIO
-import PinningTestSupport
+import PinningPKI
 import X509
 
 extension PinningCommand {
@@ -50,7 +50,8 @@ extension PinningCommand {
                 if !outcome.detail.isEmpty { print("      \(outcome.detail)") }
             }
             print(String(repeating: "-", count: 108))
-            print("""
+            print(
+                """
                 The unpinned client accepts the proxy: its root is installed, so the chain validates. That is the danger
                 pinning removes. The pinned client refuses it, also when the proxy appends the genuine certificates,
                 because pins count only on the validated path.
@@ -182,13 +183,15 @@ private struct DemoWorld {
         let url = URL(string: "https://\(host):\(port)/") ?? URL(fileURLWithPath: "/")
         let result: Result<PinnedHTTPResponse, PinningConnectionError>
         do {
-            let response = try await client.get(url, resolve: { _, port in
-                do {
-                    return try SocketAddress(ipAddress: "127.0.0.1", port: port)
-                } catch {
-                    return nil
-                }
-            })
+            let response = try await client.get(
+                url,
+                resolve: { _, port in
+                    do {
+                        return try SocketAddress(ipAddress: "127.0.0.1", port: port)
+                    } catch {
+                        return nil
+                    }
+                })
             result = .success(response)
         } catch {
             result = .failure(error)
@@ -208,62 +211,79 @@ private struct DemoWorld {
             switch result {
             case .success(let response):
                 let subject = response.bodyText.contains("\"subject\"") ? " (server saw the client certificate)" : ""
-                outcomes.append(.init(
-                    scenario: scenario,
-                    expected: expectTrusted ? "accepted" : "refused",
-                    got: "accepted, HTTP \(response.status.code)",
-                    detail: "validated path: \(response.trustedChain.path.map { CertificateInfo($0).subject }.joined(separator: " <- "))\(subject)",
-                    asExpected: expectTrusted && response.status.code == 200
-                ))
+                outcomes.append(
+                    .init(
+                        scenario: scenario,
+                        expected: expectTrusted ? "accepted" : "refused",
+                        got: "accepted, HTTP \(response.status.code)",
+                        detail: "validated path: \(response.trustedChain.path.map { CertificateInfo($0).subject }.joined(separator: " <- "))\(subject)",
+                        asExpected: expectTrusted && response.status.code == 200
+                    ))
             case .failure(let error):
                 let why = error.trustFailure.map { "[\($0.code)] \($0.reason)" } ?? error.description
-                outcomes.append(.init(
-                    scenario: scenario,
-                    expected: expectTrusted ? "accepted" : "refused",
-                    got: error.trustFailure == nil ? "refused (\(error.code))" : "refused by policy",
-                    detail: "why: \(why)",
-                    asExpected: !expectTrusted
-                ))
+                outcomes.append(
+                    .init(
+                        scenario: scenario,
+                        expected: expectTrusted ? "accepted" : "refused",
+                        got: error.trustFailure == nil ? "refused (\(error.code))" : "refused by policy",
+                        detail: "why: \(why)",
+                        asExpected: !expectTrusted
+                    ))
             }
         }
 
-        record("unpinned client -> genuine server", expectTrusted: true,
-               await self.get(unpinned, host: Self.host, server: servers.genuine))
-        record("unpinned client -> intercepting proxy (DANGER)", expectTrusted: true,
-               await self.get(unpinned, host: Self.host, server: servers.proxy))
-        record("public-key pinned -> genuine server", expectTrusted: true,
-               await self.get(pinned, host: Self.host, server: servers.genuine))
-        record("public-key pinned -> intercepting proxy", expectTrusted: false,
-               await self.get(pinned, host: Self.host, server: servers.proxy))
-        record("public-key pinned -> proxy appending genuine certs", expectTrusted: false,
-               await self.get(pinned, host: Self.host, server: servers.proxyAppending))
-        record("certificate pinned -> self-signed device", expectTrusted: true,
-               await self.get(devicePolicy, host: Self.deviceHost, server: servers.device))
-        record("unpinned client -> self-signed device", expectTrusted: false,
-               await self.get(unpinned, host: Self.deviceHost, server: servers.device))
+        record(
+            "unpinned client -> genuine server", expectTrusted: true,
+            await self.get(unpinned, host: Self.host, server: servers.genuine))
+        record(
+            "unpinned client -> intercepting proxy (DANGER)", expectTrusted: true,
+            await self.get(unpinned, host: Self.host, server: servers.proxy))
+        record(
+            "public-key pinned -> genuine server", expectTrusted: true,
+            await self.get(pinned, host: Self.host, server: servers.genuine))
+        record(
+            "public-key pinned -> intercepting proxy", expectTrusted: false,
+            await self.get(pinned, host: Self.host, server: servers.proxy))
+        record(
+            "public-key pinned -> proxy appending genuine certs", expectTrusted: false,
+            await self.get(pinned, host: Self.host, server: servers.proxyAppending))
+        record(
+            "certificate pinned -> self-signed device", expectTrusted: true,
+            await self.get(devicePolicy, host: Self.deviceHost, server: servers.device))
+        record(
+            "unpinned client -> self-signed device", expectTrusted: false,
+            await self.get(unpinned, host: Self.deviceHost, server: servers.device))
 
         // Mutual TLS: the client's identity comes from the .p12 written above.
         switch Result(catching: { () throws(TLSIdentityError) -> TLSIdentity in
             try TLSIdentity.pkcs12(bytes: self.p12, passphrase: Self.passphrase, origin: "client.p12")
         }) {
         case .success(let identity):
-            record("mutual TLS with the .p12 identity", expectTrusted: true,
-                   await self.get(unpinned, host: "mtls.example.com", server: servers.mtls, identity: identity))
+            record(
+                "mutual TLS with the .p12 identity", expectTrusted: true,
+                await self.get(unpinned, host: "mtls.example.com", server: servers.mtls, identity: identity))
         case .failure(let error):
-            outcomes.append(.init(scenario: "mutual TLS with the .p12 identity", expected: "accepted", got: "identity failed",
-                                  detail: error.description, asExpected: false))
+            outcomes.append(
+                .init(
+                    scenario: "mutual TLS with the .p12 identity", expected: "accepted", got: "identity failed",
+                    detail: error.description, asExpected: false))
         }
-        record("mutual TLS without an identity", expectTrusted: false,
-               await self.get(unpinned, host: "mtls.example.com", server: servers.mtls))
+        record(
+            "mutual TLS without an identity", expectTrusted: false,
+            await self.get(unpinned, host: "mtls.example.com", server: servers.mtls))
 
         // A wrong passphrase is a clear, typed error before any connection.
         do {
             _ = try TLSIdentity.pkcs12(bytes: self.p12, passphrase: "wrong passphrase", origin: "client.p12")
-            outcomes.append(.init(scenario: "client.p12 with a wrong passphrase", expected: "clear error", got: "loaded!",
-                                  detail: "", asExpected: false))
+            outcomes.append(
+                .init(
+                    scenario: "client.p12 with a wrong passphrase", expected: "clear error", got: "loaded!",
+                    detail: "", asExpected: false))
         } catch {
-            outcomes.append(.init(scenario: "client.p12 with a wrong passphrase", expected: "clear error",
-                                  got: "error (\(error.code))", detail: error.description, asExpected: error.code == .wrongPassphrase))
+            outcomes.append(
+                .init(
+                    scenario: "client.p12 with a wrong passphrase", expected: "clear error",
+                    got: "error (\(error.code))", detail: error.description, asExpected: error.code == .wrongPassphrase))
         }
         return outcomes
     }

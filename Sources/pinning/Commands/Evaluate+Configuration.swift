@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Pinning
+import PinningNIO
 import X509
 
 extension PinningCommand.Evaluate {
@@ -17,11 +18,12 @@ extension PinningCommand.Evaluate {
         let profile = try self.policyOptions.loadProfile()
         let queue: PinFailureReportQueue?
         if self.sendReports {
+            // https:// collectors are judged by the reporter's own policy (the platform roots, no pins),
+            // never by the configuration whose pin failed.
             let reporter = HTTPPinFailureReporter(
                 timeout: .seconds(2),
                 maximumAttempts: 2,
                 retryDelay: .milliseconds(250),
-                secureReporter: URLSessionPinFailureReporter(timeout: 2),
                 onOutcome: { outcome in
                     FileHandle.standardError.write(Data("pinning: report \(outcome)\n".utf8))
                 }

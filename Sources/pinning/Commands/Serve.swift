@@ -202,4 +202,3 @@ extension PinningCommand {
         }
     }
 }
-

@@ -138,7 +138,8 @@ struct EvaluationReport: Encodable {
 
     var humanReadable: String {
         var out: [String] = []
-        let policyLine = "mode \(self.mode)"
+        let policyLine =
+            "mode \(self.mode)"
             + (self.allowInvalidCertificates ? ", allowInvalidCertificates" : "")
             + (self.validatesDomainName ? "" : ", no domain-name validation")
         if self.trusted {

@@ -1,14 +1,14 @@
 import Foundation
 import Pinning
-import PinningTestSupport
+import PinningPKI
 import X509
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The files of a `pinning pki` directory: `NAME.pem` (certificate), `NAME.key` (PKCS#8 key, mode 0600),
@@ -181,11 +181,11 @@ private func systemErrorText() -> String {
 /// `write(2)`, named apart from ``PKIDirectory/write(_:to:mode:)``.
 private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
     #if canImport(Glibc)
-    return Glibc.write(descriptor, buffer, count)
+        return Glibc.write(descriptor, buffer, count)
     #elseif canImport(Musl)
-    return Musl.write(descriptor, buffer, count)
+        return Musl.write(descriptor, buffer, count)
     #else
-    return Darwin.write(descriptor, buffer, count)
+        return Darwin.write(descriptor, buffer, count)
     #endif
 }
 

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Pinning
 
-/// `--passphrase-env VAR` / `--passphrase-file FILE`: the passphrase options of `serve` and `pki export`, named
-/// and read as `check` names and reads its own.
+/// `--passphrase-env VAR` / `--passphrase-file FILE`: the passphrase options of `check`, `serve` and
+/// `pki export`, one option group read by one reader.
 struct PassphraseOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-env"), help: ArgumentHelp("Read the passphrase from this environment variable.", valueName: "var"))
     var environment: String?

@@ -74,10 +74,21 @@ struct PolicyOptions: ParsableArguments {
 
     func loadProfile() throws(InputError) -> ValidationProfile {
         guard let name = self.profile else { return .rfc5280 }
-        guard let parsed = ValidationProfile(name) else {
-            throw InputError("--profile: unknown profile \"\(name)\"; use rfc5280 or webpki")
+        // The core reads no file it is not handed: the CLI loads the system's public suffix list for webpki.
+        // Without one only single-label suffixes count, as the CLI always did.
+        var publicSuffixList: PublicSuffixList?
+        if name.lowercased() == "webpki" {
+            do {
+                publicSuffixList = try PublicSuffixList(contentsOfFile: PublicSuffixList.systemPath)
+            } catch {
+                publicSuffixList = .empty
+            }
         }
-        return parsed
+        do {
+            return try ValidationProfile(named: name, publicSuffixList: publicSuffixList)
+        } catch {
+            throw InputError("--profile: \(error.message)")
+        }
     }
 
     /// The policy the flags describe and the trust template (anchors, roots, time, profile) with `presented`

@@ -1,5 +1,5 @@
-public import X509
 import SwiftASN1
+public import X509
 import _CryptoExtras
 
 /// A certificate together with its private key, as ``TestPKI`` mints them.

@@ -1,19 +1,11 @@
 public import Foundation
+public import Pinning
 
-/// Something that delivers pin failure reports: ``HTTPPinFailureReporter``, or your own (a logger, a queue
-/// for later upload, an HTTPS client from your networking stack).
-public protocol PinFailureReporting: Sendable {
-    /// Delivers `report` to each of `uris`. Runs in the background, never on a verdict's path; an
-    /// implementation should bound its own time (timeouts, a bounded number of retries).
-    func send(_ report: PinFailureReport, to uris: [URL]) async
-}
-
-/// Hands pin failure reports to a ``PinFailureReporting`` in the background, at most once per day for the
-/// same report, and lets a short-lived program wait for delivery before it exits.
+/// Hands pin failure reports to an ``HTTPPinFailureReporter`` in the background, at most once per day for
+/// the same report, and lets a short-lived program wait for delivery before it exits.
 ///
 /// ```swift
-/// let queue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())
-/// configuration.reportQueue = queue
+/// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())
 /// …
 /// _ = await queue.waitForDelivery(timeout: .seconds(5))    // e.g. before a command-line tool exits
 /// ```
@@ -21,14 +13,19 @@ public protocol PinFailureReporting: Sendable {
 /// Rate limiting follows TrustKit: a report with the same host, the same validated chain and the same known
 /// pins as one submitted less than ``minimumInterval`` ago (24 hours by default) is dropped. The memory of
 /// past reports lives in the queue, so it lasts as long as the queue does (a process, typically).
-public actor PinFailureReportQueue {
+///
+/// The queue is driven by events: each submitted report is one task, and waiting for delivery resumes when
+/// the last of them finishes (nothing polls).
+public actor PinFailureReportQueue: PinFailureReporting {
     /// The reporter that delivers.
-    public nonisolated let reporter: any PinFailureReporting
+    public nonisolated let reporter: HTTPPinFailureReporter
     /// How long an identical report is suppressed after one was submitted.
     public nonisolated let minimumInterval: TimeInterval
     private let clock: @Sendable () -> Date
     private var lastSubmitted: [PinFailureReport.DeduplicationKey: Date] = [:]
     private var pending: [UInt64: Task<Void, Never>] = [:]
+    /// Callers of ``flush()`` and ``waitForDelivery(timeout:)``, resumed when ``pending`` becomes empty.
+    private var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextID: UInt64 = 0
 
     /// A queue delivering through `reporter`.
@@ -38,7 +35,7 @@ public actor PinFailureReportQueue {
     ///   - minimumInterval: How long an identical report is suppressed; 24 hours by default.
     ///   - clock: The current time; inject a fixed clock in tests.
     public init(
-        reporter: any PinFailureReporting,
+        reporter: HTTPPinFailureReporter = HTTPPinFailureReporter(),
         minimumInterval: TimeInterval = 86400,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -49,6 +46,9 @@ public actor PinFailureReportQueue {
 
     /// Starts delivering `report` to `uris` in the background and returns at once.
     ///
+    /// - Parameters:
+    ///   - report: The failure report.
+    ///   - uris: The collectors.
     /// - Returns: true when the report was handed to the reporter, false when it was dropped (no URIs, or an
     ///   identical report was submitted less than ``minimumInterval`` ago).
     @discardableResult
@@ -62,8 +62,7 @@ public actor PinFailureReportQueue {
             return false
         }
         self.lastSubmitted[key] = now
-        let id = self.nextID
-        self.nextID += 1
+        let id = self.makeID()
         let reporter = self.reporter
         self.pending[id] = Task.detached {
             await reporter.send(report, to: uris)
@@ -72,32 +71,66 @@ public actor PinFailureReportQueue {
         return true
     }
 
-    private func finished(_ id: UInt64) {
-        self.pending[id] = nil
-    }
-
     /// The number of reports still being delivered.
     public var pendingCount: Int { self.pending.count }
 
     /// Waits until every submitted report has been delivered (or given up on), or `timeout` has passed.
     ///
+    /// - Parameter timeout: The longest wait.
     /// - Returns: true when nothing is left pending.
     public func waitForDelivery(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
-        while !self.pending.isEmpty && ContinuousClock.now < deadline {
-            do {
-                try await Task.sleep(for: .milliseconds(10))
-            } catch {
-                break
+        guard !self.pending.isEmpty else { return true }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitUntilIdle() }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: timeout)
+                } catch {
+                    // Cancelled because delivery finished first.
+                }
             }
+            await group.next()
+            group.cancelAll()
         }
         return self.pending.isEmpty
     }
 
     /// Waits until every submitted report has been delivered or given up on (the reporter bounds the time).
     public func flush() async {
-        while let task = self.pending.values.first {
-            await task.value
+        await self.waitUntilIdle()
+    }
+
+    private func makeID() -> UInt64 {
+        defer { self.nextID += 1 }
+        return self.nextID
+    }
+
+    private func finished(_ id: UInt64) {
+        self.pending[id] = nil
+        guard self.pending.isEmpty else { return }
+        let waiters = self.idleWaiters
+        self.idleWaiters = [:]
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Returns when nothing is pending, or when the calling task is cancelled.
+    private func waitUntilIdle() async {
+        let id = self.makeID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Runs on the actor: no report can finish between this check and the registration.
+                if self.pending.isEmpty || Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    self.idleWaiters[id] = continuation
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(id) }
         }
+    }
+
+    private func stopWaiting(_ id: UInt64) {
+        self.idleWaiters.removeValue(forKey: id)?.resume()
     }
 }

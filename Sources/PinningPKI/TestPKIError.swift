@@ -61,6 +61,8 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
         self.line = line
     }
 
+    /// `TestPKIError.CODE: REASON (FILE:LINE)`: the place helps a failing test; the `pinning pki` commands show
+    /// only the reason.
     public var description: String {
         "TestPKIError.\(self.code): \(self.reason) (\(self.file):\(self.line))"
     }

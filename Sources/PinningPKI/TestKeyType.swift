@@ -1,5 +1,5 @@
-public import X509
 import Crypto
+public import X509
 import _CryptoExtras
 
 /// The key algorithms ``TestPKI`` can mint certificates for.

@@ -1,7 +1,7 @@
-public import Foundation
-public import X509
-import SwiftASN1
 import Crypto
+public import Foundation
+import SwiftASN1
+public import X509
 
 /// Mints certificate authorities, leaves and cross-signatures at test time, so no test depends on a
 /// checked-in certificate that expires.

@@ -1,0 +1,104 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The one place IP addresses are converted between text and the network-order bytes an iPAddress SAN
+/// holds; every module uses it (`package`).
+package enum IPAddressText {
+    /// The bytes of an IPv4 (dotted quad only) or IPv6 address (without brackets), or nil.
+    package static func bytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+
+    /// A dotted quad, or IPv6 in RFC 5952 form (lowercase, no leading zeros, longest zero run of two or more
+    /// groups compressed to `::`, the first such run on a tie); nil unless `bytes` has 4 or 16 bytes.
+    package static func format(_ bytes: [UInt8]) -> String? {
+        if bytes.count == 4 {
+            return bytes.map { String($0) }.joined(separator: ".")
+        }
+        guard bytes.count == 16 else { return nil }
+        let groups = (0..<8).map { UInt16(bytes[2 * $0]) << 8 | UInt16(bytes[2 * $0 + 1]) }
+        var bestStart = -1
+        var bestLength = 0
+        var index = 0
+        while index < 8 {
+            guard groups[index] == 0 else {
+                index += 1
+                continue
+            }
+            var end = index
+            while end < 8, groups[end] == 0 { end += 1 }
+            if end - index > bestLength {
+                bestStart = index
+                bestLength = end - index
+            }
+            index = end
+        }
+        func text(_ range: Range<Int>) -> String {
+            groups[range].map { String($0, radix: 16) }.joined(separator: ":")
+        }
+        guard bestLength >= 2 else { return text(0..<8) }
+        return text(0..<bestStart) + "::" + text((bestStart + bestLength)..<8)
+    }
+
+    /// ``format(_:)``, or the bytes in hex (`0a:00:01`) when they are not an address's 4 or 16.
+    static func formatOrHex(_ bytes: [UInt8]) -> String {
+        self.format(bytes) ?? bytes.map { String(format: "%02x", $0) }.joined(separator: ":")
+    }
+}
+
+/// The syntax checks for DNS names, in one place: ``isPlausible(_:)`` for host names as callers give them,
+/// ``isPreferredNameSyntax(_:)`` for what a certificate may carry.
+package enum DNSNameSyntax {
+    /// Whether `name` (already lower-cased, without a trailing dot) is a plausible DNS name in A-label form:
+    /// letters, digits, `-`, `_` and `.`, at most 253 bytes, every label 1 to 63 bytes. Deliberately lenient
+    /// (`_` and leading hyphens pass, as they appear in names people connect to).
+    package static func isPlausible(_ name: String) -> Bool {
+        guard name.utf8.count <= 253 else { return false }
+        let allowed = name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
+                return true
+            default:
+                return false
+            }
+        }
+        guard allowed else { return false }
+        return !name.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty || $0.count > 63 }
+    }
+}
+
+extension DNSNameSyntax {
+    /// RFC 1034 §3.5's preferred name syntax as RFC 5280 §4.2.1.6 requires of a dNSName: letter-digit-hyphen
+    /// labels of 1 to 63 bytes, no label starting or ending with a hyphen, a trailing dot tolerated, and a
+    /// leading `*` label allowed (a wildcard; whether it is acceptable is the name check's business).
+    package static func isPreferredNameSyntax(_ name: String) -> Bool {
+        var labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        if name.hasSuffix(".") { labels.removeLast() }
+        if labels.first == "*" && labels.count > 1 { labels.removeFirst() }
+        guard !labels.isEmpty else { return false }
+        return labels.allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.utf8.allSatisfy { byte in
+                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                }
+        }
+    }
+}

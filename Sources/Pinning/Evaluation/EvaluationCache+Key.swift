@@ -1,0 +1,94 @@
+import Foundation
+import X509
+
+extension EvaluationCache {
+    /// Everything a verdict depends on besides the clock.
+    struct Key: Hashable {
+        var chain: [Certificate]
+        var evaluator: EvaluatorIdentity
+        var anchors: [Certificate]
+        var anchorsOnly: Bool
+        var rootSetID: Int
+        var validationTime: Date?
+        var purpose: TrustPurpose
+        var profile: ValidationProfile
+        var limits: TrustLimits
+        /// Computed once per look-up: a hit hashes the key once, although it touches the table twice (find, then
+        /// record the use).
+        private let digest: Int
+
+        init(
+            chain: [Certificate],
+            evaluator: EvaluatorIdentity,
+            anchors: [Certificate],
+            anchorsOnly: Bool,
+            rootSetID: Int,
+            validationTime: Date?,
+            purpose: TrustPurpose,
+            profile: ValidationProfile,
+            limits: TrustLimits
+        ) {
+            self.chain = chain
+            self.evaluator = evaluator
+            self.anchors = anchors
+            self.anchorsOnly = anchorsOnly
+            self.rootSetID = rootSetID
+            self.validationTime = validationTime
+            self.purpose = purpose
+            self.profile = profile
+            self.limits = limits
+            var hasher = Hasher()
+            Self.combine(chain, into: &hasher)
+            hasher.combine(evaluator)
+            Self.combine(anchors, into: &hasher)
+            hasher.combine(anchorsOnly)
+            hasher.combine(rootSetID)
+            hasher.combine(validationTime)
+            hasher.combine(purpose)
+            hasher.combine(profile)
+            hasher.combine(limits)
+            self.digest = hasher.finalize()
+        }
+
+        /// Every field compared in full (the digest only short-cuts unequal keys): two keys are equal only when
+        /// their certificates are byte for byte the same.
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.digest == rhs.digest && lhs.chain == rhs.chain && lhs.evaluator == rhs.evaluator
+                && lhs.anchors == rhs.anchors && lhs.anchorsOnly == rhs.anchorsOnly && lhs.rootSetID == rhs.rootSetID
+                && lhs.validationTime == rhs.validationTime && lhs.purpose == rhs.purpose
+                && lhs.profile == rhs.profile && lhs.limits == rhs.limits
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.digest)
+        }
+
+        /// Feeds a sample of each certificate's TBSCertificate to the hasher: its length, its first 64 bytes (which
+        /// hold the serial number) and its last 64 (the end of the extensions, usually key identifiers or names).
+        /// The hash only has to spread keys over the table; equality compares every byte, so two different
+        /// chains with the same sample merely share a bucket. Nobody can fill the table with colliding entries:
+        /// only trusted verdicts are stored. Hashing whole certificates was 38% of a hit.
+        static func combine(_ certificates: [Certificate], into hasher: inout Hasher) {
+            hasher.combine(certificates.count)
+            for certificate in certificates {
+                let bytes = certificate.tbsCertificateBytes
+                hasher.combine(bytes.count)
+                bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+                bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
+        }
+    }
+
+    /// The policy half of the key.
+    enum EvaluatorIdentity: Hashable {
+        case serverTrust(namePolicy: TrustNamePolicy, pins: PinRequirement?)
+        case securityPolicy(
+            domain: String?,
+            mode: SecurityPolicy.PinningMode,
+            pinnedCertificates: [Certificate],
+            pins: [Pin],
+            allowInvalidCertificates: Bool,
+            validatesDomainName: Bool
+        )
+    }
+}

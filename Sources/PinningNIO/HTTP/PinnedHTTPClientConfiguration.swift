@@ -1,0 +1,34 @@
+public import NIOCore
+
+/// Settings of a ``PinnedHTTPClient``.
+public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
+    /// Bound on the TCP connect plus the TLS handshake. Default 10 s.
+    public var connectTimeout: TimeAmount
+    /// Bound on each request, from sending it to the end of the response. Default 30 s.
+    public var requestTimeout: TimeAmount
+    /// How many redirects one ``PinnedHTTPClient/get(_:headers:resolve:)`` follows. Default 5; 0 returns the 3xx.
+    public var maximumRedirects: Int
+    /// Idle keep-alive connections kept per host, port and address. Default 8.
+    public var maximumIdleConnectionsPerHost: Int
+    /// Largest response body accepted. Default 16 MiB.
+    public var maximumBodySize: Int
+    /// The `User-Agent` header.
+    public var userAgent: String
+
+    /// The defaults, or the given values.
+    public init(
+        connectTimeout: TimeAmount = .seconds(10),
+        requestTimeout: TimeAmount = .seconds(30),
+        maximumRedirects: Int = 5,
+        maximumIdleConnectionsPerHost: Int = 8,
+        maximumBodySize: Int = 16 * 1024 * 1024,
+        userAgent: String = "swift-pinning"
+    ) {
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.maximumRedirects = maximumRedirects
+        self.maximumIdleConnectionsPerHost = maximumIdleConnectionsPerHost
+        self.maximumBodySize = maximumBodySize
+        self.userAgent = userAgent
+    }
+}

@@ -1,0 +1,161 @@
+public import Foundation
+public import NIOCore
+public import NIOPosix
+public import Pinning
+
+/// Delivers pin failure reports with an HTTP POST (`Content-Type: application/json`) over NIO, with a
+/// bounded timeout per attempt and a bounded number of attempts.
+///
+/// `https://` report URIs go through this package's own ``PinnedTLSClient`` with the reporter's own
+/// ``evaluator`` and ``trust``: by default ``SecurityPolicy/defaultEvaluation`` against the platform roots,
+/// and never the pins whose failure is being reported, so a report about a pin failure is not blocked by that
+/// pin. `http://` URIs are posted in the clear, as RFC 7469 collectors sometimes are.
+///
+/// A 2xx status is a delivery; anything else (or no answer) is retried after ``retryDelay``, doubled each
+/// time, until ``maximumAttempts``. Hand the reporter to a ``PinFailureReportQueue`` to rate-limit it and to
+/// keep delivery off the verdict's path.
+public struct HTTPPinFailureReporter: Sendable {
+    /// What happened to one report sent to one URI.
+    public struct Outcome: Sendable, Hashable, CustomStringConvertible {
+        /// The report URI.
+        public var uri: URL
+        /// Whether the collector accepted the report (a 2xx status).
+        public var delivered: Bool
+        /// How many attempts were made.
+        public var attempts: Int
+        /// The last HTTP status received, if any.
+        public var status: Int?
+        /// What happened, for logs.
+        public var message: String
+
+        /// One line: delivered or not, where, after how many attempts, and why.
+        public var description: String {
+            "\(self.delivered ? "delivered" : "not delivered") to \(self.uri.absoluteString) after \(self.attempts) attempt\(self.attempts == 1 ? "" : "s"): \(self.message)"
+        }
+    }
+
+    /// The time one attempt may take: connecting (with the TLS handshake), then the response's status line.
+    /// Default 5 seconds.
+    public var timeout: Duration
+    /// The most attempts per URI. Default 3.
+    public var maximumAttempts: Int
+    /// The pause before the first retry, doubled before each further retry. Default 0.5 seconds.
+    public var retryDelay: Duration
+    /// Judges the collectors of `https://` URIs. Default ``SecurityPolicy/defaultEvaluation``.
+    public var evaluator: any ServerTrustEvaluating
+    /// Anchors, platform roots and limits for judging the collectors (its certificates are ignored). Default:
+    /// the platform roots.
+    public var trust: ServerTrust
+    /// The event loops the deliveries run on. Default NIO's shared singleton.
+    public var group: any EventLoopGroup
+    /// Called with the outcome for each URI (a diagnostic hook; keep it fast).
+    public var onOutcome: (@Sendable (Outcome) -> Void)?
+
+    /// A reporter with the given bounds.
+    ///
+    /// - Parameters:
+    ///   - timeout: The bound on one attempt.
+    ///   - maximumAttempts: The most attempts per URI (at least 1).
+    ///   - retryDelay: The first pause between attempts, doubled each time.
+    ///   - evaluator: Judges `https://` collectors.
+    ///   - trust: The settings the collectors are judged with.
+    ///   - group: The event loops.
+    ///   - onOutcome: Called with the outcome for each URI.
+    public init(
+        timeout: Duration = .seconds(5),
+        maximumAttempts: Int = 3,
+        retryDelay: Duration = .milliseconds(500),
+        evaluator: any ServerTrustEvaluating = SecurityPolicy.defaultEvaluation,
+        trust: ServerTrust = ServerTrust(certificates: []),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onOutcome: (@Sendable (Outcome) -> Void)? = nil
+    ) {
+        self.timeout = timeout
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.retryDelay = retryDelay
+        self.evaluator = evaluator
+        self.trust = trust
+        self.group = group
+        self.onOutcome = onOutcome
+    }
+
+    /// Posts `report` to every URI in `uris` concurrently, each with up to ``maximumAttempts`` attempts, and
+    /// returns when every delivery has finished. Never throws: each result is passed to ``onOutcome``.
+    ///
+    /// - Parameters:
+    ///   - report: The failure report, sent as JSON.
+    ///   - uris: The collectors, `https://` or `http://`.
+    public func send(_ report: PinFailureReport, to uris: [URL]) async {
+        let body: [UInt8]
+        do {
+            body = Array(try report.jsonData())
+        } catch {
+            for uri in uris {
+                self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "the report does not encode: \(error)"))
+            }
+            return
+        }
+        let tls: PinnedTLSClient
+        do {
+            tls = try PinnedTLSClient(evaluator: self.evaluator, trust: self.trust)
+        } catch {
+            for uri in uris {
+                self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "no TLS context for the report: \(error)"))
+            }
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for uri in uris {
+                group.addTask { await self.deliver(body, to: uri, tls: tls) }
+            }
+        }
+    }
+
+    private func deliver(_ body: [UInt8], to uri: URL, tls: PinnedTLSClient) async {
+        let target: ReportTarget
+        switch ReportTarget.parse(uri) {
+        case .success(let parsed):
+            target = parsed
+        case .failure(let problem):
+            self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: problem.message))
+            return
+        }
+        let timeout = Self.timeAmount(self.timeout)
+        // The properties are public vars: whatever a caller stored, at least one attempt, and a pause that stays
+        // within an hour (doubling an extreme Duration would otherwise overflow).
+        let maximumAttempts = max(1, self.maximumAttempts)
+        let longestDelay = Duration.seconds(3600)
+        var delay = min(max(self.retryDelay, .zero), longestDelay)
+        var last = ReportPoster.Response(status: nil, message: "not attempted")
+        var attempts = 0
+        for attempt in 1...maximumAttempts {
+            attempts = attempt
+            last = await ReportPoster.post(body, to: target, tls: tls, group: self.group, timeout: timeout)
+            if let status = last.status, (200..<300).contains(status) {
+                self.onOutcome?(Outcome(uri: uri, delivered: true, attempts: attempt, status: status, message: last.message))
+                return
+            }
+            if attempt < maximumAttempts {
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    break  // Cancelled: give up with what the attempts so far said.
+                }
+                delay = min(delay * 2, longestDelay)
+            }
+        }
+        self.onOutcome?(
+            Outcome(uri: uri, delivered: false, attempts: attempts, status: last.status, message: last.message)
+        )
+    }
+    /// `duration` as NIO's nanosecond count, saturating instead of trapping: a negative duration is zero, one
+    /// beyond `Int64.max` nanoseconds (about 292 years) is `Int64.max`.
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return .zero }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .nanoseconds(.max) }
+        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return .nanoseconds(overflow2 ? .max : total)
+    }
+}

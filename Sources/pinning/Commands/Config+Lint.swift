@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Pinning
+
+extension PinningCommand.Config {
+    /// `pinning config lint FILE [--at RFC3339]`.
+    struct Lint: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a host pinning configuration and warn about expired or soon-expiring pins.",
+            discussion: """
+                Exit status: 0 valid (warnings, if any, are printed: pins that have expired or expire within 30 days), \
+                2 invalid, listing every problem on stderr.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The configuration file (JSON).", valueName: "file"))
+        var file: String
+
+        @Option(name: .long, help: ArgumentHelp("Judge expiry at this instant, RFC 3339 (default: now).", valueName: "RFC3339"))
+        var at: String?
+
+        func run() async throws {
+            let time = try InputLoading.instant(self.at) ?? Date()
+            let configuration: PinningConfiguration
+            do {
+                configuration = try PinningConfiguration(contentsOfFile: self.file)
+            } catch {
+                throw InputError(error.description)
+            }
+            let entries = configuration.entries.count
+            let warnings = configuration.warnings(at: time)
+            print(
+                "\(self.file): valid; \(entries) entr\(entries == 1 ? "y" : "ies"), unlisted hosts \(configuration.unlistedHosts.rawValue)"
+                    + (warnings.isEmpty ? "" : "; \(warnings.count) warning\(warnings.count == 1 ? "" : "s")")
+            )
+            for entry in configuration.entries {
+                if entry.excludesSubdomainFromParentPolicy {
+                    print("  \(entry.key): excluded from its parent's policy (not pinned; chain and name validated)")
+                    continue
+                }
+                var traits = ["\(entry.pins.count) pin\(entry.pins.count == 1 ? "" : "s")"]
+                traits.append(entry.enforce ? "enforced" : "report-only")
+                if entry.includeSubdomains { traits.append("subdomains") }
+                if let expires = entry.expires { traits.append("expires \(RFC3339.format(expires))") }
+                if !entry.anchors.isEmpty {
+                    traits.append("\(entry.anchors.count) anchor\(entry.anchors.count == 1 ? "" : "s")\(entry.anchorsOnly ? " only" : "")")
+                }
+                if !entry.reportURIs.isEmpty { traits.append("reports to \(entry.reportURIs.map(\.absoluteString).joined(separator: ", "))") }
+                print("  \(entry.key): \(traits.joined(separator: ", "))")
+            }
+            for warning in warnings {
+                print("warning: \(warning)")
+            }
+        }
+    }
+}

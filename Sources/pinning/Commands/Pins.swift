@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import Pinning
+import X509
+
+extension PinningCommand {
+    /// `pinning pins`: just the SPKI pins, one line per certificate.
+    struct Pins: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "pins",
+            abstract: "Print the SPKI SHA-256 pin of every certificate in the files (sha256/BASE64, then the subject)."
+        )
+
+        @Argument(help: ArgumentHelp("Certificate files or directories (DER, PEM, PKCS#7).", valueName: "file"))
+        var files: [String]
+
+        @Option(
+            name: .customLong("config-entry"),
+            help: ArgumentHelp("Print a ready-to-paste host pinning configuration entry for this host pattern, with every pin.", valueName: "host")
+        )
+        var configEntry: String?
+
+        func run() async throws {
+            var pins: [Pin] = []
+            var failures: [CertificateLoadingError] = []
+            for file in self.files {
+                // A pin is a hash of the SPKI: every well-formed certificate has one, supported for verification
+                // or not (the reason goes to stderr, so stdout stays one pin per line).
+                let listing = try InputLoading.listing(file)
+                for certificate in listing.certificates {
+                    let pin = certificate.pin
+                    if self.configEntry != nil {
+                        if !pins.contains(pin) { pins.append(pin) }
+                    } else {
+                        print("\(pin)  \(certificate.info.subject)")
+                    }
+                    if let unsupported = certificate.unsupported {
+                        FileHandle.standardError.write(Data("pinning: note: \(unsupported.description)\n".utf8))
+                    }
+                }
+                failures += listing.failures
+            }
+            try InputLoading.reportFailures(failures)
+            guard let host = self.configEntry else { return }
+            print(try Self.entry(host: host, pins: pins))
+            if pins.count < 2 {
+                FileHandle.standardError.write(
+                    Data("pinning: warning: an enforced entry needs at least two distinct pins; add a backup key's pin (or set \"enforce\": false)\n".utf8)
+                )
+            }
+        }
+
+        /// `"HOST": { "pins": [ … ] }`, checked by parsing it as a configuration (pattern and pins).
+        static func entry(host: String, pins: [Pin]) throws(InputError) -> String {
+            let quotedHost = Self.jsonString(host)
+            let pinLines = pins.map { "    \(Self.jsonString($0.description))" }.joined(separator: ",\n")
+            let entry = "\(quotedHost): {\n  \"pins\": [\n\(pinLines)\n  ]\n}"
+            // Validate the pattern the same way the configuration will (report-only so one pin is enough here).
+            let probe = "{\"version\": 1, \"domains\": {\(quotedHost): {\"pins\": [\(pins.map { Self.jsonString($0.description) }.joined(separator: ", "))], \"enforce\": false}}}"
+            do {
+                _ = try PinningConfiguration(data: Data(probe.utf8), baseDirectory: "/", origin: "--config-entry")
+            } catch {
+                let problems = error.problems.filter { $0.kind == .invalidPattern }
+                if !problems.isEmpty {
+                    throw InputError("--config-entry: \"\(host)\": " + problems.map(\.message).joined(separator: "; "))
+                }
+            }
+            return entry
+        }
+
+        static func jsonString(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+    }
+}

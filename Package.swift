@@ -167,6 +167,8 @@ let package = Package(
                 "PinningNIO",
                 "PinningTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                // In-memory handshakes (NIOAsyncTestingChannel), as swift-nio-ssl tests its own handlers.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -87,7 +87,8 @@ struct ChallengeTests {
         let cdn = try await PlainTLSServer(identity: try setup.publicChain.leaf.tlsIdentity(chain: [setup.publicChain.intermediate.certificate]))
         defer { Task { await cdn.stop() } }
         let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]))
-        let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
+        // The settings form of the initialiser (the test above uses trust:).
+        let client = ChallengeTLSClient(handler: handler, settings: setup.trust.settings)
         let connection = try await self.connect(client, host: "cdn.example.com", port: cdn.port)
         connection.channel.close(promise: nil)
 

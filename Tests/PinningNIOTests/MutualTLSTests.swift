@@ -147,6 +147,9 @@ struct MutualTLSTests {
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
             allowedClientPins: [Pin(spkiOf: setup.clientChain.leaf.certificate)]
         )
+        // How clients are judged, as a value: only the client CAs, for client authentication, no fixed clock.
+        #expect(allowed.clientSettings.anchors == [setup.clientChain.root.certificate] && allowed.clientSettings.anchorsOnly)
+        #expect(allowed.clientSettings.purpose == .clientAuthentication && allowed.clientTrust.validationTime == nil)
         let server = try await MutualTLSTestServer(allowed)
         defer { Task { await server.stop() } }
         let listed = try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])

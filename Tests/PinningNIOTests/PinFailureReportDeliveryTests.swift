@@ -251,7 +251,8 @@ struct PinFailureReportDeliveryTests {
         // the configuration whose pin just failed (that pin is on no path of the collector's chain).
         let reporter = HTTPPinFailureReporter(
             timeout: .seconds(30),
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([collectorPKI.root.certificate])),
+            // The settings form (TrustSettings); the untrusted-collector test below uses the trust: form.
+            settings: TrustSettings(platformRoots: Fixtures.platform([collectorPKI.root.certificate])),
             group: testGroup,
             onOutcome: { outcomes.append($0) }
         )

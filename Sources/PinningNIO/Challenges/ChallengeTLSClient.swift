@@ -33,6 +33,16 @@ public struct ChallengeTLSClient: Sendable {
         self.configuration = configuration
     }
 
+    /// A client whose server-trust challenges carry each presented chain judged with `settings` (the form to
+    /// prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
+    public init(
+        handler: ChallengeHandler,
+        settings: TrustSettings,
+        configuration: TLSConfiguration = .makePinnedClientConfiguration()
+    ) {
+        self.init(handler: handler, trust: ServerTrust(certificates: [], settings: settings), configuration: configuration)
+    }
+
     /// Asks the client-certificate challenge for `host`:`port` and returns a ``PinnedTLSClient`` for that one
     /// connection whose handshakes ask the server-trust challenge.
     ///

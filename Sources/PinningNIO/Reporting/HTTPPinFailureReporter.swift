@@ -79,6 +79,22 @@ public struct HTTPPinFailureReporter: Sendable {
         self.onOutcome = onOutcome
     }
 
+    /// A reporter that judges `https://` collectors by `evaluator` with `settings` (default: the platform roots);
+    /// the other parameters as in ``init(timeout:maximumAttempts:retryDelay:evaluator:trust:group:onOutcome:)``.
+    public init(
+        timeout: Duration = .seconds(5),
+        maximumAttempts: Int = 3,
+        retryDelay: Duration = .milliseconds(500),
+        evaluator: any ServerTrustEvaluating = SecurityPolicy.defaultEvaluation,
+        settings: TrustSettings,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onOutcome: (@Sendable (Outcome) -> Void)? = nil
+    ) {
+        self.init(
+            timeout: timeout, maximumAttempts: maximumAttempts, retryDelay: retryDelay, evaluator: evaluator,
+            trust: ServerTrust(certificates: [], settings: settings), group: group, onOutcome: onOutcome)
+    }
+
     /// Posts `report` to every URI in `uris` concurrently, each with up to ``maximumAttempts`` attempts, and
     /// returns when every delivery has finished. Never throws: each result is passed to ``onOutcome``.
     ///

@@ -59,6 +59,8 @@ public struct MutualTLSServer: Sendable {
     public let allowedClientPins: [Pin]
     /// The template for each client's ``ServerTrust``.
     public let clientTrust: ServerTrust
+    /// How each client's chain is judged: the client CAs as the only anchors, client authentication.
+    public var clientSettings: TrustSettings { self.clientTrust.settings }
     /// The TLS configuration of the server's context.
     public let configuration: TLSConfiguration
     /// See ``ClientCheck``.

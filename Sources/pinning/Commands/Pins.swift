@@ -60,10 +60,10 @@ extension PinningCommand {
             do {
                 _ = try PinningConfiguration(data: Data(probe.utf8), baseDirectory: "/", origin: "--config-entry")
             } catch {
-                let problems = error.problems.filter { $0.kind == .invalidPattern }
-                if !problems.isEmpty {
-                    throw InputError("--config-entry: \"\(host)\": " + problems.map(\.message).joined(separator: "; "))
-                }
+                // Only the pattern is the user's (the pins come from certificates, report-only needs one), but
+                // an entry the configuration would refuse for any reason is not printed as ready to paste.
+                let problems = error.problems.isEmpty ? [error.description] : error.problems.map(\.message)
+                throw InputError("--config-entry: \"\(host)\": " + problems.joined(separator: "; "))
             }
             return entry
         }

@@ -57,9 +57,11 @@ extension PinningCommand {
                     port: self.port
                 )
             } catch let error as LocalHTTPSServer.SetupError {
-                throw InputError("cannot build the TLS configuration: \(error.underlying)")
+                // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.
+                throw InputError("cannot build the TLS configuration: \(ConnectionFailureWords.words(error.underlying))")
             } catch {
-                FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(error)\n".utf8))
+                let problem = Self.listenProblem(error)
+                FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(problem)\n".utf8))
                 throw ExitCode(3)
             }
             let port = channel.localAddress?.port ?? self.port
@@ -75,9 +77,17 @@ extension PinningCommand {
             do {
                 try await channel.closeFuture.get()
             } catch {
-                FileHandle.standardError.write(Data("pinning: serve: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("pinning: serve: the listening socket failed: \(ConnectionFailureWords.words(error))\n".utf8))
             }
             for source in signals { source.cancel() }
+        }
+
+        /// Why binding failed, in words: "address already in use", not NIO's `bind(descriptor:ptr:bytes:)` dump.
+        static func listenProblem(_ error: any Error) -> String {
+            if let error = error as? SocketAddressError, case .unknown = error {
+                return "the host name does not resolve"
+            }
+            return ConnectionFailureWords.words(error)
         }
 
         /// The server identity from --cert and --key, with messages about the *server's* certificate and key.

@@ -18,29 +18,47 @@ struct PinningCommand: AsyncParsableCommand {
         subcommands: [Evaluate.self, Check.self, Serve.self, Inspect.self, Pins.self, Config.self, PKI.self, Bench.self, Demo.self]
     )
 
-    /// Parses and runs, mapping argument-parser's usage errors (its default exit status is 64) to our 2.
+    /// Parses and runs. Every refusal of the command line exits 2 (argument-parser's own default is 64): ours
+    /// (``InputError``, thrown by an option's `transform`, a `validate()` or `run()`) as `pinning: MESSAGE`,
+    /// argument-parser's (unknown option, missing value, a numeric option out of range) in its own words.
     static func main() async {
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            Self.exit(refusing: error)
+        }
+        do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch let error as InputError {
-            FileHandle.standardError.write(Data("pinning: \(error.message)\n".utf8))
-            Foundation.exit(2)
+            Self.exit(refusing: error)
         } catch {
             let code = exitCode(for: error)
             if code == .success || code == ExitCode(1) || code == ExitCode(3) {
                 exit(withError: error)
             }
-            let message = fullMessage(for: error)
-            if !message.isEmpty {
-                FileHandle.standardError.write(Data((message + "\n").utf8))
-            }
+            Self.exit(refusing: error)
+        }
+    }
+
+    /// Prints why the command line or its input was refused and exits 2 (0 for `--help` and `--version`).
+    static func exit(refusing error: any Error) -> Never {
+        if let input = InputError.wrapped(in: error) {
+            FileHandle.standardError.write(Data("pinning: \(input.message)\n".utf8))
             Foundation.exit(2)
         }
+        if exitCode(for: error) == .success {
+            exit(withError: error)
+        }
+        let message = fullMessage(for: error)
+        if !message.isEmpty {
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+        }
+        Foundation.exit(2)
     }
 }
 
@@ -48,4 +66,22 @@ struct PinningCommand: AsyncParsableCommand {
 struct InputError: Error {
     var message: String
     init(_ message: String) { self.message = message }
+}
+
+extension InputError {
+    /// The ``InputError`` that `error` is or carries. argument-parser keeps an error thrown by a `transform` or a
+    /// `validate()` inside its own error (an internal type, printed as "The value … is invalid for …" with the
+    /// usage text); ours is found among the values that error stores, so it prints as any other bad input does.
+    /// The search is bounded: argument-parser's error is a few levels deep (command error, parser error, payload).
+    static func wrapped(in error: any Error) -> InputError? {
+        func search(_ value: Any, depth: Int) -> InputError? {
+            if let input = value as? InputError { return input }
+            guard depth < 6 else { return nil }
+            for child in Mirror(reflecting: value).children {
+                if let found = search(child.value, depth: depth + 1) { return found }
+            }
+            return nil
+        }
+        return search(error, depth: 0)
+    }
 }

@@ -42,12 +42,15 @@ extension PinningCommand.Bench {
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
-        func run() async throws {
-            // Both counts were range-checked while parsing (NumericOption); 50 × 10,000,000 fits an Int.
-            let cachedIterations = self.cachedIterations ?? self.iterations * 50
+        func validate() throws {
             guard self.options.config == nil else {
                 throw InputError("--config: bench measures a security policy; give the policy flags of evaluate instead")
             }
+        }
+
+        func run() async throws {
+            // Both counts were range-checked while parsing (NumericOption); 50 × 10,000,000 fits an Int.
+            let cachedIterations = self.cachedIterations ?? self.iterations * 50
             let presented = try InputLoading.certificates(self.chain, option: "--chain")
             var inputs = try self.options.makePolicy(presented: presented, host: self.host)
             if self.options.at == nil {

@@ -48,8 +48,12 @@ extension PinningCommand.Bench {
         )
         var rounds: Int = 5
 
-        @Option(name: .long, help: ArgumentHelp("Key type of the minted chain: p256 (default), p384, rsa2048.", valueName: "key"))
-        var key: String = "p256"
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Key type of the minted chain: \(BenchKeyArgument.choices) (default p256).", valueName: "key"),
+            transform: BenchKeyArgument.parser(option: "--key")
+        )
+        var key: BenchKeyArgument = .p256
 
         @Flag(name: .long, help: "Evaluate through an EvaluationCache (CachingTrustEvaluator), as a long-lived client would.")
         var cache = false
@@ -58,10 +62,7 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
-            guard let keyType = TestKeyType.allCases.first(where: { $0.description == self.key }) else {
-                throw InputError("--key: unknown key type \"\(self.key)\"; use p256, p384 or rsa2048")
-            }
-            let report = try await HandshakeBenchmark(keyType: keyType, cached: self.cache)
+            let report = try await HandshakeBenchmark(keyType: self.key.keyType, cached: self.cache)
                 .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
             if self.json {
                 try JSONOutput.print(report)
@@ -260,5 +261,21 @@ final class BenchTLSServer: Sendable {
 
     func stop() {
         self.channel.close(promise: nil)
+    }
+}
+
+/// `bench handshake --key`: the key type of the minted chain, spelled as ``TestKeyType`` describes its cases.
+enum BenchKeyArgument: String, EnumeratedArgument {
+    case p256, p384, rsa2048, ed25519
+
+    static let valueKind = "key type"
+
+    var keyType: TestKeyType {
+        switch self {
+        case .p256: return .p256
+        case .p384: return .p384
+        case .rsa2048: return .rsa2048
+        case .ed25519: return .ed25519
+        }
     }
 }

@@ -62,20 +62,25 @@ extension PinningCommand {
         @Flag(name: .long, help: "On an error, also print what was trusted and the underlying TLS or socket error (on stderr).")
         var verbose = false
 
+        /// Option combinations, refused before any file is read or any connection made. (The timeouts' range,
+        /// 0.001 to 604800 seconds, is checked while parsing: see ``NumericOption``.)
+        func validate() throws {
+            if self.policyOptions.config != nil {
+                try self.policyOptions.checkNoConflictWithConfiguration()
+            }
+            _ = try self.identitySource()
+        }
+
         func run() async throws {
             let url = try self.parsedURL()
             let overrides = try self.parsedResolve()
             let identity = try self.loadIdentity()
-            guard self.connectTimeout > 0, self.maxTime > 0 else {
-                throw InputError("--connect-timeout and --max-time must be positive")
-            }
             let host = url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
 
             let evaluator: any ServerTrustEvaluating
             var trust: ServerTrust
             let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
             if let path = self.policyOptions.config {
-                try self.policyOptions.checkNoConflictWithConfiguration()
                 let configuration = try self.policyOptions.loadConfiguration(path)
                 evaluator = configuration
                 trust = ServerTrust(
@@ -256,35 +261,51 @@ extension PinningCommand {
             return overrides
         }
 
-        func passphrase() throws(InputError) -> String? {
-            // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
-            try self.passphraseOptions.passphrase()
+        /// Where the client identity comes from: a PKCS#12 file, a PEM certificate chain and key, or nowhere.
+        enum IdentitySource {
+            case none
+            case pkcs12(file: String)
+            case pem(certificateChain: String, privateKey: String)
+        }
+
+        /// The identity options' combination, checked: one source or none, and a passphrase only for one.
+        func identitySource() throws(InputError) -> IdentitySource {
+            switch (self.identity, self.identityCert, self.identityKey) {
+            case (nil, nil, nil):
+                if self.passphraseOptions.isGiven {
+                    throw InputError("--passphrase-env/--passphrase-file need --identity or --identity-key")
+                }
+                return .none
+            case (let path?, nil, nil):
+                return .pkcs12(file: path)
+            case (nil, let cert?, let key?):
+                return .pem(certificateChain: cert, privateKey: key)
+            case (nil, _, _):
+                throw InputError("--identity-cert and --identity-key go together")
+            case (_?, _, _):
+                throw InputError("--identity cannot be combined with --identity-cert/--identity-key")
+            }
         }
 
         func loadIdentity() throws(InputError) -> TLSIdentity? {
-            let passphrase = try self.passphrase()
-            switch (self.identity, self.identityCert, self.identityKey) {
-            case (nil, nil, nil):
-                if passphrase != nil {
-                    throw InputError("--passphrase-env/--passphrase-file need --identity or --identity-key")
-                }
+            let source = try self.identitySource()
+            // One reader for every command (serve, pki export): FIFOs and <(…) files, UTF-8 checked.
+            let passphrase = try self.passphraseOptions.passphrase()
+            switch source {
+            case .none:
                 return nil
-            case (let path?, nil, nil):
+            case .pkcs12(let path):
                 do {
                     return try TLSIdentity.pkcs12(file: path, passphrase: passphrase ?? "")
                 } catch {
                     throw InputError(Self.identityMessage(error, option: "--identity"))
                 }
-            case (nil, let cert?, let key?):
+            case .pem(let cert, let key):
                 do {
                     return try TLSIdentity.pem(certificateChainFile: cert, privateKeyFile: key, passphrase: passphrase)
                 } catch {
                     throw InputError(Self.identityMessage(error, option: "--identity-cert/--identity-key"))
                 }
-            case (nil, _, _):
-                throw InputError("--identity-cert and --identity-key go together")
-            case (_?, _, _):
-                throw InputError("--identity cannot be combined with --identity-cert/--identity-key")
             }
         }
 

@@ -7,10 +7,7 @@ import X509
 extension PinningCommand.Evaluate {
     /// `pinning evaluate --config FILE`: the host pinning configuration decides.
     func runWithConfiguration(_ path: String) async throws {
-        try self.policyOptions.checkNoConflictWithConfiguration()
-        guard let host = self.host else {
-            throw InputError("--config needs --host: the configuration pins hosts")
-        }
+        let host = try self.configurationHost()
         var configuration = try self.policyOptions.loadConfiguration(path)
         let presented = try InputLoading.certificates(self.chain, option: "--chain")
         let roots = try InputLoading.roots(self.policyOptions.roots)

@@ -42,13 +42,28 @@ extension PinningCommand {
         @Flag(name: .customLong("send-reports"), help: "With --config: deliver pin failure reports to the entry's reportURIs before exiting (a few seconds at most).")
         var sendReports = false
 
+        /// Option combinations, refused before any file is read.
+        func validate() throws {
+            if self.policyOptions.config != nil {
+                try self.policyOptions.checkNoConflictWithConfiguration()
+                _ = try self.configurationHost()
+            } else if self.sendReports {
+                throw InputError("--send-reports needs --config")
+            }
+        }
+
+        /// The host `--config` judges: required, as a configuration pins hosts.
+        func configurationHost() throws(InputError) -> String {
+            guard let host = self.host else {
+                throw InputError("--config needs --host: the configuration pins hosts")
+            }
+            return host
+        }
+
         func run() async throws {
             if let config = self.policyOptions.config {
                 try await self.runWithConfiguration(config)
                 return
-            }
-            if self.sendReports {
-                throw InputError("--send-reports needs --config")
             }
             let inputs = try self.loadInputs()
             let verdict = await inputs.policy.evaluate(inputs.trust, forDomain: self.host)

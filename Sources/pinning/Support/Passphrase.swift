@@ -11,6 +11,16 @@ struct PassphraseOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-file"), help: ArgumentHelp("Read the passphrase from the first line of this file.", valueName: "file"))
     var file: String?
 
+    /// Whether either option is given.
+    var isGiven: Bool { self.environment != nil || self.file != nil }
+
+    /// One source at most, refused while parsing.
+    func validate() throws {
+        if self.environment != nil && self.file != nil {
+            throw InputError(Passphrase.bothSourcesRefusal)
+        }
+    }
+
     /// The passphrase, or nil when neither option is given.
     func passphrase() throws(InputError) -> String? {
         try Passphrase.read(environment: self.environment, file: self.file)
@@ -48,9 +58,12 @@ enum Passphrase {
             let line = firstLine.last == 0x0D ? Array(firstLine.dropLast()) : firstLine
             return try Self.text(line, option: "--passphrase-file \(path)", what: "the first line")
         case (_?, _?):
-            throw InputError("--passphrase-env and --passphrase-file cannot be combined")
+            // PassphraseOptions.validate() refuses this while parsing; the reader refuses it too, on its own.
+            throw InputError(Self.bothSourcesRefusal)
         }
     }
+
+    static let bothSourcesRefusal = "--passphrase-env and --passphrase-file cannot be combined"
 
     private static func text(_ bytes: [UInt8], option: String, what: String) throws(InputError) -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {

@@ -6,8 +6,12 @@ import X509
 /// The trust-policy flags shared by `pinning evaluate` and `pinning check`: a ``SecurityPolicy`` built from
 /// flags, or (`--config`) a host pinning configuration that decides instead.
 struct PolicyOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Pinning mode: none, public-key or certificate.", valueName: "mode"))
-    var mode: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Pinning mode: \(PinningModeArgument.choices).", valueName: "mode"),
+        transform: PinningModeArgument.parser(option: "--mode")
+    )
+    var mode: PinningModeArgument?
 
     @Option(name: .long, help: ArgumentHelp("A pinned certificate file (any supported format; a bundle pins each certificate). Repeatable.", valueName: "file"))
     var pin: [String] = []
@@ -33,8 +37,12 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The validation instant, RFC 3339 (default: now).", valueName: "RFC3339"))
     var at: String?
 
-    @Option(name: .long, help: ArgumentHelp("Certificate profile: rfc5280 (default) or webpki.", valueName: "profile"))
-    var profile: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Certificate profile: \(ProfileArgument.choices) (default rfc5280).", valueName: "profile"),
+        transform: ProfileArgument.parser(option: "--profile")
+    )
+    var profile: ProfileArgument?
 
     @Option(name: .long, help: ArgumentHelp("A host pinning configuration (JSON) that decides instead of the flags.", valueName: "file"))
     var config: String?
@@ -73,21 +81,22 @@ struct PolicyOptions: ParsableArguments {
     }
 
     func loadProfile() throws(InputError) -> ValidationProfile {
-        guard let name = self.profile else { return .rfc5280 }
-        // The core reads no file it is not handed: the CLI loads the system's public suffix list for webpki.
-        // Without one only single-label suffixes count, as the CLI always did.
-        var publicSuffixList: PublicSuffixList?
-        if name.lowercased() == "webpki" {
+        switch self.profile ?? .rfc5280 {
+        case .rfc5280:
+            return .rfc5280
+        case .webpki:
+            // The core reads no file it is not handed: the CLI loads the system's public suffix list for webpki.
+            // Without one only single-label suffixes count (as browsers do without a list), and we say so once on
+            // stderr rather than quietly judging wildcards by a weaker rule.
             do {
-                publicSuffixList = try PublicSuffixList(contentsOfFile: PublicSuffixList.systemPath)
+                return .webPKI(publicSuffixList: try PublicSuffixList(contentsOfFile: PublicSuffixList.systemPath))
             } catch {
-                publicSuffixList = .empty
+                let warning =
+                    "pinning: warning: --profile webpki: \(error.message); only single-label suffixes count as public "
+                    + "(the publicsuffix package installs the list)\n"
+                FileHandle.standardError.write(Data(warning.utf8))
+                return .webPKI(publicSuffixList: .empty)
             }
-        }
-        do {
-            return try ValidationProfile(named: name, publicSuffixList: publicSuffixList)
-        } catch {
-            throw InputError("--profile: \(error.message)")
         }
     }
 
@@ -106,19 +115,8 @@ struct PolicyOptions: ParsableArguments {
         let roots = try InputLoading.roots(self.roots)
         let time = try InputLoading.instant(self.at)
         let profile = try self.loadProfile()
-        let mode: SecurityPolicy.PinningMode
-        switch self.mode {
-        case nil:
-            mode = (pinnedCertificates.isEmpty && pins.isEmpty) ? .none : .publicKey
-        case "none":
-            mode = .none
-        case "public-key", "publicKey":
-            mode = .publicKey
-        case "certificate":
-            mode = .certificate
-        case let other?:
-            throw InputError("--mode: unknown mode \"\(other)\"; use none, public-key or certificate")
-        }
+        // Without --mode: public-key when pins are given, else none.
+        let mode = self.mode?.mode ?? ((pinnedCertificates.isEmpty && pins.isEmpty) ? .none : .publicKey)
         if let host {
             do {
                 _ = try PeerName(host)

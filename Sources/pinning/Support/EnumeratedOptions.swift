@@ -1,0 +1,77 @@
+import ArgumentParser
+import Pinning
+
+/// An option that takes one of a few words: `--mode`, `--profile`, `bench handshake --key`.
+///
+/// Each is an `ExpressibleByArgument` enum, as argument-parser's examples write them (`Math.swift`'s `Kind`):
+/// `init?(argument:)` is the one place that says which spellings are accepted, and `allValueStrings` (from
+/// `CaseIterable`) lists the values in the option's help and in the refusal.
+///
+/// The option names ``parser(option:)`` as its `transform`, so a word outside the list is refused while the
+/// command line is parsed, before anything runs, with the message this CLI has always printed (on stderr as
+/// `pinning: --mode: unknown mode "sometimes"; use none, public-key or certificate`, exit status 2; see
+/// `PinningCommand.main`). Without the transform argument-parser would print its own sentence ("The value
+/// 'sometimes' is invalid for '--mode <mode>'. Please provide one of …") instead of the one scripts and the
+/// tests know.
+protocol EnumeratedArgument: CaseIterable, ExpressibleByArgument {
+    /// What a refusal calls a value: "mode" in `unknown mode "x"`.
+    static var valueKind: String { get }
+}
+
+extension EnumeratedArgument {
+    /// The accepted values as a sentence lists them: `none, public-key or certificate`.
+    static var choices: String {
+        let names = Self.allValueStrings
+        guard names.count > 1, let last = names.last else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " or " + last
+    }
+
+    /// The `transform` of an option taking one of these values; `option` is its name as the user types it.
+    static func parser(option: String) -> @Sendable (String) throws -> Self {
+        { text in
+            guard let value = Self(argument: text) else {
+                throw InputError("\(option): unknown \(Self.valueKind) \"\(text)\"; use \(Self.choices)")
+            }
+            return value
+        }
+    }
+}
+
+/// `--mode`: what a policy pins (AFSecurityPolicy's `SSLPinningMode`).
+enum PinningModeArgument: String, EnumeratedArgument {
+    case none
+    case publicKey = "public-key"
+    case certificate
+
+    static let valueKind = "mode"
+
+    /// The spellings: the listed ones, and `publicKey` as AFNetworking's name is written in code.
+    init?(argument: String) {
+        if argument == "publicKey" {
+            self = .publicKey
+            return
+        }
+        self.init(rawValue: argument)
+    }
+
+    var mode: SecurityPolicy.PinningMode {
+        switch self {
+        case .none: return .none
+        case .publicKey: return .publicKey
+        case .certificate: return .certificate
+        }
+    }
+}
+
+/// `--profile`: the certificate profile chains are validated under.
+enum ProfileArgument: String, EnumeratedArgument {
+    case rfc5280
+    case webpki
+
+    static let valueKind = "profile"
+
+    /// Any letter case (`webPKI` as the library spells it, `RFC5280`).
+    init?(argument: String) {
+        self.init(rawValue: argument.lowercased())
+    }
+}

@@ -127,6 +127,21 @@ struct OptionIdiomCLITests {
         }
     }
 
+    @Test("bench handshake --key ed25519, a value help lists, runs: the NIOSSL clients accept Ed25519 servers too")
+    func benchEd25519() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-idiom")
+        defer { directory.remove() }
+        let run = try await Executable.pinning(
+            ["bench", "handshake", "--key", "ed25519", "--connections", "2", "--concurrency", "1", "--rounds", "1", "--json"],
+            in: directory
+        )
+        #expect(run.status == 0, "\(run)")
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        for key in ["handshakesPerSecond", "baselineHandshakesPerSecond", "unverifiedHandshakesPerSecond"] {
+            #expect((object?[key] as? Double ?? 0) > 0, "\(key): \(run)")
+        }
+    }
+
     @Test("serve: a port already taken is said in words (exit 3), not as NIO's bind() dump")
     func listenProblemInWords() async throws {
         let fixture = try ServeCheckFixture()

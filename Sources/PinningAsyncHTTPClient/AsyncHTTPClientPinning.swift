@@ -174,8 +174,14 @@ public struct AsyncHTTPClientPinning: Sendable {
         return { channel in
             let promise = channel.eventLoop.makePromise(of: Void.self)
             channel.nioSSL_peerCertificate().whenComplete { result in
-                promise.completeWithTask {
-                    try await pinning.verify(result)
+                // On the channel's event loop, not the cooperative pool: see PinningNIO's EventLoopTaskExecutor.
+                Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) {
+                    do {
+                        try await pinning.verify(result)
+                        promise.succeed()
+                    } catch {
+                        promise.fail(error)
+                    }
                 }
             }
             return promise.futureResult.flatMap {

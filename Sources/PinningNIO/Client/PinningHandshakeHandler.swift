@@ -45,7 +45,7 @@ enum PeerVerification {
                 promise.succeed(.failed)
                 return
             }
-            promise.completeWithTask {
+            promise.completeWithTaskOnEventLoop {
                 switch await decision(presented) {
                 case .evaluation(let evaluation):
                     return Self.conclude(evaluation, verdict: verdict)
@@ -77,7 +77,7 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict))
                 return
             }
-            promise.completeWithTask {
+            promise.completeWithTaskOnEventLoop {
                 Self.conclude(await decide(presented), verdict: verdict)
             }
         }
@@ -255,7 +255,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         }
         self.held = (event, [], false)
         let decided = context.eventLoop.makePromise(of: PeerDecision.self)
-        decided.completeWithTask { await check(leaf) }
+        decided.completeWithTaskOnEventLoop { await check(leaf) }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         let verdict = self.verdict
         decided.futureResult.whenSuccess { decision in

@@ -7,9 +7,9 @@ import Testing
 /// shape, never timing.
 @Suite("pinning bench and limbo --cache (run the built binaries)")
 struct BenchCLITests {
-    func fixture() throws -> CLIFixture {
+    func fixture() async throws -> CLIFixture {
         _ = try PinningBinary.located.get()
-        return try CLITests.fixture.get()
+        return try await CLITests.fixture.value
     }
 
     static let evaluationKeys: Set<String> = [
@@ -18,7 +18,7 @@ struct BenchCLITests {
 
     @Test("bench --json takes evaluate's chain and policy flags and emits exactly the five keys")
     func benchJSON() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let arguments = [
             "bench", "--chain", f.chainPEM, "--roots", f.rootPEM, "--host", CLIFixture.host, "--at", CLIFixture.at,
             "--mode", "public-key", "--pin-sha256", pin(f.intermediate), "--iterations", "3", "--cached-iterations", "5", "--json",
@@ -38,7 +38,7 @@ struct BenchCLITests {
 
     @Test("bench without --at evaluates at now; human output names both figures")
     func benchHuman() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         // The fixture's leaf is valid around 2030, so at now it is not yet valid: the warning says nothing is cached.
         let run = try await f.run(["bench", "evaluations", "--chain", f.chainPEM, "--roots", f.rootPEM, "--iterations", "2", "--cached-iterations", "2"])
         #expect(run.status == 0, "\(run)")
@@ -50,7 +50,7 @@ struct BenchCLITests {
 
     @Test("bench shares evaluate's input errors and refuses zero iterations")
     func benchBadInput() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let badMode = try await f.run(["bench", "--chain", f.chainPEM, "--mode", "sometimes", "--iterations", "1"])
         #expect(badMode.status == 2, "\(badMode)")
         #expect(badMode.stderr.contains("--mode: unknown mode \"sometimes\""), "\(badMode)")
@@ -61,7 +61,7 @@ struct BenchCLITests {
 
     @Test("bench handshake --json emits exactly the three keys")
     func handshakeJSON() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(["bench", "handshake", "--connections", "4", "--concurrency", "2", "--json"])
         #expect(run.status == 0, "\(run)")
         let object = try jsonObject(run)
@@ -74,7 +74,7 @@ struct BenchCLITests {
 
     @Test("limbo gives identical per-case results with --cache and without")
     func limboCacheEquivalence() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let limbo = try PinningBinary.located.get().deletingLastPathComponent().appendingPathComponent("limbo")
         let suite = ["/work/shared/x509-limbo/limbo.json", "../shared/x509-limbo/limbo.json"].first {
             FileManager.default.fileExists(atPath: $0)
@@ -88,13 +88,8 @@ struct BenchCLITests {
         let plain = f.directory.path("limbo-plain.tsv")
         let cached = f.directory.path("limbo-cached.tsv")
         for (output, extra) in [(plain, [String]()), (cached, ["--cache"])] {
-            let process = Process()
-            process.executableURL = limbo
-            process.arguments = [suite, "--id", filter, "--results", output] + extra
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
+            let run = try await TestTools.run(limbo.path, [suite, "--id", filter, "--results", output] + extra, timeout: 600)
+            #expect(run.exited, "\(run)")
         }
         let plainLines = try String(contentsOfFile: plain, encoding: .utf8)
         let cachedLines = try String(contentsOfFile: cached, encoding: .utf8)

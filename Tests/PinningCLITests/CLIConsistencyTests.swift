@@ -99,7 +99,7 @@ struct CLIConsistencyTests {
 
     @Test("serve: a key that is not the server certificate's says so about the server, not about client certificates")
     func serveMismatchedKey() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let run = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", fixture.clientKey], in: fixture.directory)
         let status = await run.wait(seconds: 10)
@@ -111,10 +111,10 @@ struct CLIConsistencyTests {
 
     @Test("serve: an encrypted --key names the options to give its passphrase with, and works with them", .enabled(if: CLI.hasOpenSSL))
     func serveEncryptedKey() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let encrypted = fixture.directory.path("server-enc.key")
-        #expect(try CLI.openssl(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", fixture.serverKey, "-out", encrypted, "-passout", "pass:sérvér"]) == 0)
+        #expect(try await CLI.openssl(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", fixture.serverKey, "-out", encrypted, "-passout", "pass:sérvér"]) == 0)
         let run = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", encrypted], in: fixture.directory)
         let status = await run.wait(seconds: 10)
         #expect(status == 2, "\(run.stderr)")
@@ -135,7 +135,7 @@ struct CLIConsistencyTests {
 
     @Test("curl's sha256//BASE64 pins, and its ;-separated list, are accepted by --pin-sha256")
     func curlPinSyntax() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let chain = try fixture.directory.write("presented.pem", TestPKI.pemBundle(fixture.server.presented))
         let intermediate = Pin(spkiOf: fixture.server.intermediate.certificate).base64
@@ -157,7 +157,7 @@ struct CLIConsistencyTests {
 
     @Test("serve --bind accepts [::1] and ::1; a malformed bind is bad input", .enabled(if: ipv6LoopbackAvailable()))
     func bracketedIPv6() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         for bind in ["[::1]", "::1"] {
             let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--bind", bind], in: fixture.directory)
@@ -178,7 +178,7 @@ struct CLIConsistencyTests {
         "FIFOs and <(…) work for every file option: serve --cert/--key/--passphrase-file, check --identity-cert/--identity-key/--identity/--roots, evaluate --chain/--config",
         .enabled(if: CLI.hasOpenSSL))
     func nonRegularFiles() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let certFIFO = fixture.directory.path("cert.fifo")
         let keyFIFO = fixture.directory.path("key.fifo")

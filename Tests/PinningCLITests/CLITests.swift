@@ -107,31 +107,15 @@ enum CLI {
     static let opensslPath = TestTools.opensslPath
     static var hasOpenSSL: Bool { TestTools.opensslAvailable }
 
-    /// Runs openssl synchronously (suite setup only); returns its exit status.
+    /// Runs openssl (without blocking a thread: ``TestTools/run(_:_:input:in:environment:timeout:)``); returns its
+    /// exit status. `stdoutPath` receives what it printed on stdout.
     @discardableResult
-    static func openssl(_ arguments: [String], stdin: String? = nil, stdoutPath: String? = nil) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: opensslPath)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
+    static func openssl(_ arguments: [String], stdin: String? = nil, stdoutPath: String? = nil) async throws -> Int32 {
+        let result = try await TestTools.openssl(arguments, input: stdin)
         if let stdoutPath {
-            _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        } else {
-            process.standardOutput = FileHandle.nullDevice
+            try Data(result.stdout.utf8).write(to: URL(fileURLWithPath: stdoutPath))
         }
-        if let stdin {
-            let pipe = Pipe()
-            process.standardInput = pipe
-            try process.run()
-            pipe.fileHandleForWriting.write(Data(stdin.utf8))
-            try pipe.fileHandleForWriting.close()
-        } else {
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-        }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return result.exited ? result.status : -1
     }
 }
 
@@ -173,7 +157,7 @@ struct CLIFixture: Sendable {
     var intermediate: Certificate { self.chain.intermediate.certificate }
     var root: Certificate { self.chain.root.certificate }
 
-    init() throws {
+    init() async throws {
         let reference = TestPKI.referenceTime
         let caStart = reference.addingTimeInterval(-365 * Self.day)
         let caEnd = reference.addingTimeInterval(10 * 365 * Self.day)
@@ -220,7 +204,7 @@ struct CLIFixture: Sendable {
 
         if CLI.hasOpenSSL {
             let p7b = directory.path("chain.p7b")
-            let status = try CLI.openssl(["crl2pkcs7", "-nocrl", "-certfile", self.chainPEM, "-outform", "DER", "-out", p7b])
+            let status = try await CLI.openssl(["crl2pkcs7", "-nocrl", "-certfile", self.chainPEM, "-outform", "DER", "-out", p7b])
             self.chainP7B = status == 0 ? p7b : nil
         } else {
             self.chainP7B = nil
@@ -278,13 +262,14 @@ let unrelatedPin = "sha256/" + Data(repeating: 0x41, count: 32).base64EncodedStr
 
 @Suite("pinning CLI (runs the built binary)")
 struct CLITests {
-    static let fixture = Result { try CLIFixture() }
+    /// Minted once, on first use (a task, so that minting awaits openssl without blocking a thread).
+    static let fixture = Task { try await CLIFixture() }
 
     static var opensslAvailable: Bool { CLI.hasOpenSSL }
 
-    func fixture() throws -> CLIFixture {
+    func fixture() async throws -> CLIFixture {
         _ = try PinningBinary.located.get()
-        return try Self.fixture.get()
+        return try await Self.fixture.value
     }
 
     @Test("The binary is found next to the test bundle")
@@ -297,7 +282,7 @@ struct CLITests {
 
     @Test("A valid chain for its host is TRUSTED, exit 0, with the chain, pins and validated path")
     func trustedChain() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost"]))
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout.contains("TRUSTED"), "\(run)")
@@ -317,14 +302,14 @@ struct CLITests {
 
     @Test("An IP address host in the leaf's SANs is trusted")
     func ipHost() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "127.0.0.1"]))
         #expect(run.status == 0, "\(run)")
     }
 
     @Test("A wrong host is NOT TRUSTED, exit 1, and the reason names the host and the leaf's names")
     func wrongHost() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "wrong.example"]))
         #expect(run.status == 1, "\(run)")
         #expect(run.stdout.contains("NOT TRUSTED"), "\(run)")
@@ -334,7 +319,7 @@ struct CLITests {
 
     @Test("--no-validate-domain-name accepts a chain for another host")
     func noValidateDomainName() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "wrong.example", "--no-validate-domain-name"]))
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout.contains("TRUSTED"), "\(run)")
@@ -342,14 +327,14 @@ struct CLITests {
 
     @Test("--no-validate-domain-name does not rescue a chain that does not validate")
     func noValidateDomainNameStillValidates() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "wrong.example", "--no-validate-domain-name"], roots: f.otherRootPEM))
         #expect(run.status == 1, "\(run)")
     }
 
     @Test("An expired leaf (--at after notAfter) is NOT TRUSTED, exit 1, and the output gives the dates")
     func expired() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost"], at: CLIFixture.afterLeafExpiry))
         #expect(run.status == 1, "\(run)")
         #expect(run.stdout.contains("NOT TRUSTED"), "\(run)")
@@ -361,7 +346,7 @@ struct CLITests {
 
     @Test("A chain that does not reach --roots is NOT TRUSTED")
     func unknownRoot() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost"], roots: f.otherRootPEM))
         #expect(run.status == 1, "\(run)")
         #expect(run.stdout.contains("NOT TRUSTED"), "\(run)")
@@ -371,7 +356,7 @@ struct CLITests {
 
     @Test("--pin-sha256 of the intermediate's key: trusted")
     func publicKeyPinOfIntermediate() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--pin-sha256", pin(f.intermediate)]))
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout.contains("TRUSTED"), "\(run)")
@@ -382,7 +367,7 @@ struct CLITests {
 
     @Test("A wrong --pin-sha256: exit 1, listing the expected pin and each presented certificate's pin")
     func wrongPublicKeyPin() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--pin-sha256", unrelatedPin]))
         #expect(run.status == 1, "\(run)")
         #expect(run.stdout.contains("NOT TRUSTED"), "\(run)")
@@ -394,7 +379,7 @@ struct CLITests {
 
     @Test("--pin FILE in certificate mode: a self-signed leaf with --allow-invalid-certificates is trusted")
     func certificatePinSelfSigned() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(
             f.evaluate(
                 ["--host", "selfsigned.example", "--mode", "certificate", "--pin", f.selfSignedPEM, "--allow-invalid-certificates"],
@@ -405,14 +390,14 @@ struct CLITests {
 
     @Test("A self-signed leaf without pin or --allow-invalid-certificates is not trusted")
     func selfSignedUnpinned() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "selfsigned.example"], chain: f.selfSignedPEM))
         #expect(run.status == 1, "\(run)")
     }
 
     @Test("Certificate mode with a pinned certificate that is not the server's: not trusted, even allowing invalid")
     func certificatePinMismatch() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(
             f.evaluate(
                 ["--host", "selfsigned.example", "--mode", "certificate", "--pin", f.intermediatePEM, "--allow-invalid-certificates"],
@@ -422,7 +407,7 @@ struct CLITests {
 
     @Test("Appended-certificate attack: attacker chain + genuine intermediate, pinned on the genuine one → 1")
     func appendedCertificateAttack() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         // Control: the genuine chain passes the same policy with the same roots.
         let control = try await f.run(
             f.evaluate(["--host", "localhost", "--pin-sha256", pin(f.intermediate)], roots: f.bothRootsPEM))
@@ -455,14 +440,14 @@ struct CLITests {
 
     @Test("--anchor adds a trust anchor to --roots")
     func anchorAdded() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--anchor", f.rootPEM], roots: f.otherRootPEM))
         #expect(run.status == 0, "\(run)")
     }
 
     @Test("--anchor with --anchors-only trusts the anchor")
     func anchorsOnlyTrusted() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(
             f.evaluate(["--host", "localhost", "--anchor", f.rootPEM, "--anchors-only"], roots: f.otherRootPEM))
         #expect(run.status == 0, "\(run)")
@@ -470,7 +455,7 @@ struct CLITests {
 
     @Test("--anchors-only ignores the --roots store")
     func anchorsOnlyIgnoresRoots() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--anchor", f.otherRootPEM, "--anchors-only"]))
         #expect(run.status == 1, "root.pem from --roots should not count with --anchors-only: \(run)")
     }
@@ -479,7 +464,7 @@ struct CLITests {
 
     @Test("A PKCS#7 chain (openssl crl2pkcs7) evaluates like the PEM one", .enabled(if: CLITests.opensslAvailable))
     func pkcs7Chain() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let p7b = try #require(f.chainP7B, "openssl crl2pkcs7 failed")
         let run = try await f.run(f.evaluate(["--host", "localhost", "--pin-sha256", pin(f.intermediate)], chain: p7b))
         #expect(run.status == 0, "\(run)")
@@ -489,7 +474,7 @@ struct CLITests {
 
     @Test("--json when trusted: trusted true, presentedChain with each spkiPin")
     func jsonTrusted() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--json"]))
         #expect(run.status == 0, "\(run)")
         let object = try jsonObject(run)
@@ -500,7 +485,7 @@ struct CLITests {
 
     @Test("--json when untrusted: trusted false, non-empty reason and code, presentedChain with each spkiPin")
     func jsonUntrusted() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "localhost", "--pin-sha256", unrelatedPin, "--json"]))
         #expect(run.status == 1, "\(run)")
         let object = try jsonObject(run)
@@ -515,7 +500,7 @@ struct CLITests {
 
     @Test("--json for a wrong host: reason non-empty, code present")
     func jsonWrongHost() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(f.evaluate(["--host", "wrong.example", "--json"]))
         #expect(run.status == 1, "\(run)")
         let object = try jsonObject(run)
@@ -632,7 +617,7 @@ struct CLITests {
 
     @Test("Bad input exits 2 with a message on stderr naming the file or option", arguments: CLITests.badInputs)
     func badInput(_ input: BadInput) async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(input.arguments(f))
         #expect(run.status == 2, "\(input): \(run)")
         #expect(!run.stderr.isEmpty, "\(input): nothing on stderr: \(run)")
@@ -646,7 +631,7 @@ struct CLITests {
 
     @Test("inspect a PEM bundle: subject, SHA-256 fingerprint and pin of every certificate")
     func inspectPEM() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(["inspect", f.chainPEM])
         #expect(run.status == 0, "\(run)")
         try Self.expectInspected(run, f.chain.presented)
@@ -654,7 +639,7 @@ struct CLITests {
 
     @Test("inspect DER and PEM files together")
     func inspectDER() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(["inspect", f.leafDER, f.rootPEM])
         #expect(run.status == 0, "\(run)")
         try Self.expectInspected(run, [f.leaf, f.root])
@@ -662,7 +647,7 @@ struct CLITests {
 
     @Test("inspect a PKCS#7 file", .enabled(if: CLITests.opensslAvailable))
     func inspectPKCS7() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let p7b = try #require(f.chainP7B, "openssl crl2pkcs7 failed")
         let run = try await f.run(["inspect", p7b])
         #expect(run.status == 0, "\(run)")
@@ -683,7 +668,7 @@ struct CLITests {
 
     @Test("inspect --json is an array with every certificate's pin")
     func inspectJSON() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(["inspect", f.chainPEM, f.leafDER, "--json"])
         #expect(run.status == 0, "\(run)")
         let value = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8))
@@ -697,7 +682,7 @@ struct CLITests {
 
     @Test("inspect a file that is not a certificate: exit 2 naming the file")
     func inspectGarbage() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         for path in [f.garbage, f.missing, f.empty, f.privateKey] {
             let run = try await f.run(["inspect", path])
             #expect(run.status == 2, "\(run)")
@@ -711,7 +696,7 @@ struct CLITests {
 
     @Test("pins prints one sha256/ line per certificate, in order")
     func pins() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let run = try await f.run(["pins", f.chainPEM, f.leafDER])
         #expect(run.status == 0, "\(run)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
@@ -725,11 +710,11 @@ struct CLITests {
 
     @Test("pins agree with openssl's SPKI SHA-256", .enabled(if: CLITests.opensslAvailable))
     func pinsMatchOpenSSL() async throws {
-        let f = try fixture()
+        let f = try await fixture()
         let spki = f.directory.path("leaf-spki-\(UUID().uuidString).der")
-        let status = try CLI.openssl(["x509", "-in", f.leafDER, "-inform", "DER", "-pubkey", "-noout"], stdoutPath: spki + ".pem")
+        let status = try await CLI.openssl(["x509", "-in", f.leafDER, "-inform", "DER", "-pubkey", "-noout"], stdoutPath: spki + ".pem")
         #expect(status == 0)
-        #expect(try CLI.openssl(["pkey", "-pubin", "-in", spki + ".pem", "-outform", "DER", "-out", spki]) == 0)
+        #expect(try await CLI.openssl(["pkey", "-pubin", "-in", spki + ".pem", "-outform", "DER", "-out", spki]) == 0)
         let digest = SHA256.hash(data: try Data(contentsOf: URL(fileURLWithPath: spki)))
         let expected = "sha256/" + Data(digest).base64EncodedString()
         let run = try await f.run(["pins", f.leafDER])

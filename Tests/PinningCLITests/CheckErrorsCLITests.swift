@@ -8,62 +8,17 @@ import X509
 // every class of failure gets one line of words on stderr and nothing on stdout (issue 11, items 9-12), Ed25519
 // servers are reached (item 4), and `serve --client-ca` resumes sessions (item 8).
 
-/// A server process that is not `pinning` (openssl s_server, python3 -m http.server), up once it printed its port.
-final class ForeignServer: @unchecked Sendable {
-    let process = Process()
-    let outputPath: String
-    private(set) var port = 0
-
-    init(_ executable: String, _ arguments: [String], in directory: TemporaryDirectory, portLine: @escaping (Substring) -> Int?) async throws {
-        self.outputPath = directory.path("foreign-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: self.outputPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: self.outputPath))
-        self.process.executableURL = URL(fileURLWithPath: executable)
-        self.process.arguments = arguments
-        self.process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
-        self.process.standardOutput = output
-        self.process.standardError = output
-        self.process.standardInput = Pipe()
-        try self.process.run()
-        // Generous: on a loaded 2-core CI machine a process can take many seconds to be scheduled; the wait
-        // ends as soon as the port is printed.
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && self.process.isRunning {
-            if let port = self.output.split(separator: "\n").lazy.compactMap(portLine).first {
-                self.port = port
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let reason = self.process.isRunning ? "no port printed within 60 s" : "exited with status \(self.process.terminationStatus)"
-        let printed = self.output
-        self.stop()
-        throw ServeProcess.ServeError(message: "\(executable) did not start (\(reason)): \(printed)")
-    }
-
-    var output: String { (try? String(contentsOfFile: self.outputPath, encoding: .utf8)) ?? "" }
-
-    func stop() {
-        guard self.process.isRunning else { return }
-        self.process.terminate()
-        let deadline = Date().addingTimeInterval(2)
-        while self.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
-        self.process.waitUntilExit()
-    }
-
+extension ServerProcess {
     /// `openssl s_server` serving the fixture's leaf and intermediate (s_server's `-cert` sends only the first
     /// certificate of a file; the rest goes in `-cert_chain`).
-    static func openssl(serving fixture: ServeCheckFixture, _ arguments: [String]) async throws -> ForeignServer {
+    static func openssl(serving fixture: ServeCheckFixture, _ arguments: [String]) async throws -> ServerProcess {
         let leaf = try fixture.directory.write("server-leaf-\(UUID().uuidString).pem", fixture.server.leaf.certificatePEM)
         let intermediate = try fixture.directory.write("server-intermediate-\(UUID().uuidString).pem", fixture.server.intermediate.certificatePEM)
         return try await Self.openssl(["-cert", leaf, "-cert_chain", intermediate, "-key", fixture.serverKey] + arguments, in: fixture.directory)
     }
 
-    static func openssl(_ arguments: [String], in directory: TemporaryDirectory) async throws -> ForeignServer {
-        try await ForeignServer(CLI.opensslPath, ["s_server", "-accept", "127.0.0.1:0", "-naccept", "1000"] + arguments, in: directory) { line in
-            line.hasPrefix("ACCEPT ") ? Int(line.split(separator: ":").last ?? "") : nil
-        }
+    static func openssl(_ arguments: [String], in directory: TemporaryDirectory) async throws -> ServerProcess {
+        try await ServerProcess.opensslServer(arguments, in: directory)
     }
 }
 
@@ -124,7 +79,7 @@ struct CheckErrorsCLITests {
 
     @Test("connection refused: one line as curl says it, nothing on stdout")
     func refused() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         let port = server.port
@@ -137,7 +92,7 @@ struct CheckErrorsCLITests {
 
     @Test("a TLS handshake that never completes: one line naming the time bound")
     func timeout() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let listener = try SilentListener()
         let run = try await fixture.check(Self.arguments(listener.port, root: fixture.root) + ["--connect-timeout", "1"])
@@ -146,7 +101,7 @@ struct CheckErrorsCLITests {
 
     @Test("a name that does not resolve (.invalid never leaves the machine)")
     func dns() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let run = try await fixture.check(["check", "https://no-such-host.invalid/", "--roots", fixture.root])
         expectOneCleanLine(run, status: 3, contains: "pinning: check: cannot resolve host no-such-host.invalid")
@@ -154,7 +109,7 @@ struct CheckErrorsCLITests {
 
     @Test("bad ports in the URL are bad input (exit 2)", arguments: ["https://localhost:99999/", "https://localhost:abc/", "https://localhost:0/", "https://[::1]:70000/", "https://localhost:-1/"])
     func badPort(_ url: String) async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let run = try await fixture.check(["check", url, "--roots", fixture.root])
         expectOneCleanLine(run, status: 2, contains: "pinning: \(url): ")
@@ -162,7 +117,7 @@ struct CheckErrorsCLITests {
 
     @Test("bad identity files: one line naming the file, no parser internals (exit 2)")
     func badIdentity() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let garbage = try fixture.directory.write("garbage.p12", "garbage\n")
         let random = try fixture.directory.write(
@@ -180,14 +135,14 @@ struct CheckErrorsCLITests {
 
     @Test("TLS version and cipher mismatches with openssl s_server: the alert, in words", .enabled(if: CLI.hasOpenSSL))
     func versionAndCipherMismatch() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
-        let oldTLS = try await ForeignServer.openssl(serving: fixture, ["-www", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"])
+        let oldTLS = try await ServerProcess.openssl(serving: fixture, ["-www", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"])
         defer { oldTLS.stop() }
         let version = try await fixture.check(Self.arguments(oldTLS.port, root: fixture.root))
         expectOneCleanLine(version, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert protocol_version (70)")
 
-        let cipher = try await ForeignServer.openssl(serving: fixture, ["-www", "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-CCM"])
+        let cipher = try await ServerProcess.openssl(serving: fixture, ["-www", "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-CCM"])
         defer { cipher.stop() }
         let run = try await fixture.check(Self.arguments(cipher.port, root: fixture.root))
         expectOneCleanLine(run, status: 3, contains: "pinning: check: localhost: the server refused the handshake: TLS alert handshake_failure (40)")
@@ -195,9 +150,9 @@ struct CheckErrorsCLITests {
 
     @Test("a port that does not speak TLS (a plain HTTP server)", .enabled(if: TestTools.python3Available))
     func notTLS() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
-        let server = try await ForeignServer("/usr/bin/python3", ["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"], in: fixture.directory) { line in
+        let server = try await ServerProcess("/usr/bin/python3", ["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"], in: fixture.directory) { line in
             guard line.hasPrefix("Serving HTTP on "), let range = line.range(of: " port ") else { return nil }
             return Int(line[range.upperBound...].prefix { $0.isNumber })
         }
@@ -208,11 +163,11 @@ struct CheckErrorsCLITests {
 
     @Test("a reply that is not HTTP and an HTTP error status, from openssl s_server -HTTP", .enabled(if: CLI.hasOpenSSL))
     func notHTTPAndErrorStatus() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         _ = try fixture.directory.write("ssh.txt", "SSH-2.0-OpenSSH_9.6\r\n")
         _ = try fixture.directory.write("missing.txt", "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n\r\nno such thing\n")
-        let server = try await ForeignServer.openssl(serving: fixture, ["-HTTP"])
+        let server = try await ServerProcess.openssl(serving: fixture, ["-HTTP"])
         defer { server.stop() }
         let notHTTP = try await fixture.check(Self.arguments(server.port, root: fixture.root, path: "/ssh.txt"))
         expectOneCleanLine(notHTTP, status: 3, contains: "pinning: check: localhost: the server did not answer with HTTP")
@@ -237,7 +192,7 @@ struct CheckErrorsCLITests {
 
     @Test("an untrusted server: the verdict once on stdout (exit 1), nothing on stderr, no internals")
     func untrusted() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         defer { server.stop() }
@@ -250,9 +205,9 @@ struct CheckErrorsCLITests {
 
     @Test("a server that refuses our client certificate: the same line with its alert 20 times in a row (openssl s_server -Verify 1 and pinning serve)", .enabled(if: CLI.hasOpenSSL))
     func refusedClientCertificate() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
-        let openssl = try await ForeignServer.openssl(
+        let openssl = try await ServerProcess.openssl(
             serving: fixture,
             ["-www", "-Verify", "1", "-verify_return_error", "-CAfile", fixture.clientRoot]
         )
@@ -288,7 +243,7 @@ struct CheckErrorsCLITests {
 
     @Test("check reaches openssl s_server with an Ed25519 certificate", .enabled(if: CLI.hasOpenSSL))
     func ed25519Server() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let ed = try TestChain(host: "localhost", key: .ed25519)
         let chain = try fixture.directory.write("ed-chain.pem", TestPKI.pemBundle(ed.presented))
@@ -296,7 +251,7 @@ struct CheckErrorsCLITests {
         let root = try fixture.directory.write("ed-root.pem", ed.root.certificatePEM)
         let leaf = try fixture.directory.write("ed-leaf.pem", ed.leaf.certificatePEM)
         let intermediate = try fixture.directory.write("ed-intermediate.pem", ed.intermediate.certificatePEM)
-        let server = try await ForeignServer.openssl(["-cert", leaf, "-cert_chain", intermediate, "-key", key, "-www"], in: fixture.directory)
+        let server = try await ServerProcess.openssl(["-cert", leaf, "-cert_chain", intermediate, "-key", key, "-www"], in: fixture.directory)
         defer { server.stop() }
         let run = try await fixture.check(Self.arguments(server.port, root: root))
         #expect(run.status == 0, "\(run)")
@@ -310,16 +265,16 @@ struct CheckErrorsCLITests {
 
     @Test("serve --client-ca resumes sessions: openssl s_client -sess_out, then -sess_in says Reused and the reply names the client", .enabled(if: CLI.hasOpenSSL), arguments: ["-tls1_2", "-tls1_3"])
     func serveResumes(_ version: String) async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let serve = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
         defer { serve.stop() }
         let session = fixture.directory.path("session-\(version).pem")
         let leaf = try fixture.directory.write("client-leaf-only.pem", fixture.client.leaf.certificatePEM)
         let intermediates = try fixture.directory.write("client-intermediates.pem", fixture.client.intermediate.certificatePEM)
-        func probe(_ reuse: Bool) throws -> String {
+        func probe(_ reuse: Bool) async throws -> String {
             let out = fixture.directory.path("probe-\(UUID().uuidString).out")
-            let status = try CLI.openssl(
+            let status = try await CLI.openssl(
                 [
                     "s_client", "-connect", "127.0.0.1:\(serve.port)", "-cert", leaf, "-cert_chain", intermediates, "-key", fixture.clientKey,
                     version, "-noservername", "-ign_eof", reuse ? "-sess_in" : "-sess_out", session,
@@ -331,10 +286,10 @@ struct CheckErrorsCLITests {
             #expect(status == 0, "\(text)")
             return text
         }
-        let first = try probe(false)
+        let first = try await probe(false)
         #expect(first.contains("New,"), "\(first.prefix(2000))")
         #expect(first.contains("\"subject\":\"CN=client-7\""), "\(first.suffix(1500))")
-        let second = try probe(true)
+        let second = try await probe(true)
         #expect(second.contains("Reused,"), "\(second.prefix(2000))")
         #expect(second.contains("\"subject\":\"CN=client-7\""), "the resumed session carries the validated client: \(second.suffix(1500))")
     }

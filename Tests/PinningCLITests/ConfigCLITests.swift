@@ -16,23 +16,9 @@ struct ConfigCLITests {
         }
     }
 
-    static func run(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = try PinningBinary.located.get()
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+    static func run(_ arguments: [String]) async throws -> Run {
+        let result = try await TestTools.run(try PinningBinary.located.get().path, arguments)
+        return Run(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     struct Setup {
@@ -60,8 +46,8 @@ struct ConfigCLITests {
             try self.directory.write("pinning.json", "{\"version\": 1, \"unlistedHosts\": \"\(unlisted)\", \"domains\": {\(domains)}}")
         }
 
-        func evaluate(_ host: String, _ extra: [String] = []) throws -> Run {
-            try ConfigCLITests.run(
+        func evaluate(_ host: String, _ extra: [String] = []) async throws -> Run {
+            try await ConfigCLITests.run(
                 [
                     "evaluate", "--config", self.directory.path("pinning.json"), "--host", host, "--chain", self.chainFile,
                     "--roots", self.rootsFile, "--at", self.at, "--json",
@@ -71,7 +57,7 @@ struct ConfigCLITests {
     }
 
     @Test("evaluate --config: enforced match 0, mismatch 1, report-only 0 flagged, unlisted null; JSON fields")
-    func evaluateWithConfiguration() throws {
+    func evaluateWithConfiguration() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
         try setup.config(
@@ -81,14 +67,14 @@ struct ConfigCLITests {
             "example.net": {"pins": ["\(setup.pin(setup.other.root))"], "enforce": false, "includeSubdomains": true}
             """
         )
-        let trusted = try setup.evaluate("api.example.com")
+        let trusted = try await setup.evaluate("api.example.com")
         #expect(trusted.status == 0, "\(trusted.stderr)")
         let json = try trusted.json()
         #expect(json["trusted"] as? Bool == true && json["matchedEntry"] as? String == "api.example.com")
         #expect(json["pinsEnforced"] as? Bool == true && json["pinMismatch"] as? Bool == false)
         #expect((json["warnings"] as? [String])?.isEmpty == true)
 
-        let human = try Self.run(
+        let human = try await Self.run(
             [
                 "evaluate", "--config", setup.directory.path("pinning.json"), "--host", "api.example.com", "--chain", setup.chainFile,
                 "--roots", setup.rootsFile, "--at", setup.at,
@@ -97,7 +83,7 @@ struct ConfigCLITests {
         #expect(human.status == 0 && human.stdout.contains("entry: \"api.example.com\" (pins enforced)"), "\(human.stdout)")
 
         // www.example.com: the leaf is only api.example.com, so the chain refuses on the name first.
-        let wrongName = try setup.evaluate("www.example.com")
+        let wrongName = try await setup.evaluate("www.example.com")
         let wrongNameCode = try wrongName.json()["code"] as? String
         #expect(wrongName.status == 1 && wrongNameCode == "hostnameMismatch")
 
@@ -106,7 +92,7 @@ struct ConfigCLITests {
             "api.example.com": {"pins": ["\(setup.pin(setup.other.intermediate))", "\(setup.pin(setup.other.root))"]}
             """
         )
-        let mismatch = try setup.evaluate("api.example.com")
+        let mismatch = try await setup.evaluate("api.example.com")
         #expect(mismatch.status == 1)
         #expect(try mismatch.json()["code"] as? String == "pinMismatch")
 
@@ -115,24 +101,24 @@ struct ConfigCLITests {
             "**.example.com": {"pins": ["\(setup.pin(setup.other.root))"], "enforce": false}
             """
         )
-        let reportOnly = try setup.evaluate("api.example.com")
+        let reportOnly = try await setup.evaluate("api.example.com")
         #expect(reportOnly.status == 0)
         let reportOnlyJSON = try reportOnly.json()
         #expect(reportOnlyJSON["pinMismatch"] as? Bool == true && reportOnlyJSON["pinsEnforced"] as? Bool == false)
         #expect((reportOnlyJSON["warnings"] as? [String])?.count == 1)
 
         try setup.config("\"other.example.org\": {\"pins\": [\"\(setup.pin(setup.other.root))\", \"\(setup.pin(setup.other.intermediate))\"]}")
-        let unlisted = try setup.evaluate("api.example.com")
+        let unlisted = try await setup.evaluate("api.example.com")
         #expect(unlisted.status == 0)
         #expect(try unlisted.json()["matchedEntry"] is NSNull)
         try setup.config("\"other.example.org\": {\"pins\": [\"\(setup.pin(setup.other.root))\", \"\(setup.pin(setup.other.intermediate))\"]}", unlisted: "reject")
-        let rejected = try setup.evaluate("api.example.com")
+        let rejected = try await setup.evaluate("api.example.com")
         let rejectedCode = try rejected.json()["code"] as? String
         #expect(rejected.status == 1 && rejectedCode == "hostNotAllowed")
     }
 
     @Test("evaluate --config: policy flags are a usage error (2), so is a bad configuration or no --host")
-    func usageErrors() throws {
+    func usageErrors() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
         try setup.config("\"api.example.com\": {\"pins\": [\"\(setup.pin(setup.chain.intermediate))\", \"\(setup.pin(setup.other.root))\"]}")
@@ -140,19 +126,19 @@ struct ConfigCLITests {
             ["--mode", "none"], ["--pin-sha256", setup.pin(setup.chain.intermediate)], ["--pin", setup.rootsFile],
             ["--anchor", setup.rootsFile], ["--allow-invalid-certificates"],
         ] {
-            let run = try setup.evaluate("api.example.com", extra)
+            let run = try await setup.evaluate("api.example.com", extra)
             #expect(run.status == 2, "\(extra)")
             #expect(run.stderr.contains("cannot be combined with --config"), "\(run.stderr)")
         }
-        let noHost = try Self.run(["evaluate", "--config", setup.directory.path("pinning.json"), "--chain", setup.chainFile])
+        let noHost = try await Self.run(["evaluate", "--config", setup.directory.path("pinning.json"), "--chain", setup.chainFile])
         #expect(noHost.status == 2)
         for port in ["0", "99999", "-1"] {
-            let badPort = try setup.evaluate("api.example.com", ["--port=\(port)"])
+            let badPort = try await setup.evaluate("api.example.com", ["--port=\(port)"])
             #expect(badPort.status == 2, "--port \(port)")
             #expect(badPort.stderr.contains("The value '\(port)' is invalid for '--port <port>': out of range; use a TCP port from 1 to 65535"), "\(badPort.stderr)")
         }
         try setup.config("\"api.example.com\": {\"pins\": [\"\(setup.pin(setup.chain.intermediate))\"], \"enforcePinning\": true}")
-        let bad = try setup.evaluate("api.example.com")
+        let bad = try await setup.evaluate("api.example.com")
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("enforcePinning") && bad.stderr.contains("at least two distinct pins"))
     }
@@ -166,7 +152,7 @@ struct ConfigCLITests {
         try setup.config(
             "\"api.example.com\": {\"pins\": [\"\(setup.pin(setup.other.intermediate))\", \"\(setup.pin(setup.other.root))\"], \"reportURIs\": [\"\(server.url("/hpkp").absoluteString)\"]}"
         )
-        let run = try setup.evaluate("api.example.com", ["--send-reports", "--port", "8443"])
+        let run = try await setup.evaluate("api.example.com", ["--send-reports", "--port", "8443"])
         #expect(run.status == 1)
         // Delivered before the process exited: already recorded, no waiting.
         let requests = server.requests
@@ -179,7 +165,7 @@ struct ConfigCLITests {
     }
 
     @Test("config lint: valid with expiry warnings exits 0, invalid lists every problem and exits 2")
-    func lint() throws {
+    func lint() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
         let pins = "[\"\(setup.pin(setup.chain.intermediate))\", \"\(setup.pin(setup.other.root))\"]"
@@ -190,7 +176,7 @@ struct ConfigCLITests {
             "fine.example.com": {"pins": \(pins)}
             """
         )
-        let valid = try Self.run(["config", "lint", path, "--at", "2030-06-01T00:00:00Z"])
+        let valid = try await Self.run(["config", "lint", path, "--at", "2030-06-01T00:00:00Z"])
         #expect(valid.status == 0, "\(valid.stderr)")
         #expect(valid.stdout.contains("valid; 3 entries"))
         #expect(valid.stdout.contains("warning: api.example.com: pins expire"))
@@ -203,7 +189,7 @@ struct ConfigCLITests {
             """,
             unlisted: "maybe"
         )
-        let invalid = try Self.run(["config", "lint", path])
+        let invalid = try await Self.run(["config", "lint", path])
         #expect(invalid.status == 2)
         for needle in ["unlistedHosts", "domains[\"*.com\"]", "pins[0]", "expires", "anchors[0]", "5 problems"] {
             #expect(invalid.stderr.contains(needle), "\(needle) in \(invalid.stderr)")
@@ -211,30 +197,30 @@ struct ConfigCLITests {
     }
 
     @Test("pins --config-entry prints a ready-to-paste entry that loads")
-    func configEntry() throws {
+    func configEntry() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
         let bundle = try setup.directory.write("two.pem", TestPKI.pemBundle([setup.chain.intermediate.certificate, setup.chain.root.certificate]))
-        let run = try Self.run(["pins", bundle, "--config-entry", "api.example.com"])
+        let run = try await Self.run(["pins", bundle, "--config-entry", "api.example.com"])
         #expect(run.status == 0)
         #expect(run.stdout.hasPrefix("\"api.example.com\": {"))
         let loaded = try PinningConfiguration(data: Data("{\"version\": 1, \"domains\": {\(run.stdout)}}".utf8), baseDirectory: "/")
         #expect(loaded.entries.first?.pins == [Pin(spkiOf: setup.chain.intermediate.certificate), Pin(spkiOf: setup.chain.root.certificate)])
-        let tooBroad = try Self.run(["pins", bundle, "--config-entry", "*.com"])
+        let tooBroad = try await Self.run(["pins", bundle, "--config-entry", "*.com"])
         #expect(tooBroad.status == 2 && tooBroad.stderr.contains("too broad"))
     }
 
     @Test("config lint lists an excluded subdomain and refuses one without a parent")
-    func lintExclusion() throws {
+    func lintExclusion() async throws {
         let setup = try Setup()
         let pins = "[\"\(setup.pin(setup.chain.root))\", \"\(setup.pin(setup.chain.intermediate))\"]"
         let file = try setup.config("\"example.com\": {\"pins\": \(pins), \"includeSubdomains\": true}, \"status.example.com\": {\"excludeSubdomainFromParentPolicy\": true}")
-        let lint = try Self.run(["config", "lint", file])
+        let lint = try await Self.run(["config", "lint", file])
         #expect(lint.status == 0, "\(lint.stderr)")
         #expect(lint.stdout.contains("status.example.com: excluded from its parent's policy"), "\(lint.stdout)")
 
         let orphan = try setup.config("\"status.example.com\": {\"excludeSubdomainFromParentPolicy\": true}")
-        let refused = try Self.run(["config", "lint", orphan])
+        let refused = try await Self.run(["config", "lint", orphan])
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("no entry covers this host from above"), "\(refused.stderr)")
     }

@@ -9,10 +9,10 @@ import Testing
 @Suite("inspect and pins: unsupported certificates (runs the built binary)", .enabled(if: CLI.hasOpenSSL, "needs /usr/bin/openssl"))
 struct InspectUnsupportedCLITests {
     /// Makes one self-signed certificate with `openssl req -x509 EXTRA` and returns its PEM path.
-    static func make(_ name: String, _ extra: [String], in directory: TemporaryDirectory) throws -> String {
+    static func make(_ name: String, _ extra: [String], in directory: TemporaryDirectory) async throws -> String {
         let key = directory.path("\(name).key")
         let certificate = directory.path("\(name).pem")
-        let status = try CLI.openssl(
+        let status = try await CLI.openssl(
             ["req", "-x509", "-subj", "/CN=\(name)", "-days", "2", "-nodes", "-keyout", key, "-out", certificate] + extra
         )
         #expect(status == 0, "openssl req \(extra) failed")
@@ -20,11 +20,11 @@ struct InspectUnsupportedCLITests {
     }
 
     /// `openssl x509 -pubkey | openssl pkey -pubin -outform der | sha256 | base64`.
-    static func opensslPin(_ path: String, in directory: TemporaryDirectory) throws -> String {
+    static func opensslPin(_ path: String, in directory: TemporaryDirectory) async throws -> String {
         let publicKey = directory.path(UUID().uuidString + ".pub")
         let der = publicKey + ".der"
-        #expect(try CLI.openssl(["x509", "-in", path, "-pubkey", "-noout"], stdoutPath: publicKey) == 0)
-        #expect(try CLI.openssl(["pkey", "-pubin", "-in", publicKey, "-outform", "DER", "-out", der]) == 0)
+        #expect(try await CLI.openssl(["x509", "-in", path, "-pubkey", "-noout"], stdoutPath: publicKey) == 0)
+        #expect(try await CLI.openssl(["pkey", "-pubin", "-in", publicKey, "-outform", "DER", "-out", der]) == 0)
         return "sha256/" + Data(SHA256.hash(data: try Data(contentsOf: URL(fileURLWithPath: der)))).base64EncodedString()
     }
 
@@ -36,7 +36,7 @@ struct InspectUnsupportedCLITests {
     }
 
     /// An ordinary certificate, then PSS, MD5, RSA-1024 and negative-serial ones, in one PEM file.
-    static func bundle() throws -> Made {
+    static func bundle() async throws -> Made {
         let directory = try TemporaryDirectory(prefix: "pinning-inspect-unsupported")
         let variants: [(String, [String])] = [
             ("ordinary", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]),
@@ -49,9 +49,9 @@ struct InspectUnsupportedCLITests {
         var text = ""
         var pins: [String] = []
         for (name, extra) in variants {
-            let path = try Self.make(name, extra, in: directory)
+            let path = try await Self.make(name, extra, in: directory)
             text += try String(contentsOfFile: path, encoding: .utf8)
-            pins.append(try Self.opensslPin(path, in: directory))
+            pins.append(try await Self.opensslPin(path, in: directory))
         }
         let bundle = directory.path("bundle.pem")
         try Data(text.utf8).write(to: URL(fileURLWithPath: bundle))
@@ -60,7 +60,7 @@ struct InspectUnsupportedCLITests {
 
     @Test("pins prints every certificate's pin, equal to openssl's, and notes the unsupported ones on stderr")
     func pins() async throws {
-        let made = try Self.bundle()
+        let made = try await Self.bundle()
         defer { made.directory.remove() }
         let run = try await CLI.run(["pins", made.bundle], in: made.directory)
         #expect(run.status == 0, "\(run)")
@@ -80,7 +80,7 @@ struct InspectUnsupportedCLITests {
 
     @Test("inspect shows every certificate, what is unsupported for verification, and JSON says the same")
     func inspect() async throws {
-        let made = try Self.bundle()
+        let made = try await Self.bundle()
         defer { made.directory.remove() }
         let run = try await CLI.run(["inspect", made.bundle], in: made.directory)
         #expect(run.status == 0, "\(run)")
@@ -103,7 +103,7 @@ struct InspectUnsupportedCLITests {
 
     @Test("a broken block does not hide the certificates around it: all are shown, then the error, exit 2")
     func inspectListsEveryCertificate() async throws {
-        let made = try Self.bundle()
+        let made = try await Self.bundle()
         defer { made.directory.remove() }
         var text = try String(contentsOfFile: made.bundle, encoding: .utf8)
         text = "-----BEGIN CERTIFICATE-----\nMIIBAA==\n-----END CERTIFICATE-----\n" + text

@@ -144,7 +144,7 @@ struct OptionIdiomCLITests {
 
     @Test("serve: a port already taken is said in words (exit 3), not as NIO's bind() dump")
     func listenProblemInWords() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let first = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         defer { first.stop() }

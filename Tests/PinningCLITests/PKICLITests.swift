@@ -11,36 +11,9 @@ import X509
 /// Runs an executable with extra environment variables, capturing stdout and stderr through files.
 enum Executable {
     static func run(_ executable: URL, _ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws -> CLIRun {
-        let id = UUID().uuidString
-        let stdoutPath = directory.path("exec-\(id).out")
-        let stderrPath = directory.path("exec-\(id).err")
-        #expect(FileManager.default.createFile(atPath: stdoutPath, contents: nil))
-        #expect(FileManager.default.createFile(atPath: stderrPath, contents: nil))
-        let stdoutHandle = try #require(FileHandle(forWritingAtPath: stdoutPath))
-        let stderrHandle = try #require(FileHandle(forWritingAtPath: stderrPath))
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdoutHandle
-        process.standardError = stderrHandle
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            process.terminationHandler = { _ in continuation.resume() }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        try stdoutHandle.close()
-        try stderrHandle.close()
-        let stdout = String(decoding: try Data(contentsOf: URL(fileURLWithPath: stdoutPath)), as: UTF8.self)
-        let stderr = String(decoding: try Data(contentsOf: URL(fileURLWithPath: stderrPath)), as: UTF8.self)
-        #expect(process.terminationReason == .exit, "\(executable.lastPathComponent) \(arguments) was killed by a signal")
-        return CLIRun(arguments: arguments, status: process.terminationStatus, stdout: stdout, stderr: stderr)
+        let result = try await TestTools.run(executable.path, arguments, in: directory, environment: environment)
+        #expect(result.exited, "\(executable.lastPathComponent) \(arguments) was killed by a signal")
+        return CLIRun(arguments: arguments, status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     static func pinning(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws -> CLIRun {

@@ -130,7 +130,7 @@ struct ServeCheckFixture {
     let clientKey: String
     let clientP12: String?
 
-    init() throws {
+    init() async throws {
         self.directory = try TemporaryDirectory(prefix: "pinning-serve-check")
         self.server = try TestChain(host: "localhost")
         self.client = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root", intermediateName: "Client Issuing CA")
@@ -144,7 +144,7 @@ struct ServeCheckFixture {
             let leaf = try self.directory.write("client-leaf.pem", self.client.leaf.certificatePEM)
             let extra = try self.directory.write("client-cas.pem", TestPKI.pemBundle([self.client.intermediate.certificate]))
             let p12 = self.directory.path("client.p12")
-            let status = try CLI.openssl(["pkcs12", "-export", "-in", leaf, "-inkey", self.clientKey, "-certfile", extra, "-out", p12, "-passout", "pass:s3cret"])
+            let status = try await CLI.openssl(["pkcs12", "-export", "-in", leaf, "-inkey", self.clientKey, "-certfile", extra, "-out", p12, "-passout", "pass:s3cret"])
             self.clientP12 = status == 0 ? p12 : nil
         } else {
             self.clientP12 = nil
@@ -167,7 +167,7 @@ struct ServeCheckFixture {
 struct ServeCheckCLITests {
     @Test("trusted: exit 0; the chain served in order with pins, the verdict, status and JSON body")
     func trusted() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         defer { server.stop() }
@@ -192,7 +192,7 @@ struct ServeCheckCLITests {
 
     @Test("wrong pin: exit 1 with the reason")
     func wrongPin() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         defer { server.stop() }
@@ -206,7 +206,7 @@ struct ServeCheckCLITests {
 
     @Test("mutual TLS with a .p12 identity: exit 0; the server saw the client certificate", .enabled(if: CLI.hasOpenSSL))
     func mutualTLSWithPKCS12() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let p12 = try #require(fixture.clientP12)
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
@@ -225,7 +225,7 @@ struct ServeCheckCLITests {
 
     @Test("mutual TLS without an identity: exit 3 with a message")
     func mutualTLSWithoutIdentity() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
         defer { server.stop() }
@@ -239,7 +239,7 @@ struct ServeCheckCLITests {
 
     @Test("wrong passphrase: exit 2, the message says the passphrase is wrong", .enabled(if: CLI.hasOpenSSL))
     func wrongPassphrase() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let p12 = try #require(fixture.clientP12)
         let passphraseFile = try fixture.directory.write("wrong.txt", "not-it\n")
@@ -253,7 +253,7 @@ struct ServeCheckCLITests {
 
     @Test("closed port: exit 3 within a few seconds")
     func closedPort() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         // A port that was just free: serve on port 0, then stop it.
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
@@ -270,7 +270,7 @@ struct ServeCheckCLITests {
 
     @Test("mutual TLS with a client certificate from another CA: exit 3")
     func mutualTLSForeignClient() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let foreign = try TestChain(host: "client-9", ipAddresses: [], leafUsage: .clientAuth, rootName: "Foreign Client Root")
         let cert = try fixture.directory.write("foreign-chain.pem", TestPKI.pemBundle(foreign.presented))
@@ -284,7 +284,7 @@ struct ServeCheckCLITests {
 
     @Test("--config: the host configuration decides (pinned match 0, mismatch 1); flags that it replaces are bad input")
     func hostConfiguration() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey], in: fixture.directory)
         defer { server.stop() }
@@ -311,7 +311,7 @@ struct ServeCheckCLITests {
 
     @Test("--config: a wildcard, ** or includeSubdomains entry is found as the configuration finds it; its pins are the expected pins in text and JSON")
     func hostConfigurationPatterns() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let chain = try TestChain(host: "api.example.test")
         let serverChain = try fixture.directory.write("api-chain.pem", TestPKI.pemBundle(chain.presented))
@@ -349,7 +349,7 @@ struct ServeCheckCLITests {
 
     @Test("IPv6 loopback: serve --bind ::1, check --resolve localhost:PORT:[::1]", .enabled(if: ipv6LoopbackAvailable()))
     func ipv6Loopback() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--bind", "::1"], in: fixture.directory)
         defer { server.stop() }
@@ -363,7 +363,7 @@ struct ServeCheckCLITests {
 
     @Test("serve: bad key file is bad input (exit 2)")
     func serveBadInput() async throws {
-        let fixture = try ServeCheckFixture()
+        let fixture = try await ServeCheckFixture()
         defer { fixture.directory.remove() }
         let run = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", fixture.directory.path("missing.key")], in: fixture.directory)
         let status = await run.wait(seconds: 10)

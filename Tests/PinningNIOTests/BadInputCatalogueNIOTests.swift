@@ -49,13 +49,13 @@ struct BadInputCatalogueNIOTests {
     }
 
     @Test("p12.noMAC, p12.wrongPassphrase, p12.noKey: openssl-made files", .enabled(if: opensslAvailable))
-    func opensslRows() throws {
+    func opensslRows() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
         let pem = ["-in", files.directory.path("client.pem"), "-inkey", files.directory.path("client.key")]
-        let noMAC = try files.export("nomac.p12", pem + ["-nomac"])
-        let noKey = try files.export("nokey.p12", ["-in", files.directory.path("client.pem"), "-nokeys"])
-        let full = try files.full("full.p12")
+        let noMAC = try await files.export("nomac.p12", pem + ["-nomac"])
+        let noKey = try await files.export("nokey.p12", ["-in", files.directory.path("client.pem"), "-nokeys"])
+        let full = try await files.full("full.p12")
         func error(_ path: String, _ passphrase: String) throws -> String {
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             return try #require(throws: TLSIdentityError.self) {

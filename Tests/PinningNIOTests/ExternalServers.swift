@@ -5,72 +5,13 @@ import Testing
 /// Whether /usr/bin/python3 exists (the unclean-shutdown servers are Python `ssl` servers).
 let python3Available = TestTools.python3Available
 
-/// A server process we did not write (`openssl s_server`, a Python `ssl` server) on 127.0.0.1, up once it printed
-/// its port. Killed on `stop()`; every wait is bounded.
-final class ExternalServer: @unchecked Sendable {
-    let process = Process()
-    let outputPath: String
-    private(set) var port = 0
-
-    /// Starts `executable arguments`; `portLine` finds the port in one line of its output.
-    init(_ executable: String, _ arguments: [String], portLine: @escaping (Substring) -> Int?) async throws {
-        self.outputPath = NSTemporaryDirectory() + "pinning-external-\(UUID().uuidString).out"
-        _ = FileManager.default.createFile(atPath: self.outputPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: self.outputPath))
-        self.process.executableURL = URL(fileURLWithPath: executable)
-        self.process.arguments = arguments
-        self.process.standardOutput = output
-        self.process.standardError = output
-        // s_server reads commands from stdin; an open pipe that never speaks keeps it serving.
-        self.process.standardInput = Pipe()
-        try self.process.run()
-        // Generous: on a loaded 2-core CI machine a process can take many seconds to be scheduled; the wait
-        // ends as soon as the port is printed.
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && self.process.isRunning {
-            if let port = self.output.split(separator: "\n").lazy.compactMap(portLine).first {
-                self.port = port
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let reason = self.process.isRunning ? "no port printed within 60 s" : "exited with status \(self.process.terminationStatus)"
-        let printed = self.output
-        self.stop()
-        throw ServerError(description: "\(executable) did not start (\(reason)): \(printed)")
-    }
-
-    struct ServerError: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    var output: String { (try? String(contentsOfFile: self.outputPath, encoding: .utf8)) ?? "" }
-
-    func stop() {
-        if self.process.isRunning {
-            self.process.terminate()
-            let deadline = Date().addingTimeInterval(2)
-            while self.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
-            self.process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: self.outputPath)
-    }
-
-    /// `openssl s_server -accept 127.0.0.1:0 ARGS`.
-    static func opensslServer(_ arguments: [String]) async throws -> ExternalServer {
-        try await ExternalServer("/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:0", "-naccept", "1000"] + arguments) { line in
-            guard line.hasPrefix("ACCEPT ") else { return nil }
-            return Int(line.split(separator: ":").last ?? "")
-        }
-    }
-
+extension ServerProcess {
     /// A Python `ssl` server answering every request with the response `mode` names, then closing the TCP
     /// connection WITHOUT a TLS close_notify (Python's `SSLSocket.close()` never sends one; only `unwrap()` does),
     /// except in mode `close-clean`.
-    static func pythonServer(certificate: String, key: String, mode: String, in directory: TemporaryDirectory) async throws -> ExternalServer {
+    static func pythonServer(certificate: String, key: String, mode: String, in directory: TemporaryDirectory) async throws -> ServerProcess {
         let script = try directory.write("server-\(UUID().uuidString).py", pythonScript)
-        return try await ExternalServer("/usr/bin/python3", ["-u", script, certificate, key, mode]) { line in
+        return try await ServerProcess("/usr/bin/python3", ["-u", script, certificate, key, mode], in: directory) { line in
             guard line.hasPrefix("PORT ") else { return nil }
             return Int(line.dropFirst(5))
         }
@@ -134,7 +75,7 @@ struct OpenSSLPKI {
         "rsa-pss": ["-newkey", "rsa-pss", "-pkeyopt", "rsa_keygen_bits:2048"],
     ]
 
-    init(keyType: String, rootKeyType: String? = nil, clientAuth: Bool = false, in directory: TemporaryDirectory) throws {
+    init(keyType: String, rootKeyType: String? = nil, clientAuth: Bool = false, in directory: TemporaryDirectory) async throws {
         self.directory = directory
         let key = try #require(Self.keyTypes[keyType])
         let rootKey = try #require(Self.keyTypes[rootKeyType ?? keyType])
@@ -149,50 +90,22 @@ struct OpenSSLPKI {
                 ? "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\nsubjectAltName=DNS:client-ed\n"
                 : "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
         )
-        try Self.run(
+        try await Self.run(
             ["req", "-x509"] + rootKey + [
                 "-nodes", "-keyout", rootPrivate, "-out", root, "-days", "2", "-subj", "/CN=Interop Root \(keyType)",
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
             ])
-        try Self.run(["req", "-new"] + key + ["-nodes", "-keyout", leafPrivate, "-out", request, "-subj", clientAuth ? "/CN=client-ed" : "/CN=localhost"])
-        try Self.run(["x509", "-req", "-in", request, "-CA", root, "-CAkey", rootPrivate, "-CAcreateserial", "-days", "1", "-out", leaf, "-extfile", extensions])
+        try await Self.run(["req", "-new"] + key + ["-nodes", "-keyout", leafPrivate, "-out", request, "-subj", clientAuth ? "/CN=client-ed" : "/CN=localhost"])
+        try await Self.run(["x509", "-req", "-in", request, "-CA", root, "-CAkey", rootPrivate, "-CAcreateserial", "-days", "1", "-out", leaf, "-extfile", extensions])
         self.rootPEM = root
         self.leafPEM = leaf
         self.leafKey = leafPrivate
     }
 
-    static func run(_ arguments: [String]) throws {
-        let result = try openssl(arguments)
+    static func run(_ arguments: [String]) async throws {
+        let result = try await openssl(arguments)
         guard result.status == 0 else {
-            throw ExternalServer.ServerError(description: "openssl \(arguments.joined(separator: " ")): \(result.output)")
+            throw ServerProcess.StartError(description: "openssl \(arguments.joined(separator: " ")): \(result.output)")
         }
     }
-}
-
-/// Runs /usr/bin/openssl like ``openssl(_:input:timeout:)``, but waits without blocking a thread: the tests'
-/// servers decide handshakes in tasks, and a blocked cooperative thread (there may be only two) would starve them.
-func opensslAsync(_ arguments: [String], input: String? = nil, timeout: Double = 20) async throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    let outputPath = NSTemporaryDirectory() + "pinning-openssl-\(UUID().uuidString).out"
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    defer { try? FileManager.default.removeItem(atPath: outputPath) }
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    process.standardOutput = output
-    process.standardError = output
-    let stdin = Pipe()
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try? stdin.fileHandleForWriting.close()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline {
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    if process.isRunning { process.terminate() }
-    while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-    try? output.close()
-    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, text)
 }

@@ -39,9 +39,9 @@ struct InteroperabilityTests {
     func keyTypes(_ keyType: String) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-interop")
         defer { directory.remove() }
-        let pki = try OpenSSLPKI(keyType: keyType, in: directory)
+        let pki = try await OpenSSLPKI(keyType: keyType, in: directory)
         for version in ["-tls1_2", "-tls1_3"] {
-            let server = try await ExternalServer.opensslServer(["-cert", pki.leafPEM, "-key", pki.leafKey, "-www", version])
+            let server = try await ServerProcess.opensslServer(["-cert", pki.leafPEM, "-key", pki.leafKey, "-www", version])
             defer { server.stop() }
             let client = try Self.client(root: pki.rootPEM)
             do {
@@ -60,8 +60,8 @@ struct InteroperabilityTests {
         let directory = try TemporaryDirectory(prefix: "pinning-interop")
         defer { directory.remove() }
         // The root is RSA (PKCS#1 signatures) so that only the leaf's key is RSA-PSS.
-        let pki = try OpenSSLPKI(keyType: "rsa-pss", rootKeyType: "rsa2048", in: directory)
-        let server = try await ExternalServer.opensslServer(["-cert", pki.leafPEM, "-key", pki.leafKey, "-www"])
+        let pki = try await OpenSSLPKI(keyType: "rsa-pss", rootKeyType: "rsa2048", in: directory)
+        let server = try await ServerProcess.opensslServer(["-cert", pki.leafPEM, "-key", pki.leafKey, "-www"])
         defer { server.stop() }
         let client = try Self.client(root: pki.rootPEM)
         defer { Task { await client.shutdown() } }
@@ -79,7 +79,7 @@ struct InteroperabilityTests {
     func ed25519Client() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-interop")
         defer { directory.remove() }
-        let clientPKI = try OpenSSLPKI(keyType: "ed25519", clientAuth: true, in: directory)
+        let clientPKI = try await OpenSSLPKI(keyType: "ed25519", clientAuth: true, in: directory)
         let serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         let mtls = try MutualTLSServer(
             identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
@@ -91,7 +91,7 @@ struct InteroperabilityTests {
         for version in ["-tls1_2", "-tls1_3"] {
             // A request, and -ign_eof: s_client stays until the server has answered (under TLS 1.3 it would
             // otherwise leave before the server finished its side of the handshake).
-            let result = try await opensslAsync(
+            let result = try await openssl(
                 ["s_client", "-connect", "127.0.0.1:\(port)", "-cert", clientPKI.leafPEM, "-key", clientPKI.leafKey, version, "-noservername", "-ign_eof"], input: "GET / HTTP/1.0\r\n\r\n")
             let outcome = try #require(await server.log.nextOutcome(), "\(version): \(result.output.suffix(1500))")
             switch outcome {
@@ -120,8 +120,8 @@ struct InteroperabilityTests {
     func uncleanShutdown(_ mode: String, _ expected: String) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-unclean")
         defer { directory.remove() }
-        let pki = try OpenSSLPKI(keyType: "p256", in: directory)
-        let server = try await ExternalServer.pythonServer(certificate: pki.leafPEM, key: pki.leafKey, mode: mode, in: directory)
+        let pki = try await OpenSSLPKI(keyType: "p256", in: directory)
+        let server = try await ServerProcess.pythonServer(certificate: pki.leafPEM, key: pki.leafKey, mode: mode, in: directory)
         defer { server.stop() }
         let client = try Self.client(root: pki.rootPEM)
         defer { Task { await client.shutdown() } }
@@ -141,8 +141,8 @@ struct InteroperabilityTests {
     func notHTTP() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-nothttp")
         defer { directory.remove() }
-        let pki = try OpenSSLPKI(keyType: "p256", in: directory)
-        let server = try await ExternalServer.pythonServer(certificate: pki.leafPEM, key: pki.leafKey, mode: "not-http", in: directory)
+        let pki = try await OpenSSLPKI(keyType: "p256", in: directory)
+        let server = try await ServerProcess.pythonServer(certificate: pki.leafPEM, key: pki.leafKey, mode: "not-http", in: directory)
         defer { server.stop() }
         let client = try Self.client(root: pki.rootPEM)
         defer { Task { await client.shutdown() } }
@@ -163,10 +163,10 @@ struct InteroperabilityTests {
     func refusedClientCertificateAlert(_ version: String) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-alert")
         defer { directory.remove() }
-        let pki = try OpenSSLPKI(keyType: "p256", in: directory)
-        let clientCA = try OpenSSLPKI(keyType: "p256", clientAuth: true, in: try TemporaryDirectory(prefix: "pinning-alert-ca"))
+        let pki = try await OpenSSLPKI(keyType: "p256", in: directory)
+        let clientCA = try await OpenSSLPKI(keyType: "p256", clientAuth: true, in: try TemporaryDirectory(prefix: "pinning-alert-ca"))
         defer { clientCA.directory.remove() }
-        let server = try await ExternalServer.opensslServer([
+        let server = try await ServerProcess.opensslServer([
             "-cert", pki.leafPEM, "-key", pki.leafKey, "-www", version, "-Verify", "1", "-verify_return_error", "-CAfile", clientCA.rootPEM,
         ])
         defer { server.stop() }

@@ -128,29 +128,9 @@ final class CountingEvaluator: ServerTrustEvaluating, @unchecked Sendable {
 }
 
 /// Runs /usr/bin/openssl with `arguments`; returns its exit status and combined output. Killed after `timeout`.
+/// Waits without blocking a thread (``TestTools/run(_:_:input:in:environment:timeout:)``).
 @discardableResult
-func openssl(_ arguments: [String], input: String? = nil, timeout: Double = 20) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    let outputPath = NSTemporaryDirectory() + "pinning-openssl-\(UUID().uuidString).out"
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    defer { try? FileManager.default.removeItem(atPath: outputPath) }
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-    process.standardOutput = output
-    process.standardError = output
-    let stdin = Pipe()
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try? stdin.fileHandleForWriting.close()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline {
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    if process.isRunning { process.terminate() }
-    process.waitUntilExit()
-    try? output.close()
-    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, text)
+func openssl(_ arguments: [String], input: String? = nil, timeout: Double = 60) async throws -> (status: Int32, output: String) {
+    let result = try await TestTools.openssl(arguments, input: input, timeout: timeout)
+    return (result.status, result.output)
 }

@@ -55,7 +55,7 @@ struct MutualTLSTests {
         let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
         let cas = try directory.write("cas.pem", TestPKI.pemBundle([setup.clientChain.intermediate.certificate, setup.clientChain.root.certificate]))
         let p12 = directory.path("client.p12")
-        let made = try openssl(["pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", cas, "-out", p12, "-passout", "pass:s3cret"])
+        let made = try await openssl(["pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", cas, "-out", p12, "-passout", "pass:s3cret"])
         #expect(made.status == 0, "\(made.output)")
         let identity = try TLSIdentity.pkcs12(file: p12, passphrase: "s3cret")
 
@@ -195,7 +195,7 @@ struct MutualTLSTests {
 
     /// Runs `openssl s_client` once (GET, then waits for the server to close), saving or reusing a session.
     static func sessionProbe(port: Int, cert: String, intermediates: String, key: String, version: String, session: String, reuse: Bool) async throws -> String {
-        try await opensslAsync(
+        try await openssl(
             [
                 "s_client", "-connect", "127.0.0.1:\(port)", "-cert", cert, "-cert_chain", intermediates, "-key", key, version, "-noservername", "-ign_eof",
                 reuse ? "-sess_in" : "-sess_out", session,

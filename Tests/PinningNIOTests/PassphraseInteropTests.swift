@@ -38,8 +38,8 @@ struct PassphraseInteropTests {
             return "file:" + (try self.directory.write("pass-\(UUID().uuidString).txt", passphrase + "\n"))
         }
 
-        func run(_ arguments: [String]) throws -> String {
-            let result = try openssl(arguments)
+        func run(_ arguments: [String]) async throws -> String {
+            let result = try await openssl(arguments)
             #expect(result.status == 0, "openssl \(arguments.joined(separator: " ")) failed: \(result.output)")
             return result.output
         }
@@ -48,12 +48,12 @@ struct PassphraseInteropTests {
     @Test(
         "OpenSSL 3's pkcs12 -export (AES-256 and -legacy) opens in TLSIdentity; a wrong passphrase is a typed error",
         .enabled(if: opensslAvailable), arguments: Self.passphrases + [""])
-    func opensslPKCS12OpensHere(passphrase: String) throws {
+    func opensslPKCS12OpensHere(passphrase: String) async throws {
         let files = try Files()
         defer { files.directory.remove() }
         for legacy in [false, true] {
             let out = files.path(legacy ? "legacy.p12" : "modern.p12")
-            _ = try files.run(
+            _ = try await files.run(
                 [
                     "pkcs12", "-export", "-in", files.path("leaf.pem"), "-inkey", files.path("leaf.key"),
                     "-certfile", files.path("cas.pem"), "-out", out, "-passout", try files.passArgument(passphrase),
@@ -71,7 +71,7 @@ struct PassphraseInteropTests {
     }
 
     @Test("our PKCS#12 (AES-256 and legacy 3DES) opens in openssl pkcs12 and here", .enabled(if: opensslAvailable), arguments: Self.passphrases)
-    func ourPKCS12OpensInOpenSSL(passphrase: String) throws {
+    func ourPKCS12OpensInOpenSSL(passphrase: String) async throws {
         let files = try Files()
         defer { files.directory.remove() }
         for encryption in [PKCS12Encryption.aes256, .legacy3DES] {
@@ -84,12 +84,12 @@ struct PassphraseInteropTests {
             )
             let path = try files.directory.write("ours-\(encryption).p12", bytes: bytes)
             let pem = files.path("ours-\(encryption)-out.pem")
-            _ = try files.run(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase), "-nodes", "-out", pem])
+            _ = try await files.run(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase), "-nodes", "-out", pem])
             let text = try String(contentsOfFile: pem, encoding: .utf8)
             #expect(text.components(separatedBy: "BEGIN CERTIFICATE").count - 1 == 2, "\(text)")
             #expect(text.contains("BEGIN PRIVATE KEY"))
             #expect(text.contains(files.chain.leaf.certificatePEM.split(separator: "\n")[1]), "the leaf comes out")
-            let wrong = try openssl(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase + "x"), "-nodes", "-noout"])
+            let wrong = try await openssl(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase + "x"), "-nodes", "-noout"])
             #expect(wrong.status != 0)
             let identity = try TLSIdentity.pkcs12(bytes: bytes, passphrase: passphrase, origin: path)
             #expect(identity.certificateChain == files.chain.presented)
@@ -99,7 +99,7 @@ struct PassphraseInteropTests {
     @Test(
         "encrypted PEM keys made by OpenSSL 3 (PKCS#8 PBES2, PKCS#8 PKCS#12-PBE, genpkey -aes256, traditional) load",
         .enabled(if: opensslAvailable), arguments: Self.passphrases)
-    func opensslEncryptedKeys(passphrase: String) throws {
+    func opensslEncryptedKeys(passphrase: String) async throws {
         let files = try Files()
         defer { files.directory.remove() }
         let pass = try files.passArgument(passphrase)
@@ -112,14 +112,14 @@ struct PassphraseInteropTests {
             ("traditional", ["ec", "-aes256", "-in", key]),
         ] {
             let out = files.path("\(name).key")
-            _ = try files.run(arguments + ["-out", out, "-passout", pass])
+            _ = try await files.run(arguments + ["-out", out, "-passout", pass])
             made.append((name, out))
         }
         // A key OpenSSL generated itself, and its certificate.
         let generated = files.path("genpkey.key")
-        _ = try files.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes256", "-pass", pass, "-out", generated])
+        _ = try await files.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes256", "-pass", pass, "-out", generated])
         let generatedCert = files.path("genpkey.pem")
-        _ = try files.run(["req", "-new", "-x509", "-key", generated, "-passin", pass, "-subj", "/CN=genpkey", "-days", "2", "-out", generatedCert])
+        _ = try await files.run(["req", "-new", "-x509", "-key", generated, "-passin", pass, "-subj", "/CN=genpkey", "-days", "2", "-out", generatedCert])
 
         let traditional = try String(contentsOfFile: files.path("traditional.key"), encoding: .utf8)
         #expect(traditional.contains("Proc-Type: 4,ENCRYPTED"), "openssl ec -aes256 wrote \(traditional)")
@@ -141,7 +141,7 @@ struct PassphraseInteropTests {
     }
 
     @Test("an RSA identity round-trips with a passphrase outside the BMP", .enabled(if: opensslAvailable))
-    func rsaRoundTrip() throws {
+    func rsaRoundTrip() async throws {
         let files = try Files(key: .rsa2048)
         defer { files.directory.remove() }
         let passphrase = "🔑 ключ"
@@ -150,7 +150,7 @@ struct PassphraseInteropTests {
             passphrase: passphrase, friendlyName: "rsa", encryption: .aes256
         )
         let path = try files.directory.write("rsa.p12", bytes: bytes)
-        _ = try files.run(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase), "-nodes", "-noout"])
+        _ = try await files.run(["pkcs12", "-in", path, "-passin", try files.passArgument(passphrase), "-nodes", "-noout"])
         #expect(try TLSIdentity.pkcs12(file: path, passphrase: passphrase).certificateChain == files.chain.presented)
     }
 
@@ -165,11 +165,11 @@ struct PassphraseInteropTests {
     @Test(
         "a traditional encrypted PEM key with a passphrase longer than OpenSSL's 1,023-byte buffer: a message, not a crash",
         .enabled(if: opensslAvailable))
-    func longTraditionalPassphrase() throws {
+    func longTraditionalPassphrase() async throws {
         let files = try Files()
         defer { files.directory.remove() }
         let out = files.path("traditional.key")
-        _ = try files.run(["ec", "-aes256", "-in", files.path("leaf.key"), "-out", out, "-passout", "pass:short"])
+        _ = try await files.run(["ec", "-aes256", "-in", files.path("leaf.key"), "-out", out, "-passout", "pass:short"])
         let error = #expect(throws: TLSIdentityError.self) {
             try TLSIdentity.pem(certificateChainFile: files.path("leaf.pem"), privateKeyFile: out, passphrase: String(repeating: "ö", count: 600))
         }

@@ -26,15 +26,15 @@ struct PKCS12Files {
 
     /// `openssl pkcs12 -export` with `extra` arguments, writing `name`.
     @discardableResult
-    func export(_ name: String, _ extra: [String], passphrase: String? = nil) throws -> String {
+    func export(_ name: String, _ extra: [String], passphrase: String? = nil) async throws -> String {
         let out = self.directory.path(name)
-        let result = try openssl(["pkcs12", "-export", "-out", out, "-passout", "pass:\(passphrase ?? self.passphrase)"] + extra)
+        let result = try await openssl(["pkcs12", "-export", "-out", out, "-passout", "pass:\(passphrase ?? self.passphrase)"] + extra)
         #expect(result.status == 0, "openssl pkcs12 -export failed: \(result.output)")
         return out
     }
 
-    func full(_ name: String, legacy: Bool = false) throws -> String {
-        try self.export(
+    func full(_ name: String, legacy: Bool = false) async throws -> String {
+        try await self.export(
             name,
             [
                 "-in", self.directory.path("client.pem"), "-inkey", self.directory.path("client.key"),
@@ -47,21 +47,21 @@ struct PKCS12Files {
 @Suite("TLSIdentity: PKCS#12 and PEM identities; no input crashes")
 struct TLSIdentityTests {
     @Test("modern PKCS#12 (AES-256/PBKDF2): leaf, chain in issuer order, chain root", .enabled(if: opensslAvailable))
-    func modernPKCS12() throws {
+    func modernPKCS12() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let identity = try TLSIdentity.pkcs12(file: try files.full("modern.p12"), passphrase: files.passphrase)
+        let identity = try TLSIdentity.pkcs12(file: try await files.full("modern.p12"), passphrase: files.passphrase)
         #expect(identity.leaf == files.chain.leaf.certificate)
         #expect(identity.certificateChain == files.chain.all)
         #expect(identity.chainRoot == files.chain.root.certificate)
     }
 
     @Test("legacy PKCS#12 (3DES / RC2-40)", .enabled(if: opensslAvailable))
-    func legacyPKCS12() throws {
+    func legacyPKCS12() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let path = try files.full("legacy.p12", legacy: true)
-        let info = try openssl(["pkcs12", "-in", path, "-info", "-noout", "-passin", "pass:\(files.passphrase)", "-legacy"])
+        let path = try await files.full("legacy.p12", legacy: true)
+        let info = try await openssl(["pkcs12", "-in", path, "-info", "-noout", "-passin", "pass:\(files.passphrase)", "-legacy"])
         #expect(info.output.contains("RC2") || info.output.contains("3DES") || info.output.contains("TripleDES"), "\(info.output)")
         let identity = try TLSIdentity.pkcs12(file: path, passphrase: files.passphrase)
         #expect(identity.leaf == files.chain.leaf.certificate)
@@ -69,24 +69,24 @@ struct TLSIdentityTests {
     }
 
     @Test("wrong passphrase: typed error naming the file", .enabled(if: opensslAvailable))
-    func wrongPassphrase() throws {
+    func wrongPassphrase() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let path = try files.full("modern.p12")
+        let path = try await files.full("modern.p12")
         let error = #expect(throws: TLSIdentityError.self) {
             try TLSIdentity.pkcs12(file: path, passphrase: "wrong")
         }
         #expect(error?.code == .wrongPassphrase)
         #expect(error?.description == "\(path): wrong passphrase: the passphrase does not unlock this PKCS#12 file (its integrity check fails)")
-        let legacy = try files.full("legacy.p12", legacy: true)
+        let legacy = try await files.full("legacy.p12", legacy: true)
         #expect(throws: TLSIdentityError.self) { try TLSIdentity.pkcs12(file: legacy, passphrase: "") }
     }
 
     @Test("no private key (-nokeys): typed error, no crash", .enabled(if: opensslAvailable))
-    func noKey() throws {
+    func noKey() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let path = try files.export("nokey.p12", ["-nokeys", "-in", files.directory.path("client.pem")])
+        let path = try await files.export("nokey.p12", ["-nokeys", "-in", files.directory.path("client.pem")])
         let error = #expect(throws: TLSIdentityError.self) {
             try TLSIdentity.pkcs12(file: path, passphrase: files.passphrase)
         }
@@ -95,10 +95,10 @@ struct TLSIdentityTests {
     }
 
     @Test("a key no certificate matches: typed error, no crash", .enabled(if: opensslAvailable))
-    func mismatchedKey() throws {
+    func mismatchedKey() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let path = try files.export(
+        let path = try await files.export(
             "mismatch.p12",
             ["-nocerts", "-inkey", files.directory.path("other.key"), "-certfile", files.directory.path("client.pem")]
         )
@@ -109,10 +109,10 @@ struct TLSIdentityTests {
     }
 
     @Test("a key and no certificate at all", .enabled(if: opensslAvailable))
-    func keyOnly() throws {
+    func keyOnly() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let path = try files.export("keyonly.p12", ["-nocerts", "-inkey", files.directory.path("client.key")])
+        let path = try await files.export("keyonly.p12", ["-nocerts", "-inkey", files.directory.path("client.key")])
         let error = #expect(throws: TLSIdentityError.self) {
             try TLSIdentity.pkcs12(file: path, passphrase: files.passphrase)
         }
@@ -120,10 +120,10 @@ struct TLSIdentityTests {
     }
 
     @Test("truncated and damaged files: corrupt, never a crash", .enabled(if: opensslAvailable))
-    func truncated() throws {
+    func truncated() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: try files.full("modern.p12"))))
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: try await files.full("modern.p12"))))
         for length in [0, 1, 2, 10, bytes.count / 2, bytes.count - 1] {
             let error = #expect(throws: TLSIdentityError.self) {
                 try TLSIdentity.pkcs12(bytes: Array(bytes.prefix(length)), passphrase: files.passphrase, origin: "cut-\(length)")
@@ -188,11 +188,11 @@ struct TLSIdentityTests {
     }
 
     @Test("encrypted PEM key: right and wrong passphrase", .enabled(if: opensslAvailable))
-    func encryptedPEMKey() throws {
+    func encryptedPEMKey() async throws {
         let files = try PKCS12Files()
         defer { files.directory.remove() }
         let encrypted = files.directory.path("client.enc.key")
-        let result = try openssl(["pkcs8", "-topk8", "-in", files.directory.path("client.key"), "-out", encrypted, "-passout", "pass:pem-secret"])
+        let result = try await openssl(["pkcs8", "-topk8", "-in", files.directory.path("client.key"), "-out", encrypted, "-passout", "pass:pem-secret"])
         #expect(result.status == 0, "\(result.output)")
         let chainPath = try files.directory.write("chain.pem", TestPKI.pemBundle(files.chain.presented))
         let identity = try TLSIdentity.pem(certificateChainFile: chainPath, privateKeyFile: encrypted, passphrase: "pem-secret")

@@ -177,23 +177,23 @@ struct CertificateInfoTests {
 
 @Suite("Certificate info: openssl cross-checks", .enabled(if: LoadingFixtures.hasOpenSSL, "needs /usr/bin/openssl"))
 struct CertificateInfoOpenSSLTests {
-    static func opensslPin(_ certificate: Certificate) throws -> String {
+    static func opensslPin(_ certificate: Certificate) async throws -> String {
         let pem = Array(try LoadingFixtures.pem([certificate]).utf8)
-        let publicKey = try LoadingFixtures.openssl(["x509", "-pubkey", "-noout"], input: pem)
-        let der = try LoadingFixtures.openssl(["pkey", "-pubin", "-outform", "der"], input: publicKey)
-        let digest = try LoadingFixtures.openssl(["dgst", "-sha256", "-binary"], input: der)
+        let publicKey = try await LoadingFixtures.openssl(["x509", "-pubkey", "-noout"], input: pem)
+        let der = try await LoadingFixtures.openssl(["pkey", "-pubin", "-outform", "der"], input: publicKey)
+        let digest = try await LoadingFixtures.openssl(["dgst", "-sha256", "-binary"], input: der)
         return "sha256/" + Data(digest).base64EncodedString()
     }
 
-    static func opensslFingerprint(_ certificate: Certificate, _ digest: String) throws -> String {
+    static func opensslFingerprint(_ certificate: Certificate, _ digest: String) async throws -> String {
         let pem = Array(try LoadingFixtures.pem([certificate]).utf8)
-        let output = String(decoding: try LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-\(digest)"], input: pem), as: UTF8.self)
+        let output = String(decoding: try await LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-\(digest)"], input: pem), as: UTF8.self)
         // "sha256 Fingerprint=AB:CD:…"
         return String(output.split(separator: "=", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("SPKI pins, fingerprints and serial numbers equal openssl's for P-256 and RSA certificates")
-    func crossCheck() throws {
+    func crossCheck() async throws {
         let p256 = try CertificateInfoTests.richLeaf().leaf
         let rsa = try LoadingFixtures.selfSigned(
             "RSA Root",
@@ -201,12 +201,15 @@ struct CertificateInfoOpenSSLTests {
         ).certificate
         for certificate in [p256, rsa] {
             let info = CertificateInfo(certificate)
-            #expect(Pin(spkiOf: certificate).description == (try Self.opensslPin(certificate)))
-            #expect(info.spkiPin == (try Self.opensslPin(certificate)))
-            #expect(info.sha256Fingerprint == (try Self.opensslFingerprint(certificate, "sha256")))
-            #expect(info.sha1Fingerprint == (try Self.opensslFingerprint(certificate, "sha1")))
+            let opensslPin = try await Self.opensslPin(certificate)
+            #expect(Pin(spkiOf: certificate).description == opensslPin)
+            #expect(info.spkiPin == opensslPin)
+            let sha256 = try await Self.opensslFingerprint(certificate, "sha256")
+            let sha1 = try await Self.opensslFingerprint(certificate, "sha1")
+            #expect(info.sha256Fingerprint == sha256)
+            #expect(info.sha1Fingerprint == sha1)
             let serial = String(
-                decoding: try LoadingFixtures.openssl(["x509", "-noout", "-serial"], input: Array(try LoadingFixtures.pem([certificate]).utf8)),
+                decoding: try await LoadingFixtures.openssl(["x509", "-noout", "-serial"], input: Array(try LoadingFixtures.pem([certificate]).utf8)),
                 as: UTF8.self
             )
             #expect("serial=" + info.serialNumber.uppercased() == serial.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -216,29 +216,12 @@ enum LoadingFixtures {
     }
 
     /// Runs `openssl ARGS` with `input` on stdin and returns stdout; throws when it exits non-zero.
-    static func openssl(_ arguments: [String], input: [UInt8] = []) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.opensslPath)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        try stdin.fileHandleForWriting.write(contentsOf: input)
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CommandFailed(
-                description: "openssl \(arguments.joined(separator: " ")) failed: "
-                    + String(decoding: errors, as: UTF8.self)
-            )
+    static func openssl(_ arguments: [String], input: [UInt8] = []) async throws -> [UInt8] {
+        let result = try await TestTools.run(self.opensslPath, arguments, input: Data(input))
+        guard result.exited, result.status == 0 else {
+            throw CommandFailed(description: "openssl \(arguments.joined(separator: " ")) failed: \(result.stderr)")
         }
-        return Array(output)
+        return Array(result.stdoutData)
     }
 }
 
@@ -365,7 +348,7 @@ struct LoadingTests {
     }
 
     @Test("directories: only .cer/.crt/.der/.pem (any case), sorted by name, not recursive")
-    func directoryLoading() throws {
+    func directoryLoading() async throws {
         let directory = try LoadingFixtures.temporaryDirectory()
         defer { LoadingFixtures.remove(directory) }
         let chain = try LoadingFixtures.chain()
@@ -383,9 +366,8 @@ struct LoadingTests {
 
         // A FIFO with a certificate name must be skipped, not opened (that would block forever).
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/mkfifo") {
-            let mkfifo = try Process.run(URL(fileURLWithPath: "/usr/bin/mkfifo"), arguments: [directory + "/0-fifo.pem"])
-            mkfifo.waitUntilExit()
-            #expect(mkfifo.terminationStatus == 0)
+            let mkfifo = try await TestTools.run("/usr/bin/mkfifo", [directory + "/0-fifo.pem"])
+            #expect(mkfifo.exited && mkfifo.status == 0, "\(mkfifo)")
         }
         // Symbolic links are followed, as in /etc/ssl/certs.
         try FileManager.default.createSymbolicLink(atPath: directory + "/5-link.pem", withDestinationPath: directory + "/1-leaf.PEM")
@@ -670,22 +652,22 @@ struct LoadingTests {
 @Suite("Certificate loading: openssl interoperability", .enabled(if: LoadingFixtures.hasOpenSSL, "needs /usr/bin/openssl"))
 struct LoadingOpenSSLTests {
     @Test("openssl crl2pkcs7 output loads, DER and PEM")
-    func crl2pkcs7() throws {
+    func crl2pkcs7() async throws {
         let directory = try LoadingFixtures.temporaryDirectory()
         defer { LoadingFixtures.remove(directory) }
         let chain = try LoadingFixtures.chain()
         let chainPath = try LoadingFixtures.write(try LoadingFixtures.pem(chain), to: directory, "chain.pem")
         for format in ["DER", "PEM"] {
             let output = directory + "/chain-\(format).p7b"
-            _ = try LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", format, "-out", output])
+            _ = try await LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", format, "-out", output])
             #expect(try CertificateLoader.certificates(fromFile: output) == chain, "\(format)")
         }
     }
 
     @Test("openssl -trustout TRUSTED CERTIFICATE loads")
-    func trustout() throws {
+    func trustout() async throws {
         let chain = try LoadingFixtures.chain()
-        let trusted = try LoadingFixtures.openssl(
+        let trusted = try await LoadingFixtures.openssl(
             ["x509", "-addtrust", "serverAuth", "-trustout"],
             input: Array(try LoadingFixtures.pem([chain[2]]).utf8)
         )
@@ -826,7 +808,7 @@ struct BERReaderDecisionTests {
     struct BERShapeError: Error {}
 
     @Test("BER.parse reads hand-built DER and indefinite-length BER bundles and openssl crl2pkcs7 output")
-    func berParseReadsTheVectors() throws {
+    func berParseReadsTheVectors() async throws {
         let chain = try LoadingFixtures.chain()
         for bytes in [LoadingFixtures.pkcs7(chain), LoadingFixtures.pkcs7(chain, indefinite: true)] {
             let nodes = try Self.certificateNodes(bytes)
@@ -837,7 +819,7 @@ struct BERReaderDecisionTests {
         defer { LoadingFixtures.remove(directory) }
         let chainPath = try LoadingFixtures.write(try LoadingFixtures.pem(chain), to: directory, "chain.pem")
         let output = directory + "/chain.p7b"
-        _ = try LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", "DER", "-out", output])
+        _ = try await LoadingFixtures.openssl(["crl2pkcs7", "-nocrl", "-certfile", chainPath, "-outform", "DER", "-out", output])
         let nodes = try Self.certificateNodes(Array(try Data(contentsOf: URL(fileURLWithPath: output))))
         #expect(try Set(nodes.map { try Certificate(derEncoded: Array($0.encodedBytes)) }) == Set(chain))
     }

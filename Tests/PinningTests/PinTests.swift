@@ -142,36 +142,30 @@ struct PinTests {
         .enabled(if: hasOpenSSL),
         arguments: TestKeyType.allCases
     )
-    func matchesOpenSSL(_ key: TestKeyType) throws {
+    func matchesOpenSSL(_ key: TestKeyType) async throws {
         let root = try TestPKI.root("OpenSSL Pin Root", key: key)
         let leaf = try TestPKI.leaf("localhost", issuer: root, dnsNames: ["localhost"], key: key)
         let directory = try TemporaryDirectory(prefix: "pin-test")
         defer { directory.remove() }
         let path = try directory.write("leaf.pem", leaf.certificatePEM)
 
-        let expected = try Self.opensslPin(certificatePath: path)
+        let expected = try await Self.opensslPin(certificatePath: path)
         #expect(expected.count == 44, "openssl printed \(expected)")
         #expect(Pin(spkiOf: leaf.certificate).base64 == expected, "\(key)")
         #expect(try Pin("sha256/" + expected) == Pin(spkiOf: leaf.certificate))
     }
 
     /// `openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
-    static func opensslPin(certificatePath: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [
-            "-c",
-            "/usr/bin/openssl x509 -in \"$1\" -pubkey -noout | /usr/bin/openssl pkey -pubin -outform der | /usr/bin/openssl dgst -sha256 -binary | base64",
-            "sh", certificatePath,
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    static func opensslPin(certificatePath: String) async throws -> String {
+        let result = try await TestTools.run(
+            "/bin/sh",
+            [
+                "-c",
+                "/usr/bin/openssl x509 -in \"$1\" -pubkey -noout | /usr/bin/openssl pkey -pubin -outform der | /usr/bin/openssl dgst -sha256 -binary | base64",
+                "sh", certificatePath,
+            ])
+        #expect(result.exited && result.status == 0, "\(result)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

@@ -267,44 +267,44 @@ struct TestPKITests {
         .enabled(if: hasOpenSSL),
         arguments: TestKeyType.allCases
     )
-    func opensslVerifiesServer(key: TestKeyType) throws {
+    func opensslVerifiesServer(key: TestKeyType) async throws {
         let chain = try TestChain(key: key)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let files = try Self.write(chain, to: directory)
         let base = ["verify", "-x509_strict", "-CAfile", files.root, "-untrusted", files.intermediate]
 
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_hostname", "localhost", files.leaf], succeeds: true)
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "127.0.0.1", files.leaf], succeeds: true)
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "::1", files.leaf], succeeds: true)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_hostname", "localhost", files.leaf], succeeds: true)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "127.0.0.1", files.leaf], succeeds: true)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "::1", files.leaf], succeeds: true)
         // OpenSSL really checks: a wrong name, a wrong IP and the wrong purpose fail.
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_hostname", "example.com", files.leaf], succeeds: false)
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "10.0.0.1", files.leaf], succeeds: false)
-        try Self.expectOpenSSL(base + ["-purpose", "sslclient", files.leaf], succeeds: false)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_hostname", "example.com", files.leaf], succeeds: false)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", "-verify_ip", "10.0.0.1", files.leaf], succeeds: false)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslclient", files.leaf], succeeds: false)
     }
 
     @Test("openssl verify accepts a clientAuth leaf for sslclient", .enabled(if: hasOpenSSL))
-    func opensslVerifiesClient() throws {
+    func opensslVerifiesClient() async throws {
         let chain = try TestChain(leafUsage: .clientAuth)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let files = try Self.write(chain, to: directory)
         let base = ["verify", "-x509_strict", "-CAfile", files.root, "-untrusted", files.intermediate]
-        try Self.expectOpenSSL(base + ["-purpose", "sslclient", files.leaf], succeeds: true)
-        try Self.expectOpenSSL(base + ["-purpose", "sslserver", files.leaf], succeeds: false)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslclient", files.leaf], succeeds: true)
+        try await Self.expectOpenSSL(base + ["-purpose", "sslserver", files.leaf], succeeds: false)
     }
 
     @Test("openssl pkey accepts the private key PEM", .enabled(if: hasOpenSSL), arguments: TestKeyType.allCases)
-    func opensslAcceptsPrivateKey(key: TestKeyType) throws {
+    func opensslAcceptsPrivateKey(key: TestKeyType) async throws {
         let identity = try TestPKI.selfSigned("localhost", key: key)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let keyPath = try directory.write("key.pem", identity.privateKeyPEM)
-        try Self.expectOpenSSL(["pkey", "-in", keyPath, "-noout"], succeeds: true)
+        try await Self.expectOpenSSL(["pkey", "-in", keyPath, "-noout"], succeeds: true)
         // And the key is the certificate's: the public keys OpenSSL derives from both are identical.
         let certificatePath = try directory.write("cert.pem", identity.certificatePEM)
-        let fromKey = try Self.openssl(["pkey", "-in", keyPath, "-pubout"])
-        let fromCertificate = try Self.openssl(["x509", "-in", certificatePath, "-noout", "-pubkey"])
+        let fromKey = try await Self.openssl(["pkey", "-in", keyPath, "-pubout"])
+        let fromCertificate = try await Self.openssl(["x509", "-in", certificatePath, "-noout", "-pubkey"])
         #expect(fromKey.status == 0 && fromCertificate.status == 0)
         #expect(fromKey.output == fromCertificate.output)
     }
@@ -341,25 +341,17 @@ struct TestPKITests {
         )
     }
 
-    static func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: self.opensslPath)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    static func openssl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let result = try await TestTools.openssl(arguments)
+        return (result.exited ? result.status : -1, result.output)
     }
 
     static func expectOpenSSL(
         _ arguments: [String],
         succeeds: Bool,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws {
-        let result = try self.openssl(arguments)
+    ) async throws {
+        let result = try await self.openssl(arguments)
         #expect(
             (result.status == 0) == succeeds,
             "openssl \(arguments.joined(separator: " ")) exited \(result.status): \(result.output)",

@@ -118,7 +118,7 @@ struct UnsupportedCertificateTests {
     ]
 
     /// Runs the variant's commands in a fresh directory and returns the PEM certificate.
-    static func make(_ variant: Variant) throws -> (pem: [UInt8], directory: String) {
+    static func make(_ variant: Variant) async throws -> (pem: [UInt8], directory: String) {
         let directory = try LoadingFixtures.temporaryDirectory()
         for command in variant.commands {
             var arguments = command
@@ -127,27 +127,27 @@ struct UnsupportedCertificateTests {
                 arguments[index] = "\(directory)/\(argument)"
             }
             arguments = arguments.map { $0 == "dsa:p.pem" ? "dsa:\(directory)/p.pem" : $0 }
-            _ = try LoadingFixtures.openssl(arguments)
+            _ = try await LoadingFixtures.openssl(arguments)
         }
         let pem = try Array(Data(contentsOf: URL(fileURLWithPath: "\(directory)/cert.pem")))
         return (pem, directory)
     }
 
     /// `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
-    static func opensslPin(_ pem: [UInt8]) throws -> String {
-        let publicKey = try LoadingFixtures.openssl(["x509", "-pubkey", "-noout"], input: pem)
-        let der = try LoadingFixtures.openssl(["pkey", "-pubin", "-outform", "der"], input: publicKey)
-        let digest = try LoadingFixtures.openssl(["dgst", "-sha256", "-binary"], input: der)
+    static func opensslPin(_ pem: [UInt8]) async throws -> String {
+        let publicKey = try await LoadingFixtures.openssl(["x509", "-pubkey", "-noout"], input: pem)
+        let der = try await LoadingFixtures.openssl(["pkey", "-pubin", "-outform", "der"], input: publicKey)
+        let digest = try await LoadingFixtures.openssl(["dgst", "-sha256", "-binary"], input: der)
         return "sha256/" + Data(digest).base64EncodedString()
     }
 
     @Test("inspect and pins work, the pin equals openssl's, and evaluation loading names the reason", arguments: variants)
-    func variant(_ variant: Variant) throws {
-        let (pem, _) = try Self.make(variant)
+    func variant(_ variant: Variant) async throws {
+        let (pem, _) = try await Self.make(variant)
         let listing = CertificateLoader.inspect(from: pem, origin: "in.pem")
         #expect(listing.failures.isEmpty, "\(listing.failures)")
         let certificate = try #require(listing.certificates.first)
-        #expect(certificate.pin.description == (try Self.opensslPin(pem)))
+        #expect(certificate.pin.description == (try await Self.opensslPin(pem)))
         #expect(certificate.info.spkiPin == certificate.pin.description)
         #expect(certificate.info.problems.isEmpty, "\(certificate.info.problems)")
 
@@ -178,13 +178,13 @@ struct UnsupportedCertificateTests {
     }
 
     @Test("one unsupported certificate does not hide the others: every certificate of the file is listed")
-    func mixedBundle() throws {
+    func mixedBundle() async throws {
         var bundle: [UInt8] = []
         var expected: [String] = []
         for variant in Self.variants {
-            let (pem, _) = try Self.make(variant)
+            let (pem, _) = try await Self.make(variant)
             bundle += pem
-            expected.append(try Self.opensslPin(pem))
+            expected.append(try await Self.opensslPin(pem))
         }
         // A block that is not a certificate at all is reported separately, after the others.
         bundle += Array("-----BEGIN CERTIFICATE-----\nMIIBAA==\n-----END CERTIFICATE-----\n".utf8)
@@ -207,8 +207,8 @@ struct UnsupportedCertificateTests {
     }
 
     @Test("negative serials and other facts of unsupported certificates match openssl")
-    func facts() throws {
-        let negative = try Self.make(Self.variants.first { $0.name == "negative serial" }!)
+    func facts() async throws {
+        let negative = try await Self.make(Self.variants.first { $0.name == "negative serial" }!)
         let info = try #require(CertificateLoader.inspect(from: negative.pem, origin: "n").certificates.first?.info)
         #expect(info.serialNumber == "-05")
         #expect(info.subject == "CN=negative")
@@ -217,28 +217,28 @@ struct UnsupportedCertificateTests {
         #expect(info.isSelfSigned)
         #expect(info.version == 3)
 
-        let small = try Self.make(Self.variants.first { $0.name == "RSA 1024" }!)
+        let small = try await Self.make(Self.variants.first { $0.name == "RSA 1024" }!)
         let smallInfo = try #require(CertificateLoader.inspect(from: small.pem, origin: "s").certificates.first?.info)
         #expect(smallInfo.keySize == 1024)
         #expect(smallInfo.isSelfSigned)
-        let sha256 = String(decoding: try LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-sha256"], input: small.pem), as: UTF8.self)
+        let sha256 = String(decoding: try await LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-sha256"], input: small.pem), as: UTF8.self)
         #expect(sha256.contains(smallInfo.sha256Fingerprint))
 
-        let dsa = try Self.make(Self.variants.first { $0.name == "DSA key and signature" }!)
+        let dsa = try await Self.make(Self.variants.first { $0.name == "DSA key and signature" }!)
         let dsaInfo = try #require(CertificateLoader.inspect(from: dsa.pem, origin: "d").certificates.first?.info)
         #expect(dsaInfo.keyType == "DSA" && dsaInfo.keySize == 1024)
         #expect(!dsaInfo.isSelfSigned)
         #expect(dsaInfo.notes.contains { $0.contains("self-signature was not checked") })
 
-        let explicit = try Self.make(Self.variants.first { $0.name == "EC explicit parameters" }!)
+        let explicit = try await Self.make(Self.variants.first { $0.name == "EC explicit parameters" }!)
         let explicitInfo = try #require(CertificateLoader.inspect(from: explicit.pem, origin: "e").certificates.first?.info)
         #expect(explicitInfo.keyType == "EC explicit parameters" && explicitInfo.keySize == 256)
     }
 
     @Test("RSASSA-PSS signatures are verified with swift-crypto where its PSS padding applies, and never guessed")
-    func pssSignatures() throws {
+    func pssSignatures() async throws {
         for name in ["RSASSA-PSS SHA-256 (salt = digest)", "RSASSA-PSS SHA-384"] {
-            let made = try Self.make(Self.variants.first { $0.name == name }!)
+            let made = try await Self.make(Self.variants.first { $0.name == name }!)
             let info = try #require(CertificateLoader.inspect(from: made.pem, origin: "p").certificates.first?.info)
             #expect(info.isSelfSigned, "\(name): \(info.notes)")
 
@@ -251,7 +251,7 @@ struct UnsupportedCertificateTests {
         }
         // OpenSSL 3.0's default salt is the maximum, not the digest length: swift-crypto's PSS verifier requires
         // salt = digest length, so the signature is reported as not checked, with the reason.
-        let maxSalt = try Self.make(Self.variants.first { $0.name == "RSASSA-PSS SHA-512, OpenSSL's default (maximum) salt" }!)
+        let maxSalt = try await Self.make(Self.variants.first { $0.name == "RSASSA-PSS SHA-512, OpenSSL's default (maximum) salt" }!)
         let info = try #require(CertificateLoader.inspect(from: maxSalt.pem, origin: "p").certificates.first?.info)
         #expect(!info.isSelfSigned)
         #expect(info.notes.contains { $0.contains("not checked") && $0.contains("salt as long as the digest") }, "\(info.notes)")

@@ -101,10 +101,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test PKIs for users' tests and the CLI's `pki` commands: X509 + Crypto only (no NIO, not even the core).
+        // Test PKIs for users' tests and the CLI's `pki` commands, PKCS#12 export included.
         .target(
             name: "PinningPKI",
             dependencies: [
+                // PKCS#12 export (TestIdentity.pkcs12): the writer lives in PinningNIO beside the reader that shares
+                // its structures and BoringSSL ciphers. Never the other way round.
+                "PinningNIO",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

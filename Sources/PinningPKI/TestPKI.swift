@@ -182,26 +182,10 @@ public enum TestPKI {
         keyUsage: KeyUsage? = nil,
         includeSAN: Bool = true
     ) throws -> TestIdentity {
-        let privateKey = try key.makePrivateKey()
-        let extensions = try self.leafExtensions(
-            commonName: commonName,
-            publicKey: privateKey.publicKey,
-            keyType: key,
-            issuerKeyIdentifier: issuer.subjectKeyIdentifier,
-            dnsNames: dnsNames,
-            ipAddresses: ipAddresses,
-            usage: usage,
-            keyUsage: keyUsage,
-            includeSAN: includeSAN,
-            isCA: false
-        )
-        return try self.issue(
-            subject: try DistinguishedName { CommonName(commonName) },
-            privateKey: privateKey,
-            validity: self.validity(notValidBefore, notValidAfter, length: self.leafValidity),
-            extensions: extensions,
-            issuerName: issuer.certificate.subject,
-            issuerKey: issuer.privateKey
+        try self.endEntity(
+            commonName, issuer: issuer, dnsNames: dnsNames, ipAddresses: ipAddresses, usage: usage, key: key,
+            notValidBefore: notValidBefore, notValidAfter: notValidAfter, keyUsage: keyUsage,
+            includeSAN: includeSAN, isCA: false
         )
     }
 
@@ -228,17 +212,37 @@ public enum TestPKI {
         notValidAfter: Date? = nil,
         isCA: Bool = false
     ) throws -> TestIdentity {
+        try self.endEntity(
+            commonName, issuer: nil, dnsNames: dnsNames, ipAddresses: ipAddresses, usage: usage, key: key,
+            notValidBefore: notValidBefore, notValidAfter: notValidAfter, keyUsage: nil, includeSAN: true, isCA: isCA
+        )
+    }
+
+    /// A leaf issued by `issuer`, or self-signed when `issuer` is nil.
+    private static func endEntity(
+        _ commonName: String,
+        issuer: TestIdentity?,
+        dnsNames: [String],
+        ipAddresses: [String],
+        usage: LeafUsage,
+        key: TestKeyType,
+        notValidBefore: Date?,
+        notValidAfter: Date?,
+        keyUsage: KeyUsage?,
+        includeSAN: Bool,
+        isCA: Bool
+    ) throws -> TestIdentity {
         let privateKey = try key.makePrivateKey()
         let extensions = try self.leafExtensions(
             commonName: commonName,
             publicKey: privateKey.publicKey,
             keyType: key,
-            issuerKeyIdentifier: nil,
+            issuerKeyIdentifier: issuer?.subjectKeyIdentifier,
             dnsNames: dnsNames,
             ipAddresses: ipAddresses,
             usage: usage,
-            keyUsage: nil,
-            includeSAN: true,
+            keyUsage: keyUsage,
+            includeSAN: includeSAN,
             isCA: isCA
         )
         let name = try DistinguishedName { CommonName(commonName) }
@@ -247,8 +251,8 @@ public enum TestPKI {
             privateKey: privateKey,
             validity: self.validity(notValidBefore, notValidAfter, length: self.leafValidity),
             extensions: extensions,
-            issuerName: name,
-            issuerKey: privateKey
+            issuerName: issuer?.certificate.subject ?? name,
+            issuerKey: issuer?.privateKey ?? privateKey
         )
     }
 

@@ -11,6 +11,7 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
             case keyDoesNotMatchCertificate
             case unsupportedKey
             case fileSystem
+            case pkcs12Export
         }
 
         private let backing: Backing
@@ -31,6 +32,9 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unsupportedKey = Code(.unsupportedKey)
         /// Creating, writing or removing a temporary file failed.
         public static let fileSystem = Code(.fileSystem)
+        /// A PKCS#12 file could not be written (a NUL in the passphrase or name, a chain that does not start
+        /// with the identity's certificate).
+        public static let pkcs12Export = Code(.pkcs12Export)
 
         /// A readable description.
         public var description: String {
@@ -41,6 +45,7 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
             case .keyDoesNotMatchCertificate: return "keyDoesNotMatchCertificate"
             case .unsupportedKey: return "unsupportedKey"
             case .fileSystem: return "fileSystem"
+            case .pkcs12Export: return "pkcs12Export"
             }
         }
     }

@@ -52,4 +52,26 @@ struct PKCS12WriterTests {
                 passphrase: Self.passphrase, friendlyName: "x", encryption: .legacy3DES)
         }
     }
+
+    @Test("PinningPKI's TestIdentity.pkcs12 writes what TLSIdentity loads: key, leaf, then the intermediates given", arguments: TestIdentity.PKCS12Encryption.allCases)
+    func publicExport(encryption: TestIdentity.PKCS12Encryption) throws {
+        let chain = try TestChain(host: "device-7", ipAddresses: [], leafUsage: .clientAuth)
+        let bytes = try chain.leaf.pkcs12(
+            passphrase: Self.passphrase, intermediates: [chain.intermediate.certificate], friendlyName: "device-7",
+            encryption: encryption
+        )
+        let identity = try TLSIdentity.pkcs12(bytes: bytes, passphrase: Self.passphrase, origin: "exported")
+        #expect(identity.certificateChain == chain.presented)
+        #expect(identity.leaf == chain.leaf.certificate)
+    }
+
+    @Test("TestIdentity.pkcs12 refuses a NUL in the passphrase with TestPKIError.pkcs12Export and the writer's reason")
+    func publicExportRefusal() throws {
+        let leaf = try TestPKI.selfSigned("device-7")
+        let error = #expect(throws: TestPKIError.self) {
+            try leaf.pkcs12(passphrase: "a\u{0}b")
+        }
+        #expect(error?.code == .pkcs12Export)
+        #expect(error?.reason.contains("NUL") == true)
+    }
 }

@@ -102,7 +102,9 @@ struct PKCS12Container {
             root = try DER.parse(bytes)
         } catch {
             if bytes.first == 0x30, bytes.count > 1, bytes[1] == 0x80 {
-                throw Problem.unsupported("BER encoding with indefinite lengths is not supported; re-encode it, e.g. `openssl pkcs12 -in F -nodes | openssl pkcs12 -export`")
+                throw Problem.unsupported(
+                    "BER encoding with indefinite lengths is not supported; re-encode it, e.g. `openssl pkcs12 -in F -nodes | openssl pkcs12 -export`"
+                )
             }
             throw Problem.corrupt("not a DER-encoded PKCS#12 (PFX) structure (truncated or not PKCS#12): \(error)")
         }
@@ -141,7 +143,9 @@ struct PKCS12Container {
             case Self.encryptedDataOID:
                 safes.append(try Self.encryptedSafe(content))
             default:
-                throw Problem.unsupported("a safe of content type \(type) (public-key privacy mode is not supported; only data and encryptedData)")
+                throw Problem.unsupported(
+                    "a safe of content type \(type) (public-key privacy mode is not supported; only data and encryptedData)"
+                )
             }
         }
         self.safes = safes
@@ -197,7 +201,8 @@ struct PKCS12Container {
                 guard let inner = value.next() else { throw Problem.corrupt("an empty SafeBag") }
                 switch bagID {
                 case Self.keyBagOID, Self.shroudedKeyBagOID:
-                    result.append(.key(KeyBag(isShrouded: bagID == Self.shroudedKeyBagOID, value: Array(inner.encodedBytes))))
+                    result.append(
+                        .key(KeyBag(isShrouded: bagID == Self.shroudedKeyBagOID, value: Array(inner.encodedBytes))))
                 case Self.certBagOID:
                     var certBag = try Self.children(of: inner, "CertBag")
                     guard let typeNode = certBag.next(), let certValue = certBag.next() else {
@@ -254,7 +259,8 @@ struct PKCS12Container {
         guard let oidNode = algorithm.next() else { throw Problem.corrupt("the MAC digest algorithm has no OID") }
         let oid = try ASN1ObjectIdentifier(derEncoded: oidNode)
         guard let digest = Digest(oid) else {
-            throw Problem.unsupported("MAC digest \(oid) (supported: SHA-1, SHA-256, SHA-384, SHA-512; PBMAC1 is not supported)")
+            throw Problem.unsupported(
+                "MAC digest \(oid) (supported: SHA-1, SHA-256, SHA-384, SHA-512; PBMAC1 is not supported)")
         }
         let expected = Array(try ASN1OctetString(derEncoded: valueNode).bytes)
         let salt = Array(try ASN1OctetString(derEncoded: saltNode).bytes)
@@ -294,7 +300,9 @@ struct PKCS12Container {
                     try serializer.appendConstructedNode(identifier: .sequence) { serializer in
                         try serializer.serialize(Self.dataOID)
                         serializer.serializeRawBytes(algorithm)
-                        serializer.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { bytes in
+                        serializer.appendPrimitiveNode(
+                            identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+                        ) { bytes in
                             bytes.append(contentsOf: ciphertext)
                         }
                     }
@@ -351,7 +359,8 @@ struct PKCS12Container {
     static func friendlyNameAttribute(_ name: String) throws -> [UInt8] {
         let bmp = name.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
         return try Self.attribute(Self.friendlyNameOID) { serializer in
-            serializer.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 30, tagClass: .universal)) { bytes in
+            serializer.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 30, tagClass: .universal)) {
+                bytes in
                 bytes.append(contentsOf: bmp)
             }
         }
@@ -364,7 +373,9 @@ struct PKCS12Container {
         }
     }
 
-    private static func attribute(_ oid: ASN1ObjectIdentifier, value: (inout DER.Serializer) throws -> Void) throws -> [UInt8] {
+    private static func attribute(
+        _ oid: ASN1ObjectIdentifier, value: (inout DER.Serializer) throws -> Void
+    ) throws -> [UInt8] {
         var serializer = DER.Serializer()
         try serializer.appendConstructedNode(identifier: .sequence) { serializer in
             try serializer.serialize(oid)
@@ -394,7 +405,8 @@ struct PKCS12Container {
         }
         let authenticatedSafe = safes.serializedBytes
         let salt = PasswordBasedEncryption.randomBytes(8)
-        let macValue = PKCS12KeyDerivation.mac(.sha1, password: password, salt: salt, iterations: macIterations, data: authenticatedSafe)
+        let macValue = PKCS12KeyDerivation.mac(
+            .sha1, password: password, salt: salt, iterations: macIterations, data: authenticatedSafe)
 
         var pfx = DER.Serializer()
         try pfx.appendConstructedNode(identifier: .sequence) { serializer in

@@ -16,7 +16,8 @@ enum PKCS12KeyDerivation {
         data: [UInt8]
     ) -> [UInt8] {
         switch digest {
-        case .sha1: return Self.mac(Insecure.SHA1.self, password: password, salt: salt, iterations: iterations, data: data)
+        case .sha1:
+            return Self.mac(Insecure.SHA1.self, password: password, salt: salt, iterations: iterations, data: data)
         case .sha256: return Self.mac(SHA256.self, password: password, salt: salt, iterations: iterations, data: data)
         case .sha384: return Self.mac(SHA384.self, password: password, salt: salt, iterations: iterations, data: data)
         case .sha512: return Self.mac(SHA512.self, password: password, salt: salt, iterations: iterations, data: data)
@@ -39,7 +40,8 @@ enum PKCS12KeyDerivation {
         iterations: Int,
         data: [UInt8]
     ) -> [UInt8] {
-        let key = Self.derive(hash, password: password, salt: salt, id: Self.macID, iterations: iterations, length: H.Digest.byteCount)
+        let key = Self.derive(
+            hash, password: password, salt: salt, id: Self.macID, iterations: iterations, length: H.Digest.byteCount)
         let code = HMAC<H>.authenticationCode(for: data, using: SymmetricKey(data: key))
         return Array(code)
     }

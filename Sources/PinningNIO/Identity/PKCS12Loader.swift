@@ -34,7 +34,9 @@ struct PKCS12Loader {
             case .plain(let bytes):
                 safeContents = bytes
             case .encrypted(let algorithm, let ciphertext):
-                safeContents = try self.decrypt(ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password, what: "the certificates")
+                safeContents = try self.decrypt(
+                    ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password,
+                    what: "the certificates")
             }
             let bags: [PKCS12Container.Bag]
             do {
@@ -50,14 +52,16 @@ struct PKCS12Loader {
             }
         }
         guard keyBags.count <= 1 else {
-            throw self.error(.unsupportedFormat, "the file holds \(keyBags.count) private keys; exactly one is supported")
+            throw self.error(
+                .unsupportedFormat, "the file holds \(keyBags.count) private keys; exactly one is supported")
         }
         var certificates: [NIOSSLCertificate] = []
         for (index, der) in certificateDERs.enumerated() {
             do {
                 certificates.append(try NIOSSLCertificate(bytes: der, format: .der))
             } catch {
-                throw self.error(.corruptFile, "certificate \(index + 1) of the file is not a readable X.509 certificate")
+                throw self.error(
+                    .corruptFile, "certificate \(index + 1) of the file is not a readable X.509 certificate")
             }
         }
         guard let keyBag = keyBags.first else {
@@ -86,12 +90,15 @@ struct PKCS12Loader {
     /// A non-empty passphrase is its BMPString with the two-byte NUL (OpenSSL 3). For an empty one both the
     /// empty byte string and `{0, 0}` are tried, as OpenSSL's `PKCS12_parse` does ("no password" and "the empty
     /// password" are different in PKCS#12); the one that matched also decrypts the `pbeWithSHAAnd…` safes.
-    private func checkedPassword(_ container: PKCS12Container, _ passphrase: PKCS12Passphrase) throws(TLSIdentityError) -> [UInt8] {
+    private func checkedPassword(
+        _ container: PKCS12Container, _ passphrase: PKCS12Passphrase
+    ) throws(TLSIdentityError) -> [UInt8] {
         guard let mac = container.mac else {
             throw self.error(.unsupportedFormat, "the file has no integrity MAC (exported with -nomac?)")
         }
         let candidates = passphrase.text.isEmpty ? [[], passphrase.bmp] : [passphrase.bmp]
-        for candidate in candidates where PKCS12KeyDerivation.verify(mac, password: candidate, data: container.authenticatedSafe) {
+        for candidate in candidates
+        where PKCS12KeyDerivation.verify(mac, password: candidate, data: container.authenticatedSafe) {
             return candidate
         }
         throw self.error(
@@ -122,12 +129,15 @@ struct PKCS12Loader {
             } catch {
                 throw self.error(.corruptFile, "the encrypted private key is malformed")
             }
-            privateKeyInfo = try self.decrypt(ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password, what: "the private key")
+            privateKeyInfo = try self.decrypt(
+                ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password,
+                what: "the private key")
         }
         do {
             return try NIOSSLPrivateKey(bytes: privateKeyInfo, format: .der)
         } catch {
-            throw self.error(.corruptFile, "the private key cannot be read (damaged, or a key type BoringSSL does not support)")
+            throw self.error(
+                .corruptFile, "the private key cannot be read (damaged, or a key type BoringSSL does not support)")
         }
     }
 
@@ -147,7 +157,8 @@ struct PKCS12Loader {
             throw self.error(.corruptFile, "the encryption algorithm of \(what) is malformed")
         }
         do {
-            return try PasswordBasedEncryption.decrypt(ciphertext, algorithm: node, passphrase: passphrase, pkcs12Password: pkcs12Password)
+            return try PasswordBasedEncryption.decrypt(
+                ciphertext, algorithm: node, passphrase: passphrase, pkcs12Password: pkcs12Password)
         } catch {
             switch error {
             case .wrongPassphrase:

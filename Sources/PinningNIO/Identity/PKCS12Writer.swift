@@ -1,12 +1,9 @@
-// BoringSSL is reached directly (for reading the PEM key and checking it against the leaf) through CNIOBoringSSL,
-// which is not a product of swift-nio-ssl: it is visible here only because SwiftPM hands every transitive C
-// module's module map to the compiler. If a swift-nio-ssl release stops that, this file stops compiling (it
-// cannot silently change behaviour).
+// The key is read and checked against the leaf by BoringSSL (BoringSSL/BoringSSL.swift, the one place that calls
+// it directly, says why).
 //
 // The file itself is assembled here, not by BoringSSL's `PKCS12_create`: that encodes the passphrase as UCS-2 and
 // fails on characters outside the Basic Multilingual Plane, which OpenSSL 3 encodes as UTF-16 surrogate pairs.
 // Assembling it ourselves gives one passphrase encoding, OpenSSL 3's, for every file we read and write.
-import CNIOBoringSSL
 import Crypto
 import SwiftASN1
 package import X509
@@ -83,13 +80,17 @@ package enum PKCS12Writer {
                 certificateBags.append(try PKCS12Container.certificateBag(der: der))
             }
             let certificates = try PasswordBasedEncryption.encrypt(
-                PKCS12Container.safeContents(certificateBags), scheme: scheme, passphrase: secret, iterations: iterations
+                PKCS12Container.safeContents(certificateBags), scheme: scheme, passphrase: secret,
+                iterations: iterations
             )
-            let key = try PasswordBasedEncryption.encrypt(privateKeyInfo, scheme: scheme, passphrase: secret, iterations: iterations)
-            let keyBag = try PKCS12Container.shroudedKeyBag(algorithm: key.algorithm, ciphertext: key.ciphertext, attributes: attributes)
+            let key = try PasswordBasedEncryption.encrypt(
+                privateKeyInfo, scheme: scheme, passphrase: secret, iterations: iterations)
+            let keyBag = try PKCS12Container.shroudedKeyBag(
+                algorithm: key.algorithm, ciphertext: key.ciphertext, attributes: attributes)
             return try PKCS12Container.pfx(
                 contentInfos: [
-                    try PKCS12Container.encryptedDataContentInfo(algorithm: certificates.algorithm, ciphertext: certificates.ciphertext),
+                    try PKCS12Container.encryptedDataContentInfo(
+                        algorithm: certificates.algorithm, ciphertext: certificates.ciphertext),
                     try PKCS12Container.dataContentInfo(bags: [keyBag]),
                 ],
                 password: secret.bmp,
@@ -102,48 +103,26 @@ package enum PKCS12Writer {
 
     /// The key's PKCS#8 PrivateKeyInfo DER, after checking that it is the leaf's key.
     private static func privateKeyInfo(_ pem: String, leafDER: [UInt8], leaf: Certificate) throws(WriteError) -> [UInt8] {
-        defer { ERR_clear_error() }
-        let bytes = Array(pem.utf8)
-        let key = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, buffer.count) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let key else {
-            throw WriteError(description: "BoringSSL cannot read the private key: \(self.boringSSLErrors())")
-        }
-        defer { EVP_PKEY_free(key) }
-        let x509 = leafDER.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        }
-        guard let x509 else {
-            throw WriteError(description: "BoringSSL cannot read \(leaf.subject): \(self.boringSSLErrors())")
-        }
-        defer { X509_free(x509) }
-        guard X509_check_private_key(x509, key) == 1 else {
-            throw WriteError(description: "the private key does not belong to \(leaf.subject)")
-        }
-        guard let der = TLSIdentity.privateKeyInfo(key) else {
-            throw WriteError(description: "BoringSSL cannot encode the private key as PKCS#8: \(self.boringSSLErrors())")
-        }
-        return der
-    }
-
-    /// Drains BoringSSL's error queue for this thread into one line.
-    private static func boringSSLErrors() -> String {
-        var reasons: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            let reason = buffer.withUnsafeMutableBufferPointer { pointer -> String in
-                guard let base = pointer.baseAddress else { return "error \(code)" }
-                ERR_error_string_n(code, base, pointer.count)
-                return String(cString: base)
+        let der: [UInt8]
+        do {
+            der = try BoringSSL.privateKeyInfo(pem: Array(pem.utf8), passphrase: nil)
+        } catch {
+            switch error {
+            case .unreadable(let reasons):
+                throw WriteError(description: "BoringSSL cannot read the private key: \(reasons)")
+            case .unencodable(let reasons):
+                throw WriteError(description: "BoringSSL cannot encode the private key as PKCS#8: \(reasons)")
             }
-            reasons.append(reason)
         }
-        return reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; ")
+        switch BoringSSL.check(privateKeyDER: der, certificateDER: leafDER) {
+        case .matches:
+            return der
+        case .differs:
+            throw WriteError(description: "the private key does not belong to \(leaf.subject)")
+        case .unreadableKey(let reasons):
+            throw WriteError(description: "BoringSSL cannot read the private key: \(reasons)")
+        case .unreadableCertificate(let reasons):
+            throw WriteError(description: "BoringSSL cannot read \(leaf.subject): \(reasons)")
+        }
     }
 }

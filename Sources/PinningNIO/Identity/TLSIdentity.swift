@@ -1,4 +1,3 @@
-import CNIOBoringSSL
 import Foundation
 public import NIOSSL
 import Pinning
@@ -64,7 +63,8 @@ public struct TLSIdentity: Sendable, Hashable {
                 throw TLSIdentityError(
                     code: .unsupportedFormat,
                     origin: origin,
-                    problem: "certificate \(index + 1) cannot be read (unsupported key or signature algorithm?): \(error)"
+                    problem:
+                        "certificate \(index + 1) cannot be read (unsupported key or signature algorithm?): \(error)"
                 )
             }
         }
@@ -106,7 +106,9 @@ public struct TLSIdentity: Sendable, Hashable {
     ///   - passphrase: The passphrase (empty for none).
     ///   - origin: What to call the input in errors.
     /// - Throws: ``TLSIdentityError``.
-    public static func pkcs12(bytes: [UInt8], passphrase: String, origin: String) throws(TLSIdentityError) -> TLSIdentity {
+    public static func pkcs12(
+        bytes: [UInt8], passphrase: String, origin: String
+    ) throws(TLSIdentityError) -> TLSIdentity {
         try PKCS12Loader(origin: origin, passphrase: passphrase).load(bytes)
     }
 
@@ -162,7 +164,9 @@ public struct TLSIdentity: Sendable, Hashable {
             do {
                 nioChain.append(try NIOSSLCertificate(bytes: certificate.derBytes, format: .der))
             } catch {
-                throw TLSIdentityError(code: .corruptFile, origin: certificateOrigin, problem: "NIOSSL cannot load \(certificate.subject): \(error)")
+                throw TLSIdentityError(
+                    code: .corruptFile, origin: certificateOrigin,
+                    problem: "NIOSSL cannot load \(certificate.subject): \(error)")
             }
         }
         let key = try Self.privateKey(privateKey, passphrase: passphrase, origin: keyOrigin)
@@ -200,27 +204,10 @@ public struct TLSIdentity: Sendable, Hashable {
         do {
             keyDER = try key.derBytes
         } catch {
-            ERR_clear_error()
+            BoringSSL.clearErrors()
             return Self.contextAccepts(key, with: certificate)
         }
-        // BoringSSL reports a mismatch on its thread's error queue, which NIOSSL reads when describing its own
-        // later failures: leave it empty.
-        defer { ERR_clear_error() }
-        return keyDER.withUnsafeBufferPointer { keyBytes in
-            certificateDER.withUnsafeBufferPointer { certificateBytes in
-                var keyCursor = keyBytes.baseAddress
-                var certificateCursor = certificateBytes.baseAddress
-                guard let privateKey = d2i_AutoPrivateKey(nil, &keyCursor, keyBytes.count) else {
-                    return false
-                }
-                defer { EVP_PKEY_free(privateKey) }
-                guard let x509 = d2i_X509(nil, &certificateCursor, certificateBytes.count) else {
-                    return false
-                }
-                defer { X509_free(x509) }
-                return X509_check_private_key(x509, privateKey) == 1
-            }
-        }
+        return BoringSSL.check(privateKeyDER: keyDER, certificateDER: certificateDER) == .matches
     }
 
     /// Whether NIOSSL accepts `key` as the private key of `certificate` (`SSL_CTX_use_PrivateKey` refuses a key
@@ -247,11 +234,14 @@ public struct TLSIdentity: Sendable, Hashable {
     /// decrypted by ``PasswordBasedEncryption`` (PBES2: the UTF-8 bytes; PKCS#12 schemes: UTF-16BE, as OpenSSL
     /// 3); traditional PEM by BoringSSL with the UTF-8 bytes (OpenSSL's `EVP_BytesToKey`, same bytes). NIOSSL then
     /// reads the decrypted DER.
-    static func privateKey(_ bytes: [UInt8], passphrase: String?, origin: String) throws(TLSIdentityError) -> NIOSSLPrivateKey {
+    static func privateKey(
+        _ bytes: [UInt8], passphrase: String?, origin: String
+    ) throws(TLSIdentityError) -> NIOSSLPrivateKey {
         let text = String(decoding: bytes, as: UTF8.self)
         let isPEM = text.contains("-----BEGIN")
         if isPEM, !text.contains("PRIVATE KEY-----") {
-            throw TLSIdentityError(code: .noPrivateKey, origin: origin, problem: "no PRIVATE KEY block in the PEM input")
+            throw TLSIdentityError(
+                code: .noPrivateKey, origin: origin, problem: "no PRIVATE KEY block in the PEM input")
         }
         let encryptedPKCS8 = try Self.encryptedPrivateKeyInfo(bytes, text: text, isPEM: isPEM, origin: origin)
         let traditional = isPEM && encryptedPKCS8 == nil && text.contains("Proc-Type: 4,ENCRYPTED")
@@ -261,11 +251,15 @@ public struct TLSIdentity: Sendable, Hashable {
             do {
                 return try NIOSSLPrivateKey(bytes: bytes, format: isPEM ? .pem : .der)
             } catch {
-                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "not a readable private key (damaged, or a key type BoringSSL does not support)")
+                throw TLSIdentityError(
+                    code: .corruptFile, origin: origin,
+                    problem: "not a readable private key (damaged, or a key type BoringSSL does not support)")
             }
         }
         guard let passphrase else {
-            throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the private key is encrypted and no passphrase was given")
+            throw TLSIdentityError(
+                code: .wrongPassphrase, origin: origin,
+                problem: "the private key is encrypted and no passphrase was given")
         }
         let privateKeyInfo: [UInt8]
         if let encryptedPKCS8 {
@@ -287,26 +281,33 @@ public struct TLSIdentity: Sendable, Hashable {
                 isDER = false
             }
             if !isDER {
-                throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+                throw TLSIdentityError(
+                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
             }
-            throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
+            throw TLSIdentityError(
+                code: .unsupportedFormat, origin: origin,
+                problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
         }
     }
 
     /// The DER EncryptedPrivateKeyInfo of an `ENCRYPTED PRIVATE KEY` PEM block or of DER input shaped as one
     /// (`SEQUENCE { AlgorithmIdentifier, OCTET STRING }`, where a PrivateKeyInfo starts with an INTEGER); nil for
     /// anything else.
-    private static func encryptedPrivateKeyInfo(_ bytes: [UInt8], text: String, isPEM: Bool, origin: String) throws(TLSIdentityError) -> [UInt8]? {
+    private static func encryptedPrivateKeyInfo(
+        _ bytes: [UInt8], text: String, isPEM: Bool, origin: String
+    ) throws(TLSIdentityError) -> [UInt8]? {
         if isPEM {
             let begin = "-----BEGIN ENCRYPTED PRIVATE KEY-----"
             let end = "-----END ENCRYPTED PRIVATE KEY-----"
             guard let start = text.range(of: begin) else { return nil }
             guard let stop = text.range(of: end, range: start.upperBound..<text.endIndex) else {
-                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block has no END line")
+                throw TLSIdentityError(
+                    code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block has no END line")
             }
             let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
             guard let der = Data(base64Encoded: String(body)) else {
-                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block is not valid base64")
+                throw TLSIdentityError(
+                    code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block is not valid base64")
             }
             return Array(der)
         }
@@ -322,7 +323,9 @@ public struct TLSIdentity: Sendable, Hashable {
         return bytes
     }
 
-    private static func decryptPKCS8(_ der: [UInt8], passphrase: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+    private static func decryptPKCS8(
+        _ der: [UInt8], passphrase: String, origin: String
+    ) throws(TLSIdentityError) -> [UInt8] {
         let algorithm: ASN1Node
         let ciphertext: [UInt8]
         do {
@@ -333,64 +336,57 @@ public struct TLSIdentity: Sendable, Hashable {
             algorithm = algorithmNode
             ciphertext = Array(try ASN1OctetString(derEncoded: dataNode).bytes)
         } catch {
-            throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the encrypted private key is malformed")
+            throw TLSIdentityError(
+                code: .corruptFile, origin: origin, problem: "the encrypted private key is malformed")
         }
         do {
-            return try PasswordBasedEncryption.decrypt(ciphertext, algorithm: algorithm, passphrase: PKCS12Passphrase(passphrase))
+            return try PasswordBasedEncryption.decrypt(
+                ciphertext, algorithm: algorithm, passphrase: PKCS12Passphrase(passphrase))
         } catch {
             switch error {
             case .wrongPassphrase:
-                throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+                throw TLSIdentityError(
+                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
             case .unsupported(let problem):
-                throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the encrypted private key uses \(problem)")
+                throw TLSIdentityError(
+                    code: .unsupportedFormat, origin: origin, problem: "the encrypted private key uses \(problem)")
             case .corrupt(let problem):
-                throw TLSIdentityError(code: .corruptFile, origin: origin, problem: "the encrypted private key: \(problem)")
+                throw TLSIdentityError(
+                    code: .corruptFile, origin: origin, problem: "the encrypted private key: \(problem)")
             }
         }
     }
 
     /// OpenSSL's traditional encrypted PEM (`DEK-Info`), decrypted by BoringSSL from the passphrase's UTF-8 bytes
     /// handed as a C string to its default callback (no NIOSSL callback involved).
-    private static func decryptTraditionalPEM(_ bytes: [UInt8], passphrase: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+    private static func decryptTraditionalPEM(
+        _ bytes: [UInt8], passphrase: String, origin: String
+    ) throws(TLSIdentityError) -> [UInt8] {
         // Both OpenSSL and BoringSSL read this form's passphrase into a 1,024-byte buffer (PEM_BUFSIZE) with its NUL.
         guard passphrase.utf8.count < 1024 else {
             throw TLSIdentityError(
                 code: .wrongPassphrase,
                 origin: origin,
-                problem: "the passphrase is \(passphrase.utf8.count) bytes; a traditional encrypted PEM key (Proc-Type: 4,ENCRYPTED) takes at most 1,023, in OpenSSL too"
+                problem:
+                    "the passphrase is \(passphrase.utf8.count) bytes; a traditional encrypted PEM key (Proc-Type: 4,ENCRYPTED) takes at most 1,023, in OpenSSL too"
             )
         }
         guard !passphrase.utf8.contains(0) else {
-            throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase contains a NUL character")
+            throw TLSIdentityError(
+                code: .wrongPassphrase, origin: origin, problem: "the passphrase contains a NUL character")
         }
-        defer { ERR_clear_error() }
-        let key = bytes.withUnsafeBytes { buffer -> OpaquePointer? in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, buffer.count) else { return nil }
-            defer { BIO_free(bio) }
-            return passphrase.withCString { cString in
-                PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: cString))
+        do {
+            return try BoringSSL.privateKeyInfo(pem: bytes, passphrase: passphrase)
+        } catch {
+            switch error {
+            case .unreadable:
+                throw TLSIdentityError(
+                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+            case .unencodable:
+                throw TLSIdentityError(
+                    code: .unsupportedFormat, origin: origin, problem: "the decrypted key cannot be encoded as PKCS#8")
             }
         }
-        guard let key else {
-            throw TLSIdentityError(code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
-        }
-        defer { EVP_PKEY_free(key) }
-        guard let der = Self.privateKeyInfo(key) else {
-            throw TLSIdentityError(code: .unsupportedFormat, origin: origin, problem: "the decrypted key cannot be encoded as PKCS#8")
-        }
-        return der
-    }
-
-    /// The PKCS#8 PrivateKeyInfo DER of a BoringSSL key (RSA, EC, Ed25519), or nil.
-    static func privateKeyInfo(_ key: OpaquePointer) -> [UInt8]? {
-        var cbb = CBB()
-        guard CBB_init(&cbb, 0) == 1 else { return nil }
-        defer { CBB_cleanup(&cbb) }
-        guard EVP_marshal_private_key(&cbb, key) == 1 else {
-            ERR_clear_error()
-            return nil
-        }
-        return Array(UnsafeBufferPointer(start: CBB_data(&cbb), count: CBB_len(&cbb)))
     }
 
     /// The whole file, read like every certificate file: regular files, and also pipes, FIFOs, `/dev/fd/N` and

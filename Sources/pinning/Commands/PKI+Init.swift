@@ -35,11 +35,9 @@ extension PinningCommand.PKI {
             } catch {
                 throw InputError("cannot create the root \(self.name): \(error)")
             }
-            try PKIDirectory.write(Array(root.privateKeyPEM.utf8), to: keyPath, mode: PKIDirectory.keyMode)
-            try PKIDirectory.write(Array(root.certificatePEM.utf8), to: certificatePath, mode: PKIDirectory.certificateMode)
+            try PKIDirectory.write(root, certificatePath: certificatePath, keyPath: keyPath)
             print("root CA \"\(self.name)\" (\(self.options.key.label), \(PKIOutput.validity(root.certificate)))")
-            PKIOutput.wrote(certificatePath)
-            PKIOutput.wrote(keyPath, note: "mode 0600")
+            PKIOutput.wrote(certificatePath: certificatePath, keyPath: keyPath)
             PKIOutput.pins([(self.name, root.certificate)])
         }
     }

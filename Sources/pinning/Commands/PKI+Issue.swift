@@ -110,11 +110,9 @@ extension PinningCommand.PKI {
                 throw InputError("cannot issue \(name): \(error)")
             }
 
-            try PKIDirectory.write(Array(issued.privateKeyPEM.utf8), to: keyPath, mode: PKIDirectory.keyMode)
-            try PKIDirectory.write(Array(issued.certificatePEM.utf8), to: certificatePath, mode: PKIDirectory.certificateMode)
+            try PKIDirectory.write(issued, certificatePath: certificatePath, keyPath: keyPath)
             print("\(role.label) \"\(name)\" issued by \"\(self.issuer)\" (\(self.options.key.label), \(PKIOutput.validity(issued.certificate)))")
-            PKIOutput.wrote(certificatePath)
-            PKIOutput.wrote(keyPath, note: "mode 0600")
+            PKIOutput.wrote(certificatePath: certificatePath, keyPath: keyPath)
             if role != .intermediate {
                 let chain = [issued.certificate] + issuerChain
                 try PKIDirectory.write(Array(TestPKI.pemBundle(chain).utf8), to: chainPath, mode: PKIDirectory.certificateMode)

@@ -82,6 +82,12 @@ enum PKIOutput {
         print("  wrote \(path)\(note.isEmpty ? "" : "  (\(note))")")
     }
 
+    /// The two lines for a certificate and its key, as ``PKIDirectory/write(_:certificatePath:keyPath:)`` wrote them.
+    static func wrote(certificatePath: String, keyPath: String) {
+        self.wrote(certificatePath)
+        self.wrote(keyPath, note: "mode 0600")
+    }
+
     /// One line per certificate: its pin, file name and subject.
     static func pins(_ rows: [(name: String, certificate: Certificate)]) {
         print("pins (SPKI SHA-256):")

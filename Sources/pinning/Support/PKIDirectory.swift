@@ -167,6 +167,12 @@ struct PKIDirectory {
         }
     }
 
+    /// Writes `identity`'s key (mode 0600) and certificate (mode 0644) as PEM.
+    static func write(_ identity: TestIdentity, certificatePath: String, keyPath: String) throws(InputError) {
+        try self.write(Array(identity.privateKeyPEM.utf8), to: keyPath, mode: self.keyMode)
+        try self.write(Array(identity.certificatePEM.utf8), to: certificatePath, mode: self.certificateMode)
+    }
+
     static let keyMode: mode_t = 0o600
     static let certificateMode: mode_t = 0o644
 }

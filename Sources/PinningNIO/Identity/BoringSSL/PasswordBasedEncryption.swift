@@ -1,5 +1,5 @@
-// BoringSSL is reached directly for its block ciphers (AES, 3DES, RC2, RC4) and PBKDF2; see PKCS12Writer.swift for
-// why CNIOBoringSSL is visible here. Nothing here goes through NIOSSL's passphrase callback or BoringSSL's
+// BoringSSL is reached directly for its block ciphers (AES, 3DES, RC2, RC4) and PBKDF2; see BoringSSL.swift in
+// this folder for why CNIOBoringSSL is visible here. Nothing here goes through NIOSSL's passphrase callback or BoringSSL's
 // PKCS#12 password encoding: both differ from OpenSSL 3 for some passphrases (see `PKCS12Passphrase`).
 import CNIOBoringSSL
 import Crypto
@@ -96,9 +96,12 @@ enum PasswordBasedEncryption {
         }
         if let cipher = PKCS12Cipher(oid) {
             guard let parameters else { throw .corrupt("\(cipher.name) without parameters") }
-            return try Self.decryptPKCS12PBE(ciphertext, cipher: cipher, parameters: parameters, password: pkcs12Password ?? passphrase.bmp)
+            return try Self.decryptPKCS12PBE(
+                ciphertext, cipher: cipher, parameters: parameters, password: pkcs12Password ?? passphrase.bmp)
         }
-        throw .unsupported("the encryption scheme \(oid) (supported: PBES2 with PBKDF2 and AES or 3DES; the PKCS#12 3DES, RC2 and RC4 schemes)")
+        throw .unsupported(
+            "the encryption scheme \(oid) (supported: PBES2 with PBKDF2 and AES or 3DES; the PKCS#12 3DES, RC2 and RC4 schemes)"
+        )
     }
 
     /// An iteration count of a PBKDF2 or PKCS#12 PBE parameter block, checked against the bound.
@@ -115,7 +118,9 @@ enum PasswordBasedEncryption {
         return count
     }
 
-    private static func decryptPBES2(_ ciphertext: [UInt8], parameters: ASN1Node, password: [UInt8]) throws(Failure) -> [UInt8] {
+    private static func decryptPBES2(
+        _ ciphertext: [UInt8], parameters: ASN1Node, password: [UInt8]
+    ) throws(Failure) -> [UInt8] {
         do {
             var fields = try Self.sequence(parameters, "PBES2 parameters")
             guard let kdfNode = fields.next(), let schemeNode = fields.next() else {
@@ -127,7 +132,8 @@ enum PasswordBasedEncryption {
             }
             let (schemeOID, ivNode) = try Self.algorithmIdentifier(schemeNode)
             guard let cipher = PBES2Cipher(schemeOID) else {
-                throw Failure.unsupported("the PBES2 cipher \(schemeOID) (supported: AES-128/192/256-CBC, DES-EDE3-CBC)")
+                throw Failure.unsupported(
+                    "the PBES2 cipher \(schemeOID) (supported: AES-128/192/256-CBC, DES-EDE3-CBC)")
             }
             guard let ivNode, ivNode.identifier == .octetString else {
                 throw Failure.corrupt("the \(cipher.name) parameters are not an IV")
@@ -150,18 +156,23 @@ enum PasswordBasedEncryption {
             if let node = next, node.identifier == .integer {
                 let length = try Int(derEncoded: node)
                 guard length == cipher.keyLength else {
-                    throw Failure.corrupt("the PBKDF2 key length \(length) does not fit \(cipher.name) (\(cipher.keyLength) bytes)")
+                    throw Failure.corrupt(
+                        "the PBKDF2 key length \(length) does not fit \(cipher.name) (\(cipher.keyLength) bytes)")
                 }
                 next = kdfFields.next()
             }
             if let node = next {
                 let (prf, _) = try Self.algorithmIdentifier(node)
                 guard let prfDigest = Self.hmacDigest(prf) else {
-                    throw Failure.unsupported("the PBKDF2 pseudo-random function \(prf) (supported: HMAC with SHA-1, SHA-224, SHA-256, SHA-384, SHA-512)")
+                    throw Failure.unsupported(
+                        "the PBKDF2 pseudo-random function \(prf) (supported: HMAC with SHA-1, SHA-224, SHA-256, SHA-384, SHA-512)"
+                    )
                 }
                 digest = prfDigest
             }
-            let key = try Self.pbkdf2(password: password, salt: Array(salt.bytes), iterations: iterations, digest: digest, length: cipher.keyLength)
+            let key = try Self.pbkdf2(
+                password: password, salt: Array(salt.bytes), iterations: iterations, digest: digest,
+                length: cipher.keyLength)
             return try Self.crypt(ciphertext, cipher: cipher.evp(), key: key, iv: Array(iv.bytes), encrypt: false)
         } catch let failure as Failure {
             throw failure
@@ -170,7 +181,9 @@ enum PasswordBasedEncryption {
         }
     }
 
-    private static func decryptPKCS12PBE(_ ciphertext: [UInt8], cipher: PKCS12Cipher, parameters: ASN1Node, password: [UInt8]) throws(Failure) -> [UInt8] {
+    private static func decryptPKCS12PBE(
+        _ ciphertext: [UInt8], cipher: PKCS12Cipher, parameters: ASN1Node, password: [UInt8]
+    ) throws(Failure) -> [UInt8] {
         let salt: [UInt8]
         let iterations: Int
         do {
@@ -185,8 +198,10 @@ enum PasswordBasedEncryption {
         } catch {
             throw .corrupt("the \(cipher.name) parameters are malformed: \(error)")
         }
-        let key = PKCS12KeyDerivation.derive(Insecure.SHA1.self, password: password, salt: salt, id: 1, iterations: iterations, length: cipher.keyLength)
-        let iv = PKCS12KeyDerivation.derive(Insecure.SHA1.self, password: password, salt: salt, id: 2, iterations: iterations, length: cipher.ivLength)
+        let key = PKCS12KeyDerivation.derive(
+            Insecure.SHA1.self, password: password, salt: salt, id: 1, iterations: iterations, length: cipher.keyLength)
+        let iv = PKCS12KeyDerivation.derive(
+            Insecure.SHA1.self, password: password, salt: salt, id: 2, iterations: iterations, length: cipher.ivLength)
         return try Self.crypt(ciphertext, cipher: cipher.evp(), key: key, iv: iv, encrypt: false)
     }
 
@@ -205,7 +220,8 @@ enum PasswordBasedEncryption {
         case .aes256:
             let salt = Self.randomBytes(16)
             let iv = Self.randomBytes(16)
-            let key = try Self.pbkdf2(password: passphrase.utf8, salt: salt, iterations: iterations, digest: EVP_sha256(), length: 32)
+            let key = try Self.pbkdf2(
+                password: passphrase.utf8, salt: salt, iterations: iterations, digest: EVP_sha256(), length: 32)
             let ciphertext = try Self.crypt(plaintext, cipher: EVP_aes_256_cbc(), key: key, iv: iv, encrypt: true)
             try serializer.appendConstructedNode(identifier: .sequence) { serializer in
                 try serializer.serialize(Self.pbes2OID)
@@ -232,8 +248,12 @@ enum PasswordBasedEncryption {
             let salt = Self.randomBytes(8)
             let cipher = PKCS12Cipher.tripleDES3Key
             let password = passphrase.bmp
-            let key = PKCS12KeyDerivation.derive(Insecure.SHA1.self, password: password, salt: salt, id: 1, iterations: iterations, length: cipher.keyLength)
-            let iv = PKCS12KeyDerivation.derive(Insecure.SHA1.self, password: password, salt: salt, id: 2, iterations: iterations, length: cipher.ivLength)
+            let key = PKCS12KeyDerivation.derive(
+                Insecure.SHA1.self, password: password, salt: salt, id: 1, iterations: iterations,
+                length: cipher.keyLength)
+            let iv = PKCS12KeyDerivation.derive(
+                Insecure.SHA1.self, password: password, salt: salt, id: 2, iterations: iterations,
+                length: cipher.ivLength)
             let ciphertext = try Self.crypt(plaintext, cipher: cipher.evp(), key: key, iv: iv, encrypt: true)
             try serializer.appendConstructedNode(identifier: .sequence) { serializer in
                 try serializer.serialize(Self.pbeWithSHAAnd3KeyTripleDESOID)
@@ -253,7 +273,9 @@ enum PasswordBasedEncryption {
 
     // MARK: - Primitives
 
-    private static func pbkdf2(password: [UInt8], salt: [UInt8], iterations: Int, digest: OpaquePointer?, length: Int) throws(Failure) -> [UInt8] {
+    private static func pbkdf2(
+        password: [UInt8], salt: [UInt8], iterations: Int, digest: OpaquePointer?, length: Int
+    ) throws(Failure) -> [UInt8] {
         var key = [UInt8](repeating: 0, count: length)
         let ok = password.withUnsafeBytes { passwordBytes in
             salt.withUnsafeBufferPointer { saltBytes in
@@ -274,7 +296,9 @@ enum PasswordBasedEncryption {
     }
 
     /// One CBC (with PKCS#7 padding) or RC4 pass. A padding failure on decryption is `wrongPassphrase`.
-    private static func crypt(_ input: [UInt8], cipher: OpaquePointer?, key: [UInt8], iv: [UInt8], encrypt: Bool) throws(Failure) -> [UInt8] {
+    private static func crypt(
+        _ input: [UInt8], cipher: OpaquePointer?, key: [UInt8], iv: [UInt8], encrypt: Bool
+    ) throws(Failure) -> [UInt8] {
         guard let cipher, let context = EVP_CIPHER_CTX_new() else {
             throw .unsupported("the cipher is not available")
         }
@@ -286,7 +310,9 @@ enum PasswordBasedEncryption {
         if !encrypt {
             guard !input.isEmpty else { throw .corrupt("the encrypted content is empty") }
             guard input.count % blockSize == 0 else {
-                throw .corrupt("the encrypted content is \(input.count) bytes, not a whole number of \(blockSize)-byte cipher blocks")
+                throw .corrupt(
+                    "the encrypted content is \(input.count) bytes, not a whole number of \(blockSize)-byte cipher blocks"
+                )
             }
         }
         let direction: Int32 = encrypt ? 1 : 0
@@ -304,7 +330,10 @@ enum PasswordBasedEncryption {
         let ok = output.withUnsafeMutableBufferPointer { out -> Bool in
             input.withUnsafeBufferPointer { bytes -> Bool in
                 guard let base = out.baseAddress else { return false }
-                guard input.isEmpty || EVP_CipherUpdate(context, base, &written, bytes.baseAddress, Int32(bytes.count)) == 1 else {
+                guard
+                    input.isEmpty
+                        || EVP_CipherUpdate(context, base, &written, bytes.baseAddress, Int32(bytes.count)) == 1
+                else {
                     return false
                 }
                 return EVP_CipherFinal_ex(context, base + Int(written), &finalWritten) == 1

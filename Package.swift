@@ -108,6 +108,8 @@ let package = Package(
                 // PKCS#12 export (TestIdentity.pkcs12): the writer lives in PinningNIO beside the reader that shares
                 // its structures and BoringSSL ciphers. Never the other way round.
                 "PinningNIO",
+                // The core's one IP-address parser for iPAddress SANs.
+                "Pinning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

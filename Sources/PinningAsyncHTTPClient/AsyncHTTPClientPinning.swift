@@ -12,7 +12,7 @@ public import X509
 /// let pinning = try AsyncHTTPClientPinning(
 ///     host: "api.example.com",
 ///     policy: SecurityPolicy(pinningMode: .publicKey, pins: [leafPin, backupLeafPin]),
-///     trust: ServerTrust(certificates: [], anchors: [companyRoot], anchorsOnly: true),
+///     settings: TrustSettings(anchors: [companyRoot], anchorsOnly: true),
 ///     identity: try .pkcs12(file: "client.p12", passphrase: passphrase)
 /// )
 /// let client = HTTPClient(eventLoopGroup: .singletonMultiThreadedEventLoopGroup,
@@ -113,6 +113,22 @@ public struct AsyncHTTPClientPinning: Sendable {
         self.trust = trust
         self.identity = identity
     }
+
+    /// Checks that AsyncHTTPClient can enforce `policy` and keeps `settings` (anchors, anchors-only, platform roots,
+    /// purpose, profile, limits): the form without a presented chain to ignore.
+    ///
+    /// - Throws: as ``init(host:policy:trust:identity:)``.
+    public init(
+        host: String,
+        policy: SecurityPolicy,
+        settings: TrustSettings,
+        identity: TLSIdentity? = nil
+    ) throws(AsyncHTTPClientPinningError) {
+        try self.init(host: host, policy: policy, trust: ServerTrust(certificates: [], settings: settings), identity: identity)
+    }
+
+    /// How the leaf is judged (the settings of ``trust``).
+    public var settings: TrustSettings { self.trust.settings }
 
     /// The TLS configuration: trust roots from ``trust`` (plus self-signed pinned certificates in
     /// certificate mode), `.noHostnameVerification`, TLS 1.2 or later, the client identity.

@@ -1,5 +1,6 @@
 import Crypto
 public import Foundation
+import Pinning
 import SwiftASN1
 public import X509
 
@@ -400,7 +401,7 @@ public enum TestPKI {
     ) throws -> Certificate.Extensions {
         var names: [GeneralName] = dnsNames.map { .dnsName($0) }
         for address in ipAddresses {
-            names.append(.ipAddress(ASN1OctetString(contentBytes: try IPAddressBytes.parse(address)[...])))
+            names.append(.ipAddress(ASN1OctetString(contentBytes: try Self.ipAddressBytes(address)[...])))
         }
         if names.isEmpty {
             names = [.dnsName(commonName)]
@@ -453,5 +454,15 @@ public enum TestPKI {
             issuerPrivateKey: issuerKey
         )
         return try TestIdentity(certificate: certificate, privateKey: privateKey)
+    }
+}
+
+extension TestPKI {
+    /// The bytes an iPAddress SAN holds for `text` (4 for IPv4, 16 for IPv6), through the core's one IP parser.
+    static func ipAddressBytes(_ text: String) throws(TestPKIError) -> [UInt8] {
+        guard let bytes = IPAddressText.bytes(text) else {
+            throw TestPKIError(.invalidIPAddress, "\"\(text)\" is neither an IPv4 nor an IPv6 address")
+        }
+        return bytes
     }
 }

@@ -139,7 +139,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     private func handle(_ connection: Int32) {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        // Generous: the client sends its request in a task after connecting, and on a loaded 2-core machine running
+        // the whole suite that task can wait seconds for a thread (a 5 s bound dropped a retry's request once).
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
         _ = setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -50,7 +50,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]),
-            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
         )
         let (status, body) = try await self.get(pinning, port: server.port)
         #expect(status == 200)
@@ -65,7 +65,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]),
-            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
         )
         #expect(try pinning.makeTLSConfiguration().verifySignatureAlgorithms == TLSConfiguration.pinningAcceptedSignatureAlgorithms)
         let (status, _) = try await self.get(pinning, port: server.port)
@@ -81,7 +81,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: other.leaf.certificate)]),
-            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
         )
         // No wall-clock bound (a loaded 2-core CI machine makes those flaky): the configuration turns
         // connection-establishment retries off, and the first attempt's refusal is what the caller gets.
@@ -102,7 +102,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
         )
         await #expect(throws: (any Error).self) {
             _ = try await self.get(pinning, port: server.port)
@@ -139,7 +139,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [chain.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [chain.root.certificate], anchorsOnly: true)
         )
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.get(pinning, port: server.port)
@@ -158,7 +158,7 @@ struct AsyncHTTPClientPinningTests {
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com", policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [root.certificate], anchorsOnly: true)
         )
         await #expect(throws: (any Error).self) {
             _ = try await self.get(pinning, port: server.port)
@@ -173,7 +173,7 @@ struct AsyncHTTPClientPinningTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "device.local",
             policy: SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate]),
-            trust: ServerTrust(certificates: [], anchorsOnly: true)
+            settings: TrustSettings(anchorsOnly: true)
         )
         #expect(try await self.get(pinning, port: server.port).0 == 200)
 
@@ -181,7 +181,7 @@ struct AsyncHTTPClientPinningTests {
         let other = try AsyncHTTPClientPinning(
             host: "device.local",
             policy: SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [impostor.certificate]),
-            trust: ServerTrust(certificates: [], anchorsOnly: true)
+            settings: TrustSettings(anchorsOnly: true)
         )
         await #expect(throws: (any Error).self) {
             _ = try await self.get(other, port: server.port)
@@ -228,7 +228,7 @@ struct AsyncHTTPClientPinningTests {
             let pinning = try AsyncHTTPClientPinning(
                 host: "api.example.com",
                 policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: pinned)]),
-                trust: ServerTrust(certificates: [], anchors: [genuine.root.certificate], anchorsOnly: true)
+                settings: TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
             )
             let error = await #expect(throws: PinningConnectionError.self) {
                 _ = try await self.get(pinning, port: server.port)
@@ -281,7 +281,7 @@ struct AsyncHTTPClientPinningTests {
     @Test("anchors-only trust without anchors is refused at configuration time")
     func noAnchorsRejected() throws {
         let error = #expect(throws: AsyncHTTPClientPinningError.self) {
-            _ = try AsyncHTTPClientPinning(host: "api.example.com", policy: .default, trust: ServerTrust(certificates: [], anchorsOnly: true))
+            _ = try AsyncHTTPClientPinning(host: "api.example.com", policy: .default, settings: TrustSettings(anchorsOnly: true))
         }
         #expect(error?.code == .noAnchors)
     }
@@ -293,7 +293,7 @@ struct AsyncHTTPClientPinningTests {
         defer { Task { await server.stop() } }
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com", policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [chain.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [chain.root.certificate], anchorsOnly: true)
         )
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.get(pinning, port: server.port, host: "cdn.example.com")
@@ -306,7 +306,7 @@ struct AsyncHTTPClientPinningTests {
         let chain = try TestChain(host: "api.example.com")
         let pinning = try AsyncHTTPClientPinning(
             host: "api.example.com", policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [chain.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [chain.root.certificate], anchorsOnly: true)
         )
         let configuration = try pinning.makeHTTPClientConfiguration()
         #expect(configuration.tlsConfiguration?.certificateVerification == .noHostnameVerification)

@@ -78,7 +78,7 @@ struct MutualTLSHummingbirdTests {
         let pinning = try AsyncHTTPClientPinning(
             host: "device.local",
             policy: .default,
-            trust: ServerTrust(certificates: [], anchors: [self.serverChain.root.certificate], anchorsOnly: true),
+            settings: TrustSettings(anchors: [self.serverChain.root.certificate], anchorsOnly: true),
             identity: identity
         )
         var configuration = try pinning.makeHTTPClientConfiguration()

@@ -18,7 +18,7 @@ struct InteroperabilityTests {
         let anchors = try CertificateLoader.certificates(fromFile: root)
         return try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
-            trust: ServerTrust(certificates: [], anchors: anchors, anchorsOnly: true),
+            settings: TrustSettings(anchors: anchors, anchorsOnly: true),
             configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(10))
         )
     }
@@ -179,7 +179,7 @@ struct InteroperabilityTests {
             for _ in 0..<20 {
                 let client = try PinnedHTTPClient(
                     evaluator: SecurityPolicy.default,
-                    trust: ServerTrust(certificates: [], anchors: anchors, anchorsOnly: true),
+                    settings: TrustSettings(anchors: anchors, anchorsOnly: true),
                     identity: identity
                 )
                 do {

@@ -64,6 +64,16 @@ final class OutcomeLog: @unchecked Sendable {
     func next() -> Result<PinnedHandshake, PinningConnectionError>? {
         self.lock.withLock { self.pending.isEmpty ? nil : self.pending.removeFirst() }
     }
+
+    /// The next outcome, waiting up to `seconds` for one; nil if none arrived.
+    func next(within seconds: Double) async -> Result<PinnedHandshake, PinningConnectionError>? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let outcome = self.next() { return outcome }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return self.next()
+    }
 }
 
 /// A MutualTLSServer on 127.0.0.1 that reports each connection's handshake outcome.
@@ -94,12 +104,7 @@ final class MutualTLSTestServer: Sendable {
 
     /// The next connection's outcome, or nil after `seconds`.
     func nextOutcome(within seconds: Double = 5) async -> Result<PinnedHandshake, PinningConnectionError>? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let outcome = self.outcomes.next() { return outcome }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return self.outcomes.next()
+        await self.outcomes.next(within: seconds)
     }
 
     func stop() async {

@@ -337,11 +337,6 @@ final class MutualTLSTestLog: Sendable {
     let outcomes = OutcomeLog()
 
     func nextOutcome(within seconds: Double = 5) async -> Result<PinnedHandshake, PinningConnectionError>? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let outcome = self.outcomes.next() { return outcome }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return self.outcomes.next()
+        await self.outcomes.next(within: seconds)
     }
 }

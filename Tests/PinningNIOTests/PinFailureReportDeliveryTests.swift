@@ -289,7 +289,7 @@ struct PinFailureReportDeliveryTests {
             timeout: .seconds(30),
             maximumAttempts: 2,
             retryDelay: .milliseconds(10),
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([pki.api.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([pki.api.root.certificate])),
             group: testGroup,
             onOutcome: { outcomes.append($0) }
         )

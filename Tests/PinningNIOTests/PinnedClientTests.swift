@@ -25,7 +25,7 @@ struct PinnedClientTests {
         policy.validatesDomainName = true
         let client = try PinnedTLSClient(
             evaluator: policy,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))
+            settings: TrustSettings(platformRoots: Fixtures.platform([genuine.root.certificate]))
         )
         let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         defer { connection.channel.close(promise: nil) }
@@ -159,7 +159,7 @@ struct PinnedClientTests {
         defer { Task { await server.stop() } }
         var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
         policy.allowInvalidCertificates = true
-        let client = try PinnedTLSClient(evaluator: policy, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
+        let client = try PinnedTLSClient(evaluator: policy, settings: TrustSettings(platformRoots: Fixtures.platform([])))
         for host in ["device-42.local", "127.0.0.1"] {
             let connection = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             connection.channel.close(promise: nil)
@@ -169,7 +169,7 @@ struct PinnedClientTests {
         let impostor = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
         var other = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [impostor.certificate])
         other.allowInvalidCertificates = true
-        let refusing = try PinnedTLSClient(evaluator: other, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])))
+        let refusing = try PinnedTLSClient(evaluator: other, settings: TrustSettings(platformRoots: Fixtures.platform([])))
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await refusing.connect(host: "device-42.local", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
@@ -185,7 +185,7 @@ struct PinnedClientTests {
         let chain = try TestChain(host: "other.example", ipAddresses: ["127.0.0.1"])
         let server = try await PlainTLSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate]))
         defer { Task { await server.stop() } }
-        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])))
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])))
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }
@@ -198,7 +198,7 @@ struct PinnedClientTests {
         let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let counting = CountingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]))
-        let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
+        let client = try PinnedTLSClient(evaluator: counting, settings: TrustSettings(platformRoots: Fixtures.platform([genuine.root.certificate])))
         let port = server.port
         let trusted = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<32 {
@@ -224,7 +224,7 @@ struct PinnedClientTests {
         let server = try await PlainTLSServer(identity: try genuine.leaf.tlsIdentity(chain: [genuine.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let counting = CountingEvaluator(SecurityPolicy.default)
-        let client = try PinnedTLSClient(evaluator: counting, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])))
+        let client = try PinnedTLSClient(evaluator: counting, settings: TrustSettings(platformRoots: Fixtures.platform([genuine.root.certificate])))
         for _ in 0..<4 {
             let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             // Let the server's session tickets arrive before closing, so a resumable session could exist.

@@ -96,7 +96,7 @@ struct PinnedHTTPClientTests {
         defer { Task { await server.stop() } }
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([genuine.root.certificate])),
             group: testGroup
         )
         let response = try await client.get(try Self.url("https://api.example.com:\(server.port)/status?x=1"), resolve: Self.loopback)
@@ -166,7 +166,7 @@ struct PinnedHTTPClientTests {
         )
         let client = try PinnedHTTPClient(
             evaluator: evaluator,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([first.root.certificate, second.root.certificate, attacker.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([first.root.certificate, second.root.certificate, attacker.root.certificate])),
             group: testGroup
         )
         defer { Task { await client.shutdown() } }
@@ -224,7 +224,7 @@ struct PinnedHTTPClientTests {
         defer { Task { await server.stop() } }
         var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [device.certificate])
         policy.allowInvalidCertificates = true
-        let client = try PinnedHTTPClient(evaluator: policy, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])), group: testGroup)
+        let client = try PinnedHTTPClient(evaluator: policy, settings: TrustSettings(platformRoots: Fixtures.platform([])), group: testGroup)
         defer { Task { await client.shutdown() } }
         let response = try await client.get(try Self.url("https://127.0.0.1:\(server.port)/device"))
         #expect(response.bodyText == "hello /device")
@@ -233,7 +233,7 @@ struct PinnedHTTPClientTests {
         let impostor = try TestPKI.selfSigned("device-42.local", dnsNames: ["device-42.local"], ipAddresses: ["127.0.0.1"])
         var other = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [impostor.certificate])
         other.allowInvalidCertificates = true
-        let refusing = try PinnedHTTPClient(evaluator: other, trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([])), group: testGroup)
+        let refusing = try PinnedHTTPClient(evaluator: other, settings: TrustSettings(platformRoots: Fixtures.platform([])), group: testGroup)
         defer { Task { await refusing.shutdown() } }
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await refusing.get(try Self.url("https://device-42.local:\(server.port)/"), resolve: Self.loopback)
@@ -252,7 +252,7 @@ struct PinnedHTTPClientTests {
         defer { Task { await server.stop() } }
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])),
             configuration: PinnedHTTPClientConfiguration(maximumRedirects: 3),
             group: testGroup
         )
@@ -264,7 +264,7 @@ struct PinnedHTTPClientTests {
 
         let manual = try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])),
             configuration: PinnedHTTPClientConfiguration(maximumRedirects: 0),
             group: testGroup
         )
@@ -283,7 +283,7 @@ struct PinnedHTTPClientTests {
         let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.root.certificate)]))
         let client = try PinnedHTTPClient(
             evaluator: evaluator,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])),
             group: testGroup
         )
         defer { Task { await client.shutdown() } }
@@ -310,7 +310,7 @@ struct PinnedHTTPClientTests {
         defer { Task { await server.stop() } }
         let client = try PinnedHTTPClient(
             evaluator: SecurityPolicy.default,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])),
             configuration: PinnedHTTPClientConfiguration(requestTimeout: .seconds(2)),
             group: testGroup
         )
@@ -375,7 +375,7 @@ struct PinnedHTTPClientTests {
         let evaluator = RecordingEvaluator(SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: chain.intermediate.certificate)]))
         let client = try PinnedHTTPClient(
             evaluator: evaluator,
-            trust: ServerTrust(certificates: [], platformRoots: Fixtures.platform([chain.root.certificate])),
+            settings: TrustSettings(platformRoots: Fixtures.platform([chain.root.certificate])),
             configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(30), requestTimeout: .seconds(30)),
             group: testGroup
         )

@@ -76,29 +76,30 @@ public struct MutualTLSServer: Sendable {
     ///   - identity: The server's certificate chain (served in this order) and key.
     ///   - clientCertificateAuthorities: The client CAs; must not be empty.
     ///   - allowedClientPins: An optional allow-list of client SPKI pins (empty: any client of those CAs).
-    ///   - validationTime: Fixed validation instant (tests); nil is the handshake time.
     ///   - clientCheck: Extra checks on each client, at the full handshake and on each resumption.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
+    ///
+    /// Clients are judged at the time of each handshake. A fixed instant is for tests only, behind
+    /// `@_spi(Testing)` (``TrustSettings`` keeps its fixed clock behind SPI for the same reason).
     public init(
         identity: TLSIdentity,
         clientCertificateAuthorities: [Certificate],
         allowedClientPins: [Pin] = [],
-        validationTime: Date? = nil,
         clientCheck: ClientCheck? = nil
     ) throws {
         try self.init(
             identity: identity,
             clientCertificateAuthorities: clientCertificateAuthorities,
             allowedClientPins: allowedClientPins,
-            validationTime: validationTime,
+            validationTime: nil,
             clock: { Date() },
             clientCheck: clientCheck
         )
     }
 
-    /// A server whose clients are judged at the instants `clock` gives (tests move time past a certificate's
-    /// expiry between a full handshake and its resumption).
+    /// A server whose clients are judged at a fixed instant (`validationTime`) or at the instants `clock` gives
+    /// (tests move time past a certificate's expiry between a full handshake and its resumption).
     @_spi(Testing)
     public init(
         identity: TLSIdentity,

@@ -121,7 +121,7 @@ struct HandshakeBenchmark {
         let evaluator: any ServerTrustEvaluating = self.cached ? CachingTrustEvaluator(policy) : policy
         let pinned = try PinnedTLSClient(
             evaluator: evaluator,
-            trust: ServerTrust(certificates: [], anchors: [chain.root.certificate], anchorsOnly: true)
+            settings: TrustSettings(anchors: [chain.root.certificate], anchorsOnly: true)
         )
         let root = try NIOSSLCertificate(bytes: chain.root.der, format: .der)
         // The two NIOSSL clients accept the server keys the pinned client accepts: BoringSSL's default list

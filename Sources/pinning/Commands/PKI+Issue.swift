@@ -160,17 +160,13 @@ extension PinningCommand.PKI {
             return (self.dnsNames, self.ipAddresses)
         }
 
+        /// The core's dNSName syntax (RFC 1034 preferred name syntax, a leading `*` label allowed), plus what a
+        /// name we mint must also be: at most 253 bytes, no trailing dot, and a wildcard over at least two labels
+        /// (`*.example.com`, never `*.com`).
         static func isDNSName(_ text: String) -> Bool {
-            guard !text.isEmpty, text.utf8.count <= 253 else { return false }
-            var labels = text.split(separator: ".", omittingEmptySubsequences: false)
-            if labels.first == "*" && labels.count > 2 {
-                labels.removeFirst()
-            }
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-            return labels.allSatisfy { label in
-                !label.isEmpty && label.count <= 63 && label.allSatisfy { allowed.contains($0) }
-                    && !label.hasPrefix("-") && !label.hasSuffix("-")
-            }
+            guard !text.isEmpty, text.utf8.count <= 253, !text.hasSuffix(".") else { return false }
+            if text.hasPrefix("*."), text.split(separator: ".", omittingEmptySubsequences: false).count <= 2 { return false }
+            return DNSNameSyntax.isPreferredNameSyntax(text)
         }
     }
 }

@@ -20,6 +20,8 @@ let package = Package(
         // Mints test PKIs (roots, intermediates, servers, clients, name constraints, every key type we claim) for
         // users' own tests, as OkHttp ships HeldCertificate; the `pinning pki` commands are built on it.
         .library(name: "PinningPKI", targets: ["PinningPKI"]),
+        // `pinning proxy` as a library: the forward proxy, tunnels and local CA, on PinningNIO's pinned client.
+        .library(name: "PinningProxy", targets: ["PinningProxy"]),
         .executable(name: "pinning", targets: ["pinning"]),
         // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
         // product, so `swift run limbo` works here and users never see it.
@@ -127,12 +129,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The local proxy (issue 16): every upstream connection through PinningNIO's PinnedTLSClient.
+        .target(
+            name: "PinningProxy",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "pinning",
             dependencies: [
                 "Pinning",
                 "PinningNIO",
                 "PinningPKI",
+                "PinningProxy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `serve`, `check`, `demo` and `bench handshake` drive loopback TLS.
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -176,7 +176,7 @@ package enum ConnectionFailureWords {
     }
 
     /// Words for why connecting to `host`:`port` failed (refused, unreachable, DNS), or nil.
-    static func connectProblem(_ error: any Error, host: String, port: Int) -> String {
+    package static func connectProblem(_ error: any Error, host: String, port: Int) -> String {
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty {
                 if error.dnsAError != nil || error.dnsAAAAError != nil {

@@ -1,0 +1,257 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Pinning
+import PinningNIO
+
+/// Relays an intercepted client's HTTP requests to the upstream over a pinned connection and the responses back,
+/// part by part (bodies stream; nothing is buffered whole).
+///
+/// One upstream connection per client connection, opened at the first request and kept while both sides keep
+/// alive. A refused upstream is answered with `502 Bad Gateway`, `X-Pinning-Failure: CODE` (the TrustFailure
+/// code, or the connection error's) and the failure's description as the body, then the connection closes.
+final class InterceptHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let proxy: PinningProxy
+    private let connection: ProxyConnection
+    private let host: String
+    private let port: Int
+    private var context: ChannelHandlerContext?
+    private var upstream: (any Channel)?
+    private var connecting = false
+    /// Request parts that arrived before the upstream connection was ready.
+    private var buffered: [HTTPClientRequestPart] = []
+    /// A refusal was answered: nothing more is relayed.
+    private var refused = false
+    /// The request being answered asked to close after its response.
+    private var closeAfterResponse = false
+    private var verdict = "-"
+    private var failure: String?
+    private var message: String?
+
+    init(proxy: PinningProxy, connection: ProxyConnection, host: String, port: Int) {
+        self.proxy = proxy
+        self.connection = connection
+        self.host = host
+        self.port = port
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.refused else { return }
+        switch self.unwrapInboundIn(data) {
+        case .head(var head):
+            self.connection.requests += 1
+            self.closeAfterResponse = !head.isKeepAlive
+            // Hop-by-hop headers meant for the proxy never reach the upstream.
+            head.headers.remove(name: "proxy-connection")
+            head.headers.remove(name: "proxy-authorization")
+            self.forward(.head(head), context: context)
+        case .body(let body):
+            self.connection.bytesUp += body.readableBytes
+            self.forward(.body(.byteBuffer(body)), context: context)
+        case .end(let trailers):
+            self.forward(.end(trailers), context: context)
+        }
+    }
+
+    private func forward(_ part: HTTPClientRequestPart, context: ChannelHandlerContext) {
+        if let upstream = self.upstream {
+            if case .end = part {
+                upstream.writeAndFlush(part, promise: nil)
+            } else {
+                upstream.write(part, promise: nil)
+            }
+            return
+        }
+        self.buffered.append(part)
+        if !self.connecting {
+            self.connectUpstream(context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.upstream?.flush()
+    }
+
+    private func connectUpstream(context: ChannelHandlerContext) {
+        self.connecting = true
+        // Nothing more is read from the client until the upstream is there (its parts are buffered meanwhile).
+        context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        let proxy = self.proxy
+        let host = self.host
+        let port = self.port
+        Task {
+            do throws(PinningConnectionError) {
+                let pinned = try await proxy.connectUpstream(host: host, port: port, on: loop) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(UpstreamResponseRelay(intercept: bound))
+                    }
+                }
+                loop.execute { bound.value.connected(pinned.channel) }
+            } catch {
+                loop.execute { bound.value.refuse(error) }
+            }
+        }
+    }
+
+    private func connected(_ channel: any Channel) {
+        self.connecting = false
+        guard let context = self.context, context.channel.isActive else {
+            channel.close(promise: nil)
+            return
+        }
+        self.upstream = channel
+        self.verdict = self.verdict == "-" ? "trusted" : self.verdict
+        for part in self.buffered {
+            channel.write(part, promise: nil)
+        }
+        self.buffered.removeAll()
+        channel.flush()
+        context.channel.setOption(.autoRead, value: true).whenFailure { _ in }
+    }
+
+    private func refuse(_ error: PinningConnectionError) {
+        self.connecting = false
+        self.refused = true
+        self.buffered.removeAll()
+        let code = PinningProxy.failureCode(error)
+        self.verdict = error.trustFailure == nil ? "error" : "untrusted"
+        self.failure = code
+        self.message = error.message
+        guard let context = self.context else { return }
+        var body = "pinning proxy refused \(self.host):\(self.port)\n\n"
+        if let failure = error.trustFailure {
+            body += failure.multilineDescription + "\n"
+        } else {
+            body += "\(code): \(error.message)\n"
+        }
+        HTTPReply.send(
+            context: context, status: .badGateway, headers: [("x-pinning-failure", code)], body: body, wrap: self.wrapOutboundOut,
+            close: true
+        )
+    }
+
+    // MARK: - From the upstream (same event loop)
+
+    fileprivate func relay(_ part: HTTPClientResponsePart) {
+        guard let context = self.context else { return }
+        switch part {
+        case .head(let head):
+            context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        case .body(let body):
+            self.connection.bytesDown += body.readableBytes
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        case .end(let trailers):
+            context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: nil)
+            if self.closeAfterResponse {
+                self.upstream?.close(promise: nil)
+                self.upstream = nil
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    fileprivate func relayFlush() {
+        self.context?.flush()
+    }
+
+    /// The upstream closed: between responses the next request opens a new one; within a response the client
+    /// connection closes too (the response cannot be completed).
+    fileprivate func upstreamClosed(_ channel: any Channel, midResponse: Bool) {
+        guard self.upstream === channel else { return }
+        self.upstream = nil
+        if midResponse {
+            self.context?.close(promise: nil)
+        }
+    }
+
+    fileprivate func upstreamWritabilityChanged(_ writable: Bool) {
+        // Backpressure: read from the client only as fast as the upstream takes it.
+        self.context?.channel.setOption(.autoRead, value: writable).whenFailure { _ in }
+    }
+
+    fileprivate var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.upstream?.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A TLS error with the client (it did not trust the local CA, say): logged, and the connection closes.
+        if self.failure == nil {
+            self.failure = "clientTLS"
+            self.message = ConnectionFailureWords.words(error)
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.upstream?.close(promise: nil)
+        self.upstream = nil
+        self.connection.finish(verdict: self.verdict, failure: self.failure, message: self.message)
+        context.fireChannelInactive()
+    }
+}
+
+/// On the upstream channel: hands each response part to the ``InterceptHandler`` of the client connection
+/// (both channels share one event loop).
+final class UpstreamResponseRelay: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private let intercept: NIOLoopBound<InterceptHandler>
+    private var midResponse = false
+
+    init(intercept: NIOLoopBound<InterceptHandler>) {
+        self.intercept = intercept
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = self.unwrapInboundIn(data)
+        switch part {
+        case .head: self.midResponse = true
+        case .end: self.midResponse = false
+        case .body: break
+        }
+        self.intercept.value.relay(part)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.intercept.value.relayFlush()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.intercept.value.upstreamWritabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.intercept.value.upstreamClosed(context.channel, midResponse: self.midResponse)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

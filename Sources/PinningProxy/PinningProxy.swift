@@ -1,0 +1,349 @@
+public import Foundation
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+public import Pinning
+public import PinningNIO
+import X509
+
+/// A local proxy that applies a ``PinningConfiguration`` for every client on the machine: a forward proxy that
+/// intercepts `CONNECT` to covered hosts (terminating the client's TLS with a certificate from the local CA and
+/// re-originating it over a pinned connection), and plain TCP tunnels forwarded over pinned TLS.
+///
+/// Every upstream connection is made by ``PinningNIO/PinnedTLSClient`` with the configuration as its evaluator:
+/// the same trust path `pinning check --config` uses, never a second one.
+public final class PinningProxy: Sendable {
+    /// The settings it runs with.
+    public let settings: ProxySettings
+    /// The local CA.
+    public let authority: ProxyCertificateAuthority
+    /// Counters for `/status` and `/metrics`.
+    public let statistics = ProxyStatistics()
+
+    let group: any EventLoopGroup
+    let upstreamClient: PinnedTLSClient
+    let log: @Sendable (ProxyLogRecord) -> Void
+    private let channels = NIOLockedValueBox<[any Channel]>([])
+    private let listeningAddress = NIOLockedValueBox<SocketAddress?>(nil)
+    private let tunnelAddresses = NIOLockedValueBox<[SocketAddress]>([])
+
+    /// A proxy; nothing listens until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - settings: The policy, addresses and limits.
+    ///   - authority: The local CA that issues the certificates presented to clients.
+    ///   - group: The event loops.
+    ///   - log: Called once per connection outcome.
+    /// - Throws: ``ProxyError`` when the upstream TLS configuration cannot be built.
+    public init(
+        settings: ProxySettings,
+        authority: ProxyCertificateAuthority,
+        group: any EventLoopGroup,
+        log: @escaping @Sendable (ProxyLogRecord) -> Void
+    ) throws(ProxyError) {
+        self.settings = settings
+        self.authority = authority
+        self.group = group
+        self.log = log
+        do {
+            self.upstreamClient = try PinnedTLSClient(evaluator: settings.configuration, settings: settings.trustSettings)
+        } catch {
+            throw ProxyError("cannot build the upstream TLS configuration: \(ConnectionFailureWords.words(error))")
+        }
+    }
+
+    /// Where the forward proxy listens once started.
+    public var listening: SocketAddress? { self.listeningAddress.withLockedValue { $0 } }
+
+    /// Binds the forward proxy and every tunnel; returns their addresses (the proxy's first).
+    ///
+    /// - Throws: ``ProxyError`` saying which address cannot be bound and why (in words).
+    @discardableResult
+    public func start() async throws(ProxyError) -> [SocketAddress] {
+        var bound: [SocketAddress] = []
+        let proxy = self
+        do {
+            let channel = try await self.bind(self.settings.listen, what: "the proxy") { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try proxy.configureFront(channel)
+                }
+            }
+            self.listeningAddress.withLockedValue { $0 = channel.localAddress }
+            bound.append(channel.localAddress ?? self.settings.listen)
+            for tunnel in self.settings.tunnels {
+                let tunnelChannel = try await self.bind(tunnel.local, what: "the tunnel to \(tunnel.host):\(tunnel.port)") { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try proxy.configureTunnel(channel, tunnel: tunnel)
+                    }
+                }
+                bound.append(tunnelChannel.localAddress ?? tunnel.local)
+            }
+            self.tunnelAddresses.withLockedValue { $0 = Array(bound.dropFirst()) }
+        } catch {
+            await self.stop()
+            throw error
+        }
+        return bound
+    }
+
+    private func bind(
+        _ address: SocketAddress,
+        what: String,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) async throws(ProxyError) -> any Channel {
+        do {
+            let channel = try await ServerBootstrap(group: self.group)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer(initializer)
+                .bind(to: address)
+                .get()
+            self.channels.withLockedValue { $0.append(channel) }
+            return channel
+        } catch {
+            throw ProxyError("cannot listen on \(Self.describe(address)) for \(what): \(ConnectionFailureWords.words(error))")
+        }
+    }
+
+    /// Stops accepting; connections in flight are left to finish (the caller bounds how long it waits).
+    public func stop() async {
+        let channels = self.channels.withLockedValue { channels in
+            defer { channels.removeAll() }
+            return channels
+        }
+        for channel in channels {
+            try? await channel.close()
+        }
+    }
+
+    /// Waits until no client connection is open, or `timeout` passed.
+    public func drain(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while self.statistics.active > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    // MARK: - Pipelines
+
+    private func configureFront(_ channel: any Channel) throws {
+        let connection = ProxyConnection(proxy: self, client: channel.remoteAddress)
+        guard connection.admit(kind: "proxy") else {
+            // Over the cap: one clear status, then close.
+            try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
+            try channel.pipeline.syncOperations.addHandler(RefuseOverloadHandler(limit: self.settings.maximumConnections))
+            return
+        }
+        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: self.settings.idleTimeout))
+        let decoder = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
+        try channel.pipeline.syncOperations.addHandler(decoder)
+        let encoder = HTTPResponseEncoder()
+        try channel.pipeline.syncOperations.addHandler(encoder)
+        try channel.pipeline.syncOperations.addHandler(
+            ProxyFrontHandler(proxy: self, connection: connection, decoder: decoder, encoder: encoder)
+        )
+    }
+
+    private func configureTunnel(_ channel: any Channel, tunnel: ProxySettings.Tunnel) throws {
+        let connection = ProxyConnection(proxy: self, client: channel.remoteAddress)
+        connection.host = tunnel.host
+        connection.upstream = "\(tunnel.host):\(tunnel.port)"
+        guard connection.admit(kind: "tunnel") else {
+            connection.finish(verdict: "-", failure: "tooManyConnections", message: "more than \(self.settings.maximumConnections) connections are open")
+            channel.close(promise: nil)
+            return
+        }
+        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: self.settings.idleTimeout))
+        try channel.pipeline.syncOperations.addHandler(TunnelHandler(proxy: self, connection: connection, tunnel: tunnel))
+    }
+
+    // MARK: - Upstream
+
+    /// Connects to `host`:`port` over pinned TLS judged by the configuration, adding `configure`'s handlers after
+    /// the TLS handlers. Records the handshake time and any refusal.
+    func connectUpstream(
+        host: String,
+        port: Int,
+        on eventLoop: any EventLoop,
+        configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) async throws(PinningConnectionError) -> PinnedConnection {
+        let started = ContinuousClock.now
+        do {
+            let connection = try await self.upstreamClient.connect(
+                host: host,
+                port: port,
+                address: self.settings.resolve.address(host: host, port: port),
+                group: eventLoop,
+                timeout: self.settings.upstreamTimeout,
+                configure: configure
+            )
+            let elapsed = ContinuousClock.now - started
+            self.statistics.upstreamHandshake(seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            return connection
+        } catch {
+            self.statistics.refused(host: host, code: Self.failureCode(error))
+            throw error
+        }
+    }
+
+    /// The code a refusal is known by: the TrustFailure's when the policy refused, else the connection error's.
+    static func failureCode(_ error: PinningConnectionError) -> String {
+        error.trustFailure.map { "\($0.code)" } ?? "\(error.code)"
+    }
+
+    /// `127.0.0.1:8080`, `[::1]:8080`.
+    static func describe(_ address: SocketAddress) -> String {
+        let ip = address.ipAddress ?? "\(address)"
+        let port = address.port ?? 0
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    }
+
+    // MARK: - Local paths
+
+    /// `/status`: a JSON summary.
+    func statusJSON() -> String {
+        struct Status: Encodable {
+            var entries: Int
+            var unlistedHosts: String
+            var localCA: String
+            var localCAPin: String
+            var localCAExpires: String
+            var uptimeSeconds: Int
+            var activeConnections: Int
+            var reloads: Int
+            var failedReloads: Int
+            var listening: String?
+            var tunnels: [String]
+        }
+        let formatter = ISO8601DateFormatter()
+        let reloads = self.statistics.reloads
+        let status = Status(
+            entries: self.settings.configuration.entries.count,
+            unlistedHosts: self.settings.configuration.unlistedHosts.rawValue,
+            localCA: self.authority.certificatePath,
+            localCAPin: self.authority.pin.description,
+            localCAExpires: formatter.string(from: self.authority.certificate.notValidAfter),
+            uptimeSeconds: Int(Date().timeIntervalSince(self.statistics.started)),
+            activeConnections: self.statistics.active,
+            reloads: reloads.succeeded,
+            failedReloads: reloads.failed,
+            listening: self.listening.map(Self.describe),
+            tunnels: zip(self.settings.tunnels, self.tunnelAddresses.withLockedValue { $0 }).map { tunnel, address in
+                "\(Self.describe(address)) -> \(tunnel.host):\(tunnel.port)"
+            }
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return ((try? encoder.encode(status)).map { String(decoding: $0, as: UTF8.self) } ?? "{}") + "\n"
+    }
+
+    /// `/metrics`: Prometheus text.
+    func metricsText() -> String {
+        let now = Date()
+        var expiries: [(labels: String, seconds: Double)] = [
+            ("kind=\"local_ca\",entry=\"\"", self.authority.certificate.notValidAfter.timeIntervalSince(now))
+        ]
+        for entry in self.settings.configuration.entries {
+            if let expires = entry.expires {
+                expiries.append(("kind=\"pins\",entry=\"\(ProxyStatistics.label(entry.key))\"", expires.timeIntervalSince(now)))
+            }
+        }
+        return self.statistics.prometheusText(expiries: expiries)
+    }
+
+    /// `/proxy.pac`.
+    func pacScript(requestHost: String?) -> String {
+        let address = self.listening.map(Self.describe) ?? Self.describe(self.settings.listen)
+        return PACFile.script(entries: self.settings.configuration.entries, proxy: address)
+    }
+}
+
+/// One client connection's bookkeeping: admitted against the cap, and logged exactly once when it ends.
+final class ProxyConnection: @unchecked Sendable {
+    // Mutated on the client channel's event loop only.
+    let proxy: PinningProxy
+    let client: String
+    let started = ContinuousClock.now
+    var kind = "local"
+    var host: String?
+    var upstream: String?
+    var entry: String?
+    var bytesUp = 0
+    var bytesDown = 0
+    var requests = 0
+    private var admitted = false
+    private var finished = false
+
+    init(proxy: PinningProxy, client: SocketAddress?) {
+        self.proxy = proxy
+        self.client = client.map(PinningProxy.describe) ?? "?"
+    }
+
+    /// Counts the connection; false when the cap is reached (it is then not counted as open).
+    func admit(kind: String) -> Bool {
+        self.kind = kind
+        guard self.proxy.statistics.active < self.proxy.settings.maximumConnections else { return false }
+        self.admitted = self.proxy.statistics.opened(kind)
+        return true
+    }
+
+    func finish(verdict: String, failure: String? = nil, message: String? = nil) {
+        guard !self.finished else { return }
+        self.finished = true
+        if self.admitted { self.proxy.statistics.closed() }
+        let elapsed = ContinuousClock.now - self.started
+        let milliseconds = Int(elapsed.components.seconds * 1000) + Int(elapsed.components.attoseconds / 1_000_000_000_000_000)
+        self.proxy.log(
+            ProxyLogRecord(
+                kind: self.kind, client: self.client, host: self.host, upstream: self.upstream, verdict: verdict, failure: failure,
+                entry: self.entry, bytesUp: self.bytesUp, bytesDown: self.bytesDown, requests: self.requests,
+                durationMilliseconds: milliseconds, message: message
+            )
+        )
+    }
+}
+
+/// Answers `503` to a client over the connection cap, then closes.
+final class RefuseOverloadHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = HTTPServerResponsePart
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let body = "pinning proxy: more than \(self.limit) connections are open; try again later\n"
+        HTTPReply.send(context: context, status: .serviceUnavailable, body: body, wrap: self.wrapOutboundOut, close: true)
+    }
+}
+
+/// Writing a complete small response.
+enum HTTPReply {
+    static func send(
+        context: ChannelHandlerContext,
+        status: HTTPResponseStatus,
+        headers extra: [(String, String)] = [],
+        contentType: String = "text/plain; charset=utf-8",
+        body: String,
+        wrap: (HTTPServerResponsePart) -> NIOAny,
+        close: Bool
+    ) {
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: contentType)
+        headers.add(name: "content-length", value: "\(body.utf8.count)")
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        if close { headers.add(name: "connection", value: "close") }
+        context.write(wrap(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
+        buffer.writeString(body)
+        context.write(wrap(.body(.byteBuffer(buffer))), promise: nil)
+        let done = context.writeAndFlush(wrap(.end(nil)))
+        if close {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

@@ -1,0 +1,306 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningNIO
+
+/// The first handler of a forward-proxy connection: reads one request and decides.
+///
+/// - `CONNECT host:port` to a host a configuration entry covers: intercepted (``InterceptHandler``).
+/// - `CONNECT` to an unlisted host: a byte tunnel with `"unlistedHosts": "default"` (the client validates the
+///   server itself, as without the proxy), `403` with `"reject"`.
+/// - `GET /proxy.pac`, `/status`, `/metrics`: answered here. Any other path `400`, any other method `405`, and an
+///   absolute-form request (`GET http://…`) `405`: the proxy is not an open relay.
+final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum Pending {
+        case none
+        case connect(host: String, port: Int)
+        case local(HTTPRequestHead)
+        case refuse(HTTPResponseStatus, String)
+    }
+
+    private let proxy: PinningProxy
+    private let connection: ProxyConnection
+    private let decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    private let encoder: HTTPResponseEncoder
+    private var pending: Pending = .none
+    /// Set once the connection became a tunnel or an interception: this handler is on its way out.
+    private var handedOver = false
+
+    init(proxy: PinningProxy, connection: ProxyConnection, decoder: ByteToMessageHandler<HTTPRequestDecoder>, encoder: HTTPResponseEncoder) {
+        self.proxy = proxy
+        self.connection = connection
+        self.decoder = decoder
+        self.encoder = encoder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.handedOver else { return }
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.pending = Self.classify(head)
+        case .body:
+            break
+        case .end:
+            let pending = self.pending
+            self.pending = .none
+            self.act(context: context, on: pending)
+        }
+    }
+
+    private static func classify(_ head: HTTPRequestHead) -> Pending {
+        if head.method == .CONNECT {
+            guard let (host, port) = Self.authority(head.uri) else {
+                return .refuse(.badRequest, "CONNECT needs HOST:PORT, got \"\(head.uri)\"")
+            }
+            return .connect(host: host, port: port)
+        }
+        guard head.uri.hasPrefix("/") else {
+            return .refuse(
+                .methodNotAllowed,
+                "this proxy relays only CONNECT (for the hosts of its configuration) and serves /proxy.pac, /status and /metrics; it is not an open relay for \(head.method) \(head.uri)"
+            )
+        }
+        guard head.method == .GET || head.method == .HEAD else {
+            return .refuse(.methodNotAllowed, "\(head.method) \(head.uri): only GET is served here")
+        }
+        return .local(head)
+    }
+
+    /// `host:port`, `[v6]:port`; the port 1-65535.
+    static func authority(_ text: String) -> (String, Int)? {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, host.count <= 253, let port = Int(portText), (1...65535).contains(port) else { return nil }
+        guard host.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "/" && $0 != "@" }) else { return nil }
+        return (String(host), port)
+    }
+
+    private func act(context: ChannelHandlerContext, on pending: Pending) {
+        switch pending {
+        case .none:
+            self.reply(context: context, .badRequest, "pinning proxy: no request\n")
+        case .refuse(let status, let message):
+            self.connection.kind = "refused"
+            self.reply(context: context, status, "pinning proxy: \(message)\n", failure: "\(status.code)")
+        case .local(let head):
+            self.serveLocal(context: context, head: head)
+        case .connect(let host, let port):
+            self.connect(context: context, host: host, port: port)
+        }
+    }
+
+    // MARK: - The proxy's own paths
+
+    private func serveLocal(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        self.connection.kind = "local"
+        self.connection.host = path
+        switch path {
+        case "/proxy.pac":
+            let host = head.headers.first(name: "host")
+            self.reply(context: context, .ok, self.proxy.pacScript(requestHost: host), contentType: "application/x-ns-proxy-autoconfig")
+        case "/status":
+            self.reply(context: context, .ok, self.proxy.statusJSON(), contentType: "application/json")
+        case "/metrics":
+            self.reply(context: context, .ok, self.proxy.metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        default:
+            self.reply(context: context, .badRequest, "pinning proxy: \(path) is not served here (try /proxy.pac, /status or /metrics)\n", failure: "400")
+        }
+    }
+
+    private func reply(
+        context: ChannelHandlerContext,
+        _ status: HTTPResponseStatus,
+        _ body: String,
+        contentType: String = "text/plain; charset=utf-8",
+        headers: [(String, String)] = [],
+        failure: String? = nil
+    ) {
+        self.handedOver = true
+        self.connection.finish(verdict: "-", failure: failure, message: failure == nil ? nil : body.trimmingCharacters(in: .whitespacesAndNewlines))
+        HTTPReply.send(context: context, status: status, headers: headers, contentType: contentType, body: body, wrap: self.wrapOutboundOut, close: true)
+    }
+
+    // MARK: - CONNECT
+
+    private func connect(context: ChannelHandlerContext, host: String, port: Int) {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        self.connection.host = name
+        self.connection.upstream = "\(name):\(port)"
+        let configuration = self.proxy.settings.configuration
+        if let entry = configuration.entry(forHost: name) {
+            self.connection.entry = entry.key
+            guard self.proxy.authority.permits(name) else {
+                // An IP-address entry: the local CA excludes every address, so it cannot vouch for one.
+                self.connection.kind = "refused"
+                self.reply(
+                    context: context, .forbidden,
+                    "pinning proxy: \(host) is covered by \"\(entry.key)\", but the local CA vouches for DNS names only; reach it through a --tunnel\n",
+                    headers: [("x-pinning-failure", "hostNotInterceptable")], failure: "hostNotInterceptable"
+                )
+                return
+            }
+            self.intercept(context: context, host: name, port: port)
+            return
+        }
+        switch configuration.unlistedHosts {
+        case .reject:
+            self.connection.kind = "refused"
+            self.reply(
+                context: context, .forbidden,
+                "pinning proxy: \(host) is not in the configuration, and its unlistedHosts is \"reject\"\n",
+                headers: [("x-pinning-failure", "hostNotAllowed")], failure: "hostNotAllowed"
+            )
+        case .default:
+            self.passThrough(context: context, host: name, port: port)
+        }
+    }
+
+    /// The client's own TLS is terminated here with a certificate from the local CA; its requests go to the
+    /// upstream over a pinned connection (``InterceptHandler``).
+    private func intercept(context: ChannelHandlerContext, host: String, port: Int) {
+        let sslContext: NIOSSLContext
+        do {
+            sslContext = try self.proxy.authority.serverContext(for: host)
+        } catch {
+            self.reply(context: context, .internalServerError, "pinning proxy: \(error.message)\n", failure: "localCA")
+            return
+        }
+        self.connection.kind = "intercept"
+        self.handedOver = true
+        do {
+            let operations = context.pipeline.syncOperations
+            try self.sendEstablished(context: context)
+            try operations.addHandler(NIOSSLServerHandler(context: sslContext))
+            try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: true)
+            try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port))
+            self.leave(context: context)
+        } catch {
+            self.connection.finish(verdict: "error", failure: "internal", message: "cannot set up the interception: \(error)")
+            context.close(promise: nil)
+        }
+    }
+
+    /// An unlisted host under `"unlistedHosts": "default"`: bytes both ways, the client's TLS untouched.
+    private func passThrough(context: ChannelHandlerContext, host: String, port: Int) {
+        self.connection.kind = "passthrough"
+        self.handedOver = true
+        let channel = context.channel
+        let connection = self.connection
+        let proxy = self.proxy
+        let downstreamGlue = GlueHandler(count: { connection.bytesUp += $0 })
+        let upstreamGlue = GlueHandler(count: { connection.bytesDown += $0 })
+        let bootstrap = ClientBootstrap(group: context.eventLoop)
+            .connectTimeout(proxy.settings.upstreamTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { upstream in
+                upstream.eventLoop.makeCompletedFuture {
+                    try upstream.pipeline.syncOperations.addHandler(upstreamGlue)
+                }
+            }
+        let connected: EventLoopFuture<any Channel>
+        if let address = proxy.settings.resolve.address(host: host, port: port) {
+            connected = bootstrap.connect(to: address)
+        } else {
+            connected = bootstrap.connect(host: host, port: port)
+        }
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        connected.whenComplete { result in
+            let (handler, context) = bound.value
+            switch result {
+            case .success:
+                do {
+                    try handler.sendEstablished(context: context)
+                    try context.pipeline.syncOperations.addHandler(downstreamGlue)
+                    downstreamGlue.pair(with: upstreamGlue)
+                    channel.closeFuture.whenComplete { _ in connection.finish(verdict: "-") }
+                    handler.leave(context: context)
+                } catch {
+                    connection.finish(verdict: "error", failure: "internal", message: "\(error)")
+                    channel.close(promise: nil)
+                }
+            case .failure(let error):
+                handler.handedOver = false
+                let words = ConnectionFailureWords.connectProblem(error, host: host, port: port)
+                handler.reply(
+                    context: context, .badGateway, "pinning proxy: \(words)\n",
+                    headers: [("x-pinning-failure", "connectFailed")], failure: "connectFailed"
+                )
+            }
+        }
+    }
+
+    /// `HTTP/1.1 200 Connection Established` and nothing else: written as bytes, past the response encoder
+    /// (which would add body framing to a 200 without a length).
+    private func sendEstablished(context: ChannelHandlerContext) throws {
+        let operations = context.pipeline.syncOperations
+        let encoderContext = try operations.context(handler: self.encoder)
+        var buffer = context.channel.allocator.buffer(capacity: 64)
+        buffer.writeString("HTTP/1.1 200 Connection Established\r\n\r\n")
+        // Written at the encoder's place, so it goes to the socket as it is; then the encoder leaves (what
+        // follows is TLS or raw bytes).
+        encoderContext.writeAndFlush(NIOAny(buffer), promise: nil)
+        operations.removeHandler(self.encoder, promise: nil)
+    }
+
+    /// Removes this handler and then the request decoder, whose unparsed bytes (a TLS ClientHello sent right
+    /// behind the CONNECT) go on to the handlers that now follow.
+    private func leave(context: ChannelHandlerContext) {
+        let decoder = self.decoder
+        let channel = context.channel
+        context.pipeline.syncOperations.removeHandler(context: context).whenComplete { _ in
+            channel.pipeline.syncOperations.removeHandler(decoder).whenFailure { _ in channel.close(promise: nil) }
+        }
+    }
+
+    // MARK: - Events
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            self.connection.finish(verdict: "-", failure: "idleTimeout", message: "idle for \(self.proxy.settings.idleTimeout)")
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !self.handedOver else {
+            context.fireErrorCaught(error)
+            return
+        }
+        if let parse = error as? HTTPParserError, case .headerOverflow = parse {
+            self.reply(context: context, .requestHeaderFieldsTooLarge, "pinning proxy: the request head is larger than 80 KiB\n", failure: "431")
+        } else if error is HTTPParserError {
+            self.reply(context: context, .badRequest, "pinning proxy: not an HTTP/1.1 request\n", failure: "400")
+        } else {
+            self.connection.finish(verdict: "-", failure: "error", message: "\(error)")
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !self.handedOver {
+            self.connection.finish(verdict: "-")
+        }
+        context.fireChannelInactive()
+    }
+}

@@ -1,0 +1,76 @@
+public import NIOCore
+public import Pinning
+
+/// How a ``PinningProxy`` runs: its policy, where it listens, its tunnels and its limits.
+public struct ProxySettings: Sendable {
+    /// One `--tunnel LOCALHOST:LOCALPORT=HOST:PORT`: a plain TCP listener forwarded over pinned TLS.
+    public struct Tunnel: Sendable, Hashable {
+        /// Where the tunnel listens (loopback unless remote listening is allowed).
+        public var local: SocketAddress
+        /// The upstream host: the name the configuration entry is found for, sent as SNI and checked.
+        public var host: String
+        /// The upstream port.
+        public var port: Int
+
+        public init(local: SocketAddress, host: String, port: Int) {
+            self.local = local
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// Where an upstream `host:port` is connected instead of resolving it (as curl's `--resolve`); keys are
+    /// lower-cased host names.
+    public struct Resolve: Sendable {
+        var addresses: [String: SocketAddress] = [:]
+
+        public init() {}
+
+        /// Connects `host`:`port` to `address`.
+        public mutating func add(host: String, port: Int, address: SocketAddress) {
+            self.addresses["\(host.lowercased()):\(port)"] = address
+        }
+
+        /// The address for `host`:`port`, if one was given.
+        public func address(host: String, port: Int) -> SocketAddress? {
+            self.addresses["\(host.lowercased()):\(port)"]
+        }
+    }
+
+    /// The per-host policy: entries, pins, anchors, report-only, reports, unlistedHosts.
+    public var configuration: PinningConfiguration
+    /// The platform roots and the rest of the judging settings (the entries add their anchors).
+    public var trustSettings: TrustSettings
+    /// The forward proxy's address.
+    public var listen: SocketAddress
+    /// The tunnels.
+    public var tunnels: [Tunnel]
+    /// Upstream address overrides.
+    public var resolve: Resolve
+    /// The most client connections open at once (forward proxy and tunnels together); more are refused.
+    public var maximumConnections: Int
+    /// A client connection with nothing read or written for this long is closed.
+    public var idleTimeout: TimeAmount
+    /// The bound on connecting to an upstream plus its TLS handshake.
+    public var upstreamTimeout: TimeAmount
+
+    public init(
+        configuration: PinningConfiguration,
+        trustSettings: TrustSettings = .default,
+        listen: SocketAddress,
+        tunnels: [Tunnel] = [],
+        resolve: Resolve = Resolve(),
+        maximumConnections: Int = 1024,
+        idleTimeout: TimeAmount = .seconds(300),
+        upstreamTimeout: TimeAmount = .seconds(10)
+    ) {
+        self.configuration = configuration
+        self.trustSettings = trustSettings
+        self.listen = listen
+        self.tunnels = tunnels
+        self.resolve = resolve
+        self.maximumConnections = maximumConnections
+        self.idleTimeout = idleTimeout
+        self.upstreamTimeout = upstreamTimeout
+    }
+}

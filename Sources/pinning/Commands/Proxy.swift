@@ -1,0 +1,251 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import Pinning
+import PinningNIO
+import PinningProxy
+
+extension PinningCommand {
+    /// `pinning proxy`: the configuration's policy for every client on the machine.
+    struct Proxy: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "A local proxy that applies the configuration's pins, anchors and reports to every client: a forward proxy intercepting CONNECT to covered hosts, and TCP tunnels over pinned TLS.",
+            discussion: """
+                Forward proxy (--listen, default 127.0.0.1:8080; port 0 picks one): CONNECT to a host a configuration entry covers is intercepted: the client's TLS is terminated with a certificate from the local CA, and its requests go to the upstream over a connection judged by that entry (as `pinning check --config` judges it). A refused upstream is answered 502 with the header X-Pinning-Failure: CODE and the failure in words. CONNECT to an unlisted host is a plain TCP tunnel with "unlistedHosts": "default", 403 with "reject". GET /proxy.pac, /status and /metrics are served; anything else is refused (it is not an open relay).
+
+                Tunnels (--tunnel 127.0.0.1:5433=db.internal:5432, repeatable): each connection to the local address is forwarded over pinned TLS to the upstream, judged by the entry that covers its host.
+
+                The local CA (--ca-dir, default ~/.config/pinning/proxy-ca) is created on first run (key mode 0600, never overwritten) and name-constrained to the names the configuration covers. Import ca.pem into the clients that use the proxy.
+
+                Start-up lines on stdout: `proxy listening on http://HOST:PORT`, one `tunnel listening on HOST:PORT -> UPSTREAM:PORT` per tunnel, then `local CA: PATH (sha256/...)`. One log line per connection on stderr (--log-format text or json). SIGINT or SIGTERM stop accepting and wait up to 10 s for connections in flight.
+
+                Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
+                """
+        )
+
+        @Option(name: .long, help: ArgumentHelp("The pinning configuration (JSON): entries, pins, anchors, unlistedHosts.", valueName: "file"))
+        var config: String
+
+        @Option(name: .long, help: ArgumentHelp("Where the forward proxy listens (HOST:PORT; port 0 picks one).", valueName: "host:port"))
+        var listen: String = "127.0.0.1:8080"
+
+        @Option(name: .long, help: ArgumentHelp("A TCP tunnel: LOCALHOST:LOCALPORT=HOST:PORT, forwarded over pinned TLS (repeatable).", valueName: "spec"))
+        var tunnel: [String] = []
+
+        @Option(name: .customLong("ca-dir"), help: ArgumentHelp("The local CA's directory (created on first run).", valueName: "dir"))
+        var caDirectory: String?
+
+        @Option(name: .long, help: ArgumentHelp("Connect HOST:PORT to ADDR instead of resolving it, as curl (repeatable).", valueName: "host:port:addr"))
+        var resolve: [String] = []
+
+        @Option(name: .long, help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors.", valueName: "file|dir"))
+        var roots: String?
+
+        @Option(
+            name: .customLong("max-connections"), help: ArgumentHelp("The most client connections open at once (1 to 1,000,000).", valueName: "n"),
+            transform: NumericOption.integer(1...1_000_000))
+        var maxConnections: Int = 1024
+
+        @Option(
+            name: .customLong("idle-timeout"), help: ArgumentHelp("Close a client connection idle for this long (0.001 to 604,800 seconds).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var idleTimeout: Double = 300
+
+        @Option(name: .customLong("log-format"), help: ArgumentHelp("text or json.", valueName: "format"), transform: LogFormat.parse)
+        var logFormat: LogFormat = .text
+
+        @Flag(name: .customLong("allow-remote"), help: "Allow listening on an address other than loopback (127.0.0.0/8, ::1).")
+        var allowRemote = false
+
+        enum LogFormat: String, Sendable {
+            case text
+            case json
+
+            static func parse(_ text: String) throws -> LogFormat {
+                guard let format = LogFormat(rawValue: text.lowercased()) else {
+                    throw InputError("--log-format \(text): use text or json")
+                }
+                return format
+            }
+        }
+
+        func run() async throws {
+            let configuration = try self.loadConfiguration()
+            let listen = try Self.address(self.listen, option: "--listen", allowRemote: self.allowRemote)
+            let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
+            let resolve = try self.parsedResolve()
+            let roots = try InputLoading.roots(self.roots)
+            let directory = self.caDirectory ?? Self.defaultCADirectory()
+            let authority: ProxyCertificateAuthority
+            do {
+                authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
+            } catch {
+                throw InputError("--ca-dir \(directory): \(error.message)")
+            }
+            if case .reissued(let reason) = authority.event {
+                Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
+            }
+            let settings = ProxySettings(
+                configuration: configuration,
+                trustSettings: TrustSettings(platformRoots: roots),
+                listen: listen,
+                tunnels: tunnels,
+                resolve: resolve,
+                maximumConnections: self.maxConnections,
+                idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9))
+            )
+            let json = self.logFormat == .json
+            let proxy: PinningProxy
+            do {
+                proxy = try PinningProxy(settings: settings, authority: authority, group: MultiThreadedEventLoopGroup.singleton) { record in
+                    FileHandle.standardError.write(Data((record.line(json: json) + "\n").utf8))
+                }
+            } catch {
+                throw InputError(error.message)
+            }
+            let bound: [SocketAddress]
+            do {
+                bound = try await proxy.start()
+            } catch {
+                FileHandle.standardError.write(Data("pinning: proxy: \(error.message)\n".utf8))
+                throw ExitCode(3)
+            }
+            var lines = ["proxy listening on http://\(Self.display(bound[0]))"]
+            for (tunnel, address) in zip(tunnels, bound.dropFirst()) {
+                lines.append("tunnel listening on \(Self.display(address)) -> \(tunnel.host):\(tunnel.port)")
+            }
+            lines.append("local CA: \(authority.certificatePath) (\(authority.pin))")
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+
+            // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
+            let (stopped, stop) = AsyncStream<Void>.makeStream()
+            let signals = [SIGINT, SIGTERM].map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { stop.yield() }
+                source.resume()
+                return source
+            }
+            for await _ in stopped { break }
+            await proxy.stop()
+            await proxy.drain(timeout: .seconds(10))
+            for source in signals { source.cancel() }
+        }
+
+        func loadConfiguration() throws(InputError) -> PinningConfiguration {
+            do {
+                return try PinningConfiguration(contentsOfFile: self.config)
+            } catch {
+                throw InputError(error.description)
+            }
+        }
+
+        /// `~/.config/pinning/proxy-ca` (XDG_CONFIG_HOME when set).
+        static func defaultCADirectory() -> String {
+            let environment = ProcessInfo.processInfo.environment
+            if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+                return config + "/pinning/proxy-ca"
+            }
+            return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/pinning/proxy-ca").path
+        }
+
+        /// `HOST:PORT` with HOST an IP address (IPv6 in brackets) or `localhost`; loopback unless `allowRemote`.
+        static func address(_ text: String, option: String, allowRemote: Bool) throws(InputError) -> SocketAddress {
+            guard let colon = text.lastIndex(of: ":") else {
+                throw InputError("\(option) \(text): expected HOST:PORT")
+            }
+            var host = String(text[..<colon])
+            let portText = text[text.index(after: colon)...]
+            guard let port = Int(portText), (0...65535).contains(port) else {
+                throw InputError("\(option) \(text): the port must be 0 to 65535")
+            }
+            if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
+                host = String(host.dropFirst().dropLast())
+            }
+            if host == "localhost" { host = "127.0.0.1" }
+            let address: SocketAddress
+            do {
+                address = try SocketAddress(ipAddress: host, port: port)
+            } catch {
+                throw InputError("\(option) \(text): \(host) is not an IP address (or localhost)")
+            }
+            if !allowRemote && !Self.isLoopback(address) {
+                throw InputError("\(option) \(text): not a loopback address; the proxy listens on loopback unless --allow-remote is given")
+            }
+            return address
+        }
+
+        static func isLoopback(_ address: SocketAddress) -> Bool {
+            switch address {
+            case .v4:
+                return address.ipAddress?.hasPrefix("127.") ?? false
+            case .v6:
+                return address.ipAddress == "::1"
+            default:
+                return false
+            }
+        }
+
+        /// `LOCALHOST:LOCALPORT=HOST:PORT`.
+        static func tunnel(_ spec: String, allowRemote: Bool) throws(InputError) -> ProxySettings.Tunnel {
+            let parts = spec.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else {
+                throw InputError("--tunnel \(spec): expected LOCALHOST:LOCALPORT=HOST:PORT")
+            }
+            let local = try Self.address(String(parts[0]), option: "--tunnel", allowRemote: allowRemote)
+            let upstream = String(parts[1])
+            guard let colon = upstream.lastIndex(of: ":"), let port = Int(upstream[upstream.index(after: colon)...]), (1...65535).contains(port) else {
+                throw InputError("--tunnel \(spec): the upstream must be HOST:PORT with a port from 1 to 65535")
+            }
+            var host = String(upstream[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
+                host = String(host.dropFirst().dropLast())
+            }
+            guard !host.isEmpty, PinnedHostName.isValid(host) else {
+                throw InputError("--tunnel \(spec): \(host) is not a DNS name or IP address")
+            }
+            return ProxySettings.Tunnel(local: local, host: host.lowercased(), port: port)
+        }
+
+        func parsedResolve() throws(InputError) -> ProxySettings.Resolve {
+            var resolve = ProxySettings.Resolve()
+            for entry in self.resolve {
+                let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+                guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+                    throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
+                }
+                var address = String(parts[2])
+                if address.hasPrefix("[") && address.hasSuffix("]") {
+                    address = String(address.dropFirst().dropLast())
+                }
+                do {
+                    resolve.add(host: String(parts[0]), port: port, address: try SocketAddress(ipAddress: address, port: port))
+                } catch {
+                    throw InputError("--resolve \(entry): \(address) is not an IP address")
+                }
+            }
+            return resolve
+        }
+
+        static func display(_ address: SocketAddress) -> String {
+            let ip = address.ipAddress ?? "?"
+            return ip.contains(":") ? "[\(ip)]:\(address.port ?? 0)" : "\(ip):\(address.port ?? 0)"
+        }
+
+        static func warn(_ text: String) {
+            FileHandle.standardError.write(Data("pinning: proxy: warning: \(text)\n".utf8))
+        }
+    }
+}
+
+/// Host names as `--tunnel` takes them: a DNS name or an IP address literal.
+enum PinnedHostName {
+    static func isValid(_ host: String) -> Bool {
+        if IPAddressText.bytes(host) != nil { return true }
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        return !name.isEmpty && DNSNameSyntax.isPlausible(name)
+    }
+}

@@ -1,0 +1,377 @@
+import Foundation
+import Pinning
+import PinningTestSupport
+import Testing
+import X509
+
+// `pinning proxy` (issue 16) driven through its CLI contract by clients we did not write: curl (-x, --cacert) and
+// Python requests (proxies=, verify=). Upstreams are `pinning serve` and `openssl s_server` on loopback; names are
+// mapped with --resolve, so nothing leaves 127.0.0.1.
+
+let curlPath = "/usr/bin/curl"
+let curlAvailable = FileManager.default.isExecutableFile(atPath: curlPath)
+let pythonRequestsAvailable: Bool = {
+    guard TestTools.python3Available else { return false }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = ["-c", "import requests"]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    do {
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    } catch {
+        return false
+    }
+}()
+
+/// One upstream (`pinning serve` for api.test and bad.test), a configuration pinning api.test to its intermediate
+/// (and a backup) and bad.test to two keys it does not have, and a running proxy with a tunnel to api.test.
+final class ProxyFixture: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    let upstream: ServeProcess
+    let proxy: Subprocess
+    let proxyPort: Int
+    let tunnelPort: Int
+    let caPath: String
+    let caPin: String
+    var upstreamPort: Int { self.upstream.port }
+
+    static let backupPin = "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString()
+    static let unrelatedPins = ["sha256/" + Data(repeating: 0x41, count: 32).base64EncodedString(), backupPin]
+
+    init(unlistedHosts: String = "default", extraArguments: [String] = []) async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-proxy-test")
+        self.directory = directory
+        let root = try TestPKI.root("Proxy Test Root")
+        let intermediate = try TestPKI.intermediate("Proxy Test Intermediate", issuer: root)
+        let leaf = try TestPKI.leaf("api.test", issuer: intermediate, dnsNames: ["api.test", "bad.test", "localhost"])
+        let chain = try directory.write("upstream-chain.pem", TestPKI.pemBundle([leaf.certificate, intermediate.certificate]))
+        let key = try directory.write("upstream.key", leaf.privateKeyPEM)
+        _ = try directory.write("root.pem", root.certificatePEM)
+        self.upstream = try await ServeProcess(["--cert", chain, "--key", key], in: directory)
+        let pin = Pin(spkiOf: intermediate.certificate).description
+        let configuration = """
+            {"version": 1, "unlistedHosts": "\(unlistedHosts)", "domains": {
+              "api.test": {"pins": ["\(pin)", "\(Self.backupPin)"], "anchors": ["root.pem"], "anchorsOnly": true},
+              "bad.test": {"pins": ["\(Self.unrelatedPins[0])", "\(Self.unrelatedPins[1])"], "anchors": ["root.pem"], "anchorsOnly": true}
+            }}
+            """
+        let configPath = try directory.write("pinning.json", configuration)
+        let port = self.upstream.port
+        self.proxy = try Subprocess(
+            [
+                "proxy", "--config", configPath, "--listen", "127.0.0.1:0", "--ca-dir", directory.path("ca"),
+                "--resolve", "api.test:\(port):127.0.0.1", "--resolve", "bad.test:\(port):127.0.0.1",
+                "--resolve", "localhost:\(port):127.0.0.1", "--tunnel", "127.0.0.1:0=api.test:\(port)",
+            ] + extraArguments,
+            in: directory
+        )
+        let lines = try await Self.startupLines(self.proxy, count: 3)
+        guard lines.count == 3, lines[0].hasPrefix("proxy listening on http://127.0.0.1:"),
+            lines[1].hasPrefix("tunnel listening on 127.0.0.1:"), lines[1].hasSuffix(" -> api.test:\(port)"),
+            lines[2].hasPrefix("local CA: ")
+        else {
+            self.proxy.kill()
+            self.upstream.stop()
+            throw ServeProcess.ServeError(message: "unexpected start-up lines: \(lines); stderr \(self.proxy.stderr)")
+        }
+        self.proxyPort = Int(lines[0].split(separator: ":").last ?? "") ?? 0
+        self.tunnelPort = Int(lines[1].split(separator: " ")[3].split(separator: ":").last ?? "") ?? 0
+        // local CA: PATH (sha256/…)
+        let caLine = lines[2].dropFirst("local CA: ".count)
+        let open = caLine.lastIndex(of: "(") ?? caLine.endIndex
+        self.caPath = caLine[..<open].trimmingCharacters(in: .whitespaces)
+        self.caPin = String(caLine[open...].dropFirst().dropLast())
+    }
+
+    /// The first `count` stdout lines, waiting up to 60 s for them.
+    static func startupLines(_ process: Subprocess, count: Int) async throws -> [String] {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.process.isRunning {
+            let lines = process.stdout.split(separator: "\n").map(String.init)
+            if lines.count >= count { return Array(lines.prefix(count)) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return process.stdout.split(separator: "\n").map(String.init)
+    }
+
+    func stop() {
+        self.proxy.kill()
+        self.upstream.stop()
+    }
+
+    /// curl through the proxy; `-D -` puts the response heads before the body on stdout.
+    func curl(_ arguments: [String]) async throws -> TestTools.ProcessResult {
+        try await TestTools.run(curlPath, ["-sS", "--max-time", "30", "-D", "-"] + arguments, in: self.directory, timeout: 60)
+    }
+
+    func viaProxy(_ url: String) async throws -> TestTools.ProcessResult {
+        try await self.curl(["-x", "http://127.0.0.1:\(self.proxyPort)", "--cacert", self.caPath, url])
+    }
+}
+
+@Suite("pinning proxy: curl, Python requests and openssl through the forward proxy and tunnels", .enabled(if: curlAvailable))
+struct ProxyCLITests {
+    @Test("a covered host is intercepted: curl trusts the local CA, the upstream is judged by its entry; a refused upstream is a 502 saying why")
+    func interceptAndRefuse() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let good = try await fixture.viaProxy("https://api.test:\(fixture.upstreamPort)/hello?x=1")
+        #expect(good.status == 0, "\(good)")
+        #expect(good.stdout.contains("HTTP/1.1 200 Connection Established"))
+        #expect(good.stdout.contains("HTTP/1.1 200 OK"))
+        #expect(good.stdout.contains("\"path\":\"/hello?x=1\""), "\(good)")
+
+        let bad = try await fixture.viaProxy("https://bad.test:\(fixture.upstreamPort)/")
+        #expect(bad.status == 0, "\(bad)")
+        #expect(bad.stdout.contains("HTTP/1.1 502 Bad Gateway"), "\(bad)")
+        #expect(bad.stdout.lowercased().contains("x-pinning-failure: pinmismatch"), "\(bad)")
+        #expect(bad.stdout.contains("TrustFailure.pinMismatch"), "\(bad)")
+        #expect(bad.stdout.contains(ProxyFixture.unrelatedPins[0]), "the body names the expected pins: \(bad)")
+
+        // The leaf curl was given is for the host, by the local CA, name-constrained to the covered names.
+        let info = try await TestTools.openssl(["x509", "-in", fixture.caPath, "-noout", "-text"])
+        #expect(info.stdout.contains("Name Constraints: critical"), "\(info)")
+        #expect(info.stdout.contains("DNS:api.test") && info.stdout.contains("DNS:bad.test"), "\(info)")
+        #expect(info.stdout.contains("IP:0.0.0.0/0.0.0.0"), "every IPv4 address excluded: \(info)")
+
+        // One log line per connection outcome, on stderr.
+        try await Task.sleep(for: .milliseconds(200))
+        let log = fixture.proxy.stderr
+        #expect(log.contains("intercept client=127.0.0.1:") && log.contains("host=api.test") && log.contains("verdict=trusted"), "\(log)")
+        #expect(log.contains("host=bad.test") && log.contains("verdict=untrusted failure=pinMismatch"), "\(log)")
+    }
+
+    @Test("keep-alive on both sides; content-length and chunked request bodies and a chunked response stream through (a Python upstream)", .enabled(if: TestTools.python3Available))
+    func keepAliveAndBodies() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        // A Python `ssl` HTTP/1.1 server with the same certificate: it counts request body bytes (Content-Length
+        // or chunked) and answers /chunked with a chunked body of 300,000 bytes.
+        let script = try fixture.directory.write("echo.py", Self.echoServer)
+        let echo = try await ServerProcess(
+            "/usr/bin/python3", ["-u", script, fixture.directory.path("upstream-chain.pem"), fixture.directory.path("upstream.key")], in: fixture.directory
+        ) { line in line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil }
+        defer { echo.stop() }
+        let proxied = try Subprocess(
+            [
+                "proxy", "--config", fixture.directory.path("pinning.json"), "--listen", "127.0.0.1:0", "--ca-dir", fixture.directory.path("ca"),
+                "--resolve", "api.test:\(echo.port):127.0.0.1",
+            ],
+            in: fixture.directory
+        )
+        defer { proxied.kill() }
+        let lines = try await ProxyFixture.startupLines(proxied, count: 2)
+        let port = try #require(Int(lines.first?.split(separator: ":").last ?? ""), "\(lines) \(proxied.stderr)")
+        let url = "https://api.test:\(echo.port)/count"
+        let body = try fixture.directory.write("body.bin", String(repeating: "0123456789", count: 50_000))
+        let proxy = ["-x", "http://127.0.0.1:\(port)", "--cacert", fixture.caPath, "-D", "-"]
+        // Four requests on one curl connection (curl reuses it): a GET, a POST with a length, a chunked POST, a
+        // GET answered in chunks.
+        let result = try await fixture.curl(
+            proxy + [url, "--next"] + proxy + ["--data-binary", "@\(body)", url, "--next"] + proxy
+                + ["-H", "Transfer-Encoding: chunked", "--data-binary", "@\(body)", url, "--next"] + proxy + ["https://api.test:\(echo.port)/chunked", "-o", fixture.directory.path("chunked.out")]
+        )
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.components(separatedBy: "HTTP/1.1 200 OK").count - 1 == 4, "\(result)")
+        #expect(result.stdout.contains("{\"method\": \"GET\", \"bytes\": 0}"), "\(result)")
+        #expect(result.stdout.components(separatedBy: "{\"method\": \"POST\", \"bytes\": 500000}").count - 1 == 2, "\(result)")
+        #expect(result.stdout.lowercased().contains("transfer-encoding: chunked"), "\(result)")
+        let chunked = try Data(contentsOf: URL(fileURLWithPath: fixture.directory.path("chunked.out")))
+        #expect(chunked.count == 300_000)
+        try await Task.sleep(for: .milliseconds(300))
+        let intercepts = proxied.stderr.split(separator: "\n").filter { $0.hasPrefix("intercept ") }
+        #expect(intercepts.count == 1, "one client connection for the four requests: \(proxied.stderr)")
+        #expect(intercepts.first?.contains("requests=4") ?? false, "\(intercepts)")
+        #expect(intercepts.first?.contains("bytes_up=1000000") ?? false, "both bodies reached the upstream: \(intercepts)")
+    }
+
+    static let echoServer = #"""
+        import json, socket, ssl, sys, threading
+        cert, key = sys.argv[1:3]
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        print("PORT", listener.getsockname()[1], flush=True)
+        CRLF = b"\r\n"
+
+        def serve(conn):
+            f = conn.makefile("rb")
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                method, path, _ = line.decode().split(" ", 2)
+                headers = {}
+                while True:
+                    h = f.readline()
+                    if h in (CRLF, b""):
+                        break
+                    name, value = h.decode().split(":", 1)
+                    headers[name.strip().lower()] = value.strip()
+                count = 0
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    while True:
+                        size = int(f.readline().split(b";")[0], 16)
+                        if size == 0:
+                            while f.readline() not in (CRLF, b""):
+                                pass
+                            break
+                        count += len(f.read(size))
+                        f.readline()
+                else:
+                    count = len(f.read(int(headers.get("content-length", "0"))))
+                if path == "/chunked":
+                    conn.sendall(b"HTTP/1.1 200 OK" + CRLF + b"Transfer-Encoding: chunked" + CRLF + CRLF)
+                    for _ in range(30):
+                        conn.sendall(b"2710" + CRLF + b"x" * 10000 + CRLF)
+                    conn.sendall(b"0" + CRLF + CRLF)
+                else:
+                    body = json.dumps({"method": method, "bytes": count}).encode()
+                    conn.sendall(b"HTTP/1.1 200 OK" + CRLF + b"Content-Length: " + str(len(body)).encode() + CRLF + CRLF + body)
+
+        while True:
+            raw, _ = listener.accept()
+            try:
+                conn = ctx.wrap_socket(raw, server_side=True)
+            except Exception as error:
+                print("error", error, file=sys.stderr, flush=True)
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+        """#
+
+    @Test("a tunnel forwards a plain TCP client over pinned TLS; /proxy.pac, /status and /metrics; no open relay")
+    func tunnelAndLocalPaths() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let tunnelled = try await fixture.curl(["http://127.0.0.1:\(fixture.tunnelPort)/through-the-tunnel", "-H", "Host: api.test"])
+        #expect(tunnelled.status == 0 && tunnelled.stdout.contains("\"path\":\"/through-the-tunnel\""), "\(tunnelled)")
+
+        let pac = try await fixture.curl(["http://127.0.0.1:\(fixture.proxyPort)/proxy.pac"])
+        #expect(pac.stdout.contains("application/x-ns-proxy-autoconfig"), "\(pac)")
+        #expect(pac.stdout.contains("\"api.test\"") && pac.stdout.contains("\"bad.test\""), "\(pac)")
+        #expect(pac.stdout.contains("return \"PROXY 127.0.0.1:\(fixture.proxyPort)\";"), "\(pac)")
+        #expect(!pac.stdout.contains("; DIRECT"), "a covered host never falls back to DIRECT: \(pac)")
+
+        let status = try await fixture.curl(["http://127.0.0.1:\(fixture.proxyPort)/status"])
+        let json = try #require(status.stdout.split(separator: "\r\n\r\n", maxSplits: 1).last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["entries"] as? Int == 2)
+        #expect(object["localCA"] as? String == fixture.caPath)
+        #expect(object["localCAPin"] as? String == fixture.caPin)
+        #expect(object["reloads"] as? Int == 0)
+        #expect(object["uptimeSeconds"] is Int && object["localCAExpires"] is String)
+
+        _ = try await fixture.viaProxy("https://bad.test:\(fixture.upstreamPort)/")
+        let metrics = try await fixture.curl(["http://127.0.0.1:\(fixture.proxyPort)/metrics"])
+        #expect(metrics.stdout.contains("pinning_proxy_connections_total{kind=\"tunnel\"} 1"), "\(metrics)")
+        #expect(metrics.stdout.contains("pinning_proxy_refusals_total{host=\"bad.test\",code=\"pinMismatch\"} 1"), "\(metrics)")
+        #expect(metrics.stdout.contains("pinning_proxy_upstream_handshake_seconds_count"), "\(metrics)")
+        #expect(metrics.stdout.contains("pinning_proxy_seconds_until_expiry{kind=\"local_ca\""), "\(metrics)")
+
+        let relay = try await fixture.curl(["-x", "http://127.0.0.1:\(fixture.proxyPort)", "http://example.com/"])
+        #expect(relay.stdout.contains("HTTP/1.1 405"), "absolute-form requests are refused: \(relay)")
+        let other = try await fixture.curl(["http://127.0.0.1:\(fixture.proxyPort)/elsewhere"])
+        #expect(other.stdout.contains("HTTP/1.1 400"), "\(other)")
+    }
+
+    @Test("unlisted hosts: a byte tunnel under \"default\" (the client validates), 403 naming the host under \"reject\"")
+    func unlistedHosts() async throws {
+        let passing = try await ProxyFixture()
+        defer { passing.stop() }
+        // localhost is not in the configuration: curl sees the upstream's own certificate, validated by curl.
+        let rootPath = passing.directory.path("root.pem")
+        let through = try await passing.curl([
+            "-x", "http://127.0.0.1:\(passing.proxyPort)", "--cacert", rootPath, "https://localhost:\(passing.upstreamPort)/plain",
+        ])
+        #expect(through.status == 0 && through.stdout.contains("\"path\":\"/plain\""), "\(through)")
+
+        let rejecting = try await ProxyFixture(unlistedHosts: "reject")
+        defer { rejecting.stop() }
+        let refused = try await rejecting.curl(["-x", "http://127.0.0.1:\(rejecting.proxyPort)", "--cacert", rootPath, "https://localhost:\(rejecting.upstreamPort)/"])
+        #expect(refused.stdout.contains("HTTP/1.1 403"), "\(refused)")
+        #expect(refused.status != 0, "curl reports the refused CONNECT: \(refused)")
+    }
+
+    @Test("Python requests through the proxy (proxies=, verify= the local CA): trusted 200, refused 502 with X-Pinning-Failure", .enabled(if: pythonRequestsAvailable))
+    func pythonRequests() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let script = try fixture.directory.write(
+            "client.py",
+            """
+            import sys, requests
+            proxy, ca, port = sys.argv[1], sys.argv[2], sys.argv[3]
+            proxies = {"https": proxy}
+            good = requests.get("https://api.test:%s/py" % port, proxies=proxies, verify=ca, timeout=30)
+            print("good", good.status_code, good.json()["path"])
+            bad = requests.get("https://bad.test:%s/py" % port, proxies=proxies, verify=ca, timeout=30)
+            print("bad", bad.status_code, bad.headers.get("X-Pinning-Failure"))
+            """
+        )
+        let result = try await TestTools.run(
+            "/usr/bin/python3", [script, "http://127.0.0.1:\(fixture.proxyPort)", fixture.caPath, "\(fixture.upstreamPort)"], in: fixture.directory,
+            environment: ["NO_PROXY": "", "no_proxy": ""], timeout: 90
+        )
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("good 200 /py"), "\(result)")
+        #expect(result.stdout.contains("bad 502 pinMismatch"), "\(result)")
+    }
+
+    @Test("the local CA is made once: key mode 0600, never overwritten; the same key and pin on the next start")
+    func localCAPersists() async throws {
+        let first = try await ProxyFixture()
+        let keyPath = first.directory.path("ca/ca.key")
+        let key = try String(contentsOfFile: keyPath, encoding: .utf8)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int)
+        #expect(mode & 0o777 == 0o600)
+        first.proxy.kill()
+        // A second proxy on the same directory.
+        let again = try Subprocess(
+            ["proxy", "--config", first.directory.path("pinning.json"), "--listen", "127.0.0.1:0", "--ca-dir", first.directory.path("ca")], in: first.directory
+        )
+        defer {
+            again.kill()
+            first.upstream.stop()
+        }
+        let lines = try await ProxyFixture.startupLines(again, count: 2)
+        #expect(lines.last == "local CA: \(first.caPath) (\(first.caPin))", "\(lines) \(again.stderr)")
+        #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == key)
+    }
+
+    @Test("bad input exits 2 naming the option; a port in use exits 3; SIGTERM exits 0")
+    func exitStatuses() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let config = fixture.directory.path("pinning.json")
+        let ca = fixture.directory.path("ca")
+        let cases: [([String], String)] = [
+            (["proxy", "--config", fixture.directory.path("missing.json"), "--ca-dir", ca], "missing.json"),
+            (["proxy", "--config", config, "--listen", "0.0.0.0:0", "--ca-dir", ca], "--listen"),
+            (["proxy", "--config", config, "--listen", "nowhere", "--ca-dir", ca], "--listen"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--tunnel", "127.0.0.1:0", "--ca-dir", ca], "--tunnel"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--log-format", "xml", "--ca-dir", ca], "--log-format"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--max-connections", "0", "--ca-dir", ca], "--max-connections"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--idle-timeout", "inf", "--ca-dir", ca], "--idle-timeout"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--resolve", "x", "--ca-dir", ca], "--resolve"),
+            (["proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", config], "--ca-dir"),
+        ]
+        for (arguments, named) in cases {
+            let run = try await Executable.pinning(arguments, in: fixture.directory)
+            #expect(run.status == 2, "\(run)")
+            #expect(run.stderr.contains(named), "\(run)")
+            #expect(!run.stderr.contains("Fatal error"), "\(run)")
+        }
+        let busy = try await Executable.pinning(["proxy", "--config", config, "--listen", "127.0.0.1:\(fixture.proxyPort)", "--ca-dir", ca], in: fixture.directory)
+        #expect(busy.status == 3, "\(busy)")
+        #expect(busy.stderr.contains("cannot listen on 127.0.0.1:\(fixture.proxyPort)"), "\(busy)")
+
+        fixture.proxy.process.terminate()
+        let status = await fixture.proxy.wait(seconds: 30)
+        #expect(status == 0, "stderr: \(fixture.proxy.stderr)")
+    }
+}

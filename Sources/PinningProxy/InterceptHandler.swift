@@ -27,6 +27,10 @@ final class InterceptHandler: ChannelInboundHandler {
     private var refused = false
     /// The request being answered asked to close after its response.
     private var closeAfterResponse = false
+    /// A request went to the upstream and its response head has not come back yet.
+    private var awaitingResponseHead = false
+    /// The last error the upstream channel reported (a TLS alert after the handshake, say).
+    private var upstreamError: (any Error)?
     private var verdict = "-"
     private var failure: String?
     private var message: String?
@@ -65,6 +69,7 @@ final class InterceptHandler: ChannelInboundHandler {
     }
 
     private func forward(_ part: HTTPClientRequestPart, context: ChannelHandlerContext) {
+        if case .head = part { self.awaitingResponseHead = true }
         if let upstream = self.upstream {
             if case .end = part {
                 upstream.writeAndFlush(part, promise: nil)
@@ -115,6 +120,11 @@ final class InterceptHandler: ChannelInboundHandler {
         }
         self.upstream = channel
         self.verdict = self.verdict == "-" ? "trusted" : self.verdict
+        guard channel.isActive else {
+            // The upstream closed between its handshake and now (a server refusing our client certificate).
+            self.upstreamClosed(channel, midResponse: false)
+            return
+        }
         for part in self.buffered {
             channel.write(part, promise: nil)
         }
@@ -150,6 +160,7 @@ final class InterceptHandler: ChannelInboundHandler {
         guard let context = self.context else { return }
         switch part {
         case .head(let head):
+            self.awaitingResponseHead = false
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         case .body(let body):
             self.connection.bytesDown += body.readableBytes
@@ -173,9 +184,26 @@ final class InterceptHandler: ChannelInboundHandler {
     fileprivate func upstreamClosed(_ channel: any Channel, midResponse: Bool) {
         guard self.upstream === channel else { return }
         self.upstream = nil
+        if self.awaitingResponseHead {
+            // Closed before answering: a TLS 1.3 server that refuses our client certificate does so after our side
+            // of the handshake completed. The client gets a 502 saying so rather than waiting.
+            let words = self.upstreamError.map { ConnectionFailureWords.words($0) }
+            let code: PinningConnectionError.Code = words == nil ? .connectionClosed : .handshakeFailed
+            var message = "the upstream closed the connection before answering"
+            if let words { message += ": \(words)" }
+            if self.proxy.settings.identities[self.connection.entry ?? ""] == nil {
+                message += " (did it require a client certificate? this entry has no clientIdentity)"
+            }
+            self.refuse(PinningConnectionError(code: code, host: self.host, message: message))
+            return
+        }
         if midResponse {
             self.context?.close(promise: nil)
         }
+    }
+
+    fileprivate func upstreamFailed(_ error: any Error) {
+        self.upstreamError = error
     }
 
     fileprivate func upstreamWritabilityChanged(_ writable: Bool) {
@@ -252,6 +280,7 @@ final class UpstreamResponseRelay: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.intercept.value.upstreamFailed(error)
         context.close(promise: nil)
     }
 }

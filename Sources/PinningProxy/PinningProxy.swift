@@ -23,7 +23,10 @@ public final class PinningProxy: Sendable {
     public let statistics = ProxyStatistics()
 
     let group: any EventLoopGroup
+    /// The pinned client for hosts whose entry has no identity (and unlisted hosts).
     let upstreamClient: PinnedTLSClient
+    /// One pinned client per entry with a client identity, by entry key.
+    let identityClients: [String: PinnedTLSClient]
     let log: @Sendable (ProxyLogRecord) -> Void
     private let channels = NIOLockedValueBox<[any Channel]>([])
     private let listeningAddress = NIOLockedValueBox<SocketAddress?>(nil)
@@ -49,6 +52,11 @@ public final class PinningProxy: Sendable {
         self.log = log
         do {
             self.upstreamClient = try PinnedTLSClient(evaluator: settings.configuration, settings: settings.trustSettings)
+            var clients: [String: PinnedTLSClient] = [:]
+            for (entry, identity) in settings.identities {
+                clients[entry] = try PinnedTLSClient(evaluator: settings.configuration, settings: settings.trustSettings, identity: identity)
+            }
+            self.identityClients = clients
         } catch {
             throw ProxyError("cannot build the upstream TLS configuration: \(ConnectionFailureWords.words(error))")
         }
@@ -171,8 +179,10 @@ public final class PinningProxy: Sendable {
         configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
     ) async throws(PinningConnectionError) -> PinnedConnection {
         let started = ContinuousClock.now
+        // The identity of the entry that governs the host, found as the evaluator finds it; no other host sees it.
+        let client = self.settings.configuration.entry(forHost: host).flatMap { self.identityClients[$0.key] } ?? self.upstreamClient
         do {
-            let connection = try await self.upstreamClient.connect(
+            let connection = try await client.connect(
                 host: host,
                 port: port,
                 address: self.settings.resolve.address(host: host, port: port),

@@ -1,5 +1,6 @@
 public import NIOCore
 public import Pinning
+public import PinningNIO
 
 /// How a ``PinningProxy`` runs: its policy, where it listens, its tunnels and its limits.
 public struct ProxySettings: Sendable {
@@ -41,6 +42,9 @@ public struct ProxySettings: Sendable {
     public var configuration: PinningConfiguration
     /// The platform roots and the rest of the judging settings (the entries add their anchors).
     public var trustSettings: TrustSettings
+    /// The client identities of entries that have one (`clientIdentity`), by entry key: presented to the hosts of
+    /// that entry when they ask for a client certificate, and to no other host.
+    public var identities: [String: TLSIdentity]
     /// The forward proxy's address.
     public var listen: SocketAddress
     /// The tunnels.
@@ -57,6 +61,7 @@ public struct ProxySettings: Sendable {
     public init(
         configuration: PinningConfiguration,
         trustSettings: TrustSettings = .default,
+        identities: [String: TLSIdentity] = [:],
         listen: SocketAddress,
         tunnels: [Tunnel] = [],
         resolve: Resolve = Resolve(),
@@ -66,6 +71,7 @@ public struct ProxySettings: Sendable {
     ) {
         self.configuration = configuration
         self.trustSettings = trustSettings
+        self.identities = identities
         self.listen = listen
         self.tunnels = tunnels
         self.resolve = resolve

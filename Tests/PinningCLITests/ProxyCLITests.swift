@@ -375,3 +375,126 @@ struct ProxyCLITests {
         #expect(status == 0, "stderr: \(fixture.proxy.stderr)")
     }
 }
+
+/// A private PKI with a server for api.test, client identities as PEM and PKCS#12, and an mTLS `pinning serve`.
+struct ClientIdentityFixture {
+    let directory: TemporaryDirectory
+    let server: ServeProcess
+    let intermediatePin: String
+
+    init() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-identity-test")
+        self.directory = directory
+        let root = try TestPKI.root("Identity Test Root")
+        let intermediate = try TestPKI.intermediate("Identity Test Intermediate", issuer: root)
+        let leaf = try TestPKI.leaf("api.test", issuer: intermediate, dnsNames: ["api.test", "other.test"])
+        let device = try TestPKI.leaf("device-ü 1", issuer: intermediate, dnsNames: ["device-1.fleet.test"], usage: .clientAuth)
+        let serverOnly = try TestPKI.leaf("server-only", issuer: intermediate, usage: .serverAuth)
+        let soon = try TestPKI.leaf("expiring", issuer: intermediate, usage: .clientAuth, notValidAfter: Date().addingTimeInterval(10 * 86400))
+        _ = try directory.write("root.pem", root.certificatePEM)
+        _ = try directory.write("server-chain.pem", TestPKI.pemBundle([leaf.certificate, intermediate.certificate]))
+        _ = try directory.write("server.key", leaf.privateKeyPEM)
+        _ = try directory.write("device-chain.pem", TestPKI.pemBundle([device.certificate, intermediate.certificate]))
+        _ = try directory.write("device.key", device.privateKeyPEM)
+        _ = try directory.write("server-only.pem", serverOnly.certificatePEM)
+        _ = try directory.write("server-only.key", serverOnly.privateKeyPEM)
+        _ = try directory.write("expiring.pem", soon.certificatePEM)
+        _ = try directory.write("expiring.key", soon.privateKeyPEM)
+        let p12 = try device.pkcs12(passphrase: "pässwort", intermediates: [intermediate.certificate])
+        try Data(p12).write(to: URL(fileURLWithPath: directory.path("device.p12")))
+        self.intermediatePin = Pin(spkiOf: intermediate.certificate).description
+        self.server = try await ServeProcess(
+            ["--cert", directory.path("server-chain.pem"), "--key", directory.path("server.key"), "--client-ca", directory.path("root.pem")], in: directory
+        )
+    }
+
+    /// A configuration whose api.test entry has `identity` (a JSON object) and other.test none.
+    func configuration(_ identity: String, name: String = "pinning.json") throws -> String {
+        try self.directory.write(
+            name,
+            """
+            {"version": 1, "domains": {
+              "api.test": {"pins": ["\(self.intermediatePin)", "\(ProxyFixture.backupPin)"], "anchors": ["root.pem"], "anchorsOnly": true, "clientIdentity": \(identity)},
+              "other.test": {"pins": ["\(self.intermediatePin)", "\(ProxyFixture.backupPin)"], "anchors": ["root.pem"], "anchorsOnly": true}
+            }}
+            """
+        )
+    }
+}
+
+@Suite("clientIdentity in the configuration: proxy, check --config and config lint")
+struct ClientIdentityCLITests {
+    @Test("the proxy presents an entry's identity (PEM, and PKCS#12 with passphraseEnv) to that entry's hosts only", .enabled(if: curlAvailable))
+    func proxyPresentsIdentity() async throws {
+        let fixture = try await ClientIdentityFixture()
+        defer { fixture.server.stop() }
+        let port = fixture.server.port
+        for (index, identity) in [
+            #"{"certificate": "device-chain.pem", "key": "device.key"}"#, #"{"pkcs12": "device.p12", "passphraseEnv": "DEVICE_P12_PASS"}"#,
+        ].enumerated() {
+            let config = try fixture.configuration(identity, name: "pinning-\(index).json")
+            let proxy = try Subprocess(
+                [
+                    "proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", fixture.directory.path("ca"),
+                    "--resolve", "api.test:\(port):127.0.0.1", "--resolve", "other.test:\(port):127.0.0.1",
+                ],
+                in: fixture.directory, environment: ["DEVICE_P12_PASS": "pässwort"]
+            )
+            defer { proxy.kill() }
+            let lines = try await ProxyFixture.startupLines(proxy, count: 2)
+            let proxyPort = try #require(Int(lines.first?.split(separator: ":").last ?? ""), "\(lines) \(proxy.stderr)")
+            let ca = fixture.directory.path("ca/ca.pem")
+            let presented = try await TestTools.run(
+                curlPath, ["-sS", "--max-time", "30", "-x", "http://127.0.0.1:\(proxyPort)", "--cacert", ca, "https://api.test:\(port)/who"], timeout: 60)
+            #expect(presented.stdout.contains("\"subject\":\"CN=device-ü 1\""), "\(presented) \(proxy.stderr)")
+            // other.test has no identity: the server requires one, so the upstream handshake fails and curl gets a 502.
+            let anonymous = try await TestTools.run(
+                curlPath, ["-sS", "--max-time", "30", "-D", "-", "-x", "http://127.0.0.1:\(proxyPort)", "--cacert", ca, "https://other.test:\(port)/who"],
+                timeout: 60)
+            #expect(anonymous.stdout.contains("HTTP/1.1 502 Bad Gateway"), "\(anonymous)")
+            #expect(anonymous.stdout.contains("x-pinning-failure: handshakeFailed"), "\(anonymous)")
+            #expect(anonymous.stdout.contains("this entry has no clientIdentity"), "\(anonymous)")
+            #expect(!anonymous.stdout.contains("device-ü"), "\(anonymous)")
+        }
+    }
+
+    @Test("check --config presents the entry's identity")
+    func checkUsesIdentity() async throws {
+        let fixture = try await ClientIdentityFixture()
+        defer { fixture.server.stop() }
+        let config = try fixture.configuration(#"{"certificate": "device-chain.pem", "key": "device.key"}"#)
+        let port = fixture.server.port
+        let run = try await Executable.pinning(
+            ["check", "https://api.test:\(port)/", "--config", config, "--resolve", "api.test:\(port):127.0.0.1"], in: fixture.directory)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("\"subject\":\"CN=device-ü 1\""), "\(run)")
+    }
+
+    @Test("config lint loads and checks each identity: errors for a missing or mismatched key, no clientAuth, an unset passphrase variable; a warning within 30 days")
+    func lintChecksIdentities() async throws {
+        let fixture = try await ClientIdentityFixture()
+        defer { fixture.server.stop() }
+        let cases: [(String, String)] = [
+            (#"{"certificate": "device-chain.pem"}"#, "clientIdentity.key: missing"),
+            (#"{"certificate": "device-chain.pem", "key": "server.key"}"#, "does not belong to the first certificate"),
+            (#"{"certificate": "server-only.pem", "key": "server-only.key"}"#, "without clientAuth"),
+            (#"{"pkcs12": "device.p12", "passphraseEnv": "UNSET_PINNING_TEST_VARIABLE"}"#, "UNSET_PINNING_TEST_VARIABLE (passphraseEnv) is not set"),
+            (#"{"pkcs12": "missing.p12"}"#, "missing.p12"),
+            (#"{"pkcs12": "device.p12", "certificate": "device-chain.pem"}"#, "not both"),
+            (#"{"pkcs12": "device.p12", "colour": "blue"}"#, "clientIdentity.colour"),
+        ]
+        for (index, (identity, expected)) in cases.enumerated() {
+            let config = try fixture.configuration(identity, name: "lint-\(index).json")
+            let run = try await Executable.pinning(["config", "lint", config], in: fixture.directory)
+            #expect(run.status == 2, "\(identity): \(run)")
+            #expect(run.stderr.contains(expected), "\(identity): \(run)")
+        }
+        let soon = try fixture.configuration(#"{"certificate": "expiring.pem", "key": "expiring.key"}"#, name: "soon.json")
+        let warned = try await Executable.pinning(["config", "lint", soon], in: fixture.directory)
+        #expect(warned.status == 0, "\(warned)")
+        #expect(warned.stdout.contains("warning: domains[\"api.test\"].clientIdentity: the certificate CN=expiring expires at"), "\(warned)")
+        let good = try fixture.configuration(#"{"pkcs12": "device.p12", "passphraseEnv": "DEVICE_P12_PASS"}"#, name: "good.json")
+        let valid = try await Executable.pinning(["config", "lint", good], in: fixture.directory, environment: ["DEVICE_P12_PASS": "pässwort"])
+        #expect(valid.status == 0 && valid.stdout.contains("client identity"), "\(valid)")
+    }
+}

@@ -55,8 +55,8 @@ struct ConfigurationValidator {
 
     static let topLevelFields = ["domains", "unlistedHosts", "version"]
     static let entryFields = [
-        "anchors", "anchorsOnly", "enforce", "excludeSubdomainFromParentPolicy", "expires", "includeSubdomains", "pins",
-        "reportURIs",
+        "anchors", "anchorsOnly", "clientIdentity", "enforce", "excludeSubdomainFromParentPolicy", "expires", "includeSubdomains",
+        "pins", "reportURIs",
     ]
 
     let baseDirectory: String
@@ -69,6 +69,13 @@ struct ConfigurationValidator {
     private mutating func add(_ kind: Problem.Kind, _ entry: String?, _ field: String?, _ message: String) {
         self.problems.append(Problem(kind, entry: entry, field: field, message))
     }
+
+    /// For the validators of other files (``clientIdentity(_:_:)``).
+    mutating func addProblem(_ kind: Problem.Kind, _ entry: String?, _ field: String?, _ message: String) {
+        self.add(kind, entry, field, message)
+    }
+
+    var problemCount: Int { self.problems.count }
 
     /// The configuration, or nil when a problem makes one impossible (check ``problems`` either way: a
     /// configuration is only usable when there are none).
@@ -173,6 +180,7 @@ struct ConfigurationValidator {
             self.add(.invalidValue, key, "anchorsOnly", "is true but the entry lists no anchors, so nothing could be trusted")
         }
         let reportURIs = self.reportURIs(fields["reportURIs"], key)
+        let clientIdentity = self.clientIdentity(fields["clientIdentity"], key)
 
         guard self.problems.count == before, let pattern else { return nil }
         return PinningConfiguration.Entry(
@@ -189,6 +197,7 @@ struct ConfigurationValidator {
             anchorsOnly: anchorsOnly,
             reportURIs: reportURIs,
             excludesSubdomainFromParentPolicy: false,
+            clientIdentity: clientIdentity,
             pattern: pattern
         )
     }
@@ -228,6 +237,7 @@ struct ConfigurationValidator {
             anchorsOnly: false,
             reportURIs: [],
             excludesSubdomainFromParentPolicy: true,
+            clientIdentity: nil,
             pattern: pattern
         )
     }

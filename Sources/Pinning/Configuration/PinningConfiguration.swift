@@ -63,6 +63,8 @@ public struct PinningConfiguration: Sendable {
         /// `kTSKExcludeSubdomainFromParentPolicy`): the host is not pinned; its chain and name are validated
         /// as an unlisted host's under `"unlistedHosts": "default"`. Such an entry has no pins.
         public let excludesSubdomainFromParentPolicy: Bool
+        /// The client identity presented to this entry's hosts when they ask for one (mutual TLS), if any.
+        public let clientIdentity: ClientIdentitySource?
 
         let pattern: HostPattern
 
@@ -271,11 +273,12 @@ extension PinningConfiguration: Codable {
         var anchors: [String]?
         var anchorsOnly: Bool?
         var reportURIs: [String]?
+        var clientIdentity: [String: String]?
 
         init(
             pins: [String]? = nil, excludeSubdomainFromParentPolicy: Bool? = nil, includeSubdomains: Bool? = nil,
             enforce: Bool? = nil, expires: String? = nil, anchors: [String]? = nil, anchorsOnly: Bool? = nil,
-            reportURIs: [String]? = nil
+            reportURIs: [String]? = nil, clientIdentity: [String: String]? = nil
         ) {
             self.pins = pins
             self.excludeSubdomainFromParentPolicy = excludeSubdomainFromParentPolicy
@@ -285,6 +288,7 @@ extension PinningConfiguration: Codable {
             self.anchors = anchors
             self.anchorsOnly = anchorsOnly
             self.reportURIs = reportURIs
+            self.clientIdentity = clientIdentity
         }
     }
 
@@ -311,9 +315,23 @@ extension PinningConfiguration: Codable {
                 expires: entry.expires.map { RFC3339.format($0) },
                 anchors: entry.anchorFiles.isEmpty ? nil : entry.anchorFiles,
                 anchorsOnly: entry.anchorsOnly ? true : nil,
-                reportURIs: entry.reportURIs.isEmpty ? nil : entry.reportURIs.map(\.absoluteString)
+                reportURIs: entry.reportURIs.isEmpty ? nil : entry.reportURIs.map(\.absoluteString),
+                clientIdentity: entry.clientIdentity.map(Self.encoded)
             )
         }
         try container.encode(domains, forKey: .domains)
+    }
+
+    private static func encoded(_ identity: ClientIdentitySource) -> [String: String] {
+        var fields: [String: String] = [:]
+        switch identity.files {
+        case .pkcs12:
+            fields["pkcs12"] = identity.writtenPaths.first
+        case .pem:
+            fields["certificate"] = identity.writtenPaths.first
+            fields["key"] = identity.writtenPaths.last
+        }
+        fields["passphraseEnv"] = identity.passphraseEnvironmentVariable
+        return fields
     }
 }

@@ -74,7 +74,7 @@ extension PinningCommand {
         func run() async throws {
             let url = try self.parsedURL()
             let overrides = try self.parsedResolve()
-            let identity = try self.loadIdentity()
+            var identity = try self.loadIdentity()
             let host = url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
 
             let evaluator: any ServerTrustEvaluating
@@ -83,6 +83,14 @@ extension PinningCommand {
             if let path = self.policyOptions.config {
                 let configuration = try self.policyOptions.loadConfiguration(path)
                 evaluator = configuration
+                // The entry's clientIdentity, unless an identity was given on the command line (which wins).
+                if identity == nil, let entry = configuration.entry(forHost: host), let source = entry.clientIdentity {
+                    do {
+                        identity = try TLSIdentity.load(source, entry: entry.key, environment: ProcessInfo.processInfo.environment)
+                    } catch {
+                        throw InputError("--config \(path): \(error.description)")
+                    }
+                }
                 trust = ServerTrust(
                     certificates: [],
                     platformRoots: try InputLoading.roots(self.policyOptions.roots),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Pinning
+import PinningNIO
 
 extension PinningCommand.Config {
     /// `pinning config lint FILE [--at RFC3339]`.
@@ -8,6 +9,10 @@ extension PinningCommand.Config {
         static let configuration = CommandConfiguration(
             abstract: "Validate a host pinning configuration and warn about expired or soon-expiring pins.",
             discussion: """
+                Entries with a clientIdentity have it loaded and checked: the files are read (with the passphrase from \
+                passphraseEnv), the key must belong to the certificate, an extended key usage must include clientAuth, \
+                and the certificate must be valid; one expiring within 30 days is a warning.
+
                 Exit status: 0 valid (warnings, if any, are printed: pins that have expired or expire within 30 days), \
                 2 invalid, listing every problem on stderr.
                 """
@@ -28,7 +33,27 @@ extension PinningCommand.Config {
                 throw InputError(error.description)
             }
             let entries = configuration.entries.count
-            let warnings = configuration.warnings(at: time)
+            var warnings = configuration.warnings(at: time)
+            var identityProblems: [String] = []
+            let environment = ProcessInfo.processInfo.environment
+            for entry in configuration.entries {
+                guard let source = entry.clientIdentity else { continue }
+                do {
+                    let identity = try TLSIdentity.load(source, entry: entry.key, environment: environment)
+                    let (errors, soon) = identity.clientUseProblems(at: time)
+                    identityProblems += errors.map { "domains[\"\(entry.key)\"].clientIdentity: \($0)" }
+                    warnings += soon.map { "domains[\"\(entry.key)\"].clientIdentity: \($0)" }
+                } catch {
+                    identityProblems.append(error.description)
+                }
+            }
+            if !identityProblems.isEmpty {
+                let count = identityProblems.count
+                throw InputError(
+                    "invalid pinning configuration \(self.file): \(count) problem\(count == 1 ? "" : "s")\n"
+                        + identityProblems.map { "  " + $0 }.joined(separator: "\n")
+                )
+            }
             print(
                 "\(self.file): valid; \(entries) entr\(entries == 1 ? "y" : "ies"), unlisted hosts \(configuration.unlistedHosts.rawValue)"
                     + (warnings.isEmpty ? "" : "; \(warnings.count) warning\(warnings.count == 1 ? "" : "s")")
@@ -46,6 +71,7 @@ extension PinningCommand.Config {
                     traits.append("\(entry.anchors.count) anchor\(entry.anchors.count == 1 ? "" : "s")\(entry.anchorsOnly ? " only" : "")")
                 }
                 if !entry.reportURIs.isEmpty { traits.append("reports to \(entry.reportURIs.map(\.absoluteString).joined(separator: ", "))") }
+                if entry.clientIdentity != nil { traits.append("client identity") }
                 print("  \(entry.key): \(traits.joined(separator: ", "))")
             }
             for warning in warnings {

@@ -87,9 +87,19 @@ extension PinningCommand {
             if case .reissued(let reason) = authority.event {
                 Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
             }
+            var identities: [String: TLSIdentity] = [:]
+            for entry in configuration.entries {
+                guard let source = entry.clientIdentity else { continue }
+                do {
+                    identities[entry.key] = try TLSIdentity.load(source, entry: entry.key, environment: ProcessInfo.processInfo.environment)
+                } catch {
+                    throw InputError("--config \(self.config): \(error.description)")
+                }
+            }
             let settings = ProxySettings(
                 configuration: configuration,
                 trustSettings: TrustSettings(platformRoots: roots),
+                identities: identities,
                 listen: listen,
                 tunnels: tunnels,
                 resolve: resolve,

@@ -20,7 +20,9 @@ run() {
     # halt_on_error=0: see every report of the run, not just the first; the log is checked afterwards.
     # Leaks in dependencies that we cannot fix are suppressed, each with its reason, in the fuzzers' list.
     TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}" \
-    LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+    # print_suppressions=0: the `pinning` subprocesses the CLI tests run would otherwise append LSan's table of
+    # suppressions used to their stderr, which the tests compare exactly.
+    LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}" \
         swift test --package-path "$root" --sanitize="$sanitizer" --scratch-path "$root/$scratch" "$@" 2>&1 \
         | tee "$log" || status=$?

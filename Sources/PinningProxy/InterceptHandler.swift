@@ -18,6 +18,8 @@ final class InterceptHandler: ChannelInboundHandler {
     private let connection: ProxyConnection
     private let host: String
     private let port: Int
+    /// The policy the current upstream connection was made under.
+    private var policy: PinningProxy.Policy
     private var context: ChannelHandlerContext?
     private var upstream: (any Channel)?
     private var connecting = false
@@ -35,11 +37,12 @@ final class InterceptHandler: ChannelInboundHandler {
     private var failure: String?
     private var message: String?
 
-    init(proxy: PinningProxy, connection: ProxyConnection, host: String, port: Int) {
+    init(proxy: PinningProxy, connection: ProxyConnection, host: String, port: Int, policy: PinningProxy.Policy) {
         self.proxy = proxy
         self.connection = connection
         self.host = host
         self.port = port
+        self.policy = policy
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -55,6 +58,14 @@ final class InterceptHandler: ChannelInboundHandler {
         switch self.unwrapInboundIn(data) {
         case .head(var head):
             self.connection.requests += 1
+            let current = self.proxy.policy
+            if current.generation != self.policy.generation {
+                // Reloaded since the upstream connection was made: it is not reused. A removed pin or identity
+                // stops working at the next request, not at the next client connection.
+                self.policy = current
+                self.upstream?.close(promise: nil)
+                self.upstream = nil
+            }
             self.closeAfterResponse = !head.isKeepAlive
             // Hop-by-hop headers meant for the proxy never reach the upstream.
             head.headers.remove(name: "proxy-connection")
@@ -97,9 +108,10 @@ final class InterceptHandler: ChannelInboundHandler {
         let proxy = self.proxy
         let host = self.host
         let port = self.port
+        let policy = self.policy
         Task {
             do throws(PinningConnectionError) {
-                let pinned = try await proxy.connectUpstream(host: host, port: port, on: loop) { channel in
+                let pinned = try await proxy.connectUpstream(host: host, port: port, policy: policy, on: loop) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(UpstreamResponseRelay(intercept: bound))
@@ -191,7 +203,7 @@ final class InterceptHandler: ChannelInboundHandler {
             let code: PinningConnectionError.Code = words == nil ? .connectionClosed : .handshakeFailed
             var message = "the upstream closed the connection before answering"
             if let words { message += ": \(words)" }
-            if self.proxy.settings.identities[self.connection.entry ?? ""] == nil {
+            if self.policy.identities[self.connection.entry ?? ""] == nil {
                 message += " (did it require a client certificate? this entry has no clientIdentity)"
             }
             self.refuse(PinningConnectionError(code: code, host: self.host, message: message))

@@ -15,19 +15,55 @@ import X509
 /// Every upstream connection is made by ``PinningNIO/PinnedTLSClient`` with the configuration as its evaluator:
 /// the same trust path `pinning check --config` uses, never a second one.
 public final class PinningProxy: Sendable {
-    /// The settings it runs with.
+    /// The settings it started with (addresses and limits stay; the policy part is replaced by ``reload(configuration:identities:authority:)``).
     public let settings: ProxySettings
-    /// The local CA.
-    public let authority: ProxyCertificateAuthority
     /// Counters for `/status` and `/metrics`.
     public let statistics = ProxyStatistics()
 
+    /// What judges connections: the configuration, its identities and the local CA, with the pinned clients made
+    /// from them. Replaced whole by a reload; a connection keeps the policy it started with for the request in
+    /// flight and takes the current one at its next request.
+    public struct Policy: Sendable {
+        /// The per-host policy.
+        public let configuration: PinningConfiguration
+        /// The local CA.
+        public let authority: ProxyCertificateAuthority
+        /// Client identities by entry key.
+        public let identities: [String: TLSIdentity]
+        /// Counts reloads: a connection compares it to know its upstream was made under an older policy.
+        public let generation: Int
+        let upstreamClient: PinnedTLSClient
+        let identityClients: [String: PinnedTLSClient]
+
+        init(
+            configuration: PinningConfiguration, authority: ProxyCertificateAuthority, identities: [String: TLSIdentity], trustSettings: TrustSettings,
+            generation: Int
+        ) throws(ProxyError) {
+            self.configuration = configuration
+            self.authority = authority
+            self.identities = identities
+            self.generation = generation
+            do {
+                self.upstreamClient = try PinnedTLSClient(evaluator: configuration, settings: trustSettings)
+                var clients: [String: PinnedTLSClient] = [:]
+                for (entry, identity) in identities {
+                    clients[entry] = try PinnedTLSClient(evaluator: configuration, settings: trustSettings, identity: identity)
+                }
+                self.identityClients = clients
+            } catch {
+                throw ProxyError("cannot build the upstream TLS configuration: \(ConnectionFailureWords.words(error))")
+            }
+        }
+
+        /// The pinned client for `host`: its entry's identity, or none. No other host ever sees an identity.
+        func client(for host: String) -> PinnedTLSClient {
+            self.configuration.entry(forHost: host).flatMap { self.identityClients[$0.key] } ?? self.upstreamClient
+        }
+    }
+
     let group: any EventLoopGroup
-    /// The pinned client for hosts whose entry has no identity (and unlisted hosts).
-    let upstreamClient: PinnedTLSClient
-    /// One pinned client per entry with a client identity, by entry key.
-    let identityClients: [String: PinnedTLSClient]
     let log: @Sendable (ProxyLogRecord) -> Void
+    private let policyBox: NIOLockedValueBox<Policy>
     private let channels = NIOLockedValueBox<[any Channel]>([])
     private let listeningAddress = NIOLockedValueBox<SocketAddress?>(nil)
     private let tunnelAddresses = NIOLockedValueBox<[SocketAddress]>([])
@@ -47,19 +83,37 @@ public final class PinningProxy: Sendable {
         log: @escaping @Sendable (ProxyLogRecord) -> Void
     ) throws(ProxyError) {
         self.settings = settings
-        self.authority = authority
         self.group = group
         self.log = log
-        do {
-            self.upstreamClient = try PinnedTLSClient(evaluator: settings.configuration, settings: settings.trustSettings)
-            var clients: [String: PinnedTLSClient] = [:]
-            for (entry, identity) in settings.identities {
-                clients[entry] = try PinnedTLSClient(evaluator: settings.configuration, settings: settings.trustSettings, identity: identity)
-            }
-            self.identityClients = clients
-        } catch {
-            throw ProxyError("cannot build the upstream TLS configuration: \(ConnectionFailureWords.words(error))")
-        }
+        self.policyBox = NIOLockedValueBox(
+            try Policy(
+                configuration: settings.configuration, authority: authority, identities: settings.identities, trustSettings: settings.trustSettings,
+                generation: 0
+            )
+        )
+    }
+
+    /// The policy new connections and requests are judged by.
+    public var policy: Policy { self.policyBox.withLockedValue { $0 } }
+
+    /// The local CA in use.
+    public var authority: ProxyCertificateAuthority { self.policy.authority }
+
+    /// Replaces the policy: new connections, and the next request of every open connection, use it; requests in
+    /// flight finish on the old one. Nothing is replaced when the new upstream clients cannot be built.
+    ///
+    /// - Throws: ``ProxyError``; the old policy stays.
+    public func reload(
+        configuration: PinningConfiguration,
+        identities: [String: TLSIdentity],
+        authority: ProxyCertificateAuthority
+    ) throws(ProxyError) {
+        let generation = self.policy.generation + 1
+        let policy = try Policy(
+            configuration: configuration, authority: authority, identities: identities, trustSettings: self.settings.trustSettings,
+            generation: generation
+        )
+        self.policyBox.withLockedValue { $0 = policy }
     }
 
     /// Where the forward proxy listens once started.
@@ -175,12 +229,13 @@ public final class PinningProxy: Sendable {
     func connectUpstream(
         host: String,
         port: Int,
+        policy: Policy,
         on eventLoop: any EventLoop,
         configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
     ) async throws(PinningConnectionError) -> PinnedConnection {
         let started = ContinuousClock.now
         // The identity of the entry that governs the host, found as the evaluator finds it; no other host sees it.
-        let client = self.settings.configuration.entry(forHost: host).flatMap { self.identityClients[$0.key] } ?? self.upstreamClient
+        let client = policy.client(for: host)
         do {
             let connection = try await client.connect(
                 host: host,
@@ -230,12 +285,13 @@ public final class PinningProxy: Sendable {
         }
         let formatter = ISO8601DateFormatter()
         let reloads = self.statistics.reloads
+        let policy = self.policy
         let status = Status(
-            entries: self.settings.configuration.entries.count,
-            unlistedHosts: self.settings.configuration.unlistedHosts.rawValue,
-            localCA: self.authority.certificatePath,
-            localCAPin: self.authority.pin.description,
-            localCAExpires: formatter.string(from: self.authority.certificate.notValidAfter),
+            entries: policy.configuration.entries.count,
+            unlistedHosts: policy.configuration.unlistedHosts.rawValue,
+            localCA: policy.authority.certificatePath,
+            localCAPin: policy.authority.pin.description,
+            localCAExpires: formatter.string(from: policy.authority.certificate.notValidAfter),
             uptimeSeconds: Int(Date().timeIntervalSince(self.statistics.started)),
             activeConnections: self.statistics.active,
             reloads: reloads.succeeded,
@@ -253,10 +309,14 @@ public final class PinningProxy: Sendable {
     /// `/metrics`: Prometheus text.
     func metricsText() -> String {
         let now = Date()
+        let policy = self.policy
         var expiries: [(labels: String, seconds: Double)] = [
-            ("kind=\"local_ca\",entry=\"\"", self.authority.certificate.notValidAfter.timeIntervalSince(now))
+            ("kind=\"local_ca\",entry=\"\"", policy.authority.certificate.notValidAfter.timeIntervalSince(now))
         ]
-        for entry in self.settings.configuration.entries {
+        for (entry, identity) in policy.identities.sorted(by: { $0.key < $1.key }) {
+            expiries.append(("kind=\"identity\",entry=\"\(ProxyStatistics.label(entry))\"", identity.leaf.notValidAfter.timeIntervalSince(now)))
+        }
+        for entry in policy.configuration.entries {
             if let expires = entry.expires {
                 expiries.append(("kind=\"pins\",entry=\"\(ProxyStatistics.label(entry.key))\"", expires.timeIntervalSince(now)))
             }
@@ -267,7 +327,7 @@ public final class PinningProxy: Sendable {
     /// `/proxy.pac`.
     func pacScript(requestHost: String?) -> String {
         let address = self.listening.map(Self.describe) ?? Self.describe(self.settings.listen)
-        return PACFile.script(entries: self.settings.configuration.entries, proxy: address)
+        return PACFile.script(entries: self.policy.configuration.entries, proxy: address)
     }
 }
 

@@ -145,10 +145,11 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         if name.hasSuffix(".") { name.removeLast() }
         self.connection.host = name
         self.connection.upstream = "\(name):\(port)"
-        let configuration = self.proxy.settings.configuration
+        let policy = self.proxy.policy
+        let configuration = policy.configuration
         if let entry = configuration.entry(forHost: name) {
             self.connection.entry = entry.key
-            guard self.proxy.authority.permits(name) else {
+            guard policy.authority.permits(name) else {
                 // An IP-address entry: the local CA excludes every address, so it cannot vouch for one.
                 self.connection.kind = "refused"
                 self.reply(
@@ -158,7 +159,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
                 )
                 return
             }
-            self.intercept(context: context, host: name, port: port)
+            self.intercept(context: context, host: name, port: port, policy: policy)
             return
         }
         switch configuration.unlistedHosts {
@@ -176,10 +177,10 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The client's own TLS is terminated here with a certificate from the local CA; its requests go to the
     /// upstream over a pinned connection (``InterceptHandler``).
-    private func intercept(context: ChannelHandlerContext, host: String, port: Int) {
+    private func intercept(context: ChannelHandlerContext, host: String, port: Int, policy: PinningProxy.Policy) {
         let sslContext: NIOSSLContext
         do {
-            sslContext = try self.proxy.authority.serverContext(for: host)
+            sslContext = try policy.authority.serverContext(for: host)
         } catch {
             self.reply(context: context, .internalServerError, "pinning proxy: \(error.message)\n", failure: "localCA")
             return
@@ -191,7 +192,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             try self.sendEstablished(context: context)
             try operations.addHandler(NIOSSLServerHandler(context: sslContext))
             try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: true)
-            try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port))
+            try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port, policy: policy))
             self.leave(context: context)
         } catch {
             self.connection.finish(verdict: "error", failure: "internal", message: "cannot set up the interception: \(error)")

@@ -21,7 +21,8 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         // Nothing is read from the client until the upstream is trusted.
         context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
-        self.connection.entry = self.proxy.settings.configuration.entry(forHost: self.tunnel.host)?.key
+        let policy = self.proxy.policy
+        self.connection.entry = policy.configuration.entry(forHost: self.tunnel.host)?.key
         let connection = self.connection
         let downstreamGlue = GlueHandler(count: { connection.bytesUp += $0 })
         let upstreamGlue = GlueHandler(count: { connection.bytesDown += $0 })
@@ -33,7 +34,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
         let tunnel = self.tunnel
         Task {
             do throws(PinningConnectionError) {
-                let pinned = try await proxy.connectUpstream(host: tunnel.host, port: tunnel.port, on: loop) { channel in
+                let pinned = try await proxy.connectUpstream(host: tunnel.host, port: tunnel.port, policy: policy, on: loop) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(upstreamGlueBound.value)
                     }

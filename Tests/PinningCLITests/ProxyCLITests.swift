@@ -322,6 +322,86 @@ struct ProxyCLITests {
         #expect(result.stdout.contains("bad 502 pinMismatch"), "\(result)")
     }
 
+    @Test(
+        "SIGHUP reloads: the next request on an open connection uses the new pins; a broken configuration is refused whole and the old one stays; 100 SIGHUPs under load fail no request",
+        .enabled(if: pythonRequestsAvailable))
+    func reload() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let config = fixture.directory.path("pinning.json")
+        let good = try String(contentsOfFile: config, encoding: .utf8)
+        let pin = try #require(good.split(separator: "\"").first { $0.hasPrefix("sha256/") && $0 != ProxyFixture.backupPin })
+        let wrongPins = good.replacingOccurrences(of: String(pin), with: ProxyFixture.unrelatedPins[0])
+        let goodPath = try fixture.directory.write("good.json.txt", good)
+        let wrongPath = try fixture.directory.write("wrong.json.txt", wrongPins)
+        let invalidPath = try fixture.directory.write("invalid.json.txt", #"{"version": 1, "domains": {"api.test": {"pins": []}}}"#)
+        let script = try fixture.directory.write(
+            "reload.py",
+            #"""
+            import os, signal, sys, threading, time, requests
+            proxy, ca, port, pid, config, good, wrong, invalid = sys.argv[1:9]
+            pid = int(pid)
+            url = "https://api.test:%s/r" % port
+            session = requests.Session()
+            def get():
+                # verify= per request: a Session's own verify is overridden by REQUESTS_CA_BUNDLE when that is set.
+                return session.get(url, proxies={"https": proxy}, verify=ca, timeout=30)
+            def status():
+                return requests.get(proxy + "/status", proxies={"http": None, "https": None}, timeout=10).json()
+            def swap(path, key):
+                before = status()[key]
+                with open(path) as source, open(config, "w") as target:
+                    target.write(source.read())
+                os.kill(pid, signal.SIGHUP)
+                deadline = time.time() + 30
+                while status()[key] == before and time.time() < deadline:
+                    time.sleep(0.02)
+            print("before", get().status_code)
+            swap(wrong, "reloads")
+            r = get()
+            print("wrong", r.status_code, r.headers.get("X-Pinning-Failure"))
+            swap(invalid, "failedReloads")
+            r = get()
+            print("invalid", r.status_code, r.headers.get("X-Pinning-Failure"))
+            swap(good, "reloads")
+            print("good", get().status_code)
+            def hup():
+                for _ in range(100):
+                    os.kill(pid, signal.SIGHUP)
+                    time.sleep(0.01)
+            sender = threading.Thread(target=hup)
+            sender.start()
+            count = failures = 0
+            while sender.is_alive() or count < 50:
+                r = get()
+                count += 1
+                if r.status_code != 200:
+                    failures += 1
+                    print("failed", r.status_code, r.text[:200])
+            print("load", count, failures)
+            st = status()
+            print("status", st["reloads"], st["failedReloads"])
+            """#
+        )
+        let result = try await TestTools.run(
+            "/usr/bin/python3",
+            [
+                script, "http://127.0.0.1:\(fixture.proxyPort)", fixture.caPath, "\(fixture.upstreamPort)", "\(fixture.proxy.process.processIdentifier)",
+                config, goodPath, wrongPath, invalidPath,
+            ],
+            in: fixture.directory, environment: ["NO_PROXY": "", "no_proxy": ""], timeout: 300
+        )
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("before 200"), "\(result)")
+        #expect(result.stdout.contains("wrong 502 pinMismatch"), "the new pins apply at once: \(result)")
+        #expect(result.stdout.contains("invalid 502 pinMismatch"), "a refused reload keeps the previous policy: \(result)")
+        #expect(result.stdout.contains("good 200"), "\(result)")
+        let load = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("load ") }, "\(result)")
+        #expect(load.hasSuffix(" 0"), "no request the policy allows failed during 100 SIGHUPs: \(load)")
+        #expect(fixture.proxy.stderr.contains("reload refused, the previous configuration stays: invalid pinning configuration"), "\(fixture.proxy.stderr)")
+        #expect(fixture.proxy.stderr.contains("domains[\"api.test\"].pins"), "every problem is logged: \(fixture.proxy.stderr)")
+    }
+
     @Test("the local CA is made once: key mode 0600, never overwritten; the same key and pin on the next start")
     func localCAPersists() async throws {
         let first = try await ProxyFixture()

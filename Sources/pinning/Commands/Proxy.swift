@@ -19,7 +19,7 @@ extension PinningCommand {
 
                 The local CA (--ca-dir, default ~/.config/pinning/proxy-ca) is created on first run (key mode 0600, never overwritten) and name-constrained to the names the configuration covers. Import ca.pem into the clients that use the proxy.
 
-                Start-up lines on stdout: `proxy listening on http://HOST:PORT`, one `tunnel listening on HOST:PORT -> UPSTREAM:PORT` per tunnel, then `local CA: PATH (sha256/...)`. One log line per connection on stderr (--log-format text or json). SIGINT or SIGTERM stop accepting and wait up to 10 s for connections in flight.
+                Start-up lines on stdout: `proxy listening on http://HOST:PORT`, one `tunnel listening on HOST:PORT -> UPSTREAM:PORT` per tunnel, then `local CA: PATH (sha256/...)`. One log line per connection on stderr (--log-format text or json). SIGHUP reloads the configuration, its client identities and the local CA: new connections, and the next request of open ones, use the new policy (an upstream connection made under the old one is not reused); a configuration that fails to load is refused whole, logged with every problem, and the old one stays. SIGINT or SIGTERM stop accepting and wait up to 10 s for connections in flight.
 
                 Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
                 """
@@ -87,15 +87,7 @@ extension PinningCommand {
             if case .reissued(let reason) = authority.event {
                 Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
             }
-            var identities: [String: TLSIdentity] = [:]
-            for entry in configuration.entries {
-                guard let source = entry.clientIdentity else { continue }
-                do {
-                    identities[entry.key] = try TLSIdentity.load(source, entry: entry.key, environment: ProcessInfo.processInfo.environment)
-                } catch {
-                    throw InputError("--config \(self.config): \(error.description)")
-                }
-            }
+            let identities = try Self.identities(configuration, file: self.config)
             let settings = ProxySettings(
                 configuration: configuration,
                 trustSettings: TrustSettings(platformRoots: roots),
@@ -130,18 +122,84 @@ extension PinningCommand {
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
             // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
-            let (stopped, stop) = AsyncStream<Void>.makeStream()
-            let signals = [SIGINT, SIGTERM].map { number in
+            // SIGHUP: reload the configuration, its identities and the CA; a failure keeps the old policy whole.
+            let (events, continuation) = AsyncStream<Int32>.makeStream()
+            let signals = [SIGINT, SIGTERM, SIGHUP].map { number in
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { stop.yield() }
+                source.setEventHandler { continuation.yield(number) }
                 source.resume()
                 return source
             }
-            for await _ in stopped { break }
+            for await number in events {
+                if number != SIGHUP { break }
+                self.reload(proxy, directory: directory, json: json)
+            }
             await proxy.stop()
             await proxy.drain(timeout: .seconds(10))
             for source in signals { source.cancel() }
+        }
+
+        /// Reads the configuration, identities and CA again and swaps them in, or logs why not (every problem).
+        func reload(_ proxy: PinningProxy, directory: String, json: Bool) {
+            let outcome: Result<PinningConfiguration, InputError>
+            do throws(InputError) {
+                let configuration = try self.loadConfiguration()
+                let identities = try Self.identities(configuration, file: self.config)
+                let authority: ProxyCertificateAuthority
+                do {
+                    authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
+                } catch {
+                    throw InputError("--ca-dir \(directory): \(error.message)")
+                }
+                do {
+                    try proxy.reload(configuration: configuration, identities: identities, authority: authority)
+                } catch {
+                    throw InputError(error.message)
+                }
+                if case .reissued(let reason) = authority.event {
+                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
+                }
+                outcome = .success(configuration)
+            } catch {
+                outcome = .failure(error)
+            }
+            if case .success = outcome {
+                proxy.statistics.reloaded(succeeded: true)
+            } else {
+                proxy.statistics.reloaded(succeeded: false)
+            }
+            let line: String
+            switch outcome {
+            case .success(let configuration):
+                let count = configuration.entries.count
+                line =
+                    json
+                    ? #"{"event":"reload","result":"succeeded","entries":\#(count)}"#
+                    : "reload succeeded: \(self.config), \(count) entr\(count == 1 ? "y" : "ies")"
+            case .failure(let error):
+                if json {
+                    let encoded = (try? JSONEncoder().encode(["event": "reload", "result": "refused", "problems": error.message])).map { String(decoding: $0, as: UTF8.self) }
+                    line = encoded ?? #"{"event":"reload","result":"refused"}"#
+                } else {
+                    line = "reload refused, the previous configuration stays: \(error.message)"
+                }
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// The client identities the configuration's entries name, loaded (passphrases from the environment).
+        static func identities(_ configuration: PinningConfiguration, file: String) throws(InputError) -> [String: TLSIdentity] {
+            var identities: [String: TLSIdentity] = [:]
+            for entry in configuration.entries {
+                guard let source = entry.clientIdentity else { continue }
+                do {
+                    identities[entry.key] = try TLSIdentity.load(source, entry: entry.key, environment: ProcessInfo.processInfo.environment)
+                } catch {
+                    throw InputError("--config \(file): \(error.description)")
+                }
+            }
+            return identities
         }
 
         func loadConfiguration() throws(InputError) -> PinningConfiguration {

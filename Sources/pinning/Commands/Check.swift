@@ -249,24 +249,7 @@ extension PinningCommand {
         }
 
         func parsedResolve() throws(InputError) -> [ResolveKey: SocketAddress] {
-            var overrides: [ResolveKey: SocketAddress] = [:]
-            for entry in self.resolve {
-                // HOST:PORT:ADDR; ADDR may be an IPv6 address, bracketed or not.
-                let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-                guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
-                    throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
-                }
-                var address = String(parts[2])
-                if address.hasPrefix("[") && address.hasSuffix("]") {
-                    address = String(address.dropFirst().dropLast())
-                }
-                do {
-                    overrides[ResolveKey(host: parts[0].lowercased(), port: port)] = try SocketAddress(ipAddress: address, port: port)
-                } catch {
-                    throw InputError("--resolve \(entry): \(address) is not an IP address")
-                }
-            }
-            return overrides
+            try ResolveOption.parse(self.resolve)
         }
 
         /// Where the client identity comes from: a PKCS#12 file, a PEM certificate chain and key, or nowhere.
@@ -329,6 +312,29 @@ extension PinningCommand {
 struct ResolveKey: Hashable, Sendable {
     var host: String
     var port: Int
+}
+
+/// `--resolve HOST:PORT:ADDR` (repeatable), as curl takes it: connect HOST:PORT to ADDR (IPv6 bracketed or not).
+enum ResolveOption {
+    static func parse(_ entries: [String]) throws(InputError) -> [ResolveKey: SocketAddress] {
+        var overrides: [ResolveKey: SocketAddress] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+                throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
+            }
+            var address = String(parts[2])
+            if address.hasPrefix("[") && address.hasSuffix("]") {
+                address = String(address.dropFirst().dropLast())
+            }
+            do {
+                overrides[ResolveKey(host: parts[0].lowercased(), port: port)] = try SocketAddress(ipAddress: address, port: port)
+            } catch {
+                throw InputError("--resolve \(entry): \(address) is not an IP address")
+            }
+        }
+        return overrides
+    }
 }
 
 /// Cuts library internals (a quoted dependency error, a source path) off the end of a message made of

@@ -279,20 +279,8 @@ extension PinningCommand {
 
         func parsedResolve() throws(InputError) -> ProxySettings.Resolve {
             var resolve = ProxySettings.Resolve()
-            for entry in self.resolve {
-                let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-                guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
-                    throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
-                }
-                var address = String(parts[2])
-                if address.hasPrefix("[") && address.hasSuffix("]") {
-                    address = String(address.dropFirst().dropLast())
-                }
-                do {
-                    resolve.add(host: String(parts[0]), port: port, address: try SocketAddress(ipAddress: address, port: port))
-                } catch {
-                    throw InputError("--resolve \(entry): \(address) is not an IP address")
-                }
+            for (key, address) in try ResolveOption.parse(self.resolve) {
+                resolve.add(host: key.host, port: key.port, address: address)
             }
             return resolve
         }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Pinning
 import PinningNIO
 
@@ -239,6 +240,12 @@ final class InterceptHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A client that closes without close_notify (browsers do, between requests) did nothing wrong: every
+        // response it got was complete, so it is not logged as a failure.
+        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls {
+            context.close(promise: nil)
+            return
+        }
         // A TLS error with the client (it did not trust the local CA, say): logged, and the connection closes.
         if self.failure == nil {
             self.failure = "clientTLS"

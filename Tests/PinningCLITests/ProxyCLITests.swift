@@ -631,3 +631,76 @@ struct ClientIdentityCLITests {
         #expect(valid.status == 0 && valid.stdout.contains("client identity"), "\(valid)")
     }
 }
+
+let chromiumAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/certutil")
+
+@Suite("pinning proxy with a real browser: headless Chromium, the PAC file and the local CA in a fresh NSS database", .enabled(if: chromiumAvailable))
+struct ProxyBrowserTests {
+    @Test("a page from an upstream that requires a client certificate loads; a page behind an intercepting server shows the 502 explanation")
+    func chromium() async throws {
+        let fixture = try await ClientIdentityFixture()
+        defer { fixture.server.stop() }
+        // An intercepting server for intercepted.test: a chain from a root the entry does not trust.
+        let attackerRoot = try TestPKI.root("Intercepting Proxy Root")
+        let attackerLeaf = try TestPKI.leaf("intercepted.test", issuer: attackerRoot, dnsNames: ["intercepted.test"])
+        let attacker = try await ServeProcess(
+            [
+                "--cert", try fixture.directory.write("attacker.pem", attackerLeaf.certificatePEM), "--key",
+                try fixture.directory.write("attacker.key", attackerLeaf.privateKeyPEM),
+            ],
+            in: fixture.directory
+        )
+        defer { attacker.stop() }
+        let config = try fixture.directory.write(
+            "browser.json",
+            """
+            {"version": 1, "domains": {
+              "api.test": {"pins": ["\(fixture.intermediatePin)", "\(ProxyFixture.backupPin)"], "anchors": ["root.pem"], "anchorsOnly": true,
+                           "clientIdentity": {"certificate": "device-chain.pem", "key": "device.key"}},
+              "intercepted.test": {"pins": ["\(fixture.intermediatePin)", "\(ProxyFixture.backupPin)"], "anchors": ["root.pem"], "anchorsOnly": true}
+            }}
+            """
+        )
+        let port = fixture.server.port
+        let proxy = try Subprocess(
+            [
+                "proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", fixture.directory.path("ca"),
+                "--resolve", "api.test:\(port):127.0.0.1", "--resolve", "intercepted.test:\(attacker.port):127.0.0.1",
+            ],
+            in: fixture.directory
+        )
+        defer { proxy.kill() }
+        let lines = try await ProxyFixture.startupLines(proxy, count: 2)
+        let proxyPort = try #require(Int(lines.first?.split(separator: ":").last ?? ""), "\(lines) \(proxy.stderr)")
+
+        // A fresh NSS database in a fresh HOME, holding only the local CA (as a user would import it).
+        let home = fixture.directory.path("home")
+        let database = home + "/.pki/nssdb"
+        try FileManager.default.createDirectory(atPath: database, withIntermediateDirectories: true)
+        let created = try await TestTools.run("/usr/bin/certutil", ["-d", "sql:" + database, "-N", "--empty-password"])
+        #expect(created.status == 0, "\(created)")
+        let imported = try await TestTools.run(
+            "/usr/bin/certutil", ["-d", "sql:" + database, "-A", "-t", "C,,", "-n", "pinning proxy", "-i", fixture.directory.path("ca/ca.pem")])
+        #expect(imported.status == 0, "\(imported)")
+
+        func page(_ url: String) async throws -> TestTools.ProcessResult {
+            try await TestTools.run(
+                "/usr/bin/chromium",
+                [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + fixture.directory.path("chromium-\(UUID().uuidString)"),
+                    "--proxy-pac-url=http://127.0.0.1:\(proxyPort)/proxy.pac", "--dump-dom", url,
+                ],
+                in: fixture.directory, environment: ["HOME": home], timeout: 120
+            )
+        }
+        let loaded = try await page("https://api.test:\(port)/from-the-browser")
+        #expect(loaded.stdout.contains("\"path\":\"/from-the-browser\""), "\(loaded)")
+        #expect(loaded.stdout.contains("\"subject\":\"CN=device-ü 1\""), "the upstream saw the entry's client certificate: \(loaded)")
+
+        let refused = try await page("https://intercepted.test:\(attacker.port)/")
+        #expect(refused.stdout.contains("pinning proxy refused intercepted.test:\(attacker.port)"), "\(refused)")
+        #expect(refused.stdout.contains("TrustFailure."), "\(refused)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(proxy.stderr.contains("host=intercepted.test") && proxy.stderr.contains("verdict=untrusted"), "\(proxy.stderr)")
+    }
+}

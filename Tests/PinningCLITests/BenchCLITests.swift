@@ -97,4 +97,20 @@ struct BenchCLITests {
         #expect(plainLines == cachedLines)
         #expect(!cachedLines.contains("CACHE-MISMATCH"))
     }
+
+    @Test("bench proxy: the JSON report has every path's figures (shape only, a few hundred requests; never timing)")
+    func proxyBench() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-bench-proxy-test")
+        let run = try await Executable.pinning(["bench", "proxy", "--requests", "400", "--concurrency", "2", "--rounds", "1", "--json"], in: directory)
+        #expect(run.status == 0, "\(run)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+        for key in ["direct", "tunnel", "forwardProxy"] {
+            let path = try #require(object[key] as? [String: Any], "\(key): \(run)")
+            #expect((path["requestsPerSecond"] as? Double ?? 0) > 0, "\(key): \(run)")
+            #expect(path["p50Milliseconds"] is Double && path["p99Milliseconds"] is Double && path["addedP50Milliseconds"] is Double)
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/stunnel4") {
+            #expect(object["stunnel"] is [String: Any] && object["tunnelToStunnelThroughput"] is Double, "\(run)")
+        }
+    }
 }

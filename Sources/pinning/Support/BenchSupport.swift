@@ -122,9 +122,12 @@ enum ProcessMemory {
     /// VmRSS: the current resident set size, in bytes.
     static func residentBytes() -> Int { self.statusField("VmRSS:") }
 
-    private static func statusField(_ name: String) -> Int {
+    /// VmRSS of another process (`pinning bench proxy` measures the proxy and stunnel it started).
+    static func residentBytes(pid: Int32) -> Int { self.statusField("VmRSS:", file: "/proc/\(pid)/status") }
+
+    private static func statusField(_ name: String, file: String = "/proc/self/status") -> Int {
         // Read to the end: /proc files report a size of 0, so FileManager.contents(atPath:) returns nothing.
-        guard let handle = FileHandle(forReadingAtPath: "/proc/self/status") else { return 0 }
+        guard let handle = FileHandle(forReadingAtPath: file) else { return 0 }
         defer { handle.closeFile() }
         let data = handle.readDataToEndOfFile()
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name) {

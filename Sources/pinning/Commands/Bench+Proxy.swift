@@ -1,0 +1,501 @@
+import ArgumentParser
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Pinning
+import PinningNIO
+import PinningPKI
+import X509
+
+extension PinningCommand.Bench {
+    /// `pinning bench proxy`: HTTP requests per second and latency through `pinning proxy` (its tunnel and its
+    /// forward proxy), beside stunnel in client mode and a direct connection to the same upstream.
+    struct Proxy: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Requests per second and latency through pinning proxy (tunnel, forward proxy) beside stunnel and a direct connection.",
+            discussion: """
+                A P-256 root, intermediate and leaf for api.bench are minted; an HTTPS server on 127.0.0.1 presents them \
+                and answers every GET. `pinning proxy` (this binary, as a separate process) runs with a configuration \
+                pinning the intermediate and a --tunnel to the server; stunnel (when /usr/bin/stunnel4 exists) runs in \
+                client mode to the same server, verifying the same root and name. Keep-alive clients then take turns in \
+                rounds: direct TLS to the server, plain TCP through the tunnel, plain TCP through stunnel, and CONNECT \
+                plus TLS through the forward proxy (trusting its local CA). Added latency is each path's p50 minus the \
+                direct p50. With --memory the proxy's resident size is read after 10,000 and after 100,000 proxied \
+                requests (over 1,000 connections), and per idle intercepted connection.
+
+                JSON keys: direct, tunnel, stunnel, forwardProxy (each requestsPerSecond, p50Milliseconds, \
+                p99Milliseconds, addedP50Milliseconds), tunnelToStunnelThroughput, memory.
+                """
+        )
+
+        @Option(name: .long, help: ArgumentHelp("Requests per path, 100 to 10,000,000 (default 20,000).", valueName: "n"), transform: NumericOption.integer(100...10_000_000))
+        var requests: Int = 20_000
+
+        @Option(name: .long, help: ArgumentHelp("Keep-alive connections in flight per path, 1 to 256 (default 8).", valueName: "c"), transform: NumericOption.integer(1...256))
+        var concurrency: Int = 8
+
+        @Option(name: .long, help: ArgumentHelp("Rounds the paths take turns in, 1 to 100 (default 4).", valueName: "r"), transform: NumericOption.integer(1...100))
+        var rounds: Int = 4
+
+        @Flag(name: .long, help: "Also measure the proxy's resident size after 10,000 and 100,000 requests, and per idle connection.")
+        var memory = false
+
+        @Flag(name: .long, help: "Print the result as JSON.")
+        var json = false
+
+        func run() async throws {
+            let report: ProxyBenchReport
+            do {
+                report = try await ProxyBenchmark(requests: self.requests, concurrency: self.concurrency, rounds: self.rounds, memory: self.memory).run()
+            } catch {
+                FileHandle.standardError.write(Data("pinning: bench proxy: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            if self.json {
+                try JSONOutput.print(report)
+            } else {
+                print(report.humanReadable)
+            }
+        }
+    }
+}
+
+/// `pinning bench proxy --json` output.
+struct ProxyBenchReport: Encodable {
+    struct Path: Encodable {
+        var requestsPerSecond: Double
+        var p50Milliseconds: Double
+        var p99Milliseconds: Double
+        var addedP50Milliseconds: Double
+    }
+
+    struct Memory: Encodable {
+        var residentBytesAfter10000: Int
+        var residentBytesAfter100000: Int
+        var growthPercent: Double
+        var bytesPerIdleConnection: Int
+        var idleConnections: Int
+    }
+
+    var direct: Path
+    var tunnel: Path
+    var stunnel: Path?
+    var forwardProxy: Path
+    var tunnelToStunnelThroughput: Double?
+    var memory: Memory?
+
+    var humanReadable: String {
+        func line(_ name: String, _ path: Path) -> String {
+            name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                + String(
+                    format: " %9.0f requests/s  p50 %.3f ms  p99 %.3f ms  added p50 %+.3f ms", path.requestsPerSecond, path.p50Milliseconds,
+                    path.p99Milliseconds, path.addedP50Milliseconds)
+        }
+        var lines = [line("direct TLS", self.direct), line("pinning proxy tunnel", self.tunnel)]
+        if let stunnel { lines.append(line("stunnel (client mode)", stunnel)) }
+        lines.append(line("pinning forward proxy", self.forwardProxy))
+        if let ratio = self.tunnelToStunnelThroughput {
+            lines.append(String(format: "tunnel throughput / stunnel throughput: %.2f×", ratio))
+        }
+        if let memory {
+            lines.append(
+                String(
+                    format: "proxy RSS after 10,000 requests %.1f MiB, after 100,000 %.1f MiB (%+.1f%%); %d bytes per idle intercepted connection (%d held)",
+                    Double(memory.residentBytesAfter10000) / 1_048_576, Double(memory.residentBytesAfter100000) / 1_048_576, memory.growthPercent,
+                    memory.bytesPerIdleConnection, memory.idleConnections))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct ProxyBenchmark {
+    var requests: Int
+    var concurrency: Int
+    var rounds: Int
+    var memory: Bool
+
+    enum Kind: CaseIterable {
+        case direct, tunnel, stunnel, forwardProxy
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    func run() async throws -> ProxyBenchReport {
+        let directory = try TemporaryDirectory(prefix: "pinning-bench-proxy")
+        let chain = try TestChain(host: "api.bench")
+        let identity = try TLSIdentity.pem(
+            certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
+            privateKey: Array(chain.leaf.privateKeyPEM.utf8), certificateOrigin: "<minted chain>", keyOrigin: "<minted key>")
+        let group = MultiThreadedEventLoopGroup.singleton
+        let upstream = try await LocalHTTPSServer.start(identity: identity, clientCertificateAuthorities: [], bind: "127.0.0.1", port: 0, group: group)
+        defer { upstream.close(promise: nil) }
+        let upstreamPort = upstream.localAddress?.port ?? 0
+        let rootPath = try directory.write("root.pem", chain.root.certificatePEM)
+        let pin = Pin(spkiOf: chain.intermediate.certificate).description
+        let backup = "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString()
+        let config = try directory.write(
+            "pinning.json",
+            #"{"version": 1, "domains": {"api.bench": {"pins": ["\#(pin)", "\#(backup)"], "anchors": ["root.pem"], "anchorsOnly": true}}}"#)
+
+        // The proxy under test: this very binary, as its own process.
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        proxy.arguments = [
+            "proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", directory.path("ca"), "--resolve", "api.bench:\(upstreamPort):127.0.0.1",
+            "--tunnel", "127.0.0.1:0=api.bench:\(upstreamPort)", "--max-connections", "100000",
+        ]
+        let proxyOut = directory.path("proxy.out")
+        FileManager.default.createFile(atPath: proxyOut, contents: nil)
+        proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyOut))
+        proxy.standardError = FileHandle.nullDevice
+        try proxy.run()
+        defer { proxy.terminate() }
+        let lines = try await Self.lines(proxyOut, count: 3, process: proxy)
+        guard let proxyPort = Int(lines[0].split(separator: ":").last ?? ""),
+            let tunnelPort = Int(lines[1].split(separator: " ")[3].split(separator: ":").last ?? "")
+        else { throw Failure(description: "unexpected start-up lines from pinning proxy: \(lines)") }
+
+        // stunnel in client mode to the same upstream, verifying the same root and name.
+        var stunnel: Process?
+        var stunnelPort = 0
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/stunnel4") {
+            stunnelPort = try Self.freePort()
+            let conf = try directory.write(
+                "stunnel.conf",
+                """
+                foreground = yes
+                pid =
+                [bench]
+                client = yes
+                accept = 127.0.0.1:\(stunnelPort)
+                connect = 127.0.0.1:\(upstreamPort)
+                sni = api.bench
+                verifyChain = yes
+                CAfile = \(rootPath)
+                checkHost = api.bench
+
+                """)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/stunnel4")
+            process.arguments = [conf]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            stunnel = process
+            try await Self.waitForListener(port: stunnelPort)
+        }
+        defer { stunnel?.terminate() }
+
+        let proxyCA = try NIOSSLCertificate(file: directory.path("ca/ca.pem"), format: .pem)
+        var direct = TLSConfiguration.makeClientConfiguration()
+        direct.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
+        let directContext = try NIOSSLContext(configuration: direct)
+        var viaProxy = TLSConfiguration.makeClientConfiguration()
+        viaProxy.trustRoots = .certificates([proxyCA])
+        let proxyContext = try NIOSSLContext(configuration: viaProxy)
+
+        let loop = LoadGenerator(group: group, host: "api.bench")
+        func target(_ kind: Kind) -> LoadGenerator.Target {
+            switch kind {
+            case .direct: return .tls(port: upstreamPort, context: directContext)
+            case .tunnel: return .plain(port: tunnelPort)
+            case .stunnel: return .plain(port: stunnelPort)
+            case .forwardProxy: return .connect(proxyPort: proxyPort, upstreamPort: upstreamPort, context: proxyContext)
+            }
+        }
+        let kinds = Kind.allCases.filter { $0 != .stunnel || stunnel != nil }
+        // Warm up every path (handshakes, the proxy's leaf for api.bench), then take turns in rounds.
+        for kind in kinds { _ = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: 20) }
+        var histograms: [Kind: LatencyHistogram] = [:]
+        var elapsed: [Kind: Double] = [:]
+        var counts: [Kind: Int] = [:]
+        let perRound = max(self.concurrency, self.requests / self.rounds)
+        for _ in 0..<self.rounds {
+            for kind in kinds {
+                let result = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: max(1, perRound / self.concurrency))
+                var histogram = histograms[kind] ?? LatencyHistogram()
+                for sample in result.latencies { histogram.record(sample) }
+                histograms[kind] = histogram
+                elapsed[kind, default: 0] += result.seconds
+                counts[kind, default: 0] += result.latencies.count
+            }
+        }
+        let directP50 = (histograms[.direct]?.percentile(0.5) ?? 0) / 1e6
+        func path(_ kind: Kind) -> ProxyBenchReport.Path? {
+            guard let histogram = histograms[kind], let seconds = elapsed[kind], seconds > 0 else { return nil }
+            let p50 = histogram.percentile(0.5) / 1e6
+            return ProxyBenchReport.Path(
+                requestsPerSecond: (Double(counts[kind] ?? 0) / seconds).rounded(), p50Milliseconds: Self.rounded(p50),
+                p99Milliseconds: Self.rounded(histogram.percentile(0.99) / 1e6), addedP50Milliseconds: Self.rounded(p50 - directP50))
+        }
+        var report = ProxyBenchReport(
+            direct: path(.direct)!, tunnel: path(.tunnel)!, stunnel: path(.stunnel), forwardProxy: path(.forwardProxy)!, tunnelToStunnelThroughput: nil,
+            memory: nil)
+        if let stunnelPath = report.stunnel, stunnelPath.requestsPerSecond > 0 {
+            report.tunnelToStunnelThroughput = Self.rounded(report.tunnel.requestsPerSecond / stunnelPath.requestsPerSecond)
+        }
+        if self.memory {
+            report.memory = try await self.measureMemory(loop: loop, target: target(.forwardProxy), pid: proxy.processIdentifier)
+        }
+        return report
+    }
+
+    /// RSS after 10,000 and after 100,000 requests through the forward proxy (100 per connection, so 1,000
+    /// connections in all), then the RSS added per idle intercepted connection.
+    private func measureMemory(loop: LoadGenerator, target: LoadGenerator.Target, pid: Int32) async throws -> ProxyBenchReport.Memory {
+        var done = 0
+        var after10000 = 0
+        while done < 100_000 {
+            _ = try await loop.run(target, connections: 50, requestsPerConnection: 100)
+            done += 5_000
+            if done == 10_000 { after10000 = ProcessMemory.residentBytes(pid: pid) }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let after100000 = ProcessMemory.residentBytes(pid: pid)
+        let idle = 500
+        let before = ProcessMemory.residentBytes(pid: pid)
+        let held = try await loop.hold(target, connections: idle)
+        try await Task.sleep(for: .milliseconds(200))
+        let during = ProcessMemory.residentBytes(pid: pid)
+        for channel in held { channel.close(promise: nil) }
+        return ProxyBenchReport.Memory(
+            residentBytesAfter10000: after10000, residentBytesAfter100000: after100000,
+            growthPercent: Self.rounded(after10000 > 0 ? (Double(after100000) / Double(after10000) - 1) * 100 : 0),
+            bytesPerIdleConnection: max(0, during - before) / idle, idleConnections: idle)
+    }
+
+    static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+    static func lines(_ path: String, count: Int, process: Process) async throws -> [String] {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            let lines = text.split(separator: "\n").map(String.init)
+            if lines.count >= count { return lines }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw Failure(description: "pinning proxy did not start")
+    }
+
+    static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        return channel.localAddress?.port ?? 0
+    }
+
+    static func waitForListener(port: Int) async throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            do {
+                let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+                try await channel.close()
+                return
+            } catch {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        throw Failure(description: "stunnel did not listen on 127.0.0.1:\(port)")
+    }
+}
+
+/// Keep-alive HTTP/1.1 clients: each connection sends GET requests one after another and times each.
+struct LoadGenerator {
+    enum Target {
+        case plain(port: Int)
+        case tls(port: Int, context: NIOSSLContext)
+        /// CONNECT through the forward proxy, then TLS (trusting its local CA) to the upstream.
+        case connect(proxyPort: Int, upstreamPort: Int, context: NIOSSLContext)
+    }
+
+    struct Result {
+        var latencies: [UInt64]
+        var seconds: Double
+    }
+
+    let group: any EventLoopGroup
+    let host: String
+
+    func run(_ target: Target, connections: Int, requestsPerConnection: Int) async throws -> Result {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { tasks in
+            for _ in 0..<connections {
+                tasks.addTask {
+                    let channel = try await self.open(target)
+                    defer { channel.close(promise: nil) }
+                    let loop = try await channel.eventLoop.submit {
+                        try channel.pipeline.syncOperations.handler(type: RequestLoop.self)
+                    }.get()
+                    return try await channel.eventLoop.flatSubmit { loop.start(requests: requestsPerConnection) }.get()
+                }
+            }
+            var all: [UInt64] = []
+            for try await samples in tasks { all += samples }
+            return all
+        }
+        return Result(latencies: latencies, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+    }
+
+    /// Opens `connections` connections, each after one completed request, and leaves them open.
+    func hold(_ target: Target, connections: Int) async throws -> [any Channel] {
+        var channels: [any Channel] = []
+        for _ in 0..<connections {
+            let channel = try await self.open(target)
+            let loop = try await channel.eventLoop.submit { try channel.pipeline.syncOperations.handler(type: RequestLoop.self) }.get()
+            _ = try await channel.eventLoop.flatSubmit { loop.start(requests: 1) }.get()
+            channels.append(channel)
+        }
+        return channels
+    }
+
+    private func open(_ target: Target) async throws -> any Channel {
+        let host = self.host
+        switch target {
+        case .plain(let port):
+            return try await ClientBootstrap(group: self.group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(RequestLoop(host: host))
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port).get()
+        case .tls(let port, let context):
+            return try await ClientBootstrap(group: self.group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: host))
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(RequestLoop(host: host))
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port).get()
+        case .connect(let proxyPort, let upstreamPort, let context):
+            let established = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+            let channel = try await ClientBootstrap(group: self.group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handshake = ConnectHandshake(authority: "\(host):\(upstreamPort)")
+                        try channel.pipeline.syncOperations.addHandler(handshake)
+                        established.withLockedValue { $0 = handshake.done.futureResult }
+                    }
+                }
+                .connect(host: "127.0.0.1", port: proxyPort).get()
+            guard let done = established.withLockedValue({ $0 }) else { throw ProxyBenchmark.Failure(description: "no CONNECT handshake") }
+            try await done.get()
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: host))
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(RequestLoop(host: host))
+            }.get()
+            return channel
+        }
+    }
+}
+
+/// Sends `CONNECT authority` and waits for the proxy's `200`, then leaves the pipeline.
+final class ConnectHandshake: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let authority: String
+    var done: EventLoopPromise<Void>!
+    private var received = ""
+
+    init(authority: String) { self.authority = authority }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.done = context.eventLoop.makePromise()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 128)
+        buffer.writeString("CONNECT \(self.authority) HTTP/1.1\r\nHost: \(self.authority)\r\n\r\n")
+        context.writeAndFlush(self.wrapOutboundOut(buffer), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = self.unwrapInboundIn(data)
+        self.received += buffer.readString(length: buffer.readableBytes) ?? ""
+        guard self.received.contains("\r\n\r\n") else { return }
+        guard self.received.hasPrefix("HTTP/1.1 200") else {
+            self.done.fail(ProxyBenchmark.Failure(description: "CONNECT refused: \(self.received.prefix(200))"))
+            context.close(promise: nil)
+            return
+        }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        self.done.succeed()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.done.fail(error)
+        context.close(promise: nil)
+    }
+}
+
+/// Sends GET requests one after another on one keep-alive connection, recording each latency.
+final class RequestLoop: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let host: String
+    private var context: ChannelHandlerContext?
+    private var remaining = 0
+    private var sentAt: UInt64 = 0
+    private var samples: [UInt64] = []
+    private var promise: EventLoopPromise<[UInt64]>?
+
+    init(host: String) { self.host = host }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func start(requests: Int) -> EventLoopFuture<[UInt64]> {
+        guard let context = self.context else { return MultiThreadedEventLoopGroup.singleton.any().makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        let promise = context.eventLoop.makePromise(of: [UInt64].self)
+        self.promise = promise
+        self.remaining = requests
+        self.samples.reserveCapacity(requests)
+        self.send(context: context)
+        return promise.futureResult
+    }
+
+    private func send(context: ChannelHandlerContext) {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/bench")
+        head.headers.add(name: "host", value: self.host)
+        self.sentAt = DispatchTime.now().uptimeNanoseconds
+        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = self.unwrapInboundIn(data) else { return }
+        self.samples.append(DispatchTime.now().uptimeNanoseconds - self.sentAt)
+        self.remaining -= 1
+        if self.remaining > 0 {
+            self.send(context: context)
+        } else {
+            self.promise?.succeed(self.samples)
+            self.promise = nil
+            self.samples = []
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.promise?.fail(error)
+        self.promise = nil
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.promise?.fail(ChannelError.ioOnClosedChannel)
+        self.promise = nil
+        context.fireChannelInactive()
+    }
+}

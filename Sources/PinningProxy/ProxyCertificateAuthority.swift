@@ -334,5 +334,6 @@ public struct ProxyError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The message.
     public var description: String { self.message }
 }

@@ -20,6 +20,7 @@ public struct ProxyLogRecord: Sendable, Encodable {
     public var entry: String?
     /// Bytes from the client to the upstream and back (plaintext for intercepted and tunnelled connections).
     public var bytesUp: Int
+    /// Bytes from the upstream back to the client.
     public var bytesDown: Int
     /// HTTP requests relayed (intercepted connections).
     public var requests: Int

@@ -13,6 +13,7 @@ public struct ProxySettings: Sendable {
         /// The upstream port.
         public var port: Int
 
+        /// A tunnel from `local` to `host`:`port`.
         public init(local: SocketAddress, host: String, port: Int) {
             self.local = local
             self.host = host
@@ -25,6 +26,7 @@ public struct ProxySettings: Sendable {
     public struct Resolve: Sendable {
         var addresses: [String: SocketAddress] = [:]
 
+        /// No overrides: every host is resolved.
         public init() {}
 
         /// Connects `host`:`port` to `address`.
@@ -58,6 +60,8 @@ public struct ProxySettings: Sendable {
     /// The bound on connecting to an upstream plus its TLS handshake.
     public var upstreamTimeout: TimeAmount
 
+    /// Settings with the given policy, addresses and limits (the defaults: 1,024 connections, 300 s idle, 10 s to
+    /// reach an upstream).
     public init(
         configuration: PinningConfiguration,
         trustSettings: TrustSettings = .default,

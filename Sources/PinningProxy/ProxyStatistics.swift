@@ -28,6 +28,7 @@ public final class ProxyStatistics: Sendable {
     /// When the proxy started.
     public let started = Date()
 
+    /// Empty counters.
     public init() {}
 
     /// A connection of `kind` (`intercept`, `tunnel`, `passthrough`, `local`) began.

@@ -39,16 +39,6 @@ public final class PinnedHTTPClient: Sendable {
     private let group: any EventLoopGroup
     private let pool: HTTPConnectionPool
 
-    /// A client.
-    ///
-    /// - Parameters:
-    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
-    ///   - trust: Anchors, platform roots, validation time for each handshake's ``ServerTrust``.
-    ///   - identity: The client identity for servers that request one (mutual TLS).
-    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:)``.
-    ///   - configuration: Timeouts, redirects and limits.
-    ///   - group: The event loops; default NIO's shared singleton.
-    /// - Throws: when NIOSSL cannot build the TLS context.
     /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain (the
     /// form to prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
     ///
@@ -73,6 +63,16 @@ public final class PinnedHTTPClient: Sendable {
             tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
     }
 
+    /// A client judged with a `ServerTrust` template (its certificates are ignored; prefer the `settings:` form).
+    ///
+    /// - Parameters:
+    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
+    ///   - trust: Anchors, platform roots, validation time for each handshake's ``ServerTrust``.
+    ///   - identity: The client identity for servers that request one (mutual TLS).
+    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:)``.
+    ///   - configuration: Timeouts, redirects and limits.
+    ///   - group: The event loops; default NIO's shared singleton.
+    /// - Throws: when NIOSSL cannot build the TLS context.
     public init(
         evaluator: any ServerTrustEvaluating,
         trust: ServerTrust = ServerTrust(certificates: []),

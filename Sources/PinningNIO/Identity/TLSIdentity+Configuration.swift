@@ -9,6 +9,7 @@ public struct ClientIdentityError: Error, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var message: String
 
+    /// `domains["ENTRY"].clientIdentity: MESSAGE`.
     public var description: String { "domains[\"\(self.entry)\"].clientIdentity: \(self.message)" }
 }
 

@@ -41,6 +41,10 @@ let package = Package(
         // Already in the graph through Hummingbird and AsyncHTTPClient; named so PinningHummingbird can
         // implement ServerChildChannel, whose requirements take a Logger.
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The proxy records its metrics through swift-metrics (already in the graph); the CLI exports them with
+        // swift-prometheus's registry at /metrics.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The pure core: X509 + ASN.1 + Crypto only. No NIO, no logging.
@@ -143,6 +147,7 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -154,6 +159,8 @@ let package = Package(
                 "PinningPKI",
                 "PinningProxy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `pinning proxy` exports the proxy's metrics at /metrics in Prometheus's text format.
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // `serve`, `check`, `demo` and `bench handshake` drive loopback TLS.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import CoreMetrics
 public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
@@ -17,8 +18,8 @@ import X509
 public final class PinningProxy: Sendable {
     /// The settings it started with (addresses and limits stay; the policy part is replaced by ``reload(configuration:identities:authority:)``).
     public let settings: ProxySettings
-    /// Counters for `/status` and `/metrics`.
-    public let statistics = ProxyStatistics()
+    /// Counters for `/status`, recording metrics for `/metrics`.
+    public let statistics: ProxyStatistics
 
     /// What judges connections: the configuration, its identities and the local CA, with the pinned clients made
     /// from them. Replaced whole by a reload; a connection keeps the policy it started with for the request in
@@ -85,6 +86,7 @@ public final class PinningProxy: Sendable {
         self.settings = settings
         self.group = group
         self.log = log
+        self.statistics = ProxyStatistics(factory: settings.metrics?.factory ?? MetricsSystem.factory)
         self.policyBox = NIOLockedValueBox(
             try Policy(
                 configuration: settings.configuration, authority: authority, identities: settings.identities, trustSettings: settings.trustSettings,
@@ -246,7 +248,7 @@ public final class PinningProxy: Sendable {
                 configure: configure
             )
             let elapsed = ContinuousClock.now - started
-            self.statistics.upstreamHandshake(seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            self.statistics.upstreamHandshake(nanoseconds: elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
             return connection
         } catch {
             self.statistics.refused(host: host, code: Self.failureCode(error))
@@ -306,22 +308,25 @@ public final class PinningProxy: Sendable {
         return ((try? encoder.encode(status)).map { String(decoding: $0, as: UTF8.self) } ?? "{}") + "\n"
     }
 
-    /// `/metrics`: Prometheus text.
-    func metricsText() -> String {
+    /// `/metrics`: the expiry gauges brought up to date, then the embedding program's exposition text; nil when
+    /// no exposition was configured.
+    func metricsText() -> String? {
+        guard let exposition = self.settings.metrics?.exposition else { return nil }
         let now = Date()
         let policy = self.policy
-        var expiries: [(labels: String, seconds: Double)] = [
-            ("kind=\"local_ca\",entry=\"\"", policy.authority.certificate.notValidAfter.timeIntervalSince(now))
+        var expiries: [(kind: String, entry: String, seconds: Double)] = [
+            ("local_ca", "", policy.authority.certificate.notValidAfter.timeIntervalSince(now))
         ]
         for (entry, identity) in policy.identities.sorted(by: { $0.key < $1.key }) {
-            expiries.append(("kind=\"identity\",entry=\"\(ProxyStatistics.label(entry))\"", identity.leaf.notValidAfter.timeIntervalSince(now)))
+            expiries.append(("identity", entry, identity.leaf.notValidAfter.timeIntervalSince(now)))
         }
         for entry in policy.configuration.entries {
             if let expires = entry.expires {
-                expiries.append(("kind=\"pins\",entry=\"\(ProxyStatistics.label(entry.key))\"", expires.timeIntervalSince(now)))
+                expiries.append(("pins", entry.key, expires.timeIntervalSince(now)))
             }
         }
-        return self.statistics.prometheusText(expiries: expiries)
+        self.statistics.recordExpiries(expiries)
+        return exposition()
     }
 
     /// `/proxy.pac`.

@@ -119,7 +119,11 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         case "/status":
             self.reply(context: context, .ok, self.proxy.statusJSON(), contentType: "application/json")
         case "/metrics":
-            self.reply(context: context, .ok, self.proxy.metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            if let text = self.proxy.metricsText() {
+                self.reply(context: context, .ok, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+            } else {
+                self.reply(context: context, .notFound, "pinning proxy: metrics are not exported here\n", failure: "404")
+            }
         default:
             self.reply(context: context, .badRequest, "pinning proxy: \(path) is not served here (try /proxy.pac, /status or /metrics)\n", failure: "400")
         }

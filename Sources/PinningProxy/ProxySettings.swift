@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import NIOCore
 public import Pinning
 public import PinningNIO
@@ -40,6 +41,20 @@ public struct ProxySettings: Sendable {
         }
     }
 
+    /// Where the proxy's metrics go, and what `/metrics` serves.
+    public struct Metrics: Sendable {
+        /// The swift-metrics backend the proxy records into.
+        public var factory: any MetricsFactory
+        /// The text `/metrics` answers with (Prometheus's exposition format, say), read at each scrape.
+        public var exposition: @Sendable () -> String
+
+        /// Metrics recorded into `factory` and served as `exposition` gives them.
+        public init(factory: any MetricsFactory, exposition: @escaping @Sendable () -> String) {
+            self.factory = factory
+            self.exposition = exposition
+        }
+    }
+
     /// The per-host policy: entries, pins, anchors, report-only, reports, unlistedHosts.
     public var configuration: PinningConfiguration
     /// The platform roots and the rest of the judging settings (the entries add their anchors).
@@ -59,6 +74,9 @@ public struct ProxySettings: Sendable {
     public var idleTimeout: TimeAmount
     /// The bound on connecting to an upstream plus its TLS handshake.
     public var upstreamTimeout: TimeAmount
+    /// The metrics backend and `/metrics` text; nil records into swift-metrics' global `MetricsSystem.factory` and
+    /// `/metrics` answers 404 (the embedding program exports metrics its own way).
+    public var metrics: Metrics?
 
     /// Settings with the given policy, addresses and limits (the defaults: 1,024 connections, 300 s idle, 10 s to
     /// reach an upstream).
@@ -71,7 +89,8 @@ public struct ProxySettings: Sendable {
         resolve: Resolve = Resolve(),
         maximumConnections: Int = 1024,
         idleTimeout: TimeAmount = .seconds(300),
-        upstreamTimeout: TimeAmount = .seconds(10)
+        upstreamTimeout: TimeAmount = .seconds(10),
+        metrics: Metrics? = nil
     ) {
         self.configuration = configuration
         self.trustSettings = trustSettings
@@ -82,5 +101,6 @@ public struct ProxySettings: Sendable {
         self.maximumConnections = maximumConnections
         self.idleTimeout = idleTimeout
         self.upstreamTimeout = upstreamTimeout
+        self.metrics = metrics
     }
 }

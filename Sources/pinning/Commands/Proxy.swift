@@ -5,6 +5,7 @@ import NIOPosix
 import Pinning
 import PinningNIO
 import PinningProxy
+import Prometheus
 
 extension PinningCommand {
     /// `pinning proxy`: the configuration's policy for every client on the machine.
@@ -96,7 +97,8 @@ extension PinningCommand {
                 tunnels: tunnels,
                 resolve: resolve,
                 maximumConnections: self.maxConnections,
-                idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9))
+                idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9)),
+                metrics: Self.prometheusMetrics()
             )
             let json = self.logFormat == .json
             let proxy: PinningProxy
@@ -207,6 +209,22 @@ extension PinningCommand {
                 return try PinningConfiguration(contentsOfFile: self.config)
             } catch {
                 throw InputError(error.description)
+            }
+        }
+
+        /// The proxy's metrics in a registry of their own (not the process-wide swift-metrics bootstrap), served at
+        /// `/metrics` in Prometheus's text format. Timers are histograms in seconds.
+        static func prometheusMetrics() -> ProxySettings.Metrics {
+            let registry = PrometheusCollectorRegistry()
+            var factory = PrometheusMetricsFactory(registry: registry)
+            factory.defaultDurationHistogramBuckets = [
+                .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(10),
+            ]
+            return ProxySettings.Metrics(factory: factory) {
+                var buffer: [UInt8] = []
+                registry.emit(into: &buffer)
+                return String(decoding: buffer, as: UTF8.self)
             }
         }
 

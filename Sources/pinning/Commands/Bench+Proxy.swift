@@ -133,7 +133,6 @@ struct ProxyBenchmark {
             privateKey: Array(chain.leaf.privateKeyPEM.utf8), certificateOrigin: "<minted chain>", keyOrigin: "<minted key>")
         let group = MultiThreadedEventLoopGroup.singleton
         let upstream = try await LocalHTTPSServer.start(identity: identity, clientCertificateAuthorities: [], bind: "127.0.0.1", port: 0, group: group)
-        defer { upstream.close(promise: nil) }
         let upstreamPort = upstream.localAddress?.port ?? 0
         let rootPath = try directory.write("root.pem", chain.root.certificatePEM)
         let pin = Pin(spkiOf: chain.intermediate.certificate).description
@@ -154,7 +153,7 @@ struct ProxyBenchmark {
         proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyOut))
         proxy.standardError = FileHandle.nullDevice
         try proxy.run()
-        defer { proxy.terminate() }
+        defer { Self.stop(proxy) }
         let lines = try await Self.lines(proxyOut, count: 3, process: proxy)
         guard let proxyPort = Int(lines[0].split(separator: ":").last ?? ""),
             let tunnelPort = Int(lines[1].split(separator: " ")[3].split(separator: ":").last ?? "")
@@ -189,7 +188,7 @@ struct ProxyBenchmark {
             stunnel = process
             try await Self.waitForListener(port: stunnelPort)
         }
-        defer { stunnel?.terminate() }
+        defer { stunnel.map(Self.stop) }
 
         let proxyCA = try NIOSSLCertificate(file: directory.path("ca/ca.pem"), format: .pem)
         var direct = TLSConfiguration.makeClientConfiguration()
@@ -242,7 +241,15 @@ struct ProxyBenchmark {
         if self.memory {
             report.memory = try await self.measureMemory(loop: loop, target: target(.forwardProxy), pid: proxy.processIdentifier)
         }
+        try? await upstream.close()
         return report
+    }
+
+    /// SIGKILL: a child may inherit SIGTERM blocked from the thread that spawned it (stunnel did, and outlived
+    /// the benchmark), and nothing of these processes needs a clean shutdown.
+    static func stop(_ process: Process) {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     /// RSS after 10,000 and after 100,000 requests through the forward proxy (100 per connection, so 1,000
@@ -262,7 +269,7 @@ struct ProxyBenchmark {
         let held = try await loop.hold(target, connections: idle)
         try await Task.sleep(for: .milliseconds(200))
         let during = ProcessMemory.residentBytes(pid: pid)
-        for channel in held { channel.close(promise: nil) }
+        for channel in held { try? await channel.close() }
         return ProxyBenchReport.Memory(
             residentBytesAfter10000: after10000, residentBytesAfter100000: after100000,
             growthPercent: Self.rounded(after10000 > 0 ? (Double(after100000) / Double(after10000) - 1) * 100 : 0),
@@ -326,11 +333,18 @@ struct LoadGenerator {
             for _ in 0..<connections {
                 tasks.addTask {
                     let channel = try await self.open(target)
-                    defer { channel.close(promise: nil) }
-                    let loop = try await channel.eventLoop.submit {
-                        try channel.pipeline.syncOperations.handler(type: RequestLoop.self)
-                    }.get()
-                    return try await channel.eventLoop.flatSubmit { loop.start(requests: requestsPerConnection) }.get()
+                    do {
+                        let loop = try await channel.eventLoop.submit {
+                            try channel.pipeline.syncOperations.handler(type: RequestLoop.self)
+                        }.get()
+                        let samples = try await channel.eventLoop.flatSubmit { loop.start(requests: requestsPerConnection) }.get()
+                        // Closed and awaited: nothing of a connection outlives the run.
+                        try? await channel.close()
+                        return samples
+                    } catch {
+                        try? await channel.close()
+                        throw error
+                    }
                 }
             }
             var all: [UInt64] = []
@@ -455,6 +469,8 @@ final class RequestLoop: ChannelInboundHandler {
     init(host: String) { self.host = host }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func start(requests: Int) -> EventLoopFuture<[UInt64]> {
         guard let context = self.context else { return MultiThreadedEventLoopGroup.singleton.any().makeFailedFuture(ChannelError.ioOnClosedChannel) }

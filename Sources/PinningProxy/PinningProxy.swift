@@ -261,8 +261,8 @@ public final class PinningProxy: Sendable {
         error.trustFailure.map { "\($0.code)" } ?? "\(error.code)"
     }
 
-    /// `127.0.0.1:8080`, `[::1]:8080`.
-    static func describe(_ address: SocketAddress) -> String {
+    /// `127.0.0.1:8080`, `[::1]:8080`: how the proxy names an address (start-up lines, `/status`, the PAC file).
+    package static func describe(_ address: SocketAddress) -> String {
         let ip = address.ipAddress ?? "\(address)"
         let port = address.port ?? 0
         return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"

@@ -116,9 +116,9 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: proxy: \(error.message)\n".utf8))
                 throw ExitCode(3)
             }
-            var lines = ["proxy listening on http://\(Self.display(bound[0]))"]
+            var lines = ["proxy listening on http://\(PinningProxy.describe(bound[0]))"]
             for (tunnel, address) in zip(tunnels, bound.dropFirst()) {
-                lines.append("tunnel listening on \(Self.display(address)) -> \(tunnel.host):\(tunnel.port)")
+                lines.append("tunnel listening on \(PinningProxy.describe(address)) -> \(tunnel.host):\(tunnel.port)")
             }
             lines.append("local CA: \(authority.certificatePath) (\(authority.pin))")
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
@@ -289,8 +289,12 @@ extension PinningCommand {
             if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
                 host = String(host.dropFirst().dropLast())
             }
-            guard !host.isEmpty, PinnedHostName.isValid(host) else {
-                throw InputError("--tunnel \(spec): \(host) is not a DNS name or IP address")
+            // The same name check the evaluator applies to the host, so a tunnel that could never be trusted is
+            // refused at start-up rather than at its first connection.
+            do {
+                _ = try PeerName(host)
+            } catch {
+                throw InputError("--tunnel \(spec): \(error.description)")
             }
             return ProxySettings.Tunnel(local: local, host: host.lowercased(), port: port)
         }
@@ -303,23 +307,8 @@ extension PinningCommand {
             return resolve
         }
 
-        static func display(_ address: SocketAddress) -> String {
-            let ip = address.ipAddress ?? "?"
-            return ip.contains(":") ? "[\(ip)]:\(address.port ?? 0)" : "\(ip):\(address.port ?? 0)"
-        }
-
         static func warn(_ text: String) {
             FileHandle.standardError.write(Data("pinning: proxy: warning: \(text)\n".utf8))
         }
-    }
-}
-
-/// Host names as `--tunnel` takes them: a DNS name or an IP address literal.
-enum PinnedHostName {
-    static func isValid(_ host: String) -> Bool {
-        if IPAddressText.bytes(host) != nil { return true }
-        var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
-        return !name.isEmpty && DNSNameSyntax.isPlausible(name)
     }
 }

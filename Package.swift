@@ -218,6 +218,8 @@ let package = Package(
                 "Pinning",
                 "PinningNIO",
                 "PinningAsyncHTTPClient",
+                // AsyncHTTPClient through the proxy (issue 16): the whole per-host policy for an unmodified client.
+                "PinningProxy",
                 "PinningTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

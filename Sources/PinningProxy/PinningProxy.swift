@@ -38,17 +38,17 @@ public final class PinningProxy: Sendable {
 
         init(
             configuration: PinningConfiguration, authority: ProxyCertificateAuthority, identities: [String: TLSIdentity], trustSettings: TrustSettings,
-            generation: Int
+            keyLog: TLSKeyLog?, generation: Int
         ) throws(ProxyError) {
             self.configuration = configuration
             self.authority = authority
             self.identities = identities
             self.generation = generation
             do {
-                self.upstreamClient = try PinnedTLSClient(evaluator: configuration, settings: trustSettings)
+                self.upstreamClient = try PinnedTLSClient(evaluator: configuration, settings: trustSettings, keyLog: keyLog)
                 var clients: [String: PinnedTLSClient] = [:]
                 for (entry, identity) in identities {
-                    clients[entry] = try PinnedTLSClient(evaluator: configuration, settings: trustSettings, identity: identity)
+                    clients[entry] = try PinnedTLSClient(evaluator: configuration, settings: trustSettings, identity: identity, keyLog: keyLog)
                 }
                 self.identityClients = clients
             } catch {
@@ -90,7 +90,7 @@ public final class PinningProxy: Sendable {
         self.policyBox = NIOLockedValueBox(
             try Policy(
                 configuration: settings.configuration, authority: authority, identities: settings.identities, trustSettings: settings.trustSettings,
-                generation: 0
+                keyLog: settings.keyLog, generation: 0
             )
         )
     }
@@ -113,7 +113,7 @@ public final class PinningProxy: Sendable {
         let generation = self.policy.generation + 1
         let policy = try Policy(
             configuration: configuration, authority: authority, identities: identities, trustSettings: self.settings.trustSettings,
-            generation: generation
+            keyLog: self.settings.keyLog, generation: generation
         )
         self.policyBox.withLockedValue { $0 = policy }
     }

@@ -3,6 +3,7 @@ public import Foundation
 import NIOConcurrencyHelpers
 public import NIOSSL
 public import Pinning
+import PinningNIO
 import SwiftASN1
 public import X509
 
@@ -176,7 +177,7 @@ public final class ProxyCertificateAuthority: Sendable {
             configuration.minimumTLSVersion = .tlsv12
             context = try NIOSSLContext(configuration: configuration)
         } catch {
-            throw ProxyError("cannot mint a certificate for \(host): \(error)")
+            throw ProxyError("cannot mint a certificate for \(host): the local CA could not sign it, or TLS could not use it (\(ConnectionFailureWords.words(error)))")
         }
         return self.contexts.withLockedValue { contexts in
             if let existing = contexts[name] { return existing }
@@ -258,7 +259,7 @@ public final class ProxyCertificateAuthority: Sendable {
             )
             return (certificate, try certificate.serializeAsPEM().pemString + "\n")
         } catch {
-            throw ProxyError("cannot issue the local CA certificate: \(error)")
+            throw ProxyError("cannot issue the local CA certificate: its key could not sign it")
         }
     }
 

@@ -199,7 +199,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port, policy: policy))
             self.leave(context: context)
         } catch {
-            self.connection.finish(verdict: "error", failure: "internal", message: "cannot set up the interception: \(error)")
+            self.connection.finish(verdict: "error", failure: "internal", message: "cannot set up the interception: \(ConnectionFailureWords.words(error))")
             context.close(promise: nil)
         }
     }
@@ -239,7 +239,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
                     channel.closeFuture.whenComplete { _ in connection.finish(verdict: "-") }
                     handler.leave(context: context)
                 } catch {
-                    connection.finish(verdict: "error", failure: "internal", message: "\(error)")
+                    connection.finish(verdict: "error", failure: "internal", message: ConnectionFailureWords.words(error))
                     channel.close(promise: nil)
                 }
             case .failure(let error):
@@ -297,7 +297,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else if error is HTTPParserError {
             self.reply(context: context, .badRequest, "pinning proxy: not an HTTP/1.1 request\n", failure: "400")
         } else {
-            self.connection.finish(verdict: "-", failure: "error", message: "\(error)")
+            self.connection.finish(verdict: "-", failure: "error", message: ConnectionFailureWords.words(error))
             context.close(promise: nil)
         }
     }

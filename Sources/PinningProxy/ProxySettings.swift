@@ -77,6 +77,10 @@ public struct ProxySettings: Sendable {
     /// The metrics backend and `/metrics` text; nil records into swift-metrics' global `MetricsSystem.factory` and
     /// `/metrics` answers 404 (the embedding program exports metrics its own way).
     public var metrics: Metrics?
+    /// Where to write the session secrets of every upstream handshake (NSS key log format), for decrypting a
+    /// capture while debugging; nil writes nothing. The client side of an intercepted connection is the client's
+    /// own to log (curl and browsers read `SSLKEYLOGFILE`).
+    public var keyLog: TLSKeyLog?
 
     /// Settings with the given policy, addresses and limits (the defaults: 1,024 connections, 300 s idle, 10 s to
     /// reach an upstream).
@@ -90,7 +94,8 @@ public struct ProxySettings: Sendable {
         maximumConnections: Int = 1024,
         idleTimeout: TimeAmount = .seconds(300),
         upstreamTimeout: TimeAmount = .seconds(10),
-        metrics: Metrics? = nil
+        metrics: Metrics? = nil,
+        keyLog: TLSKeyLog? = nil
     ) {
         self.configuration = configuration
         self.trustSettings = trustSettings
@@ -102,5 +107,6 @@ public struct ProxySettings: Sendable {
         self.idleTimeout = idleTimeout
         self.upstreamTimeout = upstreamTimeout
         self.metrics = metrics
+        self.keyLog = keyLog
     }
 }

@@ -325,11 +325,112 @@ struct ProxyCLITests {
         )
         let good = try await TestTools.run("/usr/bin/python3", [script, "\(ports[0])"], timeout: 60)
         #expect(good.stdout.contains("lennut dennip"), "\(good) \(reverser.output)")
+        // A client that speaks first, at once, 200 times: its first bytes are sent before the upstream is
+        // trusted, and must be passed on, never dropped.
+        let eager = try fixture.directory.write(
+            "eager.py",
+            """
+            import socket, sys
+            answered = 0
+            for i in range(200):
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+                s.sendall(b"eager %d\\n" % i)
+                data = b""
+                try:
+                    while b"\\n" not in data:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                except (socket.timeout, ConnectionResetError):
+                    pass
+                s.close()
+                if data.strip() == (b"eager %d" % i)[::-1]:
+                    answered += 1
+            print("answered", answered)
+            """
+        )
+        let eagerRun = try await TestTools.run("/usr/bin/python3", [eager, "\(ports[0])"], timeout: 300)
+        #expect(eagerRun.stdout.contains("answered 200"), "\(eagerRun)")
         // bad.test's pins do not match: the tunnel closes without a byte, and the log says why.
         let refused = try await TestTools.run("/usr/bin/python3", [script, "\(ports[1])"], timeout: 60)
         #expect(refused.stdout.contains("b''"), "\(refused)")
         try await Task.sleep(for: .milliseconds(300))
         #expect(proxy.stderr.contains("tunnel client=") && proxy.stderr.contains("host=bad.test") && proxy.stderr.contains("failure=pinMismatch"), "\(proxy.stderr)")
+    }
+
+    @Test(
+        "an upstream that speaks first (as MySQL, SMTP and FTP servers do): its greeting reaches the client through the tunnel, 100 times out of 100",
+        .enabled(if: TestTools.python3Available))
+    func upstreamSpeaksFirst() async throws {
+        let fixture = try await ProxyFixture()
+        defer { fixture.stop() }
+        let serverScript = try fixture.directory.write(
+            "greeter.py",
+            """
+            import socket, ssl, sys, threading
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[1], sys.argv[2])
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(64)
+            print("PORT", listener.getsockname()[1], flush=True)
+            def serve(raw):
+                try:
+                    with context.wrap_socket(raw, server_side=True) as tls:
+                        tls.sendall(b"220 greeter ready\\n")
+                        line = tls.recv(4096)
+                        tls.sendall(b"250 " + line)
+                except Exception:
+                    pass
+            while True:
+                raw, _ = listener.accept()
+                threading.Thread(target=serve, args=(raw,), daemon=True).start()
+            """
+        )
+        let greeter = try await ServerProcess(
+            "/usr/bin/python3", ["-u", serverScript, fixture.directory.path("upstream-chain.pem"), fixture.directory.path("upstream.key")], in: fixture.directory
+        ) { line in
+            line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil
+        }
+        defer { greeter.stop() }
+        let proxy = try Subprocess(
+            [
+                "proxy", "--config", fixture.directory.path("pinning.json"), "--listen", "127.0.0.1:0", "--ca-dir", fixture.directory.path("ca"),
+                "--resolve", "api.test:\(greeter.port):127.0.0.1", "--tunnel", "127.0.0.1:0=api.test:\(greeter.port)",
+            ],
+            in: fixture.directory
+        )
+        defer { proxy.kill() }
+        let lines = try await ProxyFixture.startupLines(proxy, count: 3)
+        let port = try #require(lines.first { $0.hasPrefix("tunnel listening on ") }.flatMap { Int($0.split(separator: " ")[3].split(separator: ":").last ?? "") })
+        let client = try fixture.directory.write(
+            "greeted.py",
+            """
+            import socket, sys
+            greeted = 0
+            for i in range(100):
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+                data = b""
+                try:
+                    while b"\\n" not in data:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    if data == b"220 greeter ready\\n":
+                        s.sendall(b"HELO %d\\n" % i)
+                        reply = s.recv(4096)
+                        if reply == b"250 HELO %d\\n" % i:
+                            greeted += 1
+                except (socket.timeout, ConnectionResetError):
+                    pass
+                s.close()
+            print("greeted", greeted)
+            """
+        )
+        let run = try await TestTools.run("/usr/bin/python3", [client, "\(port)"], timeout: 600)
+        #expect(run.stdout.contains("greeted 100"), "\(run) \(proxy.stderr.suffix(2000))")
     }
 
     @Test("unlisted hosts: a byte tunnel under \"default\" (the client validates), 403 naming the host under \"reject\"")

@@ -51,12 +51,15 @@ public struct PinnedTLSClient: Sendable {
     ///   - configuration: A base configuration (TLS versions, ciphers, ALPN); default
     ///     ``NIOSSL/TLSConfiguration/makePinnedClientConfiguration(identity:)``. Its certificate verification is
     ///     forced to `.noHostnameVerification` and the identity replaces its certificate chain and key.
+    ///   - keyLog: Where to write each handshake's session secrets (NSS key log format), for decrypting a
+    ///     capture while debugging; nil (the default) leaves the configuration's own callback, if any.
     /// - Throws: when NIOSSL cannot build the context.
     public init(
         evaluator: any ServerTrustEvaluating,
         trust: ServerTrust = ServerTrust(certificates: []),
         identity: TLSIdentity? = nil,
-        configuration: TLSConfiguration? = nil
+        configuration: TLSConfiguration? = nil,
+        keyLog: TLSKeyLog? = nil
     ) throws {
         var configuration = configuration ?? .makePinnedClientConfiguration(identity: identity)
         configuration.certificateVerification = .noHostnameVerification
@@ -71,6 +74,9 @@ public struct PinnedTLSClient: Sendable {
         if let identity {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource
+        }
+        if let keyLog {
+            configuration = keyLog.applied(to: configuration)
         }
         self.evaluator = evaluator
         self.trust = trust
@@ -87,15 +93,18 @@ public struct PinnedTLSClient: Sendable {
     ///   - evaluator: Decides trust for each handshake.
     ///   - settings: How each handshake's chain is judged.
     ///   - identity: The client identity for servers that request one.
-    ///   - configuration: A base configuration; see ``init(evaluator:trust:identity:configuration:)``.
+    ///   - configuration: A base configuration; see ``init(evaluator:trust:identity:configuration:keyLog:)``.
+    ///   - keyLog: Where to write each handshake's session secrets, for debugging; nil writes nothing.
     /// - Throws: when NIOSSL cannot build the context.
     public init(
         evaluator: any ServerTrustEvaluating,
         settings: TrustSettings,
         identity: TLSIdentity? = nil,
-        configuration: TLSConfiguration? = nil
+        configuration: TLSConfiguration? = nil,
+        keyLog: TLSKeyLog? = nil
     ) throws {
-        try self.init(evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity, configuration: configuration)
+        try self.init(
+            evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity, configuration: configuration, keyLog: keyLog)
     }
 
     /// How each handshake's chain is judged (the settings of ``trust``).

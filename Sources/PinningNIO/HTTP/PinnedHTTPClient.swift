@@ -69,7 +69,7 @@ public final class PinnedHTTPClient: Sendable {
     ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
     ///   - trust: Anchors, platform roots, validation time for each handshake's ``ServerTrust``.
     ///   - identity: The client identity for servers that request one (mutual TLS).
-    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:)``.
+    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:keyLog:)``.
     ///   - configuration: Timeouts, redirects and limits.
     ///   - group: The event loops; default NIO's shared singleton.
     /// - Throws: when NIOSSL cannot build the TLS context.
@@ -81,7 +81,8 @@ public final class PinnedHTTPClient: Sendable {
         configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) throws {
-        self.tls = try PinnedTLSClient(evaluator: evaluator, trust: trust, identity: identity, configuration: tlsConfiguration)
+        self.tls = try PinnedTLSClient(
+            evaluator: evaluator, trust: trust, identity: identity, configuration: tlsConfiguration, keyLog: configuration.keyLog)
         self.configuration = configuration
         self.group = group
         self.pool = HTTPConnectionPool(maximumIdlePerKey: configuration.maximumIdleConnectionsPerHost)

@@ -14,6 +14,9 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
     public var maximumBodySize: Int
     /// The `User-Agent` header.
     public var userAgent: String
+    /// Where to write each handshake's session secrets (NSS key log format), for decrypting a capture while
+    /// debugging. Default nil: nothing is written.
+    public var keyLog: TLSKeyLog?
 
     /// The defaults, or the given values.
     public init(
@@ -22,7 +25,8 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
         maximumRedirects: Int = 5,
         maximumIdleConnectionsPerHost: Int = 8,
         maximumBodySize: Int = 16 * 1024 * 1024,
-        userAgent: String = "swift-pinning"
+        userAgent: String = "swift-pinning",
+        keyLog: TLSKeyLog? = nil
     ) {
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
@@ -30,5 +34,6 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
         self.maximumIdleConnectionsPerHost = maximumIdleConnectionsPerHost
         self.maximumBodySize = maximumBodySize
         self.userAgent = userAgent
+        self.keyLog = keyLog
     }
 }

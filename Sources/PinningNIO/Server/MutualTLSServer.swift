@@ -77,6 +77,8 @@ public struct MutualTLSServer: Sendable {
     ///   - clientCertificateAuthorities: The client CAs; must not be empty.
     ///   - allowedClientPins: An optional allow-list of client SPKI pins (empty: any client of those CAs).
     ///   - clientCheck: Extra checks on each client, at the full handshake and on each resumption.
+    ///   - keyLog: Where to write each handshake's session secrets (NSS key log format), for decrypting a
+    ///     capture while debugging; nil (the default) writes nothing.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
     ///
@@ -86,7 +88,8 @@ public struct MutualTLSServer: Sendable {
         identity: TLSIdentity,
         clientCertificateAuthorities: [Certificate],
         allowedClientPins: [Pin] = [],
-        clientCheck: ClientCheck? = nil
+        clientCheck: ClientCheck? = nil,
+        keyLog: TLSKeyLog? = nil
     ) throws {
         try self.init(
             identity: identity,
@@ -94,7 +97,8 @@ public struct MutualTLSServer: Sendable {
             allowedClientPins: allowedClientPins,
             validationTime: nil,
             clock: { Date() },
-            clientCheck: clientCheck
+            clientCheck: clientCheck,
+            keyLog: keyLog
         )
     }
 
@@ -107,7 +111,8 @@ public struct MutualTLSServer: Sendable {
         allowedClientPins: [Pin] = [],
         validationTime: Date? = nil,
         clock: @escaping @Sendable () -> Date,
-        clientCheck: ClientCheck? = nil
+        clientCheck: ClientCheck? = nil,
+        keyLog: TLSKeyLog? = nil
     ) throws {
         self.identity = identity
         self.clientCertificateAuthorities = clientCertificateAuthorities
@@ -119,10 +124,11 @@ public struct MutualTLSServer: Sendable {
             validationTime: validationTime,
             purpose: .clientAuthentication
         )
-        self.configuration = try TLSConfiguration.makeMutualTLSServerConfiguration(
+        let configuration = try TLSConfiguration.makeMutualTLSServerConfiguration(
             identity: identity,
             clientCertificateAuthorities: clientCertificateAuthorities
         )
+        self.configuration = keyLog?.applied(to: configuration) ?? configuration
         self.clientCheck = clientCheck
         self.clock = clock
         // Fails at configuration time, not at the first connection.

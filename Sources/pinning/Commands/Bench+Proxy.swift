@@ -27,7 +27,7 @@ extension PinningCommand.Bench {
                 requests (over 1,000 connections), and per idle intercepted connection.
 
                 JSON keys: direct, tunnel, stunnel, forwardProxy (each requestsPerSecond, p50Milliseconds, \
-                p99Milliseconds, addedP50Milliseconds), tunnelToStunnelThroughput, memory.
+                p99Milliseconds, addedP50Milliseconds, addedP99Milliseconds), tunnelToStunnelThroughput, memory.
                 """
         )
 
@@ -51,7 +51,9 @@ extension PinningCommand.Bench {
             do {
                 report = try await ProxyBenchmark(requests: self.requests, concurrency: self.concurrency, rounds: self.rounds, memory: self.memory).run()
             } catch {
-                FileHandle.standardError.write(Data("pinning: bench proxy: \(error)\n".utf8))
+                // Our own failures are already in words; anything else (a socket, TLS) through the shared words.
+                let words = (error as? ProxyBenchmark.Failure)?.description ?? ConnectionFailureWords.words(error)
+                FileHandle.standardError.write(Data("pinning: bench proxy: \(words)\n".utf8))
                 throw ExitCode(1)
             }
             if self.json {
@@ -70,6 +72,8 @@ struct ProxyBenchReport: Encodable {
         var p50Milliseconds: Double
         var p99Milliseconds: Double
         var addedP50Milliseconds: Double
+        /// This path's p99 minus the direct connection's p99 (the issue asks for added p50 and p99).
+        var addedP99Milliseconds: Double
     }
 
     struct Memory: Encodable {
@@ -91,8 +95,8 @@ struct ProxyBenchReport: Encodable {
         func line(_ name: String, _ path: Path) -> String {
             name.padding(toLength: 22, withPad: " ", startingAt: 0)
                 + String(
-                    format: " %9.0f requests/s  p50 %.3f ms  p99 %.3f ms  added p50 %+.3f ms", path.requestsPerSecond, path.p50Milliseconds,
-                    path.p99Milliseconds, path.addedP50Milliseconds)
+                    format: " %9.0f requests/s  p50 %.3f ms  p99 %.3f ms  added p50 %+.3f ms  added p99 %+.3f ms", path.requestsPerSecond,
+                    path.p50Milliseconds, path.p99Milliseconds, path.addedP50Milliseconds, path.addedP99Milliseconds)
         }
         var lines = [line("direct TLS", self.direct), line("pinning proxy tunnel", self.tunnel)]
         if let stunnel { lines.append(line("stunnel (client mode)", stunnel)) }
@@ -117,7 +121,7 @@ struct ProxyBenchmark {
     var rounds: Int
     var memory: Bool
 
-    enum Kind: CaseIterable {
+    enum Kind: String, CaseIterable {
         case direct, tunnel, stunnel, forwardProxy
     }
 
@@ -151,7 +155,10 @@ struct ProxyBenchmark {
         let proxyOut = directory.path("proxy.out")
         FileManager.default.createFile(atPath: proxyOut, contents: nil)
         proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyOut))
-        proxy.standardError = FileHandle.nullDevice
+        // Its log (one line per connection) is kept, so a failed run can say what the proxy saw.
+        let proxyLog = directory.path("proxy.err")
+        FileManager.default.createFile(atPath: proxyLog, contents: nil)
+        proxy.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyLog))
         try proxy.run()
         defer { Self.stop(proxy) }
         let lines = try await Self.lines(proxyOut, count: 3, process: proxy)
@@ -209,14 +216,28 @@ struct ProxyBenchmark {
         }
         let kinds = Kind.allCases.filter { $0 != .stunnel || stunnel != nil }
         // Warm up every path (handshakes, the proxy's leaf for api.bench), then take turns in rounds.
-        for kind in kinds { _ = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: 20) }
+        for kind in kinds {
+            do {
+                _ = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: 20)
+            } catch {
+                throw Failure(description: "the \(kind.rawValue) path failed while warming up: \(Self.words(error))")
+            }
+        }
         var histograms: [Kind: LatencyHistogram] = [:]
         var elapsed: [Kind: Double] = [:]
         var counts: [Kind: Int] = [:]
         let perRound = max(self.concurrency, self.requests / self.rounds)
         for _ in 0..<self.rounds {
             for kind in kinds {
-                let result = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: max(1, perRound / self.concurrency))
+                let result: LoadGenerator.Result
+                do {
+                    result = try await loop.run(target(kind), connections: self.concurrency, requestsPerConnection: max(1, perRound / self.concurrency))
+                } catch {
+                    // Say which path failed: a reset through stunnel and one through the proxy mean different things.
+                    let logged = ((try? String(contentsOfFile: proxyLog, encoding: .utf8)) ?? "").split(separator: "\n")
+                    let failures = logged.filter { $0.contains("failure=") || $0.hasPrefix("\(kind == .tunnel ? "tunnel" : "intercept") ") }.suffix(12).map { "\n  proxy log: \($0)" }.joined()
+                    throw Failure(description: "the \(kind.rawValue) path failed: \(Self.words(error))\(failures)")
+                }
                 var histogram = histograms[kind] ?? LatencyHistogram()
                 for sample in result.latencies { histogram.record(sample) }
                 histograms[kind] = histogram
@@ -225,12 +246,14 @@ struct ProxyBenchmark {
             }
         }
         let directP50 = (histograms[.direct]?.percentile(0.5) ?? 0) / 1e6
+        let directP99 = (histograms[.direct]?.percentile(0.99) ?? 0) / 1e6
         func path(_ kind: Kind) -> ProxyBenchReport.Path? {
             guard let histogram = histograms[kind], let seconds = elapsed[kind], seconds > 0 else { return nil }
             let p50 = histogram.percentile(0.5) / 1e6
+            let p99 = histogram.percentile(0.99) / 1e6
             return ProxyBenchReport.Path(
                 requestsPerSecond: (Double(counts[kind] ?? 0) / seconds).rounded(), p50Milliseconds: Self.rounded(p50),
-                p99Milliseconds: Self.rounded(histogram.percentile(0.99) / 1e6), addedP50Milliseconds: Self.rounded(p50 - directP50))
+                p99Milliseconds: Self.rounded(p99), addedP50Milliseconds: Self.rounded(p50 - directP50), addedP99Milliseconds: Self.rounded(p99 - directP99))
         }
         var report = ProxyBenchReport(
             direct: path(.direct)!, tunnel: path(.tunnel)!, stunnel: path(.stunnel), forwardProxy: path(.forwardProxy)!, tunnelToStunnelThroughput: nil,
@@ -287,6 +310,11 @@ struct ProxyBenchmark {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw Failure(description: "pinning proxy did not start")
+    }
+
+    /// Our own failures as they are; a socket or TLS error through the shared words.
+    static func words(_ error: any Error) -> String {
+        (error as? Failure)?.description ?? ConnectionFailureWords.words(error)
     }
 
     static func freePort() throws -> Int {
@@ -422,10 +450,26 @@ final class ConnectHandshake: ChannelInboundHandler, RemovableChannelHandler {
     var done: EventLoopPromise<Void>!
     private var received = ""
 
+    private var completed = false
+
     init(authority: String) { self.authority = authority }
 
+    /// Completes `done` once (a refusal is followed by the close it causes).
+    private func complete(_ result: Result<Void, any Error>) {
+        guard !self.completed else { return }
+        self.completed = true
+        self.done.completeWith(result)
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
-        self.done = context.eventLoop.makePromise()
+        let done = context.eventLoop.makePromise(of: Void.self)
+        self.done = done
+        // Bounded: a proxy that never answers the CONNECT fails the run instead of hanging it.
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let timeout = context.eventLoop.scheduleTask(in: .seconds(30)) {
+            bound.value.complete(.failure(ProxyBenchmark.Failure(description: "no answer to CONNECT within 30 s")))
+        }
+        done.futureResult.whenComplete { _ in timeout.cancel() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -440,17 +484,22 @@ final class ConnectHandshake: ChannelInboundHandler, RemovableChannelHandler {
         self.received += buffer.readString(length: buffer.readableBytes) ?? ""
         guard self.received.contains("\r\n\r\n") else { return }
         guard self.received.hasPrefix("HTTP/1.1 200") else {
-            self.done.fail(ProxyBenchmark.Failure(description: "CONNECT refused: \(self.received.prefix(200))"))
+            self.complete(.failure(ProxyBenchmark.Failure(description: "CONNECT refused: \(self.received.prefix(200))")))
             context.close(promise: nil)
             return
         }
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-        self.done.succeed()
+        self.complete(.success(()))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.done.fail(error)
+        self.complete(.failure(error))
         context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.complete(.failure(ProxyBenchmark.Failure(description: "the proxy closed the connection before answering CONNECT")))
+        context.fireChannelInactive()
     }
 }
 
@@ -465,6 +514,11 @@ final class RequestLoop: ChannelInboundHandler {
     private var sentAt: UInt64 = 0
     private var samples: [UInt64] = []
     private var promise: EventLoopPromise<[UInt64]>?
+    /// Checks every 5 s that a reply came since the last check; a connection that stalls for 30 s fails the run
+    /// with words instead of hanging the benchmark (a stalled path is a finding, not a reason to wait forever).
+    private var watchdog: RepeatedTask?
+    private var progressAtLastCheck = -1
+    private var stalledChecks = 0
 
     init(host: String) { self.host = host }
 
@@ -478,8 +532,40 @@ final class RequestLoop: ChannelInboundHandler {
         self.promise = promise
         self.remaining = requests
         self.samples.reserveCapacity(requests)
+        self.progressAtLastCheck = -1
+        self.stalledChecks = 0
+        // Cancelled by `finish`, which every end of the run goes through (reply, error, close).
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.watchdog = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(5)) { _ in
+            bound.value.checkProgress()
+        }
         self.send(context: context)
         return promise.futureResult
+    }
+
+    private func checkProgress() {
+        guard self.promise != nil else { return }
+        if self.remaining == self.progressAtLastCheck {
+            self.stalledChecks += 1
+            if self.stalledChecks >= 6 {
+                self.finish(.failure(ProxyBenchmark.Failure(description: "no reply for 30 s with \(self.remaining) requests to go")))
+                self.context?.close(promise: nil)
+            }
+        } else {
+            self.stalledChecks = 0
+            self.progressAtLastCheck = self.remaining
+        }
+    }
+
+    private func finish(_ result: Result<[UInt64], any Error>) {
+        self.watchdog?.cancel()
+        self.watchdog = nil
+        guard let promise = self.promise else { return }
+        self.promise = nil
+        switch result {
+        case .success(let samples): promise.succeed(samples)
+        case .failure(let error): promise.fail(error)
+        }
     }
 
     private func send(context: ChannelHandlerContext) {
@@ -497,21 +583,19 @@ final class RequestLoop: ChannelInboundHandler {
         if self.remaining > 0 {
             self.send(context: context)
         } else {
-            self.promise?.succeed(self.samples)
-            self.promise = nil
+            let samples = self.samples
             self.samples = []
+            self.finish(.success(samples))
         }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.promise?.fail(error)
-        self.promise = nil
+        self.finish(.failure(error))
         context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.promise?.fail(ChannelError.ioOnClosedChannel)
-        self.promise = nil
+        self.finish(.failure(ProxyBenchmark.Failure(description: "the connection closed with \(self.remaining) requests to go")))
         context.fireChannelInactive()
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Pinning
 import PinningNIO
 import X509
@@ -62,6 +63,13 @@ extension PinningCommand {
         @Flag(name: .long, help: "On an error, also print what was trusted and the underlying TLS or socket error (on stderr).")
         var verbose = false
 
+        @OptionGroup var keyLogOptions: KeyLogOptions
+
+        @Option(
+            name: .customLong("tls-max"), help: ArgumentHelp("The newest TLS version offered: 1.2 or 1.3 (default 1.3), as curl's --tls-max.", valueName: "version"),
+            transform: TLSVersionArgument.parser(option: "--tls-max"))
+        var tlsMax: TLSVersionArgument?
+
         /// Option combinations, refused before any file is read or any connection made. (The timeouts' range,
         /// 0.001 to 604800 seconds, is checked while parsing: see ``NumericOption``.)
         func validate() throws {
@@ -111,15 +119,24 @@ extension PinningCommand {
             // Without --at, each handshake is judged at its own time.
             trust.validationTime = try InputLoading.instant(self.policyOptions.at)
 
+            let keyLog = try self.keyLogOptions.open(command: "check")
+            var tlsConfiguration: TLSConfiguration?
+            if let tlsMax = self.tlsMax {
+                var base = TLSConfiguration.makePinnedClientConfiguration()
+                base.maximumTLSVersion = tlsMax.version
+                tlsConfiguration = base
+            }
             let client: PinnedHTTPClient
             do {
                 client = try PinnedHTTPClient(
                     evaluator: evaluator,
                     trust: trust,
                     identity: identity,
+                    tlsConfiguration: tlsConfiguration,
                     configuration: PinnedHTTPClientConfiguration(
                         connectTimeout: .milliseconds(Int64(self.connectTimeout * 1000)),
-                        requestTimeout: .milliseconds(Int64(self.maxTime * 1000))
+                        requestTimeout: .milliseconds(Int64(self.maxTime * 1000)),
+                        keyLog: keyLog
                     )
                 )
             } catch {

@@ -30,11 +30,15 @@ extension PinningCommand {
             var asExpected: Bool
         }
 
+        @OptionGroup var keyLogOptions: KeyLogOptions
+
         func run() async throws {
             let start = Date()
+            let keyLog = try self.keyLogOptions.open(command: "demo")
             let directory = try TemporaryDirectory(prefix: "pinning-demo")
             defer { directory.remove() }
-            let world = try DemoWorld(directory: directory)
+            var world = try DemoWorld(directory: directory)
+            world.keyLog = keyLog
             let servers = try await world.startServers()
             var outcomes: [Outcome] = []
             do {
@@ -84,6 +88,8 @@ private struct DemoWorld {
     let mtlsServer: TestIdentity
     let p12: [UInt8]
     let backupPin: Pin
+    /// `--keylog`: the clients' session secrets, so a capture of the demo can be read in Wireshark.
+    var keyLog: TLSKeyLog?
 
     init(directory: TemporaryDirectory) throws {
         self.genuine = try TestChain(host: Self.host, ipAddresses: [], rootName: "Genuine Root CA", intermediateName: "Genuine Issuing CA")
@@ -174,6 +180,7 @@ private struct DemoWorld {
         var configuration = PinnedHTTPClientConfiguration()
         configuration.connectTimeout = .seconds(5)
         configuration.requestTimeout = .seconds(10)
+        configuration.keyLog = self.keyLog
         let client: PinnedHTTPClient
         do {
             client = try PinnedHTTPClient(evaluator: policy, trust: trust, identity: identity, configuration: configuration)

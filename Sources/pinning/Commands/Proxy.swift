@@ -57,6 +57,8 @@ extension PinningCommand {
         @Option(name: .customLong("log-format"), help: ArgumentHelp("text or json.", valueName: "format"), transform: LogFormat.parse)
         var logFormat: LogFormat = .text
 
+        @OptionGroup var keyLogOptions: KeyLogOptions
+
         @Flag(name: .customLong("allow-remote"), help: "Allow listening on an address other than loopback (127.0.0.0/8, ::1).")
         var allowRemote = false
 
@@ -89,6 +91,7 @@ extension PinningCommand {
                 Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
             }
             let identities = try Self.identities(configuration, file: self.config)
+            let keyLog = try self.keyLogOptions.open(command: "proxy")
             let settings = ProxySettings(
                 configuration: configuration,
                 trustSettings: TrustSettings(platformRoots: roots),
@@ -98,7 +101,8 @@ extension PinningCommand {
                 resolve: resolve,
                 maximumConnections: self.maxConnections,
                 idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9)),
-                metrics: Self.prometheusMetrics()
+                metrics: Self.prometheusMetrics(),
+                keyLog: keyLog
             )
             let json = self.logFormat == .json
             let proxy: PinningProxy

@@ -41,9 +41,12 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("The address to listen on: an IPv4 or IPv6 address (bracketed or not, e.g. ::1 or [::1]) or a host name.", valueName: "addr"))
         var bind: String = "127.0.0.1"
 
+        @OptionGroup var keyLogOptions: KeyLogOptions
+
         func run() async throws {
             let address = try Self.bindAddress(self.bind, port: self.port)
             let identity = try self.loadIdentity()
+            let keyLog = try self.keyLogOptions.open(command: "serve")
             var authorities: [Certificate] = []
             for path in self.clientCA {
                 authorities += try InputLoading.certificates(path, option: "--client-ca")
@@ -54,7 +57,8 @@ extension PinningCommand {
                     identity: identity,
                     clientCertificateAuthorities: authorities,
                     bind: address.host,
-                    port: self.port
+                    port: self.port,
+                    keyLog: keyLog
                 )
             } catch let error as LocalHTTPSServer.SetupError {
                 // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.

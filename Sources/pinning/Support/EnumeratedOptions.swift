@@ -1,4 +1,5 @@
 import ArgumentParser
+import NIOSSL
 import Pinning
 
 /// An option that takes one of a few words: `--mode`, `--profile`, `bench handshake --key`.
@@ -73,5 +74,21 @@ enum ProfileArgument: String, EnumeratedArgument {
     /// Any letter case (`webPKI` as the library spells it, `RFC5280`).
     init?(argument: String) {
         self.init(rawValue: argument.lowercased())
+    }
+}
+
+/// `--tls-max`: the newest TLS version offered or accepted (as curl's `--tls-max`), for reproducing a TLS 1.2
+/// handshake against a server that prefers 1.3 (key logging and captures, issue 15).
+enum TLSVersionArgument: String, EnumeratedArgument {
+    case tls12 = "1.2"
+    case tls13 = "1.3"
+
+    static let valueKind = "TLS version"
+
+    var version: TLSVersion {
+        switch self {
+        case .tls12: return .tlsv12
+        case .tls13: return .tlsv13
+        }
     }
 }

@@ -21,11 +21,12 @@ enum LocalHTTPSServer {
         clientCertificateAuthorities: [Certificate],
         bind: String,
         port: Int,
+        keyLog: TLSKeyLog? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> any Channel {
         let tls: TLSSetup
         do {
-            tls = try TLSSetup(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities)
+            tls = try TLSSetup(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog)
         } catch {
             throw SetupError(underlying: error)
         }
@@ -53,16 +54,17 @@ private struct TLSSetup: Sendable {
 
     private let mode: Mode
 
-    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate]) throws {
+    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], keyLog: TLSKeyLog?) throws {
         if clientCertificateAuthorities.isEmpty {
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: identity.certificateSources,
                 privateKey: identity.privateKeySource
             )
             configuration.minimumTLSVersion = .tlsv12
+            configuration.keyLogCallback = keyLog?.callback
             self.mode = .plain(try NIOSSLContext(configuration: configuration))
         } else {
-            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities))
+            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog))
         }
     }
 

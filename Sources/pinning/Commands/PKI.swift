@@ -18,7 +18,7 @@ extension PinningCommand {
                 certificate gets a random 20-byte serial, subject and authority key identifiers, and the key usages \
                 of its role.
                 """,
-            subcommands: [Init.self, Issue.self, Export.self]
+            subcommands: [Init.self, Issue.self, Export.self, Revoke.self, CRL.self]
         )
     }
 }

@@ -117,17 +117,29 @@ struct PKIDirectory {
         throw InputError("\(self.path): the issuer chain of \(certificate.subject) is longer than 16 certificates")
     }
 
+    /// The name (file stem) of the certificate in the directory that issued `certificate` (by subject name and
+    /// signature), or nil.
+    func issuerName(of certificate: Certificate) -> String? {
+        self.namedCertificates().first { $0.certificate.subject == certificate.issuer && $0.certificate.isIssuer(of: certificate) }?.name
+    }
+
     private func directoryCertificates() -> [Certificate] {
+        self.namedCertificates().map(\.certificate)
+    }
+
+    private func namedCertificates() -> [(name: String, certificate: Certificate)] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: self.path)
         } catch {
             return []
         }
-        var certificates: [Certificate] = []
-        for name in names.sorted() where name.hasSuffix(".pem") && !name.hasSuffix("-chain.pem") {
+        var certificates: [(name: String, certificate: Certificate)] = []
+        for name in names.sorted() where name.hasSuffix(".pem") && !name.hasSuffix("-chain.pem") && !name.hasSuffix(".crl.pem") {
             do {
-                certificates += try CertificateLoader.certificates(fromFile: self.file(name)).prefix(1)
+                if let first = try CertificateLoader.certificates(fromFile: self.file(name)).first {
+                    certificates.append((String(name.dropLast(".pem".count)), first))
+                }
             } catch {
                 // Not one of ours (or unreadable): it cannot be a link of the chain.
                 continue

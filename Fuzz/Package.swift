@@ -17,7 +17,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 let targets = [
-    "FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation",
+    "FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL",
 ]
 
 let package = Package(
@@ -50,6 +50,8 @@ let package = Package(
                     "FuzzSupport",
                     .product(name: "Pinning", package: root),
                     .product(name: "PinningNIO", package: root),
+                    // Seeds made with the test PKI (FuzzCRL signs its seed CRLs with TestCRL).
+                    .product(name: "PinningPKI", package: root),
                     .product(name: "X509", package: "swift-certificates"),
                     .product(name: "SwiftASN1", package: "swift-asn1"),
                 ],

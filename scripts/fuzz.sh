@@ -12,7 +12,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 scratch="$root/.build-fuzz"
-targets=(FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation)
+targets=(FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL)
 
 usage() { echo "usage: $0 TARGET SECONDS [libFuzzer flags...] | $0 build | $0 list" >&2; exit 64; }
 [[ $# -ge 1 ]] || usage

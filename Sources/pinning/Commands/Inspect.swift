@@ -11,7 +11,7 @@ extension PinningCommand {
             discussion: "Exit status: 0 success, 2 when a file is missing or holds no certificate."
         )
 
-        @Argument(help: ArgumentHelp("Certificate files or directories (DER, PEM, PKCS#7).", valueName: "file"))
+        @Argument(help: ArgumentHelp("Certificate files or directories (DER, PEM, PKCS#7), or CRL files (DER or PEM).", valueName: "file"))
         var files: [String]
 
         @Flag(name: .long, help: "Print the facts as JSON.")
@@ -23,10 +23,68 @@ extension PinningCommand {
             var certificate: CertificateInfo
         }
 
+        /// A CRL's facts (issue 14): `inspect` shows them when a file is a certificate revocation list.
+        struct CRLEntry: Encodable {
+            struct Revoked: Encodable {
+                var serial: String
+                var revocationDate: String
+                var reason: String?
+            }
+
+            var file: String
+            var index: Int
+            var issuer: String
+            var thisUpdate: String
+            var nextUpdate: String?
+            var crlNumber: String?
+            var signatureAlgorithm: String
+            var revokedCount: Int
+            var revoked: [Revoked]
+            var unusable: String?
+
+            init(file: String, index: Int, crl: CertificateRevocationList) {
+                func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02X", $0) }.joined() }
+                self.file = file
+                self.index = index
+                self.issuer = "\(crl.issuer)"
+                self.thisUpdate = RFC3339.format(crl.thisUpdate)
+                self.nextUpdate = crl.nextUpdate.map(RFC3339.format)
+                self.crlNumber = crl.crlNumber.map(hex)
+                self.signatureAlgorithm = "\(crl.signatureAlgorithmOID)"
+                self.revokedCount = crl.entries.count
+                self.revoked = crl.entries.map { Revoked(serial: hex($0.serialNumber), revocationDate: RFC3339.format($0.revocationDate), reason: $0.reason.map { "\($0)" }) }
+                self.unusable = crl.unusable
+            }
+        }
+
+        /// The CRLs in `file`, or nil when it is not a CRL file (a directory, certificates, anything else).
+        static func revocationLists(_ file: String) throws(InputError) -> [CertificateRevocationList]? {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
+                let data = FileManager.default.contents(atPath: file), data.count <= CertificateRevocationList.maximumSize
+            else { return nil }
+            let bytes = Array(data)
+            if String(decoding: bytes.prefix(1 << 20), as: UTF8.self).contains("-----BEGIN X509 CRL-----") {
+                do {
+                    return try CertificateRevocationList.read(bytes)
+                } catch {
+                    throw InputError("\(file): not a usable CRL file: \(error.message)")
+                }
+            }
+            // DER: a certificate never reads as a CRL (its to-be-signed part starts with a version tag or a serial
+            // that is not the CRL version), so a DER file that reads as one is one.
+            return try? [CertificateRevocationList(derEncoded: bytes)]
+        }
+
         func run() async throws {
             var entries: [Entry] = []
+            var crls: [CRLEntry] = []
             var failures: [CertificateLoadingError] = []
             for file in self.files {
+                if let lists = try Self.revocationLists(file) {
+                    crls += lists.enumerated().map { CRLEntry(file: file, index: $0.offset, crl: $0.element) }
+                    continue
+                }
                 // Every well-formed certificate is listed, including those the verifier does not support; entries
                 // that are not certificates are reported after the others, never instead of them.
                 let listing = try InputLoading.listing(file)
@@ -36,14 +94,43 @@ extension PinningCommand {
                 failures += listing.failures
             }
             if self.json {
-                try JSONOutput.print(entries)
+                if crls.isEmpty {
+                    try JSONOutput.print(entries)
+                } else {
+                    // Only when a CRL was given: the certificates as always, and the CRLs beside them.
+                    struct Both: Encodable {
+                        var certificates: [Entry]
+                        var crls: [CRLEntry]
+                    }
+                    try JSONOutput.print(Both(certificates: entries, crls: crls))
+                }
             } else {
                 for entry in entries {
                     print(Self.describe(entry))
                     print("")
                 }
+                for crl in crls {
+                    print(Self.describe(crl))
+                    print("")
+                }
             }
             try InputLoading.reportFailures(failures)
+        }
+
+        static func describe(_ crl: CRLEntry) -> String {
+            var lines = ["\(crl.file) [\(crl.index)] certificate revocation list"]
+            lines.append("  issuer       \(crl.issuer)")
+            lines.append("  this update  \(crl.thisUpdate)")
+            lines.append("  next update  \(crl.nextUpdate ?? "(none)")")
+            lines.append("  CRL number   \(crl.crlNumber.map { "0x" + $0 } ?? "(none)")")
+            lines.append("  signature    \(crl.signatureAlgorithm)")
+            lines.append("  revoked      \(crl.revokedCount)")
+            for revoked in crl.revoked.prefix(50) {
+                lines.append("    \(revoked.serial)  \(revoked.revocationDate)\(revoked.reason.map { "  \($0)" } ?? "")")
+            }
+            if crl.revoked.count > 50 { lines.append("    … \(crl.revoked.count - 50) more (--json lists all)") }
+            if let unusable = crl.unusable { lines.append("  unusable     \(unusable)") }
+            return lines.joined(separator: "\n")
         }
 
         static func describe(_ entry: Entry) -> String {

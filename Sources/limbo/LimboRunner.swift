@@ -238,7 +238,7 @@ struct LimboRunner {
             if let depth = testCase.maxChainDepth {
                 limits.maximumIntermediates = depth
             }
-            let trust = ServerTrust(
+            var trust = ServerTrust(
                 certificates: [leaf] + intermediates,
                 anchors: trusted,
                 anchorsOnly: true,
@@ -246,6 +246,19 @@ struct LimboRunner {
                 profile: .webPKI(publicSuffixList: Self.publicSuffixList),
                 limits: limits
             )
+            // limbo's CRL cases are about the leaf, with the CRLs a relying party was handed: hard mode (an
+            // unusable CRL leaves the status unknown, which refuses), leaf scope (as `openssl verify -crl_check`).
+            if let crls = testCase.crls, !crls.isEmpty {
+                var lists: [CertificateRevocationList] = []
+                for pem in crls {
+                    do {
+                        lists += try CertificateRevocationList.read(Array(pem.utf8))
+                    } catch {
+                        return .rejected("unreadable CRL: \(error)")
+                    }
+                }
+                trust.revocation = RevocationPolicy(crls: lists, mode: .hard, scope: .leaf)
+            }
             let namePolicy: TrustNamePolicy = testCase.expectedPeerName.map { .ssl(host: $0.value) } ?? .basicX509
             let verdict: TrustEvaluation
             if let cache {
@@ -324,7 +337,6 @@ struct LimboCase: Decodable, Sendable {
     /// Why this case cannot be expressed with this evaluator, or nil. Only real gaps: a failure is never
     /// turned into a skip.
     var unsupportedReason: String? {
-        if let crls, !crls.isEmpty { return "CRLs (revocation lists are not implemented)" }
         if let signatureAlgorithms, !signatureAlgorithms.isEmpty { return "a custom signature-algorithm set" }
         if let keyUsage, !keyUsage.isEmpty { return "caller-required keyUsage bits (\(keyUsage.joined(separator: ",")))" }
         if let extendedKeyUsage, !extendedKeyUsage.isEmpty, extendedKeyUsage != ["serverAuth"] {

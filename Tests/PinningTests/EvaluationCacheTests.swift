@@ -251,7 +251,8 @@ struct EvaluationCacheTests {
                 validationTime: nil,
                 purpose: .serverAuthentication,
                 profile: .rfc5280,
-                limits: .default
+                limits: .default,
+                revocation: nil
             )
         }
         // Same sample, same hash; yet different keys, so one chain's verdict can never answer for the other.

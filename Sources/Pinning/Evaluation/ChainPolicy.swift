@@ -12,6 +12,9 @@ enum Stage: Int, Comparable, Sendable {
     case extendedKeyUsage
     case hostname
     case pins
+    /// Last: revocation is checked only on a path that met every other rule (issue 14: "applied to the validated
+    /// path only"), and a revoked path makes path building look for another one, as a missing pin does.
+    case revocation
 
     static func < (lhs: Stage, rhs: Stage) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -26,6 +29,8 @@ struct CandidateFailure: Sendable {
     var problem: String
     /// For hostname failures: the names the leaf carries.
     var presentedNames: [String] = []
+    /// For revocation failures: every status on the path.
+    var revocation: RevocationReport? = nil
 }
 
 /// Collects candidate failures during one path-building run. Path building calls the policy serially, but the
@@ -55,7 +60,7 @@ final class CandidateLog: Sendable {
 }
 
 /// The one policy every candidate path must meet, checked top to bottom, returning at the first failure:
-/// depth, validity, RFC 5280 constraints, key usage, extended key usage, the peer name, then pins.
+/// depth, validity, RFC 5280 constraints, key usage, extended key usage, the peer name, pins, then revocation.
 ///
 /// Pins are a stage of path building, not a check after it: a pin can only ever match a certificate of a path
 /// that met every other rule, and path building keeps looking (for example through a cross-signed
@@ -76,6 +81,9 @@ struct ChainPolicy: VerifierPolicy {
     /// stage, in particular the rules that make an issuer an issuer (cA, keyCertSign, pathLen, name
     /// constraints), is checked the same either way.
     var checksValidity = true
+    /// The revocation stage, when the settings carry a ``RevocationPolicy``. It applies to the signature-linked
+    /// path of `allowInvalidCertificates` too: that relaxation waives the dates and the anchor, not revocation.
+    var revocation: RevocationCheck? = nil
 
     /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
     /// an expired certificate is reported with its dates.
@@ -133,6 +141,9 @@ struct ChainPolicy: VerifierPolicy {
                 path: path,
                 problem: "no certificate on the validated path matches a pin"
             )
+        }
+        if let revocation, let failure = revocation.failure(for: path) {
+            return failure
         }
         return nil
     }

@@ -13,6 +13,8 @@ extension EvaluationCache {
         var purpose: TrustPurpose
         var profile: ValidationProfile
         var limits: TrustLimits
+        /// The CRLs, mode and scope (compared by digest; see ``RevocationPolicy``).
+        var revocation: RevocationPolicy?
         /// Computed once per look-up: a hit hashes the key once, although it touches the table twice (find, then
         /// record the use).
         private let digest: Int
@@ -26,7 +28,8 @@ extension EvaluationCache {
             validationTime: Date?,
             purpose: TrustPurpose,
             profile: ValidationProfile,
-            limits: TrustLimits
+            limits: TrustLimits,
+            revocation: RevocationPolicy?
         ) {
             self.chain = chain
             self.evaluator = evaluator
@@ -37,6 +40,7 @@ extension EvaluationCache {
             self.purpose = purpose
             self.profile = profile
             self.limits = limits
+            self.revocation = revocation
             var hasher = Hasher()
             Self.combine(chain, into: &hasher)
             hasher.combine(evaluator)
@@ -47,6 +51,7 @@ extension EvaluationCache {
             hasher.combine(purpose)
             hasher.combine(profile)
             hasher.combine(limits)
+            hasher.combine(revocation)
             self.digest = hasher.finalize()
         }
 
@@ -56,7 +61,7 @@ extension EvaluationCache {
             lhs.digest == rhs.digest && lhs.chain == rhs.chain && lhs.evaluator == rhs.evaluator
                 && lhs.anchors == rhs.anchors && lhs.anchorsOnly == rhs.anchorsOnly && lhs.rootSetID == rhs.rootSetID
                 && lhs.validationTime == rhs.validationTime && lhs.purpose == rhs.purpose
-                && lhs.profile == rhs.profile && lhs.limits == rhs.limits
+                && lhs.profile == rhs.profile && lhs.limits == rhs.limits && lhs.revocation == rhs.revocation
         }
 
         func hash(into hasher: inout Hasher) {

@@ -154,7 +154,8 @@ public final class EvaluationCache: Sendable {
             validationTime: trust.validationTime,
             purpose: trust.purpose,
             profile: trust.profile,
-            limits: trust.limits
+            limits: trust.limits,
+            revocation: trust.revocation
         )
     }
 

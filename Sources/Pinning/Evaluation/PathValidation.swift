@@ -68,7 +68,8 @@ struct PathValidation {
             profile: self.trust.profile,
             maximumIntermediates: limits.maximumIntermediates,
             log: log,
-            checksValidity: checksValidity
+            checksValidity: checksValidity,
+            revocation: self.revocationCheck
         )
         if let chain = await Self.buildPath(leaf: leaf, anchors: anchors.store, intermediates: intermediates, policy: policy, budget: lookups) {
             return .success(chain)
@@ -171,8 +172,13 @@ struct PathValidation {
             code = .hostnameMismatch
         case .pins:
             code = .pinMismatch
+        case .revocation:
+            code = candidate.revocation?.firstRevoked != nil ? .revoked : .revocationUnknown
         }
         var details: [String] = []
+        if let report = candidate.revocation {
+            details += report.certificates.map(\.summary)
+        }
         if code == .certificateExpired || code == .certificateNotYetValid, let index = candidate.certificateIndex {
             let certificate = candidate.path[index]
             details.append(
@@ -192,8 +198,20 @@ struct PathValidation {
             failedCertificateIndex: candidate.certificateIndex,
             leafNames: candidate.presentedNames,
             expectedPins: expectedPins,
-            details: details
+            details: details,
+            revocation: candidate.revocation
         )
+    }
+
+    /// The revocation stage of these settings at this instant, if they check revocation.
+    var revocationCheck: RevocationCheck? {
+        self.trust.settings.revocation.map { RevocationCheck(policy: $0, time: self.validationTime) }
+    }
+
+    /// The statuses of a path that was trusted (nil when the settings check no revocation), for the verdict
+    /// to carry: the same check the revocation stage made on it, answered again from the memoized signatures.
+    func revocationReport(for path: [Certificate]) -> RevocationReport? {
+        self.revocationCheck?.report(for: path)
     }
 
     func failure(

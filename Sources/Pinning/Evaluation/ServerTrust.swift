@@ -54,6 +54,11 @@ public struct ServerTrust: Sendable {
         get { self.settings.limits }
         set { self.settings.limits = newValue }
     }
+    /// Revocation checking; see ``TrustSettings/revocation``.
+    public var revocation: RevocationPolicy? {
+        get { self.settings.revocation }
+        set { self.settings.revocation = newValue }
+    }
 
     /// A trust for `certificates`, leaf first.
     public init(
@@ -105,7 +110,8 @@ public struct ServerTrust: Sendable {
     ///   - pins: when given, some certificate on the validated path must satisfy it.
     public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil) async -> TrustEvaluation {
         let time = self.validationTime ?? Date()
-        let result = await PathValidation(trust: self, validationTime: time).validate(
+        let validation = PathValidation(trust: self, validationTime: time)
+        let result = await validation.validate(
             anchors: self.anchorSet,
             namePolicy: namePolicy,
             pins: pins,
@@ -113,7 +119,14 @@ public struct ServerTrust: Sendable {
         )
         switch result {
         case .success(let path):
-            return .trusted(TrustedChain(presentedChain: self.certificates, validatedChain: path, basis: .validatedPath))
+            return .trusted(
+                TrustedChain(
+                    presentedChain: self.certificates,
+                    validatedChain: path,
+                    basis: .validatedPath,
+                    revocation: validation.revocationReport(for: Array(path))
+                )
+            )
         case .failure(let failure):
             return .untrusted(failure)
         }

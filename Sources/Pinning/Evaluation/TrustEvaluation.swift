@@ -63,8 +63,12 @@ public struct TrustedChain: Sendable {
     public internal(set) var linkedPath: [Certificate]?
     /// On what basis.
     public internal(set) var basis: Basis
-    /// Warnings a reader should see (trust granted without validation, expired pin set, …).
+    /// Warnings a reader should see (trust granted without validation, expired pin set, revocation status
+    /// unknown in soft mode, …).
     public internal(set) var warnings: [String]
+    /// The revocation status of each certificate in scope on ``path``; nil when the settings check no
+    /// revocation (or nothing was validated).
+    public internal(set) var revocation: RevocationReport?
     /// When every certificate on the paths that earned this verdict is valid; nil when no path was validated
     /// (the verdict does not depend on the clock). ``EvaluationCache`` bounds an entry's life by it.
     var validityWindow: ValidityWindow?
@@ -74,14 +78,25 @@ public struct TrustedChain: Sendable {
         validatedChain: X509.ValidatedCertificateChain?,
         linkedPath: [Certificate]? = nil,
         basis: Basis,
-        warnings: [String] = []
+        warnings: [String] = [],
+        revocation: RevocationReport? = nil
     ) {
         self.presentedChain = presentedChain
         self.validatedChain = validatedChain
         self.linkedPath = linkedPath
         self.basis = basis
-        self.warnings = warnings
-        self.validityWindow = validatedChain.flatMap { ValidityWindow(path: $0) }
+        // Soft mode accepted an unknown status: say so on every verdict that rests on it.
+        self.warnings = warnings + (revocation?.unknown ?? []).map { $0.summary + "; accepted because revocation mode is soft" }
+        self.revocation = revocation
+        var window = validatedChain.flatMap { ValidityWindow(path: $0) }
+        if let revocation {
+            // A verdict that checked CRLs holds only while each CRL is current (then a stale CRL, or a newer
+            // one, must be looked at again).
+            // (The signature-linked path of allowInvalidCertificates has no window of its own: its dates are
+            // waived; its revocation is not.)
+            window = revocation.window.map { $0.intersection(window) } ?? window
+        }
+        self.validityWindow = window
     }
 
     /// The path a pin or an anchor was found on: the validated chain, else the signature-linked path.

@@ -34,6 +34,9 @@ public struct TrustSettings: Sendable {
     public var profile: ValidationProfile
     /// Resource limits that bound the work a hostile chain can cause.
     public var limits: TrustLimits
+    /// Whether certificates on the validated path are checked against CRLs; nil (the default) checks nothing.
+    /// See ``RevocationPolicy``.
+    public var revocation: RevocationPolicy?
     /// A fixed validation instant for every evaluation made with these settings; nil (always, unless set
     /// through the SPI) means the moment of each evaluation.
     @_spi(FixedValidationTime) public var validationTime: Date?
@@ -45,8 +48,10 @@ public struct TrustSettings: Sendable {
         platformRoots: TrustRoots? = nil,
         purpose: TrustPurpose = .serverAuthentication,
         profile: ValidationProfile = .rfc5280,
-        limits: TrustLimits = .default
+        limits: TrustLimits = .default,
+        revocation: RevocationPolicy? = nil
     ) {
+        self.revocation = revocation
         self.anchors = anchors
         self.anchorsOnly = anchorsOnly
         self.platformRoots = platformRoots

@@ -24,6 +24,8 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
             case pinMismatch
             case insecurePolicy
             case hostNotAllowed
+            case revoked
+            case revocationUnknown
         }
         let storage: Storage
 
@@ -60,6 +62,11 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         /// A host pinning configuration refuses the host outright: no entry matches it and unlisted hosts are
         /// rejected (``PinningConfiguration/UnlistedHosts/reject``), or no host was given at all.
         public static let hostNotAllowed = Code(storage: .hostNotAllowed)
+        /// A certificate on the path is listed on a usable CRL from its issuer (``RevocationPolicy``).
+        public static let revoked = Code(storage: .revoked)
+        /// Revocation mode hard, and no usable CRL could say whether a certificate in scope is revoked (none
+        /// given, stale, not yet valid, wrongly signed, or not usable under RFC 5280 §5).
+        public static let revocationUnknown = Code(storage: .revocationUnknown)
 
         /// The code's name, e.g. `pinMismatch`.
         public var description: String { self.storage.rawValue }
@@ -122,6 +129,9 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     public internal(set) var expectedPins: [Pin]
     /// Further evidence lines, e.g. which issuer was missing.
     public internal(set) var details: [String]
+    /// For ``Code/revoked`` and ``Code/revocationUnknown``: the status of every certificate in scope on the path
+    /// that failed.
+    public internal(set) var revocation: RevocationReport?
     /// Where the failure was created: the source file (`#fileID`).
     public internal(set) var file: String
     /// Where the failure was created: the line in ``file``.
@@ -139,6 +149,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         leafNames: [String] = [],
         expectedPins: [Pin] = [],
         details: [String] = [],
+        revocation: RevocationReport? = nil,
         file: String = #fileID,
         line: Int = #line
     ) {
@@ -153,6 +164,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         self.leafNames = leafNames
         self.expectedPins = expectedPins
         self.details = details
+        self.revocation = revocation
         self.file = file
         self.line = line
     }

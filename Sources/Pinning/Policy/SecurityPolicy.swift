@@ -177,7 +177,10 @@ extension SecurityPolicy {
                     presentedChain: trust.certificates,
                     validatedChain: nil,
                     basis: .allowInvalidCertificates,
+                    // Nothing was validated, so there is no path whose issuers could vouch for a CRL: revocation
+                    // is not checked either, and the verdict says so rather than implying a check.
                     warnings: ["trusted without validation: allowInvalidCertificates is on and nothing is pinned"]
+                        + (trust.revocation == nil ? [] : ["revocation was not checked: no path was validated"])
                 )
             )
         }
@@ -187,7 +190,7 @@ extension SecurityPolicy {
             pins: nil,
             expectedPins: []
         )
-        return Self.verdict(result, trust: trust)
+        return Self.verdict(result, trust: trust, validation: validation)
     }
 
     /// Steps 3 and 4 for certificate pinning.
@@ -199,6 +202,7 @@ extension SecurityPolicy {
         let expected = self.acceptedPins
         // The standard path counts toward how long the verdict holds: both validations must still pass.
         var standardWindow: ValidityWindow?
+        var standardPath: [Certificate]?
         if !self.allowInvalidCertificates {
             let standard = await validation.validate(
                 anchors: trust.anchorSet,
@@ -209,6 +213,7 @@ extension SecurityPolicy {
             switch standard {
             case .success(let path):
                 standardWindow = ValidityWindow(path: path)
+                standardPath = Array(path)
             case .failure(let failure):
                 return .untrusted(failure)
             }
@@ -230,13 +235,19 @@ extension SecurityPolicy {
             expectedPins: expected
         )
         switch pinned {
-        case .success:
-            var verdict = Self.verdict(pinned, trust: trust)
-            if case .trusted(var chain) = verdict, let standardWindow {
+        case .success(let path):
+            // Revocation was checked on both paths (each ran the revocation stage); the verdict reports the
+            // standard path's statuses when there is one, since a pinned leaf that is its own anchor has none.
+            var chain = TrustedChain(
+                presentedChain: trust.certificates,
+                validatedChain: path,
+                basis: .validatedPath,
+                revocation: validation.revocationReport(for: standardPath ?? Array(path))
+            )
+            if let standardWindow {
                 chain.validityWindow = standardWindow.intersection(chain.validityWindow)
-                verdict = .trusted(chain)
             }
-            return verdict
+            return .trusted(chain)
         case .failure(var failure):
             if failure.code == .noPathToAnchor {
                 failure.code = .pinMismatch
@@ -274,7 +285,7 @@ extension SecurityPolicy {
             expectedPins: accepted
         )
         guard case .failure(let failure) = validated else {
-            return Self.verdict(validated, trust: trust)
+            return Self.verdict(validated, trust: trust, validation: validation)
         }
         // Failures that are about the input itself stay failures whatever the policy allows.
         guard self.allowInvalidCertificates, failure.code != .tooManyCertificates, failure.code != .noPeerCertificates,
@@ -393,7 +404,8 @@ extension SecurityPolicy {
                     basis: .pinOnSignatureLinkedPath,
                     warnings: [
                         "the chain did not validate (\(failure.code): \(failure.reason)); trusted because allowInvalidCertificates is on and a pinned key anchors a path that meets every rule but the dates"
-                    ]
+                    ],
+                    revocation: validation.revocationReport(for: Array(chain))
                 )
             )
         case .failure(var refusal):
@@ -417,11 +429,19 @@ extension SecurityPolicy {
 
     private static func verdict(
         _ result: Result<X509.ValidatedCertificateChain, TrustFailure>,
-        trust: ServerTrust
+        trust: ServerTrust,
+        validation: PathValidation
     ) -> TrustEvaluation {
         switch result {
         case .success(let chain):
-            return .trusted(TrustedChain(presentedChain: trust.certificates, validatedChain: chain, basis: .validatedPath))
+            return .trusted(
+                TrustedChain(
+                    presentedChain: trust.certificates,
+                    validatedChain: chain,
+                    basis: .validatedPath,
+                    revocation: validation.revocationReport(for: Array(chain))
+                )
+            )
         case .failure(let failure):
             return .untrusted(failure)
         }

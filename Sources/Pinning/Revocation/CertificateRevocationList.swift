@@ -377,16 +377,22 @@ public struct CertificateRevocationList: Sendable, Hashable {
         return (oid, items[1].identifier == .null)
     }
 
-    private static func time(_ node: ASN1Node, _ what: String) throws(CRLError) -> Date {
+    /// `what` names the field in an error; an autoclosure, since it is built only on failure (one string per
+    /// entry was a large part of reading a 100,000-entry CRL).
+    private static func time(_ node: ASN1Node, _ what: @autoclosure () -> String) throws(CRLError) -> Date {
         guard node.identifier == .utcTime || node.identifier == .generalizedTime, case .primitive(let content) = node.content else {
-            throw CRLError(.malformed, "the \(what) is not a UTCTime or GeneralizedTime")
+            throw CRLError(.malformed, "the \(what()) is not a UTCTime or GeneralizedTime")
         }
         let text = String(decoding: content, as: UTF8.self)
         guard content.allSatisfy({ $0 < 0x80 }), let date = CertificateStructure.parseTime(text, utcTime: node.identifier == .utcTime) else {
-            throw CRLError(.malformed, "the \(what) \"\(text)\" is not a valid time")
+            throw CRLError(.malformed, "the \(what()) \"\(text)\" is not a valid time")
         }
         return date
     }
+
+    /// Built once: an OID literal in a `case` is constructed on every comparison, once per entry.
+    private static let reasonCodeOID: ASN1ObjectIdentifier = [2, 5, 29, 21]
+    private static let certificateIssuerOID: ASN1ObjectIdentifier = [2, 5, 29, 29]
 
     private static func entry(_ node: ASN1Node, number: Int, problems: inout [String]) throws(CRLError) -> Entry {
         guard node.identifier == .sequence, case .constructed(let children) = node.content else {
@@ -411,7 +417,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
                     throw CRLError(.malformed, "an extension of entry \(number) is not an Extension")
                 }
                 switch item.oid {
-                case [2, 5, 29, 21]:
+                case Self.reasonCodeOID:
                     // reasonCode ::= ENUMERATED.
                     guard item.value.count == 3, item.value.first == 0x0A, item.value.dropFirst().first == 0x01,
                         let value = item.value.last, let code = Reason(rawValue: Int(value))
@@ -419,7 +425,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
                         throw CRLError(.malformed, "the reason code of entry \(number) is not a CRLReason")
                     }
                     reason = code
-                case [2, 5, 29, 29]:
+                case Self.certificateIssuerOID:
                     // certificateIssuer: the entry is about another CA's certificate (indirect CRL).
                     problems.append("entry \(number) names another certificate issuer (indirect CRL), which this checker does not support")
                 default:

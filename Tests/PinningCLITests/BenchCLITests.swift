@@ -72,6 +72,24 @@ struct BenchCLITests {
         }
     }
 
+    @Test("bench revocation --json: the CRL size, both evaluation rates, the added time and the reading figures (shape only, never timing)")
+    func revocationJSON() async throws {
+        let f = try await fixture()
+        let run = try await f.run(["bench", "revocation", "--entries", "2000", "--rounds", "1", "--iterations", "20", "--json"])
+        #expect(run.status == 0, "\(run)")
+        let object = try jsonObject(run)
+        #expect(
+            Set(object.keys) == [
+                "entries", "crlBytes", "evaluationsPerSecond", "evaluationsPerSecondWithCRL", "addedPercent", "parseMilliseconds",
+                "opensslCRLMilliseconds", "opensslStartMilliseconds", "rounds",
+            ], "\(run)")
+        #expect(object["entries"] as? Int == 2000)
+        #expect((object["crlBytes"] as? Int ?? 0) > 2000 * 20, "\(run)")
+        #expect((object["evaluationsPerSecond"] as? Double ?? 0) > 0 && (object["evaluationsPerSecondWithCRL"] as? Double ?? 0) > 0, "\(run)")
+        let zero = try await f.run(["bench", "revocation", "--entries", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--entries"), "\(zero)")
+    }
+
     @Test("limbo gives identical per-case results with --cache and without")
     func limboCacheEquivalence() async throws {
         let f = try await fixture()

@@ -290,6 +290,68 @@ struct MutualTLSTests {
         #expect(error.code == .refusedByCheck)
         #expect(error.message == "the client CN=client-7 was refused on resuming its session: CN=client-7 is revoked (resumed: true)")
     }
+
+    @Test(
+        "CRLs (issue 14): a client revoked after its session was made is refused on resuming it, once the CRL file changes; other clients are not",
+        .enabled(if: opensslAvailable),
+        arguments: ["-tls1_2", "-tls1_3"]
+    )
+    func resumptionRechecksRevocation(_ version: String) async throws {
+        let setup = try MutualTLSSetup()
+        let directory = try TemporaryDirectory(prefix: "pinning-resume-crl")
+        defer { directory.remove() }
+        let issuer = setup.clientChain.intermediate
+        func publish(revoking revoked: [TestIdentity], number: Int) throws {
+            let crl = try TestCRL(
+                issuer: issuer,
+                entries: revoked.map { .init(serialNumber: $0.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-1), reason: .keyCompromise) },
+                number: number,
+                thisUpdate: Date().addingTimeInterval(-60),
+                nextUpdate: Date().addingTimeInterval(3600)
+            )
+            try directory.write("devices.crl.pem", crl.pem)
+        }
+        try publish(revoking: [], number: 1)
+        let revocation = try RevocationSource.watching([directory.path("devices.crl.pem")], interval: .seconds(3600))
+        let mtls = try MutualTLSServer(
+            identity: setup.server.identity,
+            clientCertificateAuthorities: [setup.clientChain.root.certificate],
+            revocation: revocation
+        )
+        let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
+        let intermediates = try directory.write("intermediates.pem", issuer.certificatePEM)
+        let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
+        let session = directory.path("session.pem")
+        let server = try await ResumptionTestServer(mtls)
+        defer { Task { await server.stop() } }
+
+        let first = try await Self.sessionProbe(port: server.port, cert: cert, intermediates: intermediates, key: key, version: version, session: session, reuse: false)
+        #expect(first.contains("New,"), "\(first.prefix(3000))")
+        #expect((try? await server.log.nextOutcome()?.get()) != nil)
+
+        // The CRL now lists the client; the source reads it (the polling would, at its next interval).
+        try publish(revoking: [setup.clientChain.leaf], number: 2)
+        guard case .reloaded(crls: 1) = revocation.reloadIfChanged() else {
+            Issue.record("the changed CRL file was not read")
+            return
+        }
+        let output = try await Self.sessionProbe(port: server.port, cert: cert, intermediates: intermediates, key: key, version: version, session: session, reuse: true)
+        #expect(output.contains("Reused,"), "\(output.prefix(3000))")
+        #expect(!output.contains("CN=client-7"), "no reply after the refusal: \(output.suffix(1500))")
+        guard case .failure(let error) = try #require(await server.log.nextOutcome()) else {
+            Issue.record("\(version): a resumed session of a revoked client was accepted")
+            return
+        }
+        #expect(error.trustFailure?.code == .revoked, "\(error.debugDescription)")
+        // Another client of the same CA still gets in, with a full handshake.
+        let other = try TestPKI.leaf("client-8", issuer: issuer, dnsNames: ["client-8"], usage: .clientAuth)
+        let otherCert = try directory.write("other.pem", other.certificatePEM)
+        let otherKey = try directory.write("other.key", other.privateKeyPEM)
+        let fresh = try await Self.sessionProbe(
+            port: server.port, cert: otherCert, intermediates: intermediates, key: otherKey, version: version, session: directory.path("other-session.pem"), reuse: false)
+        #expect(fresh.contains("CN=client-8"), "\(fresh.suffix(1500))")
+        #expect((try? await server.log.nextOutcome()?.get())?.peer.subject == "CN=client-8")
+    }
 }
 
 /// A settable instant for MutualTLSServer's SPI clock.

@@ -44,7 +44,8 @@ public import X509
 /// being per server already confines sessions to the server configuration that made them.
 public struct MutualTLSServer: Sendable {
     /// Extra decision on each client after its chain was validated, at the full handshake and again on every
-    /// resumed session: the place for revocation checks and deny-lists. Return nil to accept, or a reason to
+    /// resumed session: the place for deny-lists and checks of your own (CRLs are ``revocation``'s job).
+    /// Return nil to accept, or a reason to
     /// refuse (the connection is closed and the reason reported as ``PinningConnectionError/Code/refusedByCheck``).
     public typealias ClientCheck = @Sendable (_ peer: AuthenticatedPeer, _ resumedSession: Bool) async -> String?
 
@@ -65,6 +66,9 @@ public struct MutualTLSServer: Sendable {
     public let configuration: TLSConfiguration
     /// See ``ClientCheck``.
     public let clientCheck: ClientCheck?
+    /// The CRLs client certificates are checked against, read afresh for every handshake and every resumed
+    /// session (so a client revoked since its session was made is refused on resuming it); nil checks none.
+    public let revocation: RevocationSource?
     /// The instant clients are judged at when no fixed validation time is set.
     let clock: @Sendable () -> Date
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
@@ -79,6 +83,9 @@ public struct MutualTLSServer: Sendable {
     ///   - clientCheck: Extra checks on each client, at the full handshake and on each resumption.
     ///   - keyLog: Where to write each handshake's session secrets (NSS key log format), for decrypting a
     ///     capture while debugging; nil (the default) writes nothing.
+    ///   - revocation: CRLs to check client certificates against
+    ///     (``RevocationSource/watching(_:mode:scope:interval:onReload:)`` re-reads them when the files change);
+    ///     nil (the default) checks none.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
     ///
@@ -89,7 +96,8 @@ public struct MutualTLSServer: Sendable {
         clientCertificateAuthorities: [Certificate],
         allowedClientPins: [Pin] = [],
         clientCheck: ClientCheck? = nil,
-        keyLog: TLSKeyLog? = nil
+        keyLog: TLSKeyLog? = nil,
+        revocation: RevocationSource? = nil
     ) throws {
         try self.init(
             identity: identity,
@@ -98,7 +106,8 @@ public struct MutualTLSServer: Sendable {
             validationTime: nil,
             clock: { Date() },
             clientCheck: clientCheck,
-            keyLog: keyLog
+            keyLog: keyLog,
+            revocation: revocation
         )
     }
 
@@ -112,9 +121,11 @@ public struct MutualTLSServer: Sendable {
         validationTime: Date? = nil,
         clock: @escaping @Sendable () -> Date,
         clientCheck: ClientCheck? = nil,
-        keyLog: TLSKeyLog? = nil
+        keyLog: TLSKeyLog? = nil,
+        revocation: RevocationSource? = nil
     ) throws {
         self.identity = identity
+        self.revocation = revocation
         self.clientCertificateAuthorities = clientCertificateAuthorities
         self.allowedClientPins = allowedClientPins
         self.clientTrust = ServerTrust(
@@ -140,6 +151,7 @@ public struct MutualTLSServer: Sendable {
         var trust = self.clientTrust
         trust.certificates = presented
         trust.validationTime = self.clientTrust.validationTime ?? self.clock()
+        trust.revocation = self.revocation?.current
         return await trust.evaluate(.basicX509, pins: self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins))
     }
 

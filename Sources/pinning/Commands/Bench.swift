@@ -8,7 +8,7 @@ extension PinningCommand {
     struct Bench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Measure evaluation throughput (uncached and cached) and loopback handshake throughput.",
-            subcommands: [Evaluations.self, Handshake.self, Proxy.self],
+            subcommands: [Evaluations.self, Handshake.self, Proxy.self, Revocation.self],
             defaultSubcommand: Evaluations.self
         )
     }

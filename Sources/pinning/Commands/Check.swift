@@ -31,6 +31,8 @@ extension PinningCommand {
 
         @OptionGroup var policyOptions: PolicyOptions
 
+        @OptionGroup var revocationOptions: RevocationOptions
+
         @Option(name: .long, help: ArgumentHelp("A PKCS#12 client identity (.p12/.pfx).", valueName: "file"))
         var identity: String?
 
@@ -118,6 +120,7 @@ extension PinningCommand {
             }
             // Without --at, each handshake is judged at its own time.
             trust.validationTime = try InputLoading.instant(self.policyOptions.at)
+            trust.revocation = try self.revocationOptions.policy()
 
             let keyLog = try self.keyLogOptions.open(command: "check")
             var tlsConfiguration: TLSConfiguration?

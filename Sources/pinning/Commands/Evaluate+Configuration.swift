@@ -30,7 +30,8 @@ extension PinningCommand.Evaluate {
             queue = nil
         }
         configuration.reportQueue = queue
-        let trust = ServerTrust(certificates: presented, platformRoots: roots, validationTime: time, profile: profile)
+        var trust = ServerTrust(certificates: presented, platformRoots: roots, validationTime: time, profile: profile)
+        trust.revocation = try self.revocationOptions.policy()
         let evaluation = await configuration.evaluate(trust, forHost: host, port: self.port)
         if let queue {
             // Bounded: 2 attempts of at most 2 seconds each, plus the retry pause.

@@ -29,6 +29,8 @@ extension PinningCommand {
 
         @OptionGroup var policyOptions: PolicyOptions
 
+        @OptionGroup var revocationOptions: RevocationOptions
+
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
@@ -89,7 +91,10 @@ extension PinningCommand {
 
         func loadInputs() throws(InputError) -> Inputs {
             let presented = try InputLoading.certificates(self.chain, option: "--chain")
-            let (policy, trust) = try self.policyOptions.makePolicy(presented: presented, host: self.host)
+            let made = try self.policyOptions.makePolicy(presented: presented, host: self.host)
+            let policy = made.policy
+            var trust = made.trust
+            trust.revocation = try self.revocationOptions.policy()
             return Inputs(trust: trust, policy: policy)
         }
     }

@@ -43,6 +43,20 @@ extension PinningCommand {
 
         @OptionGroup var keyLogOptions: KeyLogOptions
 
+        @OptionGroup var revocationOptions: RevocationOptions
+
+        @Option(
+            name: .customLong("crl-reload"),
+            help: ArgumentHelp("With --crl: seconds between checks for changed CRL files (0.1 to 86400; default 5).", valueName: "seconds"),
+            transform: NumericOption.seconds(0.1...86_400))
+        var crlReload: Double = 5
+
+        func validate() throws {
+            if !self.revocationOptions.crl.isEmpty && self.clientCA.isEmpty {
+                throw InputError("--crl needs --client-ca: without client certificates there is nothing to check for revocation")
+            }
+        }
+
         func run() async throws {
             let address = try Self.bindAddress(self.bind, port: self.port)
             let identity = try self.loadIdentity()
@@ -51,6 +65,7 @@ extension PinningCommand {
             for path in self.clientCA {
                 authorities += try InputLoading.certificates(path, option: "--client-ca")
             }
+            let revocation = try self.revocationSource()
             let channel: any Channel
             do {
                 channel = try await LocalHTTPSServer.start(
@@ -58,7 +73,9 @@ extension PinningCommand {
                     clientCertificateAuthorities: authorities,
                     bind: address.host,
                     port: self.port,
-                    keyLog: keyLog
+                    keyLog: keyLog,
+                    revocation: revocation,
+                    logsRefusals: true
                 )
             } catch let error as LocalHTTPSServer.SetupError {
                 // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.
@@ -84,6 +101,32 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: serve: the listening socket failed: \(ConnectionFailureWords.words(error))\n".utf8))
             }
             for source in signals { source.cancel() }
+        }
+
+        /// `--crl` watched for changes every `--crl-reload` seconds; each reload is one line on stderr.
+        func revocationSource() throws(InputError) -> RevocationSource? {
+            // Parsed by the same rules as evaluate and check (--revocation needs --crl, files named in errors).
+            guard let policy = try self.revocationOptions.policy() else { return nil }
+            let paths = self.revocationOptions.crl
+            do {
+                return try RevocationSource.watching(
+                    paths,
+                    mode: policy.mode,
+                    scope: policy.scope,
+                    interval: .milliseconds(Int64(self.crlReload * 1000))
+                ) { outcome in
+                    let line: String
+                    switch outcome {
+                    case .reloaded(let count):
+                        line = "pinning: serve: CRLs changed; \(count) CRL\(count == 1 ? "" : "s") now in force"
+                    case .failed(let error):
+                        line = "pinning: serve: CRLs changed but cannot be read (the previous ones stay in force): --crl \(error.description)"
+                    }
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                }
+            } catch {
+                throw InputError("--crl \(error.description)")
+            }
         }
 
         /// Why binding failed, in words: "address already in use", not NIO's `bind(descriptor:ptr:bytes:)` dump.

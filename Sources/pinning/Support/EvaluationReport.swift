@@ -15,6 +15,56 @@ struct EvaluationReport: Encodable {
         var onValidatedPath: Bool?
     }
 
+    /// `revocation` in --json (issue 14): whether CRLs were checked, how, and each certificate's status.
+    struct RevocationSummary: Encodable {
+        struct Line: Encodable {
+            var subject: String
+            var serial: String
+            var status: String
+            var reason: String?
+            var revocationDate: Date?
+            var crl: String?
+        }
+
+        var checked: Bool
+        var mode: String?
+        var scope: String?
+        var certificates: [Line]
+
+        static let notChecked = RevocationSummary(checked: false, certificates: [])
+
+        /// From the policy in force and the statuses the verdict carries (none when the path failed before
+        /// the revocation stage).
+        init(policy: RevocationPolicy?, report: RevocationReport?) {
+            guard let policy else {
+                self.init(checked: false, certificates: [])
+                return
+            }
+            self.init(
+                checked: true,
+                mode: (report?.mode ?? policy.mode).rawValue,
+                scope: (report?.scope ?? policy.scope).rawValue,
+                certificates: (report?.certificates ?? []).map { status in
+                    Line(
+                        subject: status.subject,
+                        serial: status.serialNumber,
+                        status: status.status.rawValue,
+                        reason: status.reason,
+                        revocationDate: status.revocationDate,
+                        crl: status.crlDescription
+                    )
+                }
+            )
+        }
+
+        private init(checked: Bool, mode: String? = nil, scope: String? = nil, certificates: [Line]) {
+            self.checked = checked
+            self.mode = mode
+            self.scope = scope
+            self.certificates = certificates
+        }
+    }
+
     var trusted: Bool
     var reason: String
     var code: String?
@@ -32,13 +82,15 @@ struct EvaluationReport: Encodable {
     var validatedPath: [CertificateLine]
     var failedPath: [CertificateLine]
     var failedCertificateIndex: Int?
+    var revocation: RevocationSummary = .notChecked
 
     /// Not encoded: the failure's own multi-line text.
     private var failureText: String?
 
     enum CodingKeys: String, CodingKey {
         case trusted, reason, code, host, mode, allowInvalidCertificates, validatesDomainName, validationTime, basis,
-            warnings, details, leafNames, expectedPins, presentedChain, validatedPath, failedPath, failedCertificateIndex
+            warnings, details, leafNames, expectedPins, presentedChain, validatedPath, failedPath, failedCertificateIndex,
+            revocation
     }
 
     init(verdict: TrustEvaluation, trust: ServerTrust, policy: SecurityPolicy, host: String?) {
@@ -94,6 +146,7 @@ struct EvaluationReport: Encodable {
             self.presentedChain = Self.lines(trust.certificates, onPath: chain.validatedChain == nil ? nil : onPath)
             self.validatedPath = Self.lines(path, onPath: nil)
             self.failedPath = []
+            self.revocation = RevocationSummary(policy: trust.revocation, report: chain.revocation)
         case .untrusted(let failure):
             let onPath = failure.validatedPath.map { Set($0.map(\.derBytes)) } ?? []
             self.trusted = false
@@ -108,6 +161,7 @@ struct EvaluationReport: Encodable {
             self.failedPath = failure.validatedPath == nil ? Self.lines(failure.failedPath ?? [], onPath: nil) : []
             self.failedCertificateIndex = failure.failedCertificateIndex
             self.failureText = failure.multilineDescription
+            self.revocation = RevocationSummary(policy: trust.revocation, report: failure.revocation)
         }
     }
 
@@ -156,6 +210,16 @@ struct EvaluationReport: Encodable {
             }
         }
         out.append("validated at \(RFC3339.format(self.validationTime))")
+        if self.revocation.checked {
+            out.append("revocation: mode \(self.revocation.mode ?? "?"), scope \(self.revocation.scope ?? "?")")
+            for line in self.revocation.certificates {
+                var text = "  \(line.status): \(line.subject) (serial \(line.serial))"
+                if let date = line.revocationDate { text += " revoked \(RFC3339.format(date))" }
+                if let reason = line.reason { text += " [\(reason)]" }
+                if let crl = line.crl { text += " by \(crl)" }
+                out.append(text)
+            }
+        }
         out.append("presented chain:")
         for line in self.presentedChain {
             let marker = line.onValidatedPath == true ? "  (on validated path)" : ""

@@ -22,11 +22,13 @@ enum LocalHTTPSServer {
         bind: String,
         port: Int,
         keyLog: TLSKeyLog? = nil,
+        revocation: RevocationSource? = nil,
+        logsRefusals: Bool = false,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> any Channel {
         let tls: TLSSetup
         do {
-            tls = try TLSSetup(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog)
+            tls = try TLSSetup(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog, revocation: revocation)
         } catch {
             throw SetupError(underlying: error)
         }
@@ -35,7 +37,7 @@ enum LocalHTTPSServer {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try tls.addHandlers(to: channel.pipeline.syncOperations)
+                    try tls.addHandlers(to: channel.pipeline.syncOperations, remote: channel.remoteAddress, logsRefusals: logsRefusals)
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
                 }
@@ -54,7 +56,7 @@ private struct TLSSetup: Sendable {
 
     private let mode: Mode
 
-    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], keyLog: TLSKeyLog?) throws {
+    init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], keyLog: TLSKeyLog?, revocation: RevocationSource?) throws {
         if clientCertificateAuthorities.isEmpty {
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: identity.certificateSources,
@@ -64,16 +66,34 @@ private struct TLSSetup: Sendable {
             configuration.keyLogCallback = keyLog?.callback
             self.mode = .plain(try NIOSSLContext(configuration: configuration))
         } else {
-            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog))
+            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog, revocation: revocation))
         }
     }
 
-    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws {
+    /// `logsRefusals`: `serve` says on stderr why a client was refused; `demo` keeps its output to itself.
+    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations, remote: SocketAddress?, logsRefusals: Bool) throws {
         switch self.mode {
         case .plain(let context):
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
         case .mutual(let server):
-            try server.addHandlers(to: pipeline)
+            let handshake = try server.addHandlers(to: pipeline)
+            guard logsRefusals else { return }
+            let peer = remote.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "a client"
+            handshake.whenFailure { error in
+                // A client our policy refused is one line on stderr, with the failure's code, so whoever runs
+                // the server sees why a device was turned away (revoked, another CA, expired…). Clients that
+                // merely hang up are not logged.
+                guard let error = error as? PinningConnectionError else { return }
+                let line: String
+                if let failure = error.trustFailure {
+                    line = "pinning: serve: refused the client at \(peer): [\(failure.code)] \(failure.reason)"
+                } else if error.code == .refusedByCheck {
+                    line = "pinning: serve: refused the client at \(peer): \(error.message)"
+                } else {
+                    return
+                }
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
         }
     }
 }

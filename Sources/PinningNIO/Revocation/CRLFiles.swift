@@ -1,0 +1,94 @@
+public import Foundation
+public import Pinning
+
+/// Reads CRLs from files and directories a caller names, for ``RevocationSource`` and the command line.
+///
+/// A path is a CRL file (PEM `X509 CRL` blocks or one DER CRL) or a directory, of which the files named
+/// `*.crl` and `*.crl.pem` are read (what `pinning pki crl` writes; other files, such as certificates, keys and
+/// the PKI's `revocations.json`, are left alone, so a PKI directory can be named as it is). The same CRL found
+/// twice (the PEM and DER copies `pki crl` writes) counts once.
+public enum CRLFiles {
+    /// Why a CRL path could not be read, naming the file.
+    public struct LoadError: Error, Sendable, CustomStringConvertible {
+        /// The file or directory.
+        public let path: String
+        /// What is wrong with it, in words.
+        public let problem: String
+
+        public var description: String { "\(self.path): \(self.problem)" }
+    }
+
+    /// Every CRL under `paths`, in order, without duplicates.
+    ///
+    /// - Throws: ``LoadError`` for a missing or unreadable path, a directory without CRL files, or a file that
+    ///   is not a CRL at all. A CRL that reads but must not be used (no CRL number, delta, stale) is returned:
+    ///   the revocation stage reports it as the reason a status is unknown.
+    public static func load(_ paths: [String]) throws(LoadError) -> [CertificateRevocationList] {
+        var lists: [CertificateRevocationList] = []
+        for path in paths {
+            for list in try Self.load(path) where !lists.contains(list) {
+                lists.append(list)
+            }
+        }
+        return lists
+    }
+
+    /// The files `paths` stands for (each file itself; each directory's `*.crl` and `*.crl.pem`), sorted.
+    public static func files(_ paths: [String]) throws(LoadError) -> [String] {
+        var files: [String] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw LoadError(path: path, problem: "no such file or directory")
+            }
+            guard isDirectory.boolValue else {
+                files.append(path)
+                continue
+            }
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+            } catch {
+                throw LoadError(path: path, problem: "the directory cannot be read")
+            }
+            let found = names.filter { $0.hasSuffix(".crl") || $0.hasSuffix(".crl.pem") }
+            guard !found.isEmpty else {
+                throw LoadError(path: path, problem: "the directory holds no *.crl or *.crl.pem file")
+            }
+            files += found.map { (path as NSString).appendingPathComponent($0) }
+        }
+        return files
+    }
+
+    private static func load(_ path: String) throws(LoadError) -> [CertificateRevocationList] {
+        var lists: [CertificateRevocationList] = []
+        for file in try Self.files([path]) {
+            lists += try Self.read(file)
+        }
+        return lists
+    }
+
+    private static func read(_ path: String) throws(LoadError) -> [CertificateRevocationList] {
+        let size: Int
+        do {
+            size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        } catch {
+            throw LoadError(path: path, problem: "the file cannot be read")
+        }
+        // Refused before an enormous file is read into memory.
+        guard size <= CertificateRevocationList.maximumSize else {
+            throw LoadError(path: path, problem: "\(size) bytes is more than the limit of \(CertificateRevocationList.maximumSize)")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw LoadError(path: path, problem: "the file cannot be read")
+        }
+        do {
+            return try CertificateRevocationList.read(Array(data))
+        } catch {
+            throw LoadError(path: path, problem: "not a usable CRL file: \(error.message)")
+        }
+    }
+}

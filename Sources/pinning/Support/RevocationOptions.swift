@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import Pinning
+import PinningNIO
+
+/// `--revocation`: what an unknown revocation status does.
+enum RevocationModeArgument: String, EnumeratedArgument {
+    case hard
+    case soft
+
+    static let valueKind = "revocation mode"
+
+    var mode: RevocationPolicy.Mode {
+        switch self {
+        case .hard: return .hard
+        case .soft: return .soft
+        }
+    }
+}
+
+/// `--revocation-scope`: which certificates of the path are checked.
+enum RevocationScopeArgument: String, EnumeratedArgument {
+    case leaf
+    case chain
+
+    static let valueKind = "revocation scope"
+
+    var scope: RevocationPolicy.Scope {
+        switch self {
+        case .leaf: return .leaf
+        case .chain: return .chain
+        }
+    }
+}
+
+/// The revocation flags of `evaluate`, `check` and `serve` (issue 14): CRL files or directories, the mode and
+/// the scope. Without `--crl` nothing is checked (as curl and openssl without `-crl_check`).
+struct RevocationOptions: ParsableArguments {
+    @Option(
+        name: .customLong("crl"),
+        help: ArgumentHelp(
+            "A CRL file (PEM or DER) or a directory of them (files named *.crl or *.crl.pem). Repeatable. Turns on revocation checking.",
+            valueName: "file|dir"
+        )
+    )
+    var crl: [String] = []
+
+    @Option(
+        name: .customLong("revocation"),
+        help: ArgumentHelp(
+            "With --crl: \(RevocationModeArgument.choices). hard (default) refuses a certificate whose status no usable CRL gives; soft accepts it with a warning.",
+            valueName: "mode"
+        ),
+        transform: RevocationModeArgument.parser(option: "--revocation")
+    )
+    var mode: RevocationModeArgument?
+
+    @Option(
+        name: .customLong("revocation-scope"),
+        help: ArgumentHelp(
+            "With --crl: \(RevocationScopeArgument.choices). leaf (default) checks the leaf, chain every certificate but the trust anchor.",
+            valueName: "scope"
+        ),
+        transform: RevocationScopeArgument.parser(option: "--revocation-scope")
+    )
+    var scope: RevocationScopeArgument?
+
+    /// The policy the flags describe, or nil without `--crl`.
+    ///
+    /// A file that is not a CRL at all is bad input naming the file (exit 2). A CRL that reads but cannot be
+    /// used (no CRL number, delta, stale, wrongly signed) is not bad input: it is loaded, and the certificates it
+    /// was meant for get the status "unknown" with the reason.
+    func policy() throws(InputError) -> RevocationPolicy? {
+        guard !self.crl.isEmpty else {
+            if self.mode != nil || self.scope != nil {
+                let flag = self.mode != nil ? "--revocation" : "--revocation-scope"
+                throw InputError("\(flag) needs --crl: without a CRL there is no revocation check to configure")
+            }
+            return nil
+        }
+        let lists: [CertificateRevocationList]
+        do {
+            lists = try CRLFiles.load(self.crl)
+        } catch {
+            throw InputError("--crl \(error.description)")
+        }
+        return RevocationPolicy(crls: lists, mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf)
+    }
+}

@@ -186,6 +186,58 @@ struct RevocationCLITests {
         #expect(sibling.status == 0, "\(sibling)")
     }
 
+    @Test("a configuration entry's revocation field: applied by evaluate --config, linted (usable, signed by an anchor, current), refused when malformed")
+    func configuration() async throws {
+        let pki = try Hierarchy()
+        defer { pki.directory.remove() }
+        let revoked = try await pki.opensslCRL("issuing", issuer: pki.issuing, revoking: ["leaf.pem"])
+        let stale = try await pki.opensslCRL("issuing-stale", issuer: pki.issuing, lastUpdate: "20200101000000Z", nextUpdate: "20200108000000Z")
+        let soon = try await pki.opensslCRL("root-soon", issuer: pki.root)  // default_crl_days = 7: stale within 7 days
+        func config(_ name: String, _ revocation: String) throws -> String {
+            let pin = Pin(spkiOf: pki.root.certificate).description
+            return try pki.directory.write(
+                name,
+                """
+                {"version": 1, "domains": {"device-7.fleet.test": {"pins": ["\(pin)", "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
+                  "anchors": ["ca.pem"], "anchorsOnly": true, "revocation": \(revocation)}}}
+                """)
+        }
+        let good = try config("good.json", #"{"crls": ["\#((revoked as NSString).lastPathComponent)", "root-soon.crl.pem"], "mode": "hard", "scope": "leaf"}"#)
+        let refused = try await pki.pinning(["evaluate", "--config", good, "--host", "device-7.fleet.test", "--chain", "chain.pem", "--json"])
+        #expect(refused.status == 1, "\(refused)")
+        let object = try jsonObject(refused)
+        #expect(object["code"] as? String == "revoked", "\(refused.stdout)")
+        #expect(((object["revocation"] as? [String: Any])?["checked"] as? Bool) == true, "\(refused.stdout)")
+        let sibling = try await pki.pinning(["evaluate", "--config", good, "--host", "device-7.fleet.test", "--chain", "sibling-chain.pem"])
+        #expect(sibling.status == 1 && sibling.stdout.contains("hostnameMismatch"), "another device's chain fails on the name, not on revocation: \(sibling)")
+
+        let lint = try await pki.pinning(["config", "lint", good])
+        #expect(lint.status == 0, "\(lint)")
+        #expect(lint.stdout.contains("revocation hard/leaf, 2 CRLs"), "\(lint.stdout)")
+        #expect(lint.stdout.contains("the CRL of CN=Fleet Root goes stale at"), "within 7 days: \(lint.stdout)")
+        _ = soon
+
+        let staleConfig = try config("stale.json", #"{"crls": ["issuing-stale.crl.pem"]}"#)
+        let staleLint = try await pki.pinning(["config", "lint", staleConfig])
+        #expect(staleLint.status == 2 && staleLint.stderr.contains("is stale: its nextUpdate was 2020-01-08T00:00:00Z"), "\(staleLint)")
+        _ = stale
+
+        let cases: [(String, String)] = [
+            (#"{"crls": ["issuing.crl.pem"], "fetch": true}"#, "revocation.fetch: fetching CRLs from their distribution points is not available yet"),
+            (#"{"crls": ["issuing.crl.pem"], "mode": "sometimes"}"#, #"revocation.mode: "sometimes" is not "hard" or "soft""#),
+            (#"{"crls": ["root.pem"]}"#, "revocation.crls[0]: root.pem: no X509 CRL block"),
+            (#"{"crls": []}"#, "revocation.crls: is empty"),
+            (#"{"mode": "hard"}"#, "revocation.crls: missing"),
+            (#"{"crls": ["issuing.crl.pem"], "refresh": 60}"#, "revocation.refresh: unknown field"),
+            (#"["issuing.crl.pem"]"#, "revocation: must be an object"),
+        ]
+        for (index, (revocation, message)) in cases.enumerated() {
+            let file = try config("bad-\(index).json", revocation)
+            let run = try await pki.pinning(["config", "lint", file])
+            #expect(run.status == 2 && run.stderr.contains(message), "\(revocation): \(run)")
+        }
+    }
+
     @Test("bad input: not a CRL, no such file, an empty directory, --revocation without --crl, unknown words; exit 2 naming the option or file")
     func badInput() async throws {
         let pki = try Hierarchy()

@@ -159,7 +159,7 @@ struct BadInputCatalogueTests {
         ),
         (
             "config.entryUnknownField", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"enforcePinning\": false}"),
-            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforcePinning: unknown field; an entry has only anchors, anchorsOnly, clientIdentity, enforce, excludeSubdomainFromParentPolicy, expires, includeSubdomains, pins, reportURIs"
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].enforcePinning: unknown field; an entry has only anchors, anchorsOnly, clientIdentity, enforce, excludeSubdomainFromParentPolicy, expires, includeSubdomains, pins, reportURIs, revocation"
         ),
         (
             "config.missingPins", domain("api.example.com", "{\"enforce\": false}"),

@@ -56,7 +56,7 @@ struct ConfigurationValidator {
     static let topLevelFields = ["domains", "unlistedHosts", "version"]
     static let entryFields = [
         "anchors", "anchorsOnly", "clientIdentity", "enforce", "excludeSubdomainFromParentPolicy", "expires", "includeSubdomains",
-        "pins", "reportURIs",
+        "pins", "reportURIs", "revocation",
     ]
 
     let baseDirectory: String
@@ -181,6 +181,7 @@ struct ConfigurationValidator {
         }
         let reportURIs = self.reportURIs(fields["reportURIs"], key)
         let clientIdentity = self.clientIdentity(fields["clientIdentity"], key)
+        let (revocationFiles, revocation) = self.revocation(fields["revocation"], key)
 
         guard self.problems.count == before, let pattern else { return nil }
         return PinningConfiguration.Entry(
@@ -198,6 +199,8 @@ struct ConfigurationValidator {
             reportURIs: reportURIs,
             excludesSubdomainFromParentPolicy: false,
             clientIdentity: clientIdentity,
+            revocationFiles: revocationFiles,
+            revocation: revocation,
             pattern: pattern
         )
     }
@@ -238,6 +241,8 @@ struct ConfigurationValidator {
             reportURIs: [],
             excludesSubdomainFromParentPolicy: true,
             clientIdentity: nil,
+            revocationFiles: [],
+            revocation: nil,
             pattern: pattern
         )
     }
@@ -366,6 +371,100 @@ struct ConfigurationValidator {
             }
         }
         return (files, certificates)
+    }
+
+    /// `"revocation": {"crls": ["fleet.crl"], "mode": "hard"|"soft", "scope": "leaf"|"chain", "fetch": false}`:
+    /// the CRL files (relative to the configuration, read now, as anchors are) and how they are applied.
+    /// `fetch: true` is refused until fetching from distribution points exists, rather than silently ignored.
+    private mutating func revocation(_ value: JSONValue?, _ key: String) -> ([String], RevocationPolicy?) {
+        guard let value else { return ([], nil) }
+        guard case .object(let fields) = value else {
+            self.add(.wrongType, key, "revocation", "must be an object such as {\"crls\": [\"fleet.crl\"], \"mode\": \"hard\"}, not \(value.typeName)")
+            return ([], nil)
+        }
+        let before = self.problems.count
+        let known = ["crls", "fetch", "mode", "scope"]
+        for field in fields.keys.sorted() where !known.contains(field) {
+            self.add(.unknownField, key, "revocation.\(field)", "unknown field; revocation has only \(known.joined(separator: ", "))")
+        }
+        if self.bool(fields["fetch"], key, "revocation.fetch") == true {
+            self.add(
+                .invalidValue, key, "revocation.fetch",
+                "fetching CRLs from their distribution points is not available yet; list the CRL files in crls and keep them current"
+            )
+        }
+        let mode = self.word(fields["mode"], key, "revocation.mode", default: RevocationPolicy.Mode.hard)
+        let scope = self.word(fields["scope"], key, "revocation.scope", default: RevocationPolicy.Scope.leaf)
+        if fields["crls"] == nil {
+            self.add(.missingField, key, "revocation.crls", "missing; list the CRL files to check against (PEM or DER)")
+        }
+        var files: [String] = []
+        var crls: [CertificateRevocationList] = []
+        let listed = self.strings(fields["crls"], key, "revocation.crls")
+        if fields["crls"] != nil && listed.isEmpty && self.problems.count == before {
+            self.add(.invalidValue, key, "revocation.crls", "is empty; list at least one CRL file")
+        }
+        for (index, path) in listed {
+            files.append(path)
+            let field = "revocation.crls[\(index)]"
+            guard !path.isEmpty else {
+                self.add(.crlFile, key, field, "the path is empty")
+                continue
+            }
+            let resolved =
+                path.hasPrefix("/")
+                ? path : URL(fileURLWithPath: self.baseDirectory, isDirectory: true).appendingPathComponent(path).path
+            do {
+                for crl in try Self.readCRLs(resolved) where !crls.contains(crl) {
+                    crls.append(crl)
+                }
+            } catch {
+                self.add(.crlFile, key, field, "\(path): \(error.message)")
+            }
+        }
+        guard self.problems.count == before, let mode, let scope else { return (files, nil) }
+        return (files, RevocationPolicy(crls: crls, mode: mode, scope: scope))
+    }
+
+    /// One of an enum's raw values, `fallback` when absent.
+    private mutating func word<Word: RawRepresentable & CaseIterable>(
+        _ value: JSONValue?, _ key: String, _ field: String, default fallback: Word
+    ) -> Word? where Word.RawValue == String {
+        let choices = Word.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+        switch value {
+        case nil:
+            return fallback
+        case .string(let text)?:
+            guard let word = Word(rawValue: text) else {
+                self.add(.invalidValue, key, field, "\"\(text)\" is not \(choices)")
+                return nil
+            }
+            return word
+        case let other?:
+            self.add(.wrongType, key, field, "must be \(choices), not \(other.typeName)")
+            return nil
+        }
+    }
+
+    /// The CRLs in one file, read with the CRL reader's own size limit.
+    private static func readCRLs(_ path: String) throws(CRLError) -> [CertificateRevocationList] {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CRLError(.notACRL, "cannot open the file (missing or not readable)")
+        }
+        defer {
+            do {
+                try handle.close()
+            } catch {
+                // Closing a file that was only read cannot lose data; nothing to report.
+            }
+        }
+        let data: Data
+        do {
+            data = try handle.read(upToCount: CertificateRevocationList.maximumSize + 1) ?? Data()
+        } catch {
+            throw CRLError(.notACRL, "cannot read the file")
+        }
+        return try CertificateRevocationList.read(Array(data))
     }
 
     private mutating func reportURIs(_ value: JSONValue?, _ key: String) -> [URL] {

@@ -101,6 +101,10 @@ extension PinningConfiguration: ServerTrustEvaluating {
         } else {
             trust.anchors += entry.anchors
         }
+        // The entry's CRLs replace any the caller's trust carries: the entry is the more specific statement.
+        if let revocation = entry.revocation {
+            trust.revocation = revocation
+        }
         let expired = entry.pinsExpired(at: time)
         let enforced = entry.enforce && !expired
         var result = HostEvaluation(

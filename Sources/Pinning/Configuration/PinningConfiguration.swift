@@ -65,6 +65,11 @@ public struct PinningConfiguration: Sendable {
         public let excludesSubdomainFromParentPolicy: Bool
         /// The client identity presented to this entry's hosts when they ask for one (mutual TLS), if any.
         public let clientIdentity: ClientIdentitySource?
+        /// The CRL files of `revocation.crls` as written (relative to the configuration file).
+        public let revocationFiles: [String]
+        /// How this entry's chains are checked for revocation (the CRLs read from ``revocationFiles``); nil
+        /// checks none, unless the trust handed to ``PinningConfiguration/evaluate(_:forHost:port:)`` has its own.
+        public let revocation: RevocationPolicy?
 
         let pattern: HostPattern
 
@@ -274,12 +279,28 @@ extension PinningConfiguration: Codable {
         var anchorsOnly: Bool?
         var reportURIs: [String]?
         var clientIdentity: [String: String]?
+        var revocation: [String: EncodedValue]?
+
+        /// A string or a list of strings (the `revocation` object's values).
+        enum EncodedValue: Encodable {
+            case string(String)
+            case strings([String])
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                switch self {
+                case .string(let text): try container.encode(text)
+                case .strings(let texts): try container.encode(texts)
+                }
+            }
+        }
 
         init(
             pins: [String]? = nil, excludeSubdomainFromParentPolicy: Bool? = nil, includeSubdomains: Bool? = nil,
             enforce: Bool? = nil, expires: String? = nil, anchors: [String]? = nil, anchorsOnly: Bool? = nil,
-            reportURIs: [String]? = nil, clientIdentity: [String: String]? = nil
+            reportURIs: [String]? = nil, clientIdentity: [String: String]? = nil, revocation: [String: EncodedValue]? = nil
         ) {
+            self.revocation = revocation
             self.pins = pins
             self.excludeSubdomainFromParentPolicy = excludeSubdomainFromParentPolicy
             self.includeSubdomains = includeSubdomains
@@ -316,7 +337,13 @@ extension PinningConfiguration: Codable {
                 anchors: entry.anchorFiles.isEmpty ? nil : entry.anchorFiles,
                 anchorsOnly: entry.anchorsOnly ? true : nil,
                 reportURIs: entry.reportURIs.isEmpty ? nil : entry.reportURIs.map(\.absoluteString),
-                clientIdentity: entry.clientIdentity.map(Self.encoded)
+                clientIdentity: entry.clientIdentity.map(Self.encoded),
+                revocation: entry.revocation.map { policy in
+                    [
+                        "crls": .strings(entry.revocationFiles), "mode": .string(policy.mode.rawValue),
+                        "scope": .string(policy.scope.rawValue),
+                    ]
+                }
             )
         }
         try container.encode(domains, forKey: .domains)

@@ -24,6 +24,7 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
                 case invalidValue
                 case invalidPattern
                 case anchorFile
+                case crlFile
             }
             let storage: Storage
 
@@ -45,6 +46,8 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
             public static let invalidPattern = Kind(storage: .invalidPattern)
             /// An anchor file is missing or holds no usable certificate.
             public static let anchorFile = Kind(storage: .anchorFile)
+            /// A file in `revocation.crls` is missing or is not a CRL.
+            public static let crlFile = Kind(storage: .crlFile)
 
             /// The kind's name, e.g. `invalidPattern`.
             public var description: String { self.storage.rawValue }

@@ -108,8 +108,12 @@ extension PinningCommand {
                 )
                 // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
                 let pins = configuration.entry(forHost: host)?.pins ?? []
+                let entryRevocation = configuration.entry(forHost: host)?.revocation
                 describe = { verdict, trust in
-                    EvaluationReport(verdict: verdict, trust: trust, mode: "configuration", expectedPins: pins, host: host)
+                    // The entry's own revocation replaces the trust's, as in the evaluation.
+                    var judged = trust
+                    if let entryRevocation { judged.revocation = entryRevocation }
+                    return EvaluationReport(verdict: verdict, trust: judged, mode: "configuration", expectedPins: pins, host: host)
                 }
             } else {
                 let made = try self.policyOptions.makePolicy(presented: [], host: host)

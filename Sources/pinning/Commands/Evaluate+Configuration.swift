@@ -64,9 +64,12 @@ struct ConfigurationEvaluationReport: Encodable {
 
     init(evaluation: HostEvaluation, trust: ServerTrust, configuration: PinningConfiguration, path: String) {
         let entry = evaluation.matchedEntry.flatMap { key in configuration.entries.first { $0.key == key } }
+        // The entry's own revocation replaces the trust's (as the evaluation did), so the report says what was checked.
+        var judged = trust
+        if let revocation = entry?.revocation { judged.revocation = revocation }
         self.base = EvaluationReport(
             verdict: evaluation.verdict,
-            trust: trust,
+            trust: judged,
             mode: "configuration",
             expectedPins: entry?.pins ?? [],
             host: evaluation.host

@@ -13,7 +13,7 @@ import X509
 
 /// Each test talks to a NIOSSL server on 127.0.0.1. The client asks for `https://<name>:<port>/` and AHC's
 /// `dnsOverride` sends that name to 127.0.0.1, so SNI and the name check see the DNS name.
-@Suite("AsyncHTTPClient pinning over loopback", .timeLimit(.minutes(1)))
+@Suite("AsyncHTTPClient pinning over loopback", .timeLimit(.minutes(3)))
 struct AsyncHTTPClientPinningTests {
     /// Runs one GET through a client built from `pinning`; returns the status and body, or throws.
     func get(_ pinning: AsyncHTTPClientPinning, port: Int, host: String? = nil) async throws -> (UInt, String) {
@@ -213,8 +213,9 @@ struct AsyncHTTPClientPinningTests {
         await #expect(throws: (any Error).self) {
             _ = try await self.get(without, port: server.port)
         }
-        // Well before the 10 s request deadline `get` sets: the request failed, it did not hang until then.
-        #expect(Date().timeIntervalSince(started) < 9)
+        // Well before the 50 s request deadline `get` sets: the request failed, it did not hang until then. (Under
+        // the whole suite on 2 cores a prompt failure has taken 9.6 s; a hang takes the full 50.)
+        #expect(Date().timeIntervalSince(started) < 30)
     }
 
     // MARK: Documented as not enforceable

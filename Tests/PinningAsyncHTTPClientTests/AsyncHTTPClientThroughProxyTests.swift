@@ -15,7 +15,7 @@ import X509
 /// `PinningProxy` (issue 16: "AsyncHTTPClient through the proxy"), an unmodified AsyncHTTPClient gets the whole
 /// per-host policy: pins anywhere in the chain, anchors, and the entry's client identity. AHC's own proxy support
 /// sends `CONNECT`; it trusts only the proxy's local CA.
-@Suite("AsyncHTTPClient through PinningProxy", .timeLimit(.minutes(1)))
+@Suite("AsyncHTTPClient through PinningProxy", .timeLimit(.minutes(3)))
 struct AsyncHTTPClientThroughProxyTests {
     @Test("an intermediate pin and a client identity hold for a plain AsyncHTTPClient; a wrong pin is a 502 that says pinMismatch")
     func throughProxy() async throws {

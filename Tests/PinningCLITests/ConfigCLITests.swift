@@ -143,7 +143,7 @@ struct ConfigCLITests {
         #expect(bad.stderr.contains("enforcePinning") && bad.stderr.contains("at least two distinct pins"))
     }
 
-    @Test("evaluate --config --send-reports delivers the report before exiting", .timeLimit(.minutes(1)))
+    @Test("evaluate --config --send-reports delivers the report before exiting", .timeLimit(.minutes(3)))
     func sendReports() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }

@@ -8,7 +8,7 @@ import X509
 // not write: `openssl crl -verify` accepts the signature and `openssl verify -crl_check` (and -crl_check_all)
 // refuses exactly the revoked certificates.
 
-@Suite("pinning pki revoke and pki crl, checked by openssl", .enabled(if: CLI.hasOpenSSL, "needs /usr/bin/openssl"))
+@Suite("pinning pki revoke and pki crl, checked by openssl", .serialized, .enabled(if: CLI.hasOpenSSL, "needs /usr/bin/openssl"))
 struct PKIRevocationCLITests {
     @Test("a revoked device is refused by openssl verify -crl_check, the others pass; CRL numbers increase; EC and RSA CAs", arguments: ["ec", "rsa"])
     func revokeAndPublish(_ key: String) async throws {

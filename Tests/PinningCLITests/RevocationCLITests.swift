@@ -9,7 +9,7 @@ import X509
 // check and serve, the JSON `revocation` object, and a matrix of CRLs made by `openssl ca -gencrl` judged by
 // `openssl verify -crl_check` / `-crl_check_all` and by us.
 
-@Suite("Revocation on the command line", .enabled(if: CLI.hasOpenSSL, "needs /usr/bin/openssl"))
+@Suite("Revocation on the command line", .serialized, .enabled(if: CLI.hasOpenSSL, "needs /usr/bin/openssl"))
 struct RevocationCLITests {
     /// root → issuing → leaf (and a second leaf), as PEM files, with one `openssl ca` database per CA.
     struct Hierarchy {

@@ -91,7 +91,7 @@ struct PinFailureReportDeliveryTests {
         }
     }
 
-    @Test("reports are POSTed as JSON to a real server, at most once per 24 hours per host, chain and pins", .timeLimit(.minutes(1)))
+    @Test("reports are POSTed as JSON to a real server, at most once per 24 hours per host, chain and pins", .timeLimit(.minutes(3)))
     func deliveryAndRateLimit() async throws {
         let pki = try Self.fixture.get()
         let server = try LoopbackHTTPServer()
@@ -143,7 +143,7 @@ struct PinFailureReportDeliveryTests {
         #expect(server.requests.count == 3)
     }
 
-    @Test("enforced mismatches are reported too; a failing collector is retried a bounded number of times", .timeLimit(.minutes(1)))
+    @Test("enforced mismatches are reported too; a failing collector is retried a bounded number of times", .timeLimit(.minutes(3)))
     func retries() async throws {
         let pki = try Self.fixture.get()
         let server = try LoopbackHTTPServer(statuses: [500, 503, 204])
@@ -177,7 +177,7 @@ struct PinFailureReportDeliveryTests {
         #expect(outcomes.all.last?.delivered == false && outcomes.all.last?.status == 500)
     }
 
-    @Test("delivery to nowhere (http and https) is bounded and never changes the verdict", .timeLimit(.minutes(1)))
+    @Test("delivery to nowhere (http and https) is bounded and never changes the verdict", .timeLimit(.minutes(3)))
     func unreachable() async throws {
         let pki = try Self.fixture.get()
         // A port that was just closed: connection refused.
@@ -212,7 +212,7 @@ struct PinFailureReportDeliveryTests {
         #expect(all.allSatisfy { $0.message.hasPrefix("cannot connect to 127.0.0.1 port \(closed.port)") }, "\(all.map(\.message))")
     }
 
-    @Test("a reporter's numbers at their extremes are bounded, never a trap", .timeLimit(.minutes(1)))
+    @Test("a reporter's numbers at their extremes are bounded, never a trap", .timeLimit(.minutes(3)))
     func extremeNumbers() async throws {
         let pki = try Self.fixture.get()
         let closed = try LoopbackHTTPServer()
@@ -241,7 +241,7 @@ struct PinFailureReportDeliveryTests {
         return (pki, collector)
     }
 
-    @Test("an https:// collector gets the report over the reporter's own policy (its roots, no pins)", .timeLimit(.minutes(1)))
+    @Test("an https:// collector gets the report over the reporter's own policy (its roots, no pins)", .timeLimit(.minutes(3)))
     func httpsCollector() async throws {
         let pki = try Self.fixture.get()
         let (collectorPKI, collector) = try await Self.httpsCollector()
@@ -278,7 +278,7 @@ struct PinFailureReportDeliveryTests {
         #expect(all.count == 1 && all[0].delivered && all[0].status == 204 && all[0].attempts == 1)
     }
 
-    @Test("a collector the reporter's policy does not trust never receives the report", .timeLimit(.minutes(1)))
+    @Test("a collector the reporter's policy does not trust never receives the report", .timeLimit(.minutes(3)))
     func untrustedCollector() async throws {
         let pki = try Self.fixture.get()
         let (_, collector) = try await Self.httpsCollector()

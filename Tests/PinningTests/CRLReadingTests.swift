@@ -134,7 +134,7 @@ struct CRLReadingTests {
 }
 
 /// CRLs made by `openssl ca -gencrl` in a throwaway CA directory.
-@Suite("Reading CRLs made by OpenSSL", .enabled(if: TestTools.opensslAvailable))
+@Suite("Reading CRLs made by OpenSSL", .serialized, .enabled(if: TestTools.opensslAvailable))
 struct OpenSSLCRLReadingTests {
     /// A minimal `openssl ca` directory: `ca.pem`/`ca.key`, one issued leaf, an index and optional CRL number.
     struct OpenSSLCA {

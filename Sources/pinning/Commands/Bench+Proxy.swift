@@ -270,9 +270,12 @@ struct ProxyBenchmark {
 
     /// SIGKILL: a child may inherit SIGTERM blocked from the thread that spawned it (stunnel did, and outlived
     /// the benchmark), and nothing of these processes needs a clean shutdown.
+    ///
+    /// Waits by polling `isRunning` rather than with `waitUntilExit()`: Foundation's `waitUntilExit` allocates a
+    /// weak-reference side table it never frees, which LeakSanitizer reports in CI's ASan stage.
     static func stop(_ process: Process) {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        ChildProcess.waitForExit(process)
     }
 
     /// RSS after 10,000 and after 100,000 requests through the forward proxy (100 per connection, so 1,000

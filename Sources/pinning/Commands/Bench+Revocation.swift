@@ -152,7 +152,7 @@ extension PinningCommand.Bench {
             } catch {
                 return nil
             }
-            process.waitUntilExit()
+            ChildProcess.waitForExit(process)
             guard process.terminationStatus == 0 else { return nil }
             return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
         }

@@ -309,6 +309,36 @@ public enum TestPKI {
         )
     }
 
+    /// `subject` re-issued by `issuer` with a CRL distribution points extension naming `urls` (one
+    /// distribution point, each URL a full name), so tests can serve its CRL over HTTP. Same key, subject,
+    /// validity and other extensions; a new serial number.
+    public static func withCRLDistributionPoints(_ subject: TestIdentity, issuer: TestIdentity, urls: [String]) throws -> TestIdentity {
+        var names = DER.Serializer()
+        try names.appendConstructedNode(identifier: .sequence) { points in
+            try points.appendConstructedNode(identifier: .sequence) { point in
+                try point.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { name in
+                    try name.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { full in
+                        for url in urls {
+                            full.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 6, tagClass: .contextSpecific)) { bytes in
+                                bytes.append(contentsOf: Array(url.utf8))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        var extensions = subject.certificate.extensions
+        extensions.update(Certificate.Extension(oid: [2, 5, 29, 31], critical: false, value: names.serializedBytes[...]))
+        return try self.issue(
+            subject: subject.certificate.subject,
+            privateKey: subject.privateKey,
+            validity: self.validity(subject.certificate.notValidBefore, subject.certificate.notValidAfter, length: self.caValidity),
+            extensions: extensions,
+            issuerName: issuer.certificate.subject,
+            issuerKey: issuer.privateKey
+        )
+    }
+
     // MARK: - PEM
 
     /// Concatenated `CERTIFICATE` PEM blocks, in order, each ending in a newline.

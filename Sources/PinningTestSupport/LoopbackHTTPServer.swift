@@ -28,6 +28,21 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private var received: [Request] = []
     private var statuses: [Int]
     private var stopped = false
+    private var body: [UInt8] = []
+
+    /// What a 200 answer carries (CRL downloads); other answers carry nothing. Empty by default.
+    public var responseBody: [UInt8] {
+        get {
+            self.lock.lock()
+            defer { self.lock.unlock() }
+            return self.body
+        }
+        set {
+            self.lock.lock()
+            self.body = newValue
+            self.lock.unlock()
+        }
+    }
 
     /// Starts listening on an ephemeral port of 127.0.0.1.
     ///
@@ -178,8 +193,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         self.lock.lock()
         self.received.append(Request(requestLine: lines.first ?? "", headers: headers, body: body))
         self.lock.unlock()
-        let response = Array("HTTP/1.1 \(status) Test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
-        _ = response.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+        let payload = status == 200 ? self.responseBody : []
+        let response = Array("HTTP/1.1 \(status) Test\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n\r\n".utf8) + payload
+        var sent = 0
+        while sent < response.count {
+            let count = response[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return }
+            sent += count
+        }
     }
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

@@ -344,3 +344,54 @@ struct RevokeWhileServingTests {
         #expect(evaluation["code"] as? String == "revoked", "\(check.stdout)")
     }
 }
+
+/// `check --fetch-crls`: the CRL named by the server certificate's distribution point, downloaded from a loopback
+/// HTTP server, decides.
+@Suite("check --fetch-crls", .serialized)
+struct FetchCRLsCLITests {
+    @Test("revoked server certificate: exit 1, code revoked; clean CRL: exit 0 with the status; unreachable point: revocationUnknown, or a warning with --revocation soft")
+    func fetch() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-fetch-crls")
+        defer { directory.remove() }
+        let crlServer = try LoopbackHTTPServer(statuses: [200])
+        defer { crlServer.stop() }
+        let chain = try TestChain()
+        let leaf = try TestPKI.withCRLDistributionPoints(chain.leaf, issuer: chain.intermediate, urls: [crlServer.url("/int.crl").absoluteString])
+        let cert = try directory.write("chain.pem", TestPKI.pemBundle([leaf.certificate, chain.intermediate.certificate]))
+        let key = try directory.write("leaf.key", leaf.privateKeyPEM)
+        let root = try directory.write("root.pem", chain.root.certificatePEM)
+        func crl(_ revoked: [TestIdentity], number: Int) throws -> [UInt8] {
+            try TestCRL(
+                issuer: chain.intermediate,
+                entries: revoked.map { .init(serialNumber: $0.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-1), reason: .superseded) },
+                number: number, thisUpdate: Date().addingTimeInterval(-60), nextUpdate: Date().addingTimeInterval(3600)
+            ).der
+        }
+        let server = try await ServeProcess(["--cert", cert, "--key", key], in: directory)
+        defer { server.subprocess.kill() }
+        func check(_ extra: [String] = []) async throws -> (CLIRun, [String: Any]) {
+            let run = try await Executable.pinning(
+                ["check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--anchor", root, "--anchors-only", "--fetch-crls", "--json"] + extra,
+                in: directory)
+            let object = (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
+            return (run, (object["evaluation"] as? [String: Any]) ?? [:])
+        }
+
+        crlServer.responseBody = try crl([leaf], number: 1)
+        let (revoked, revokedJSON) = try await check()
+        #expect(revoked.status == 1 && revokedJSON["code"] as? String == "revoked", "\(revoked)")
+
+        crlServer.responseBody = try crl([chain.leaf], number: 2)
+        let (good, goodJSON) = try await check()
+        #expect(good.status == 0, "\(good)")
+        let statuses = ((goodJSON["revocation"] as? [String: Any])?["certificates"] as? [[String: Any]])?.compactMap { $0["status"] as? String }
+        #expect(statuses == ["good"], "\(good.stdout)")
+
+        crlServer.stop()
+        let (unknown, unknownJSON) = try await check()
+        #expect(unknown.status == 1 && unknownJSON["code"] as? String == "revocationUnknown", "\(unknown)")
+        #expect((unknownJSON["reason"] as? String)?.contains("fetching \(crlServer.url("/int.crl").absoluteString)") == true, "\(unknown.stdout)")
+        let (soft, softJSON) = try await check(["--revocation", "soft"])
+        #expect(soft.status == 0 && ((softJSON["warnings"] as? [String]) ?? []).contains { $0.contains("revocation mode is soft") }, "\(soft)")
+    }
+}

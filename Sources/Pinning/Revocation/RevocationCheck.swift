@@ -100,6 +100,7 @@ struct RevocationCheck: Sendable {
         if problems.isEmpty {
             problems.append("no CRL from \(certificate.issuer) was given")
         }
+        problems += self.policy.unavailable
         status.unknownReason = problems.joined(separator: "; ")
         return status
     }

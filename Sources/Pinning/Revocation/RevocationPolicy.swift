@@ -55,6 +55,9 @@ public struct RevocationPolicy: Sendable, Hashable {
     public var mode: Mode
     /// Which certificates are checked; default ``Scope/leaf``.
     public var scope: Scope
+    /// Why CRLs that were looked for could not be had (a download that failed), in words. Added to the reason
+    /// of an unknown status; it changes no verdict and is not part of equality.
+    public var unavailable: [String] = []
 
     /// The CRLs grouped by issuer, their digest and a memo of verified signatures; rebuilt when ``crls`` is set.
     private(set) var index: CRLIndex

@@ -33,6 +33,13 @@ extension PinningCommand {
 
         @OptionGroup var revocationOptions: RevocationOptions
 
+        @Flag(
+            name: .customLong("fetch-crls"),
+            help:
+                "Download CRLs from the certificates' distribution points (http:// or https://, 5 s and 16 MiB each) and check them (hard mode, leaf scope unless --revocation/--revocation-scope say otherwise)."
+        )
+        var fetchCRLs = false
+
         @Option(name: .long, help: ArgumentHelp("A PKCS#12 client identity (.p12/.pfx).", valueName: "file"))
         var identity: String?
 
@@ -124,7 +131,9 @@ extension PinningCommand {
             }
             // Without --at, each handshake is judged at its own time.
             trust.validationTime = try InputLoading.instant(self.policyOptions.at)
-            trust.revocation = try self.revocationOptions.policy()
+            trust.revocation = try self.revocationOptions.policy(fetching: self.fetchCRLs)
+            // Fetching sits in front of the policy or configuration: it only adds CRLs, the evaluator decides.
+            let judge: any ServerTrustEvaluating = self.fetchCRLs ? RevocationFetchingEvaluator(evaluator, fetcher: CRLFetcher()) : evaluator
 
             let keyLog = try self.keyLogOptions.open(command: "check")
             var tlsConfiguration: TLSConfiguration?
@@ -136,7 +145,7 @@ extension PinningCommand {
             let client: PinnedHTTPClient
             do {
                 client = try PinnedHTTPClient(
-                    evaluator: evaluator,
+                    evaluator: judge,
                     trust: trust,
                     identity: identity,
                     tlsConfiguration: tlsConfiguration,

@@ -70,11 +70,17 @@ struct RevocationOptions: ParsableArguments {
     /// A file that is not a CRL at all is bad input naming the file (exit 2). A CRL that reads but cannot be
     /// used (no CRL number, delta, stale, wrongly signed) is not bad input: it is loaded, and the certificates it
     /// was meant for get the status "unknown" with the reason.
-    func policy() throws(InputError) -> RevocationPolicy? {
+    ///
+    /// - Parameter fetching: `check --fetch-crls`: CRLs will come from the distribution points, so a policy is
+    ///   made (mode and scope from the flags) even without `--crl`.
+    func policy(fetching: Bool = false) throws(InputError) -> RevocationPolicy? {
         guard !self.crl.isEmpty else {
+            if fetching {
+                return RevocationPolicy(crls: [], mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf)
+            }
             if self.mode != nil || self.scope != nil {
                 let flag = self.mode != nil ? "--revocation" : "--revocation-scope"
-                throw InputError("\(flag) needs --crl: without a CRL there is no revocation check to configure")
+                throw InputError("\(flag) needs --crl (or, for check, --fetch-crls): without a CRL there is no revocation check to configure")
             }
             return nil
         }

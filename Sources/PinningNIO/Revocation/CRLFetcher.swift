@@ -1,0 +1,380 @@
+public import Foundation
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOHTTP1
+public import NIOPosix
+public import Pinning
+public import X509
+
+/// Downloads CRLs from certificates' distribution points (RFC 5280 §4.2.1.13) and keeps them until their
+/// nextUpdate. Off unless a caller makes one: `check --fetch-crls`, or a ``RevocationFetchingEvaluator``.
+///
+/// - `http://` is fetched in the clear (CRLs are signed, and that is how CAs publish them); `https://` over a
+///   ``PinnedTLSClient`` judged by the platform roots, so a CRL is never blocked by the pins it serves.
+/// - Each download is bounded: ``timeout`` for connecting and for the whole response, ``maximumSize`` bytes,
+///   a 200 answer only, no redirects.
+/// - A downloaded CRL is kept until its nextUpdate. Within ``refreshMargin`` of it, the cached CRL is still
+///   answered and a new one is fetched in the background, so a busy client never waits on a refresh. A failed
+///   download is remembered for ``failureBackoff`` (no hammering of a dead distribution point) and the
+///   certificate's status is then unknown: hard mode refuses, soft mode warns.
+/// - The CRLs are only handed over; whether they count (issuer, signature, dates) is decided by the revocation
+///   stage, as for CRLs read from files.
+public final class CRLFetcher: Sendable {
+    /// Why a download failed, in words.
+    public struct FetchError: Error, Sendable, CustomStringConvertible {
+        public let url: URL
+        public let message: String
+        public var description: String { "\(self.url.absoluteString): \(self.message)" }
+    }
+
+    /// Bound on connecting and on the whole response, each.
+    public let timeout: TimeAmount
+    /// The largest CRL downloaded; a larger answer is cut off and refused.
+    public let maximumSize: Int
+    /// How long before a CRL's nextUpdate it is fetched again (in the background).
+    public let refreshMargin: TimeInterval
+    /// How long a failed download is remembered before it is tried again.
+    public let failureBackoff: TimeInterval
+
+    private let group: any EventLoopGroup
+    private let clock: @Sendable () -> Date
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var entries: [URL: Entry] = [:]
+        var refreshing: Set<URL> = []
+        var downloads = 0
+    }
+
+    private enum Entry {
+        /// `generation` numbers each successful download, so that callers can tell "the same CRLs as last time"
+        /// without comparing megabytes (``RevocationFetchingEvaluator`` reuses its prepared policy then).
+        case fetched([CertificateRevocationList], until: Date, generation: Int)
+        case failed(FetchError, retryAfter: Date)
+    }
+
+    /// What ``crls(for:)`` found.
+    public struct Fetched: Sendable {
+        /// The CRLs, without duplicates.
+        public var crls: [CertificateRevocationList]
+        /// The distribution points that could not be had, and why.
+        public var failures: [FetchError]
+        /// One number per download behind ``crls``; equal lists mean the same CRLs.
+        public var generations: [Int]
+    }
+
+    /// A fetcher.
+    ///
+    /// - Parameters:
+    ///   - timeout: For connecting and for the response, each; default 5 seconds.
+    ///   - maximumSize: Default 16 MiB (a 100,000-entry CRL is about 5 MiB).
+    ///   - refreshMargin: Default one hour.
+    ///   - failureBackoff: Default 30 seconds.
+    public init(
+        timeout: TimeAmount = .seconds(5),
+        maximumSize: Int = 16 * 1024 * 1024,
+        refreshMargin: TimeInterval = 3600,
+        failureBackoff: TimeInterval = 30,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.timeout = timeout
+        self.maximumSize = min(max(maximumSize, 1), CertificateRevocationList.maximumSize)
+        self.refreshMargin = refreshMargin
+        self.failureBackoff = failureBackoff
+        self.group = group
+        self.clock = { Date() }
+    }
+
+    /// How many downloads were started since the fetcher was made (cache hits start none).
+    public var downloadCount: Int {
+        self.state.withLockedValue { $0.downloads }
+    }
+
+    /// The CRLs for the distribution points of `certificates`, from the cache or downloaded now, and the
+    /// failures of those that could not be had.
+    public func crls(for certificates: [Certificate]) async -> Fetched {
+        var urls: [URL] = []
+        for certificate in certificates {
+            for url in certificate.crlDistributionPointURLs where !urls.contains(url) {
+                urls.append(url)
+            }
+        }
+        var fetched = Fetched(crls: [], failures: [], generations: [])
+        for url in urls {
+            switch await self.crls(at: url) {
+            case .success(let found):
+                for crl in found.crls where !fetched.crls.contains(crl) { fetched.crls.append(crl) }
+                fetched.generations.append(found.generation)
+            case .failure(let error):
+                fetched.failures.append(error)
+            }
+        }
+        return fetched
+    }
+
+    /// The CRLs at `url`: cached until their nextUpdate (refreshed in the background near it), else downloaded.
+    public func crls(at url: URL) async -> Result<(crls: [CertificateRevocationList], generation: Int), FetchError> {
+        let now = self.clock()
+        let cached = self.state.withLockedValue { $0.entries[url] }
+        switch cached {
+        case .fetched(let lists, let until, let generation)? where now < until:
+            if until.timeIntervalSince(now) <= self.refreshMargin {
+                self.refreshInBackground(url)
+            }
+            return .success((lists, generation))
+        case .failed(let error, let retryAfter)? where now < retryAfter:
+            return .failure(error)
+        default:
+            return await self.download(url)
+        }
+    }
+
+    private func refreshInBackground(_ url: URL) {
+        let start = self.state.withLockedValue { $0.refreshing.insert(url).inserted }
+        guard start else { return }
+        Task.detached { [self] in
+            _ = await self.download(url)
+            self.state.withLockedValue { _ = $0.refreshing.remove(url) }
+        }
+    }
+
+    private func download(_ url: URL) async -> Result<(crls: [CertificateRevocationList], generation: Int), FetchError> {
+        let generation = self.state.withLockedValue { state -> Int in
+            state.downloads += 1
+            return state.downloads
+        }
+        let result: Result<[CertificateRevocationList], FetchError>
+        do {
+            let bytes = try await self.get(url)
+            do {
+                result = .success(try CertificateRevocationList.read(bytes))
+            } catch {
+                result = .failure(FetchError(url: url, message: "not a CRL: \(error.message)"))
+            }
+        } catch {
+            result = .failure(error)
+        }
+        let now = self.clock()
+        self.state.withLockedValue { state in
+            switch result {
+            case .success(let lists):
+                // Kept until the earliest nextUpdate among them; one without nextUpdate is unusable anyway, so
+                // it is kept only for the back-off, not forever.
+                let until = lists.compactMap(\.nextUpdate).min() ?? now.addingTimeInterval(self.failureBackoff)
+                state.entries[url] = .fetched(lists, until: until, generation: generation)
+            case .failure(let error):
+                // A refresh that fails keeps the CRL it was refreshing while that is still current.
+                if case .fetched(_, let until, _)? = state.entries[url], now < until { return }
+                state.entries[url] = .failed(error, retryAfter: now.addingTimeInterval(self.failureBackoff))
+            }
+        }
+        return result.map { ($0, generation) }
+    }
+
+    // MARK: - HTTP
+
+    private func get(_ url: URL) async throws(FetchError) -> [UInt8] {
+        let scheme = url.scheme?.lowercased()
+        guard scheme == "http" || scheme == "https", var host = url.host, !host.isEmpty else {
+            throw FetchError(url: url, message: "not an http:// or https:// URL")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let secure = scheme == "https"
+        let port = url.port ?? (secure ? 443 : 80)
+        var path = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { path += "?" + query }
+        let maximumSize = self.maximumSize
+        let configure: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(CRLDownloadHandler(maximumSize: maximumSize))
+            }
+        }
+        let channel: any Channel
+        do {
+            if secure {
+                // The platform roots and the host name, no pins: a CRL is signed, and is never blocked by the
+                // policy of the connection it is about.
+                let tls = try PinnedTLSClient(evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings())
+                channel = try await tls.connect(host: host, port: port, group: self.group, timeout: self.timeout, configure: configure).channel
+            } else {
+                channel = try await ClientBootstrap(group: self.group)
+                    .connectTimeout(self.timeout)
+                    .channelInitializer(configure)
+                    .connect(host: host, port: port)
+                    .get()
+            }
+        } catch let error as PinningConnectionError {
+            throw FetchError(url: url, message: error.message)
+        } catch {
+            throw FetchError(url: url, message: ConnectionFailureWords.connectProblem(error, host: host, port: port))
+        }
+        defer { channel.close(promise: nil) }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+        head.headers.add(name: "host", value: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+        head.headers.add(name: "user-agent", value: "swift-pinning")
+        head.headers.add(name: "accept", value: "application/pkix-crl, application/x-pkcs7-crl, */*")
+        head.headers.add(name: "connection", value: "close")
+        let requestHead = head
+        let timeout = self.timeout
+        do {
+            return try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<[UInt8]> in
+                let handler: CRLDownloadHandler
+                do {
+                    handler = try channel.pipeline.syncOperations.handler(type: CRLDownloadHandler.self)
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(CRLDownloadHandler.Failure(message: "the server closed the connection"))
+                }
+                let promise = channel.eventLoop.makePromise(of: [UInt8].self)
+                handler.begin(promise)
+                channel.write(HTTPClientRequestPart.head(requestHead), promise: nil)
+                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                    promise.fail(CRLDownloadHandler.Failure(message: "no complete answer within \(timeout.nanoseconds / 1_000_000) ms"))
+                    channel.close(promise: nil)
+                }
+                promise.futureResult.whenComplete { _ in timer.cancel() }
+                return promise.futureResult
+            }.get()
+        } catch let failure as CRLDownloadHandler.Failure {
+            throw FetchError(url: url, message: failure.message)
+        } catch {
+            throw FetchError(url: url, message: ConnectionFailureWords.words(error))
+        }
+    }
+}
+
+/// Collects one HTTP response body, refusing anything but 200 and anything over the size limit.
+final class CRLDownloadHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    struct Failure: Error {
+        var message: String
+    }
+
+    private let maximumSize: Int
+    private var promise: EventLoopPromise<[UInt8]>?
+    private var body: [UInt8] = []
+    private var status: HTTPResponseStatus?
+
+    init(maximumSize: Int) {
+        self.maximumSize = maximumSize
+    }
+
+    func begin(_ promise: EventLoopPromise<[UInt8]>) {
+        self.promise = promise
+    }
+
+    private func finish(_ result: Result<[UInt8], Failure>, context: ChannelHandlerContext) {
+        guard let promise = self.promise else { return }
+        self.promise = nil
+        switch result {
+        case .success(let bytes): promise.succeed(bytes)
+        case .failure(let failure):
+            promise.fail(failure)
+            context.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.status = head.status
+            guard head.status == .ok else {
+                self.finish(.failure(Failure(message: "the server answered HTTP \(head.status.code) \(head.status.reasonPhrase)")), context: context)
+                return
+            }
+        case .body(var buffer):
+            guard self.status == .ok else { return }
+            if self.body.count + buffer.readableBytes > self.maximumSize {
+                self.finish(.failure(Failure(message: "the CRL is larger than \(self.maximumSize) bytes")), context: context)
+                return
+            }
+            self.body += buffer.readBytes(length: buffer.readableBytes) ?? []
+        case .end:
+            guard self.status == .ok else { return }
+            self.finish(.success(self.body), context: context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.finish(.failure(Failure(message: "the connection closed before the CRL was complete")), context: context)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.finish(.failure(Failure(message: ConnectionFailureWords.words(error))), context: context)
+    }
+}
+
+/// An evaluator that first fetches the CRLs of the presented chain's distribution points, then lets `base`
+/// decide with them added to the trust's revocation policy (hard mode, leaf scope when the trust has none).
+///
+/// Which certificates' distribution points are fetched follows the scope: the leaf's, or (scope chain) every
+/// presented certificate's. Fetching never relaxes anything: a CRL that cannot be had leaves the status unknown.
+public struct RevocationFetchingEvaluator: ServerTrustEvaluating {
+    /// The evaluator that decides.
+    public let base: any ServerTrustEvaluating
+    /// Where CRLs come from.
+    public let fetcher: CRLFetcher
+    /// Mode when the trust carries no revocation policy of its own.
+    public let defaultMode: RevocationPolicy.Mode
+    /// Scope when the trust carries no revocation policy of its own.
+    public let defaultScope: RevocationPolicy.Scope
+    /// Prepared policies by (the trust's own policy, the downloads behind the fetched CRLs): a policy indexes its
+    /// CRLs and remembers their verified signatures, so rebuilding it per handshake would hash and verify a
+    /// large CRL every time.
+    private let prepared = PreparedPolicies()
+
+    /// Fetching in front of `base`.
+    public init(
+        _ base: any ServerTrustEvaluating,
+        fetcher: CRLFetcher,
+        defaultMode: RevocationPolicy.Mode = .hard,
+        defaultScope: RevocationPolicy.Scope = .leaf
+    ) {
+        self.base = base
+        self.fetcher = fetcher
+        self.defaultMode = defaultMode
+        self.defaultScope = defaultScope
+    }
+
+    public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        var trust = trust
+        let own = trust.revocation ?? RevocationPolicy(crls: [], mode: self.defaultMode, scope: self.defaultScope)
+        let certificates = own.scope == .leaf ? Array(trust.certificates.prefix(1)) : trust.certificates
+        let fetched = await self.fetcher.crls(for: certificates)
+        var policy = self.prepared.policy(own: own, generations: fetched.generations) {
+            var combined = own
+            var crls = own.crls
+            for crl in fetched.crls where !crls.contains(crl) { crls.append(crl) }
+            combined.crls = crls
+            return combined
+        }
+        // Why a distribution point gave nothing: added to the reason of an unknown status.
+        policy.unavailable = fetched.failures.map { "fetching \($0.description)" }
+        trust.revocation = policy
+        return await self.base.evaluate(trust, forDomain: domain)
+    }
+}
+
+/// A small, bounded memo of combined policies.
+final class PreparedPolicies: Sendable {
+    private struct Key: Hashable {
+        var own: RevocationPolicy
+        var generations: [Int]
+    }
+
+    private let table = NIOLockedValueBox<[Key: RevocationPolicy]>([:])
+
+    func policy(own: RevocationPolicy, generations: [Int], make: () -> RevocationPolicy) -> RevocationPolicy {
+        let key = Key(own: own, generations: generations)
+        if let known = self.table.withLockedValue({ $0[key] }) { return known }
+        let made = make()
+        self.table.withLockedValue { table in
+            if table.count >= 64 { table.removeAll() }
+            table[key] = made
+        }
+        return made
+    }
+}

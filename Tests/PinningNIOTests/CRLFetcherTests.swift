@@ -1,0 +1,118 @@
+import Foundation
+import NIOCore
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import Testing
+import X509
+
+/// Fetching CRLs from distribution points (issue 14): the extension read, the download bounded and cached, and
+/// the fetched CRLs judged by the same revocation stage as CRLs from files.
+@Suite("CRL distribution points and CRLFetcher", .serialized)
+struct CRLFetcherTests {
+    /// root → intermediate → leaf, the leaf re-issued naming `urls` as its CRL distribution points.
+    struct Fixture {
+        let chain: TestChain
+        let leaf: TestIdentity
+
+        init(urls: [String]) throws {
+            self.chain = try TestChain()
+            self.leaf = try TestPKI.withCRLDistributionPoints(self.chain.leaf, issuer: self.chain.intermediate, urls: urls)
+        }
+
+        func crl(revoking revoked: [TestIdentity], number: Int = 1, nextUpdate: TimeInterval = 86400) throws -> [UInt8] {
+            try TestCRL(
+                issuer: self.chain.intermediate,
+                entries: revoked.map { .init(serialNumber: $0.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-1), reason: .keyCompromise) },
+                number: number,
+                thisUpdate: Date().addingTimeInterval(-60),
+                nextUpdate: Date().addingTimeInterval(nextUpdate)
+            ).der
+        }
+
+        func trust() -> ServerTrust {
+            ServerTrust(certificates: [self.leaf.certificate, self.chain.intermediate.certificate], anchors: [self.chain.root.certificate], anchorsOnly: true)
+        }
+    }
+
+    @Test("the extension: http and https URLs in order; ldap skipped; none without the extension")
+    func distributionPoints() throws {
+        let fixture = try Fixture(urls: ["ldap://dir.example/cn=crl", "http://crl.example/int.crl", "https://crl.example/int.crl"])
+        #expect(fixture.leaf.certificate.crlDistributionPointURLs.map(\.absoluteString) == ["http://crl.example/int.crl", "https://crl.example/int.crl"])
+        #expect(fixture.chain.leaf.certificate.crlDistributionPointURLs.isEmpty)
+    }
+
+    @Test("a revoked leaf is refused with the downloaded CRL; the download is cached until nextUpdate")
+    func revokedByFetchedCRL() async throws {
+        let server = try LoopbackHTTPServer(statuses: [200])
+        defer { server.stop() }
+        let fixture = try Fixture(urls: [server.url("/int.crl").absoluteString])
+        server.responseBody = try fixture.crl(revoking: [fixture.leaf])
+        let fetcher = CRLFetcher(timeout: .seconds(5))
+        let evaluator = RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher)
+        let verdict = await evaluator.evaluate(fixture.trust(), forDomain: "localhost")
+        #expect(verdict.failure?.code == .revoked, "\(String(describing: verdict.failure))")
+        let again = await evaluator.evaluate(fixture.trust(), forDomain: "localhost")
+        #expect(again.failure?.code == .revoked)
+        #expect(fetcher.downloadCount == 1)
+        let requests = await server.waitForRequests(1)
+        #expect(requests.first?.requestLine == "GET /int.crl HTTP/1.1", "\(requests)")
+
+        // Within the refresh margin of its nextUpdate the cached CRL still answers, and a new one is fetched in
+        // the background.
+        server.responseBody = try fixture.crl(revoking: [fixture.leaf], number: 2, nextUpdate: 600)
+        let soon = CRLFetcher(timeout: .seconds(5), refreshMargin: 3600)
+        let first = await soon.crls(for: [fixture.leaf.certificate])
+        #expect(first.crls.count == 1 && soon.downloadCount == 1)
+        let second = await soon.crls(for: [fixture.leaf.certificate])
+        #expect(second.crls.count == 1)
+        let deadline = Date().addingTimeInterval(60)
+        while soon.downloadCount < 2 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(soon.downloadCount == 2)
+    }
+
+    @Test("a leaf not on the fetched CRL is trusted, the report naming the CRL")
+    func goodByFetchedCRL() async throws {
+        let server = try LoopbackHTTPServer(statuses: [200])
+        defer { server.stop() }
+        let fixture = try Fixture(urls: [server.url("/int.crl").absoluteString])
+        server.responseBody = try fixture.crl(revoking: [fixture.chain.leaf])  // another certificate of the same CA
+        let evaluator = RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: CRLFetcher())
+        let chain = try await evaluator.evaluate(fixture.trust(), forDomain: "localhost").get()
+        #expect(chain.revocation?.certificates.map(\.status) == [.good])
+    }
+
+    @Test("no CRL to be had (404, refused connection, not a CRL, too large): unknown with the download's reason; hard refuses, soft warns", arguments: ["404", "refused", "garbage", "tooLarge"])
+    func unavailable(_ kind: String) async throws {
+        let server = try LoopbackHTTPServer(statuses: [kind == "404" ? 404 : 200])
+        defer { server.stop() }
+        let url = kind == "refused" ? "http://127.0.0.1:1/int.crl" : server.url("/int.crl").absoluteString
+        let fixture = try Fixture(urls: [url])
+        var maximumSize = 16 * 1024 * 1024
+        let expected: String
+        switch kind {
+        case "404":
+            expected = "the server answered HTTP 404"
+        case "refused":
+            expected = "fetching http://127.0.0.1:1/int.crl:"
+        case "garbage":
+            server.responseBody = Array("<html>not a CRL</html>".utf8)
+            expected = "not a CRL"
+        default:
+            server.responseBody = try fixture.crl(revoking: [])
+            maximumSize = 100
+            expected = "larger than 100 bytes"
+        }
+        let fetcher = CRLFetcher(timeout: .seconds(5), maximumSize: maximumSize)
+        let hard = await RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher).evaluate(fixture.trust(), forDomain: "localhost")
+        let failure = try #require(hard.failure)
+        #expect(failure.code == .revocationUnknown, "\(failure)")
+        #expect(failure.reason.contains(expected), "\(failure.reason)")
+        let soft = await RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher, defaultMode: .soft).evaluate(fixture.trust(), forDomain: "localhost")
+        #expect(try soft.get().warnings.contains { $0.contains(expected) }, "\(soft)")
+        // The failure is remembered for the back-off: no second download.
+        #expect(fetcher.downloadCount == 1)
+    }
+}

@@ -51,7 +51,8 @@ struct RevocationCheck: Sendable {
         var usable: [CertificateRevocationList] = []
         for position in prepared.crls(issuedBy: certificate.issuer) {
             let crl = prepared.crls[position]
-            let name = CertificateRevocationStatus.describe(crl)
+            // Described only when something is wrong: formatting a distinguished name costs more than the look-up.
+            var name: String { CertificateRevocationStatus.describe(crl) }
             if let unusable = crl.unusable {
                 problems.append("\(name) cannot be used: \(unusable)")
                 continue

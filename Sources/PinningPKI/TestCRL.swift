@@ -1,4 +1,5 @@
 public import Foundation
+public import Pinning
 import SwiftASN1
 public import X509
 
@@ -9,35 +10,8 @@ public import X509
 /// Made for tests and for `pinning pki crl`; `openssl crl -verify` and `openssl verify -crl_check` accept what
 /// it writes (the tests check both).
 public struct TestCRL: Sendable, Hashable {
-    /// Why a certificate was revoked (RFC 5280 §5.3.1 `CRLReason`; value 7 is unused).
-    public enum Reason: Int, Sendable, Hashable, CaseIterable {
-        case unspecified = 0
-        case keyCompromise = 1
-        case cACompromise = 2
-        case affiliationChanged = 3
-        case superseded = 4
-        case cessationOfOperation = 5
-        case certificateHold = 6
-        case removeFromCRL = 8
-        case privilegeWithdrawn = 9
-        case aACompromise = 10
-
-        /// The name RFC 5280 and OpenSSL use (`keyCompromise`).
-        public var name: String {
-            switch self {
-            case .unspecified: return "unspecified"
-            case .keyCompromise: return "keyCompromise"
-            case .cACompromise: return "cACompromise"
-            case .affiliationChanged: return "affiliationChanged"
-            case .superseded: return "superseded"
-            case .cessationOfOperation: return "cessationOfOperation"
-            case .certificateHold: return "certificateHold"
-            case .removeFromCRL: return "removeFromCRL"
-            case .privilegeWithdrawn: return "privilegeWithdrawn"
-            case .aACompromise: return "aACompromise"
-            }
-        }
-    }
+    /// Why a certificate was revoked: the core's `CRLReason`, so the reader and the writer share one list.
+    public typealias Reason = CertificateRevocationList.Reason
 
     /// One revoked certificate.
     public struct Entry: Sendable, Hashable {

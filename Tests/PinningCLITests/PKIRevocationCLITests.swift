@@ -1,4 +1,5 @@
 import Foundation
+import Pinning
 import PinningPKI
 import PinningTestSupport
 import Testing

@@ -26,6 +26,22 @@ public struct CertificateRevocationList: Sendable, Hashable {
         case removeFromCRL = 8
         case privilegeWithdrawn = 9
         case aACompromise = 10
+
+        /// The name RFC 5280 and OpenSSL use (`keyCompromise`).
+        public var name: String {
+            switch self {
+            case .unspecified: return "unspecified"
+            case .keyCompromise: return "keyCompromise"
+            case .cACompromise: return "cACompromise"
+            case .affiliationChanged: return "affiliationChanged"
+            case .superseded: return "superseded"
+            case .cessationOfOperation: return "cessationOfOperation"
+            case .certificateHold: return "certificateHold"
+            case .removeFromCRL: return "removeFromCRL"
+            case .privilegeWithdrawn: return "privilegeWithdrawn"
+            case .aACompromise: return "aACompromise"
+            }
+        }
     }
 
     /// One revoked certificate.

@@ -85,18 +85,7 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
     }
 
     static func reasonName(_ reason: CertificateRevocationList.Reason?) -> String {
-        switch reason {
-        case nil, .unspecified?: return "unspecified"
-        case .keyCompromise?: return "keyCompromise"
-        case .cACompromise?: return "cACompromise"
-        case .affiliationChanged?: return "affiliationChanged"
-        case .superseded?: return "superseded"
-        case .cessationOfOperation?: return "cessationOfOperation"
-        case .certificateHold?: return "certificateHold"
-        case .removeFromCRL?: return "removeFromCRL"
-        case .privilegeWithdrawn?: return "privilegeWithdrawn"
-        case .aACompromise?: return "aACompromise"
-        }
+        reason?.name ?? "unspecified"
     }
 
     /// One line: `certificate 0 (CN=device-7, serial 1a2b): revoked on … (keyCompromise) by CN=Fleet CA, CRL number 4`.

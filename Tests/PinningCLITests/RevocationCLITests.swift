@@ -223,7 +223,7 @@ struct RevocationCLITests {
         _ = stale
 
         let cases: [(String, String)] = [
-            (#"{"crls": ["issuing.crl.pem"], "fetch": true}"#, "revocation.fetch: fetching CRLs from their distribution points is not available yet"),
+            (#"{"crls": ["issuing.crl.pem"], "fetch": "yes"}"#, "revocation.fetch: must be true or false"),
             (#"{"crls": ["issuing.crl.pem"], "mode": "sometimes"}"#, #"revocation.mode: "sometimes" is not "hard" or "soft""#),
             (#"{"crls": ["root.pem"]}"#, "revocation.crls[0]: root.pem: no X509 CRL block"),
             (#"{"crls": []}"#, "revocation.crls: is empty"),
@@ -380,6 +380,18 @@ struct FetchCRLsCLITests {
         crlServer.responseBody = try crl([leaf], number: 1)
         let (revoked, revokedJSON) = try await check()
         #expect(revoked.status == 1 && revokedJSON["code"] as? String == "revoked", "\(revoked)")
+
+        // The same through a configuration entry asking for fetching, without --fetch-crls.
+        let pins = [chain.root, chain.intermediate].map { "\"\(Pin(spkiOf: $0.certificate).description)\"" }.joined(separator: ", ")
+        let config = try directory.write(
+            "fetching.json",
+            #"{"version": 1, "domains": {"localhost": {"pins": [\#(pins)], "anchors": ["root.pem"], "anchorsOnly": true, "revocation": {"fetch": true}}}}"#
+        )
+        let lint = try await Executable.pinning(["config", "lint", config], in: directory)
+        #expect(lint.status == 0 && lint.stdout.contains("revocation hard/leaf, 0 CRLs, fetched from distribution points"), "\(lint)")
+        let viaConfig = try await Executable.pinning(
+            ["check", "https://localhost:\(server.port)/", "--resolve", "localhost:\(server.port):127.0.0.1", "--config", config, "--json"], in: directory)
+        #expect(viaConfig.status == 1 && viaConfig.stdout.contains(#""code" : "revoked""#), "\(viaConfig)")
 
         crlServer.responseBody = try crl([chain.leaf], number: 2)
         let (good, goodJSON) = try await check()

@@ -30,8 +30,11 @@ struct CRLFetcherTests {
             ).der
         }
 
-        func trust() -> ServerTrust {
-            ServerTrust(certificates: [self.leaf.certificate, self.chain.intermediate.certificate], anchors: [self.chain.root.certificate], anchorsOnly: true)
+        /// The chain, with a revocation policy asking for fetching (unless `fetch` is false).
+        func trust(mode: RevocationPolicy.Mode = .hard, fetch: Bool = true) -> ServerTrust {
+            var trust = ServerTrust(certificates: [self.leaf.certificate, self.chain.intermediate.certificate], anchors: [self.chain.root.certificate], anchorsOnly: true)
+            trust.revocation = RevocationPolicy(crls: [], mode: mode, fetch: fetch)
+            return trust
         }
     }
 
@@ -110,9 +113,75 @@ struct CRLFetcherTests {
         let failure = try #require(hard.failure)
         #expect(failure.code == .revocationUnknown, "\(failure)")
         #expect(failure.reason.contains(expected), "\(failure.reason)")
-        let soft = await RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher, defaultMode: .soft).evaluate(fixture.trust(), forDomain: "localhost")
+        let soft = await RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher).evaluate(fixture.trust(mode: .soft), forDomain: "localhost")
         #expect(try soft.get().warnings.contains { $0.contains(expected) }, "\(soft)")
         // The failure is remembered for the back-off: no second download.
+        #expect(fetcher.downloadCount == 1)
+    }
+
+    @Test("nothing is fetched unless the policy asks; asked but not fetched is unknown, never good")
+    func onlyWhenAsked() async throws {
+        let server = try LoopbackHTTPServer(statuses: [200])
+        defer { server.stop() }
+        let fixture = try Fixture(urls: [server.url("/int.crl").absoluteString])
+        server.responseBody = try fixture.crl(revoking: [fixture.leaf])
+        let fetcher = CRLFetcher(timeout: .seconds(5))
+        let evaluator = RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher)
+
+        // No revocation policy: passed through, nothing downloaded, nothing checked.
+        var plain = fixture.trust()
+        plain.revocation = nil
+        let unchecked = try await evaluator.evaluate(plain, forDomain: "localhost").get()
+        #expect(unchecked.revocation == nil)
+        // A policy with CRL files only (fetch false): checked against those, nothing downloaded.
+        let filesOnly = await evaluator.evaluate(fixture.trust(fetch: false), forDomain: "localhost")
+        #expect(filesOnly.failure?.code == .revocationUnknown)
+        #expect(fetcher.downloadCount == 0)
+
+        // Fetching asked for, but the evaluator does not fetch: unknown, and the reason says so.
+        let notFetched = await SecurityPolicy.defaultEvaluation.evaluate(fixture.trust(), forDomain: "localhost")
+        let failure = try #require(notFetched.failure)
+        #expect(failure.code == .revocationUnknown)
+        #expect(failure.reason.contains("this evaluator does not fetch"), "\(failure.reason)")
+        #expect(fetcher.downloadCount == 0)
+    }
+
+    @Test("a configuration entry with \"fetch\": true: its hosts' CRLs are downloaded and combined with the entry's files")
+    func configurationEntryFetches() async throws {
+        let server = try LoopbackHTTPServer(statuses: [200])
+        defer { server.stop() }
+        let fixture = try Fixture(urls: [server.url("/int.crl").absoluteString])
+        server.responseBody = try fixture.crl(revoking: [fixture.leaf])
+        let directory = try TemporaryDirectory()
+        _ = try directory.write("root.pem", fixture.chain.root.certificatePEM)
+        // An older CRL file from the same CA that does not list the leaf: the fetched one, newer, does.
+        _ = try directory.write("old.crl", bytes: fixture.crl(revoking: []))
+        func configuration(_ revocation: String) throws -> PinningConfiguration {
+            let json = """
+                {"version": 1, "domains": {"localhost": {"pins": ["\(Pin(spkiOf: fixture.chain.root.certificate).description)", "\(Pin(spkiOf: fixture.chain.intermediate.certificate).description)"],
+                  "anchors": ["root.pem"], "anchorsOnly": true, "revocation": \(revocation)}}}
+                """
+            return try PinningConfiguration(data: Data(json.utf8), baseDirectory: directory.path)
+        }
+        var chainOnly = fixture.trust()
+        chainOnly.revocation = nil
+
+        let fetcher = CRLFetcher(timeout: .seconds(5))
+        let fetching = try configuration(#"{"fetch": true}"#)
+        #expect(fetching.entries.first?.revocation?.fetch == true)
+        let revoked = await RevocationFetchingEvaluator(fetching, fetcher: fetcher).evaluate(chainOnly, forDomain: "localhost")
+        #expect(revoked.failure?.code == .revoked, "\(String(describing: revoked.failure))")
+        #expect(fetcher.downloadCount == 1)
+
+        // Files and fetching together: the entry's file is kept beside the download, and a listing on either revokes.
+        let both = try configuration(#"{"crls": ["old.crl"], "fetch": true}"#)
+        let stillRevoked = await RevocationFetchingEvaluator(both, fetcher: fetcher).evaluate(chainOnly, forDomain: "localhost")
+        #expect(stillRevoked.failure?.code == .revoked)
+
+        // The same entry without fetch: only the old file, which does not list the leaf.
+        let filesOnly = try configuration(#"{"crls": ["old.crl"]}"#)
+        let good = try await RevocationFetchingEvaluator(filesOnly, fetcher: fetcher).evaluate(chainOnly, forDomain: "localhost").get()
+        #expect(good.revocation?.certificates.map(\.status) == [.good])
         #expect(fetcher.downloadCount == 1)
     }
 }

@@ -375,7 +375,8 @@ struct ConfigurationValidator {
 
     /// `"revocation": {"crls": ["fleet.crl"], "mode": "hard"|"soft", "scope": "leaf"|"chain", "fetch": false}`:
     /// the CRL files (relative to the configuration, read now, as anchors are) and how they are applied.
-    /// `fetch: true` is refused until fetching from distribution points exists, rather than silently ignored.
+    /// `fetch: true` also downloads CRLs from the certificates' distribution points (in `PinningNIO`; the
+    /// policy only asks for it, see ``RevocationPolicy/fetch``), and makes `crls` optional.
     private mutating func revocation(_ value: JSONValue?, _ key: String) -> ([String], RevocationPolicy?) {
         guard let value else { return ([], nil) }
         guard case .object(let fields) = value else {
@@ -387,16 +388,13 @@ struct ConfigurationValidator {
         for field in fields.keys.sorted() where !known.contains(field) {
             self.add(.unknownField, key, "revocation.\(field)", "unknown field; revocation has only \(known.joined(separator: ", "))")
         }
-        if self.bool(fields["fetch"], key, "revocation.fetch") == true {
-            self.add(
-                .invalidValue, key, "revocation.fetch",
-                "fetching CRLs from their distribution points is not available yet; list the CRL files in crls and keep them current"
-            )
-        }
+        let fetch = self.bool(fields["fetch"], key, "revocation.fetch") ?? false
         let mode = self.word(fields["mode"], key, "revocation.mode", default: RevocationPolicy.Mode.hard)
         let scope = self.word(fields["scope"], key, "revocation.scope", default: RevocationPolicy.Scope.leaf)
-        if fields["crls"] == nil {
-            self.add(.missingField, key, "revocation.crls", "missing; list the CRL files to check against (PEM or DER)")
+        // With fetch, CRL files are optional (the distribution points supply them); without, there would be
+        // nothing to check against.
+        if fields["crls"] == nil && !fetch {
+            self.add(.missingField, key, "revocation.crls", "missing; list the CRL files to check against (PEM or DER), or set \"fetch\": true")
         }
         var files: [String] = []
         var crls: [CertificateRevocationList] = []
@@ -423,7 +421,7 @@ struct ConfigurationValidator {
             }
         }
         guard self.problems.count == before, let mode, let scope else { return (files, nil) }
-        return (files, RevocationPolicy(crls: crls, mode: mode, scope: scope))
+        return (files, RevocationPolicy(crls: crls, mode: mode, scope: scope, fetch: fetch))
     }
 
     /// One of an enum's raw values, `fallback` when absent.

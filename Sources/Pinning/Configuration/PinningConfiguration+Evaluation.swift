@@ -51,6 +51,41 @@ extension PinningConfiguration: ServerTrustEvaluating {
         return await self.evaluate(trust, forHost: domain, port: 443).verdict
     }
 
+    /// The entry's revocation policy combined with the trust's, as ``evaluate(_:forHost:port:)`` applies it.
+    public func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
+        guard let domain, let entry = self.entry(forHost: domain), !entry.excludesSubdomainFromParentPolicy else {
+            return trust.revocation
+        }
+        return self.revocation(of: entry, combinedWith: trust.revocation)
+    }
+
+    /// How an entry's revocation policy and the one the caller's trust carries combine.
+    ///
+    /// - The entry's mode and scope win: the entry is the more specific statement.
+    /// - CRLs are added together, never dropped. Every CRL still has to be signed by the certificate's issuer on
+    ///   the validated path and be current to count, so another list can only answer a status, never forge one.
+    ///   (This is also how CRLs fetched for the entry, which arrive in the trust, reach the check.)
+    /// - Fetching is asked for when either asks; what was fetched, and what could not be, is the trust's.
+    ///
+    /// Combining CRLs re-indexes them (a digest over every CRL), so a combination is remembered by both policies'
+    /// digests and made once, not per handshake.
+    func revocation(of entry: Entry, combinedWith given: RevocationPolicy?) -> RevocationPolicy? {
+        guard let own = entry.revocation else { return given }
+        guard let given else { return own }
+        var policy = own
+        if !given.crls.isEmpty {
+            policy = self.combinedRevocation.combination(own, given) {
+                var combined = own
+                combined.crls = own.crls + given.crls.filter { !own.crls.contains($0) }
+                return combined
+            }
+        }
+        policy.fetch = own.fetch || given.fetch
+        policy.fetched = given.fetched
+        policy.unavailable = given.unavailable
+        return policy
+    }
+
     /// Judges a peer's chain for `host` with the entry that governs it.
     ///
     /// - A matched host's chain must validate against the platform roots plus the entry's anchors (or only
@@ -101,10 +136,7 @@ extension PinningConfiguration: ServerTrustEvaluating {
         } else {
             trust.anchors += entry.anchors
         }
-        // The entry's CRLs replace any the caller's trust carries: the entry is the more specific statement.
-        if let revocation = entry.revocation {
-            trust.revocation = revocation
-        }
+        trust.revocation = self.revocation(of: entry, combinedWith: trust.revocation)
         let expired = entry.pinsExpired(at: time)
         let enforced = entry.enforce && !expired
         var result = HostEvaluation(

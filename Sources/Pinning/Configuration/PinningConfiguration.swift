@@ -99,6 +99,9 @@ public struct PinningConfiguration: Sendable {
     /// background and sends the same report at most once per day.
     public var reportQueue: (any PinFailureReporting)?
 
+    /// Entry policies already combined with a trust's CRLs (see ``revocationPolicy(for:forDomain:)``).
+    private(set) var combinedRevocation = RevocationPolicyMemo()
+
     init(version: Int, unlistedHosts: UnlistedHosts, entries: [Entry]) {
         self.version = version
         self.unlistedHosts = unlistedHosts
@@ -281,16 +284,18 @@ extension PinningConfiguration: Codable {
         var clientIdentity: [String: String]?
         var revocation: [String: EncodedValue]?
 
-        /// A string or a list of strings (the `revocation` object's values).
+        /// A string, a list of strings or a flag (the `revocation` object's values).
         enum EncodedValue: Encodable {
             case string(String)
             case strings([String])
+            case bool(Bool)
 
             func encode(to encoder: any Encoder) throws {
                 var container = encoder.singleValueContainer()
                 switch self {
                 case .string(let text): try container.encode(text)
                 case .strings(let texts): try container.encode(texts)
+                case .bool(let flag): try container.encode(flag)
                 }
             }
         }
@@ -339,10 +344,12 @@ extension PinningConfiguration: Codable {
                 reportURIs: entry.reportURIs.isEmpty ? nil : entry.reportURIs.map(\.absoluteString),
                 clientIdentity: entry.clientIdentity.map(Self.encoded),
                 revocation: entry.revocation.map { policy in
-                    [
-                        "crls": .strings(entry.revocationFiles), "mode": .string(policy.mode.rawValue),
-                        "scope": .string(policy.scope.rawValue),
+                    var fields: [String: EncodedEntry.EncodedValue] = [
+                        "mode": .string(policy.mode.rawValue), "scope": .string(policy.scope.rawValue),
                     ]
+                    if !entry.revocationFiles.isEmpty || !policy.fetch { fields["crls"] = .strings(entry.revocationFiles) }
+                    if policy.fetch { fields["fetch"] = .bool(true) }
+                    return fields
                 }
             )
         }

@@ -14,12 +14,24 @@ public protocol ServerTrustEvaluating: Sendable {
     /// trusted costs no task switch. Answer only with what ``evaluate(_:forDomain:)`` would answer for the same
     /// arguments at this moment (``CachingTrustEvaluator`` answers with a cache hit). The default is nil.
     func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation?
+
+    /// The revocation policy ``evaluate(_:forDomain:)`` would apply to `trust` for `domain`: the trust's own by
+    /// default; a ``PinningConfiguration`` answers with its entry's policy combined with the trust's.
+    ///
+    /// `PinningNIO` reads it before an evaluation to learn whether, and for which certificates, CRLs are to be
+    /// fetched from their distribution points (``RevocationPolicy/fetch``).
+    func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy?
 }
 
 extension ServerTrustEvaluating {
     /// No immediate answer: every evaluation runs ``evaluate(_:forDomain:)``.
     public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
         nil
+    }
+
+    /// The trust's own revocation policy.
+    public func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
+        trust.revocation
     }
 }
 

@@ -101,6 +101,11 @@ struct RevocationCheck: Sendable {
         if problems.isEmpty {
             problems.append("no CRL from \(certificate.issuer) was given")
         }
+        if self.policy.fetch && !self.policy.fetched {
+            problems.append(
+                "its CRL distribution points were to be fetched, but this evaluator does not fetch (PinningNIO's RevocationFetchingEvaluator does)"
+            )
+        }
         problems += self.policy.unavailable
         status.unknownReason = problems.joined(separator: "; ")
         return status

@@ -58,26 +58,39 @@ public struct RevocationPolicy: Sendable, Hashable {
     /// Why CRLs that were looked for could not be had (a download that failed), in words. Added to the reason
     /// of an unknown status; it changes no verdict and is not part of equality.
     public var unavailable: [String] = []
+    /// CRLs are also wanted from the CRL distribution points of the certificates in scope (RFC 5280
+    /// §4.2.1.13), in addition to ``crls``. The core never downloads anything: `PinningNIO`'s
+    /// `RevocationFetchingEvaluator`, which every `PinnedTLSClient` puts in front of its evaluator, fetches them,
+    /// adds them to ``crls`` and sets ``fetched``. An evaluator that does not fetch leaves a certificate with no
+    /// CRL among ``crls`` unknown, and says why in the reason; it never treats "not fetched" as "not revoked".
+    public var fetch: Bool
+    /// Set by the evaluator that fetched for this policy (whether or not every download succeeded; the failures
+    /// are in ``unavailable``).
+    public var fetched: Bool = false
 
     /// The CRLs grouped by issuer, their digest and a memo of verified signatures; rebuilt when ``crls`` is set.
     private(set) var index: CRLIndex
 
     /// A policy checking `scope` against `crls` in `mode`.
-    public init(crls: [CertificateRevocationList], mode: Mode = .hard, scope: Scope = .leaf) {
+    public init(crls: [CertificateRevocationList], mode: Mode = .hard, scope: Scope = .leaf, fetch: Bool = false) {
         self.index = CRLIndex(crls)
         self.mode = mode
         self.scope = scope
+        self.fetch = fetch
     }
 
-    /// Two policies are equal when they have the same mode, scope and CRLs (compared by SHA-256 of each CRL, in
-    /// order), so the verified-result cache does not hash megabytes of CRL per look-up.
+    /// Two policies are equal when they have the same mode, scope, fetching state and CRLs (compared by SHA-256
+    /// of each CRL, in order), so the verified-result cache does not hash megabytes of CRL per look-up.
     public static func == (lhs: RevocationPolicy, rhs: RevocationPolicy) -> Bool {
-        lhs.mode == rhs.mode && lhs.scope == rhs.scope && (lhs.index === rhs.index || lhs.index.digest == rhs.index.digest)
+        lhs.mode == rhs.mode && lhs.scope == rhs.scope && lhs.fetch == rhs.fetch && lhs.fetched == rhs.fetched
+            && (lhs.index === rhs.index || lhs.index.digest == rhs.index.digest)
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(self.mode)
         hasher.combine(self.scope)
+        hasher.combine(self.fetch)
+        hasher.combine(self.fetched)
         hasher.combine(self.index.digest)
     }
 }
@@ -152,5 +165,31 @@ final class CRLIndex: Sendable {
             memo[key] = problem
         }
         return problem
+    }
+}
+
+/// A small, bounded memo of policies made from two others (an entry's and a trust's CRLs, combined): making one
+/// indexes and digests every CRL in it, which must not happen per handshake.
+final class RevocationPolicyMemo: Sendable {
+    private struct Key: Hashable {
+        var first: RevocationPolicy
+        var second: RevocationPolicy
+    }
+
+    /// Emptied when full: a caller cycling through many CRL sets costs re-indexing, never memory.
+    private static let limit = 64
+    private let table = LockedValueBox<[Key: RevocationPolicy]>([:])
+
+    init() {}
+
+    func combination(_ first: RevocationPolicy, _ second: RevocationPolicy, make: () -> RevocationPolicy) -> RevocationPolicy {
+        let key = Key(first: first, second: second)
+        if let known = self.table.withLockedValue({ $0[key] }) { return known }
+        let made = make()
+        self.table.withLockedValue { table in
+            if table.count >= Self.limit { table.removeAll() }
+            table[key] = made
+        }
+        return made
     }
 }

@@ -29,6 +29,9 @@ import X509
 public struct PinnedTLSClient: Sendable {
     /// Decides trust for each handshake.
     public let evaluator: any ServerTrustEvaluating
+    /// ``evaluator`` with ``RevocationFetchingEvaluator`` in front: CRLs are fetched when, and only when, the
+    /// policy being applied asks for them (``Pinning/RevocationPolicy/fetch``); otherwise it passes through.
+    let judge: any ServerTrustEvaluating
     /// The template for each handshake's ``ServerTrust``: anchors, platform roots, validation time, limits.
     /// Its `certificates` are replaced by what the server presents.
     public let trust: ServerTrust
@@ -79,6 +82,7 @@ public struct PinnedTLSClient: Sendable {
             configuration = keyLog.applied(to: configuration)
         }
         self.evaluator = evaluator
+        self.judge = RevocationFetchingEvaluator.wrapping(evaluator)
         self.trust = trust
         self.identity = identity
         self.configuration = configuration
@@ -118,7 +122,7 @@ public struct PinnedTLSClient: Sendable {
     ///   name the evaluator checks.
     public func makeClientTLSHandlers(host: String) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
-        let evaluator = self.evaluator
+        let evaluator = self.judge
         let template = self.trust
         let callback: NIOSSLCustomVerificationCallbackWithMetadata
         if let peerDecision = self.peerDecision {

@@ -85,6 +85,9 @@ public final class CRLFetcher: Sendable {
         self.clock = { Date() }
     }
 
+    /// The fetcher every ``PinnedTLSClient`` uses unless given another: one cache of downloaded CRLs per process.
+    public static let shared = CRLFetcher()
+
     /// How many downloads were started since the fetcher was made (cache hits start none).
     public var downloadCount: Int {
         self.state.withLockedValue { $0.downloads }
@@ -308,53 +311,71 @@ final class CRLDownloadHandler: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// An evaluator that first fetches the CRLs of the presented chain's distribution points, then lets `base`
-/// decide with them added to the trust's revocation policy (hard mode, leaf scope when the trust has none).
+/// decide with them added to the trust's revocation policy.
 ///
-/// Which certificates' distribution points are fetched follows the scope: the leaf's, or (scope chain) every
-/// presented certificate's. Fetching never relaxes anything: a CRL that cannot be had leaves the status unknown.
+/// It fetches only when the policy `base` would apply asks for it (``Pinning/RevocationPolicy/fetch``: set by
+/// `check --fetch-crls`, by a configuration entry's `"fetch": true`, or by your own settings), and then for the
+/// certificates that policy's scope names: the leaf's distribution points, or (scope chain) every presented
+/// certificate's. Otherwise it passes the evaluation through untouched. Fetching never relaxes anything: a CRL
+/// that cannot be had leaves the status unknown, with the download's failure in the reason.
+///
+/// Every ``PinnedTLSClient`` puts one in front of its evaluator (sharing ``CRLFetcher/shared``), so a policy that
+/// asks for fetching is honoured by every client, proxy and adapter built on it.
 public struct RevocationFetchingEvaluator: ServerTrustEvaluating {
     /// The evaluator that decides.
     public let base: any ServerTrustEvaluating
     /// Where CRLs come from.
     public let fetcher: CRLFetcher
-    /// Mode when the trust carries no revocation policy of its own.
-    public let defaultMode: RevocationPolicy.Mode
-    /// Scope when the trust carries no revocation policy of its own.
-    public let defaultScope: RevocationPolicy.Scope
     /// Prepared policies by (the trust's own policy, the downloads behind the fetched CRLs): a policy indexes its
     /// CRLs and remembers their verified signatures, so rebuilding it per handshake would hash and verify a
     /// large CRL every time.
     private let prepared = PreparedPolicies()
 
     /// Fetching in front of `base`.
-    public init(
-        _ base: any ServerTrustEvaluating,
-        fetcher: CRLFetcher,
-        defaultMode: RevocationPolicy.Mode = .hard,
-        defaultScope: RevocationPolicy.Scope = .leaf
-    ) {
+    public init(_ base: any ServerTrustEvaluating, fetcher: CRLFetcher = .shared) {
         self.base = base
         self.fetcher = fetcher
-        self.defaultMode = defaultMode
-        self.defaultScope = defaultScope
+    }
+
+    /// `evaluator`, with fetching in front of it unless it already has some.
+    static func wrapping(_ evaluator: any ServerTrustEvaluating) -> any ServerTrustEvaluating {
+        evaluator is RevocationFetchingEvaluator ? evaluator : RevocationFetchingEvaluator(evaluator)
     }
 
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        guard let wanted = self.base.revocationPolicy(for: trust, forDomain: domain), wanted.fetch, !wanted.fetched else {
+            return await self.base.evaluate(trust, forDomain: domain)
+        }
         var trust = trust
-        let own = trust.revocation ?? RevocationPolicy(crls: [], mode: self.defaultMode, scope: self.defaultScope)
-        let certificates = own.scope == .leaf ? Array(trust.certificates.prefix(1)) : trust.certificates
+        let certificates = wanted.scope == .leaf ? Array(trust.certificates.prefix(1)) : trust.certificates
         let fetched = await self.fetcher.crls(for: certificates)
+        // The CRLs are added to the trust's own policy (or to a new one with the wanted mode and scope); a
+        // configuration then combines that with its entry's, as it does with any CRLs a caller hands over.
+        let own = trust.revocation ?? RevocationPolicy(crls: [], mode: wanted.mode, scope: wanted.scope, fetch: true)
         var policy = self.prepared.policy(own: own, generations: fetched.generations) {
             var combined = own
-            var crls = own.crls
-            for crl in fetched.crls where !crls.contains(crl) { crls.append(crl) }
-            combined.crls = crls
+            combined.crls = own.crls + fetched.crls.filter { !own.crls.contains($0) }
             return combined
         }
+        policy.fetch = true
+        policy.fetched = true
         // Why a distribution point gave nothing: added to the reason of an unknown status.
         policy.unavailable = fetched.failures.map { "fetching \($0.description)" }
         trust.revocation = policy
         return await self.base.evaluate(trust, forDomain: domain)
+    }
+
+    /// The base's immediate answer when nothing is to be fetched; nil (evaluate) when something is, since the
+    /// CRLs decide the verdict.
+    public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        if let wanted = self.base.revocationPolicy(for: trust, forDomain: domain), wanted.fetch, !wanted.fetched {
+            return nil
+        }
+        return self.base.immediateEvaluation(trust, forDomain: domain)
+    }
+
+    public func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
+        self.base.revocationPolicy(for: trust, forDomain: domain)
     }
 }
 

@@ -115,11 +115,10 @@ extension PinningCommand {
                 )
                 // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
                 let pins = configuration.entry(forHost: host)?.pins ?? []
-                let entryRevocation = configuration.entry(forHost: host)?.revocation
                 describe = { verdict, trust in
-                    // The entry's own revocation replaces the trust's, as in the evaluation.
+                    // The entry's revocation policy combined with the trust's, as in the evaluation.
                     var judged = trust
-                    if let entryRevocation { judged.revocation = entryRevocation }
+                    judged.revocation = configuration.revocationPolicy(for: trust, forDomain: host)
                     return EvaluationReport(verdict: verdict, trust: judged, mode: "configuration", expectedPins: pins, host: host)
                 }
             } else {
@@ -132,8 +131,9 @@ extension PinningCommand {
             // Without --at, each handshake is judged at its own time.
             trust.validationTime = try InputLoading.instant(self.policyOptions.at)
             trust.revocation = try self.revocationOptions.policy(fetching: self.fetchCRLs)
-            // Fetching sits in front of the policy or configuration: it only adds CRLs, the evaluator decides.
-            let judge: any ServerTrustEvaluating = self.fetchCRLs ? RevocationFetchingEvaluator(evaluator, fetcher: CRLFetcher()) : evaluator
+            // --fetch-crls sets the trust's policy to fetch; a configuration entry may ask for it too. The client
+            // puts RevocationFetchingEvaluator in front of the evaluator, which fetches when either asks.
+            let judge = evaluator
 
             let keyLog = try self.keyLogOptions.open(command: "check")
             var tlsConfiguration: TLSConfiguration?

@@ -86,7 +86,10 @@ extension PinningCommand.Config {
                 if entry.clientIdentity != nil { traits.append("client identity") }
                 if let revocation = entry.revocation {
                     let count = revocation.crls.count
-                    traits.append("revocation \(revocation.mode.rawValue)/\(revocation.scope.rawValue), \(count) CRL\(count == 1 ? "" : "s")")
+                    traits.append(
+                        "revocation \(revocation.mode.rawValue)/\(revocation.scope.rawValue), \(count) CRL\(count == 1 ? "" : "s")"
+                            + (revocation.fetch ? ", fetched from distribution points" : "")
+                    )
                 }
                 print("  \(entry.key): \(traits.joined(separator: ", "))")
             }

@@ -76,7 +76,7 @@ struct RevocationOptions: ParsableArguments {
     func policy(fetching: Bool = false) throws(InputError) -> RevocationPolicy? {
         guard !self.crl.isEmpty else {
             if fetching {
-                return RevocationPolicy(crls: [], mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf)
+                return RevocationPolicy(crls: [], mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf, fetch: true)
             }
             if self.mode != nil || self.scope != nil {
                 let flag = self.mode != nil ? "--revocation" : "--revocation-scope"
@@ -90,6 +90,6 @@ struct RevocationOptions: ParsableArguments {
         } catch {
             throw InputError("--crl \(error.description)")
         }
-        return RevocationPolicy(crls: lists, mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf)
+        return RevocationPolicy(crls: lists, mode: self.mode?.mode ?? .hard, scope: self.scope?.scope ?? .leaf, fetch: fetching)
     }
 }

@@ -22,6 +22,9 @@ let package = Package(
         .library(name: "PinningPKI", targets: ["PinningPKI"]),
         // `pinning proxy` as a library: the forward proxy, tunnels and local CA, on PinningNIO's pinned client.
         .library(name: "PinningProxy", targets: ["PinningProxy"]),
+        // `pinning config export` / `import` as a library: the configuration in Android's, TrustKit's, ATS's and
+        // OkHttp's formats, and back.
+        .library(name: "PinningExport", targets: ["PinningExport"]),
         .executable(name: "pinning", targets: ["pinning"]),
         // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
         // product, so `swift run limbo` works here and users never see it.
@@ -133,6 +136,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Pin configurations for the mobile platforms (issue 15): pure text in, text out, on the core.
+        .target(
+            name: "PinningExport",
+            dependencies: [
+                "Pinning",
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The local proxy (issue 16): every upstream connection through PinningNIO's PinnedTLSClient.
         .target(
             name: "PinningProxy",
@@ -158,6 +170,7 @@ let package = Package(
                 "PinningNIO",
                 "PinningPKI",
                 "PinningProxy",
+                "PinningExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `pinning proxy` exports the proxy's metrics at /metrics in Prometheus's text format.
                 .product(name: "Prometheus", package: "swift-prometheus"),

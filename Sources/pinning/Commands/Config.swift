@@ -8,7 +8,7 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             commandName: "config",
             abstract: "Work with host pinning configuration files.",
-            subcommands: [Lint.self]
+            subcommands: [Lint.self, Export.self, Import.self]
         )
     }
 }

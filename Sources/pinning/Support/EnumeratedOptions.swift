@@ -1,6 +1,7 @@
 import ArgumentParser
 import NIOSSL
 import Pinning
+import PinningExport
 
 /// An option that takes one of a few words: `--mode`, `--profile`, `bench handshake --key`.
 ///
@@ -91,4 +92,26 @@ enum TLSVersionArgument: String, EnumeratedArgument {
         case .tls13: return .tlsv13
         }
     }
+}
+
+/// `config export --format`: a mobile platform's pin configuration format.
+enum ExportFormatArgument: String, EnumeratedArgument {
+    case androidNSC = "android-nsc"
+    case trustKit = "trustkit"
+    case ats
+    case okHttp = "okhttp"
+
+    static let valueKind = "format"
+
+    var format: PlatformFormat { PlatformFormat(rawValue: self.rawValue)! }
+}
+
+/// `config import --format`: the formats that can be read back.
+enum ImportFormatArgument: String, EnumeratedArgument {
+    case androidNSC = "android-nsc"
+    case trustKit = "trustkit"
+
+    static let valueKind = "format"
+
+    var format: PlatformFormat { PlatformFormat(rawValue: self.rawValue)! }
 }

@@ -14,6 +14,7 @@ extension PinningCommand.Bench {
     /// verification against the same anchor, and with no verification (the ceiling).
     struct Handshake: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "handshake",
             abstract: "Loopback TLS handshakes per second: the full pinning policy, NIOSSL's own verification, no verification.",
             discussion: """
                 A fresh P-256 (or --key) root, intermediate and leaf for "localhost" are minted for the run; a server \

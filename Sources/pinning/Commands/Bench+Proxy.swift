@@ -15,6 +15,7 @@ extension PinningCommand.Bench {
     /// forward proxy), beside stunnel in client mode and a direct connection to the same upstream.
     struct Proxy: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "proxy",
             abstract: "Requests per second and latency through pinning proxy (tunnel, forward proxy) beside stunnel and a direct connection.",
             discussion: """
                 A P-256 root, intermediate and leaf for api.bench are minted; an HTTPS server on 127.0.0.1 presents them \

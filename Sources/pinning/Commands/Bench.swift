@@ -7,6 +7,7 @@ extension PinningCommand {
     /// handshake`: loopback TLS handshakes per second.
     struct Bench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "bench",
             abstract: "Measure evaluation throughput (uncached and cached) and loopback handshake throughput.",
             subcommands: [Evaluations.self, Handshake.self, Proxy.self, Revocation.self],
             defaultSubcommand: Evaluations.self

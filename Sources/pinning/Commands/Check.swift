@@ -12,6 +12,7 @@ extension PinningCommand {
     /// and when trusted performs the GET.
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Connect to an HTTPS URL with pinning enforced on the handshake; report the chain, the verdict, and the GET's result.",
             discussion: """
                 SNI and the checked name are the URL's host; --resolve HOST:PORT:ADDR connects to ADDR instead (as curl).

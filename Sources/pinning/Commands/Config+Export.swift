@@ -8,6 +8,7 @@ extension PinningCommand.Config {
     /// `pinning config export FILE --format android-nsc|trustkit|ats|okhttp [--lossy] [--out PATH]`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write a host pinning configuration as an Android, TrustKit, App Transport Security or OkHttp pin configuration.",
             discussion: """
                 Formats: android-nsc (res/xml/network_security_config.xml), trustkit (a TSKConfiguration property \

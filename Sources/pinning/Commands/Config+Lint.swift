@@ -8,6 +8,7 @@ extension PinningCommand.Config {
     /// `pinning config lint FILE [--at RFC3339]`.
     struct Lint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "lint",
             abstract: "Validate a host pinning configuration and warn about expired or soon-expiring pins.",
             discussion: """
                 Entries with a clientIdentity have it loaded and checked: the files are read (with the passphrase from \

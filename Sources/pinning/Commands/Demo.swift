@@ -12,6 +12,7 @@ extension PinningCommand {
     /// `pinning demo`: what pinning protects against, on this machine, with real TLS servers on 127.0.0.1.
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "demo",
             abstract: "Show what pinning protects against: real servers on 127.0.0.1, real pinned clients.",
             discussion: """
                 Builds a throwaway PKI in a temporary directory and starts four HTTPS servers on 127.0.0.1: the genuine \

@@ -7,6 +7,7 @@ extension PinningCommand {
     /// `pinning evaluate`: judges a chain as a server sends it against a security policy.
     struct Evaluate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "evaluate",
             abstract: "Evaluate a certificate chain against a pinning policy (AFSecurityPolicy semantics, hardened).",
             discussion: """
                 Without --mode the mode is public-key when pins are given (--pin or --pin-sha256), else none. A pin is \

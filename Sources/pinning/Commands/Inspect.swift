@@ -7,6 +7,7 @@ extension PinningCommand {
     /// `pinning inspect`: every certificate in the files with its facts, fingerprints and pin.
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "inspect",
             abstract: "Show every certificate in the files: subject, issuer, validity, SANs, key, usages, fingerprints, SPKI pin.",
             discussion: "Exit status: 0 success, 2 when a file is missing or holds no certificate."
         )

@@ -9,6 +9,7 @@ extension PinningCommand.PKI {
     /// `pinning pki export DIR NAME --p12 OUT (--passphrase-env VAR | --passphrase-file FILE) [--legacy]`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Export a certificate, its key and intermediates as PKCS#12 (.p12).",
             discussion: """
                 The default encryption is AES-256-CBC with PBKDF2-HMAC-SHA256; --legacy writes \

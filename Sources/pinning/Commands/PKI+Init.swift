@@ -9,6 +9,7 @@ extension PinningCommand.PKI {
     /// `pinning pki init DIR [--name NAME] [--key ec|rsa] [--days N]`.
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Create a root CA: DIR/NAME.pem and DIR/NAME.key."
         )
 

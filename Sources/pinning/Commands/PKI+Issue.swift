@@ -9,6 +9,7 @@ extension PinningCommand.PKI {
     /// `pinning pki issue DIR (--intermediate NAME | --server NAME [--dns D]... [--ip A]... | --client NAME) …`.
     struct Issue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "issue",
             abstract: "Issue an intermediate CA, a server certificate or a client certificate.",
             discussion: """
                 Issued by the root (DIR/root.pem) or by --issuer. A server certificate's common name is its first \

@@ -69,6 +69,7 @@ extension PinningCommand.PKI {
     /// `pinning pki revoke DIR NAME`: records a revocation for the next `pki crl`.
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Record that DIR/NAME.pem is revoked; `pinning pki crl` then lists it.",
             discussion: """
                 The revocation is recorded in DIR/ISSUER.revocations.json, ISSUER being the CA in DIR that issued \

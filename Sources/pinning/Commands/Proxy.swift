@@ -11,6 +11,7 @@ extension PinningCommand {
     /// `pinning proxy`: the configuration's policy for every client on the machine.
     struct Proxy: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "proxy",
             abstract:
                 "A local proxy that applies the configuration's pins, anchors and reports to every client: a forward proxy intercepting CONNECT to covered hosts, and TCP tunnels over pinned TLS.",
             discussion: """

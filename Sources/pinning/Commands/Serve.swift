@@ -12,6 +12,7 @@ extension PinningCommand {
     /// `pinning serve`: an HTTPS server (mutual TLS with `--client-ca`) for trying clients and pins.
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Serve HTTPS (mutual TLS with --client-ca): every GET gets 200 and a JSON body naming the client certificate.",
             discussion: """
                 Serves exactly the chain in --cert, in that order. Once it accepts connections it prints `listening on https://ADDR:PORT` on stdout (an IPv6 ADDR in brackets).

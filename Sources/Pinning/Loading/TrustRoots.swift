@@ -128,7 +128,7 @@ public struct TrustRoots: Sendable, Hashable {
         } else {
             let bytes = try CertificateLoader.readFile(atPath: path)
             roots.sources.append(path)
-            roots.read(entries: CertificateParser.entries(from: bytes, origin: path), seen: &seen)
+            roots.read(bytes: bytes, origin: path, seen: &seen)
             guard !roots.certificates.isEmpty else {
                 throw roots.skipped.first
                     ?? CertificateLoadingError(code: .noCertificates, origin: path, problem: "no certificate found")
@@ -165,11 +165,33 @@ public struct TrustRoots: Sendable, Hashable {
         }
     }
 
-    private mutating func read(entries: [CertificateParser.Entry], seen: inout Set<[UInt8]>) {
-        for entry in entries {
+    /// Adds the certificates of `bytes`, parsing only those not seen yet.
+    ///
+    /// A system store holds each root two or three times (Debian: the bundle, the `.pem` link and its hash
+    /// link), so certificates are compared by their exact DER before they are parsed, not after: a duplicate
+    /// costs a base64 decode, not a parse. A parsed certificate's `derBytes` are the bytes it was parsed from,
+    /// so this keeps exactly the set the parse-then-compare order kept.
+    private mutating func read(bytes: [UInt8], origin: String, seen: inout Set<[UInt8]>) {
+        for entry in CertificateParser.rawEntries(from: bytes, origin: origin) {
             switch entry {
-            case .success(let certificates): self.add(certificates, seen: &seen)
-            case .failure(let error): self.skipped.append(error)
+            case .failure(let error):
+                self.skipped.append(error)
+            case .success(let raws):
+                // One bad certificate makes its whole entry (a PKCS#7 bundle, say) unusable, as before.
+                var certificates: [Certificate] = []
+                var failure: CertificateLoadingError?
+                for raw in raws where !seen.contains(raw.der) {
+                    switch CertificateParser.certificate(raw, origin: origin) {
+                    case .success(let certificate): certificates.append(certificate)
+                    case .failure(let error): failure = error
+                    }
+                    if failure != nil { break }
+                }
+                if let failure {
+                    self.skipped.append(failure)
+                } else {
+                    self.add(certificates, seen: &seen)
+                }
             }
         }
     }
@@ -178,7 +200,7 @@ public struct TrustRoots: Sendable, Hashable {
     private mutating func read(entriesOf file: String, seen: inout Set<[UInt8]>) {
         do {
             let bytes = try CertificateLoader.readFile(atPath: file)
-            self.read(entries: CertificateParser.entries(from: bytes, origin: file), seen: &seen)
+            self.read(bytes: bytes, origin: file, seen: &seen)
         } catch {
             self.skipped.append(error)
         }
@@ -188,7 +210,7 @@ public struct TrustRoots: Sendable, Hashable {
         do {
             let bytes = try CertificateLoader.readFile(atPath: file)
             self.sources.append(file)
-            self.read(entries: CertificateParser.entries(from: bytes, origin: file), seen: &seen)
+            self.read(bytes: bytes, origin: file, seen: &seen)
         } catch {
             self.skipped.append(error)
         }

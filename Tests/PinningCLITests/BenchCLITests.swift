@@ -72,6 +72,23 @@ struct BenchCLITests {
         }
     }
 
+    @Test("bench handshake --server: three mutual-TLS servers fed by distinct client certificates, the same three keys; --cache with --server is refused")
+    func serverHandshakeJSON() async throws {
+        let f = try await fixture()
+        let run = try await f.run(["bench", "handshake", "--server", "--clients", "5", "--connections", "6", "--concurrency", "2", "--rounds", "1", "--json"])
+        #expect(run.status == 0, "\(run)")
+        let object = try jsonObject(run)
+        #expect(Set(object.keys) == ["handshakesPerSecond", "baselineHandshakesPerSecond", "unverifiedHandshakesPerSecond"], "\(run)")
+        for (key, value) in object {
+            let number = try #require(value as? Double, "\(key): \(run)")
+            #expect(number > 0, "\(key): \(run)")
+        }
+        let both = try await f.run(["bench", "handshake", "--server", "--cache"])
+        #expect(both.status == 2 && both.stderr.contains("--cache applies to the client bench"), "\(both)")
+        let zero = try await f.run(["bench", "handshake", "--server", "--clients", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--clients"), "\(zero)")
+    }
+
     @Test("bench revocation --json: the CRL size, both evaluation rates, the added time and the reading figures (shape only, never timing)")
     func revocationJSON() async throws {
         let f = try await fixture()

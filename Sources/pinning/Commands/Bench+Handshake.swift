@@ -23,6 +23,11 @@ extension PinningCommand.Bench {
                 same root and checks the same name. The three client kinds take turns in rounds, so drift in the \
                 machine's load spreads over all three.
 
+                With --server the roles turn: three mutual-TLS servers (MutualTLSServer with our policy, NIOSSL's own \
+                client verification against the same CA, no client certificate requested) are fed by clients \
+                presenting --clients distinct certificates under one intermediate, in turn; a handshake counts when \
+                the server has accepted the client.
+
                 JSON keys: handshakesPerSecond, baselineHandshakesPerSecond, unverifiedHandshakesPerSecond.
                 """
         )
@@ -59,14 +64,38 @@ extension PinningCommand.Bench {
         @Flag(name: .long, help: "Evaluate through an EvaluationCache (CachingTrustEvaluator), as a long-lived client would.")
         var cache = false
 
+        @Flag(
+            name: .long,
+            help: "Measure a mutual-TLS server instead: MutualTLSServer judging --clients distinct client certificates, beside NIOSSL's own client verification and no client verification."
+        )
+        var server = false
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp("With --server: distinct client certificates under one intermediate, 1 to 100,000 (default 1,000).", valueName: "n"),
+            transform: NumericOption.integer(1...100_000)
+        )
+        var clients: Int = 1000
+
+        func validate() throws {
+            if self.server && self.cache {
+                throw InputError("--cache applies to the client bench; --server measures a server, whose clients each present another certificate")
+            }
+        }
+
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
         func run() async throws {
             let report: HandshakeBenchReport
             do {
-                report = try await HandshakeBenchmark(keyType: self.key.keyType, cached: self.cache)
-                    .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
+                if self.server {
+                    report = try await ServerHandshakeBenchmark(keyType: self.key.keyType, clients: self.clients)
+                        .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
+                } else {
+                    report = try await HandshakeBenchmark(keyType: self.key.keyType, cached: self.cache)
+                        .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
+                }
             } catch {
                 // In words (exit 1, as before), not a NIO or BoringSSL error's own text.
                 FileHandle.standardError.write(Data("pinning: bench handshake: \(ConnectionFailureWords.words(error))\n".utf8))

@@ -153,6 +153,7 @@ struct CRLFetcherTests {
         let fixture = try Fixture(urls: [server.url("/int.crl").absoluteString])
         server.responseBody = try fixture.crl(revoking: [fixture.leaf])
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         _ = try directory.write("root.pem", fixture.chain.root.certificatePEM)
         // An older CRL file from the same CA that does not list the leaf: the fetched one, newer, does.
         _ = try directory.write("old.crl", bytes: fixture.crl(revoking: []))

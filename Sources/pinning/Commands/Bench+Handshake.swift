@@ -166,63 +166,26 @@ struct HandshakeBenchmark {
         open.verifySignatureAlgorithms = TLSConfiguration.pinningAcceptedSignatureAlgorithms
         let unverified = try NIOSSLContext(configuration: open)
 
-        // Warm up each kind, then alternate in rounds so every kind sees the same machine.
-        let rounds = max(1, min(requestedRounds, connections / max(concurrency, 1)))
-        var elapsed: [ClientKind: UInt64] = [:]
-        var done: [ClientKind: Int] = [:]
-        for kind in ClientKind.allCases {
-            try await self.handshakes(kind, count: min(concurrency, connections), concurrency: concurrency, address: address, group: group, pinned: pinned, baseline: baseline, unverified: unverified)
-        }
-        for round in 0..<rounds {
-            let count = connections / rounds + (round < connections % rounds ? 1 : 0)
-            for kind in ClientKind.allCases {
-                let started = DispatchTime.now().uptimeNanoseconds
-                try await self.handshakes(kind, count: count, concurrency: concurrency, address: address, group: group, pinned: pinned, baseline: baseline, unverified: unverified)
-                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
-                done[kind, default: 0] += count
-            }
-        }
-        func rate(_ kind: ClientKind) -> Double {
-            let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            return seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
-        }
-        return HandshakeBenchReport(
-            handshakesPerSecond: rate(.pinned),
-            baselineHandshakesPerSecond: rate(.baseline),
-            unverifiedHandshakesPerSecond: rate(.unverified)
-        )
-    }
-
-    private func handshakes(
-        _ kind: ClientKind,
-        count: Int,
-        concurrency: Int,
-        address: SocketAddress,
-        group: any EventLoopGroup,
-        pinned: PinnedTLSClient,
-        baseline: NIOSSLContext,
-        unverified: NIOSSLContext
-    ) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            let workers = min(concurrency, count)
-            for worker in 0..<workers {
-                let share = count / workers + (worker < count % workers ? 1 : 0)
-                tasks.addTask {
-                    for _ in 0..<share {
-                        switch kind {
-                        case .pinned:
-                            let connection = try await pinned.connect(host: "localhost", port: address.port ?? 0, address: address, group: group)
-                            try await connection.channel.close()
-                        case .baseline:
-                            try await Self.plainHandshake(context: baseline, address: address, group: group)
-                        case .unverified:
-                            try await Self.plainHandshake(context: unverified, address: address, group: group)
-                        }
-                    }
+        let rates = try await AlternatingRounds.rates(
+            of: ClientKind.self, connections: connections, concurrency: concurrency, rounds: requestedRounds
+        ) { kind, count in
+            try await AlternatingRounds.spread(count, concurrency: concurrency) {
+                switch kind {
+                case .pinned:
+                    let connection = try await pinned.connect(host: "localhost", port: address.port ?? 0, address: address, group: group)
+                    try await connection.channel.close()
+                case .baseline:
+                    try await Self.plainHandshake(context: baseline, address: address, group: group)
+                case .unverified:
+                    try await Self.plainHandshake(context: unverified, address: address, group: group)
                 }
             }
-            try await tasks.waitForAll()
         }
+        return HandshakeBenchReport(
+            handshakesPerSecond: rates[.pinned] ?? 0,
+            baselineHandshakesPerSecond: rates[.baseline] ?? 0,
+            unverifiedHandshakesPerSecond: rates[.unverified] ?? 0
+        )
     }
 
     /// One connection with NIOSSL's handler alone, closed once the handshake completes.
@@ -250,20 +213,84 @@ struct HandshakeBenchmark {
     }
 }
 
-/// Completes its promise when the TLS handshake completes, fails it on an error or an early close.
+/// How the handshake benchmarks share the machine fairly: every kind is warmed up, then the kinds take turns in
+/// rounds, so drift in the machine's load spreads over all of them.
+enum AlternatingRounds {
+    /// Connections per second for each kind. `handshakes(kind, count)` makes `count` connections of that kind.
+    static func rates<Kind: Hashable & CaseIterable>(
+        of kinds: Kind.Type,
+        connections: Int,
+        concurrency: Int,
+        rounds requested: Int,
+        handshakes: (Kind, Int) async throws -> Void
+    ) async throws -> [Kind: Double] {
+        let rounds = max(1, min(requested, connections / max(concurrency, 1)))
+        var elapsed: [Kind: UInt64] = [:]
+        var done: [Kind: Int] = [:]
+        for kind in Kind.allCases {
+            try await handshakes(kind, min(concurrency, connections))
+        }
+        for round in 0..<rounds {
+            let count = connections / rounds + (round < connections % rounds ? 1 : 0)
+            for kind in Kind.allCases {
+                let started = DispatchTime.now().uptimeNanoseconds
+                try await handshakes(kind, count)
+                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
+                done[kind, default: 0] += count
+            }
+        }
+        var rates: [Kind: Double] = [:]
+        for kind in Kind.allCases {
+            let seconds = Double(elapsed[kind] ?? 0) / 1e9
+            rates[kind] = seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
+        }
+        return rates
+    }
+
+    /// `count` runs of `one`, at most `concurrency` at a time.
+    static func spread(_ count: Int, concurrency: Int, _ one: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            let workers = min(concurrency, count)
+            for worker in 0..<workers {
+                let share = count / workers + (worker < count % workers ? 1 : 0)
+                tasks.addTask {
+                    for _ in 0..<share { try await one() }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+    }
+}
+
+/// Completes its promise when the TLS handshake completes (or, for the mTLS server bench, when the server's byte
+/// saying it accepted the client arrives); fails it on an error or an early close.
 final class HandshakeWaiter: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    let promise: EventLoopPromise<Void>
 
-    init(promise: EventLoopPromise<Void>) {
+    enum Until: Sendable {
+        /// The client's own handshake completion.
+        case handshakeCompleted
+        /// The first byte from the server: in TLS 1.3 the client finishes before the server judges its certificate.
+        case serverByte
+    }
+
+    let promise: EventLoopPromise<Void>
+    let until: Until
+
+    init(promise: EventLoopPromise<Void>, until: Until = .handshakeCompleted) {
         self.promise = promise
+        self.until = until
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+        if self.until == .handshakeCompleted, let event = event as? TLSUserEvent, case .handshakeCompleted = event {
             self.promise.succeed(())
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if self.until == .serverByte { self.promise.succeed(()) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -81,32 +81,25 @@ struct ServerHandshakeBenchmark {
         ]
         defer { for server in servers.values { server.close(promise: nil) } }
 
+        let clientContexts = contexts
         let counter = NextClient(count: contexts.count)
-        let rounds = max(1, min(requestedRounds, connections / max(concurrency, 1)))
-        var elapsed: [ServerKind: UInt64] = [:]
-        var done: [ServerKind: Int] = [:]
-        for kind in ServerKind.allCases {
-            let address = try SocketAddress(ipAddress: "127.0.0.1", port: servers[kind]?.localAddress?.port ?? 0)
-            try await Self.handshakes(count: min(concurrency, connections), concurrency: concurrency, address: address, group: group, contexts: contexts, next: counter)
+        var addresses: [ServerKind: SocketAddress] = [:]
+        for (kind, server) in servers {
+            addresses[kind] = try SocketAddress(ipAddress: "127.0.0.1", port: server.localAddress?.port ?? 0)
         }
-        for round in 0..<rounds {
-            let count = connections / rounds + (round < connections % rounds ? 1 : 0)
-            for kind in ServerKind.allCases {
-                let address = try SocketAddress(ipAddress: "127.0.0.1", port: servers[kind]?.localAddress?.port ?? 0)
-                let started = DispatchTime.now().uptimeNanoseconds
-                try await Self.handshakes(count: count, concurrency: concurrency, address: address, group: group, contexts: contexts, next: counter)
-                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
-                done[kind, default: 0] += count
+        let targets = addresses
+        let rates = try await AlternatingRounds.rates(
+            of: ServerKind.self, connections: connections, concurrency: concurrency, rounds: requestedRounds
+        ) { kind, count in
+            guard let address = targets[kind] else { return }
+            try await AlternatingRounds.spread(count, concurrency: concurrency) {
+                try await Self.acceptedConnection(context: clientContexts[counter.take()], address: address, group: group)
             }
         }
-        func rate(_ kind: ServerKind) -> Double {
-            let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            return seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
-        }
         return HandshakeBenchReport(
-            handshakesPerSecond: rate(.pinned),
-            baselineHandshakesPerSecond: rate(.baseline),
-            unverifiedHandshakesPerSecond: rate(.unverified)
+            handshakesPerSecond: rates[.pinned] ?? 0,
+            baselineHandshakesPerSecond: rates[.baseline] ?? 0,
+            unverifiedHandshakesPerSecond: rates[.unverified] ?? 0
         )
     }
 
@@ -124,41 +117,19 @@ struct ServerHandshakeBenchmark {
             .get()
     }
 
-    private static func handshakes(
-        count: Int,
-        concurrency: Int,
-        address: SocketAddress,
-        group: any EventLoopGroup,
-        contexts: [NIOSSLContext],
-        next: NextClient
-    ) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            let workers = min(concurrency, count)
-            for worker in 0..<workers {
-                let share = count / workers + (worker < count % workers ? 1 : 0)
-                tasks.addTask {
-                    for _ in 0..<share {
-                        try await Self.acceptedConnection(context: contexts[next.take()], address: address, group: group)
-                    }
-                }
-            }
-            try await tasks.waitForAll()
-        }
-    }
-
     /// One connection: the handshake, then the server's one byte saying it accepted the client.
     private static func acceptedConnection(context: NIOSSLContext, address: SocketAddress, group: any EventLoopGroup) async throws {
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
-                    try channel.pipeline.syncOperations.addHandler(AcceptanceWaiter(promise: channel.eventLoop.makePromise()))
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: channel.eventLoop.makePromise(), until: .serverByte))
                 }
             }
             .connect(to: address)
             .get()
         let waiter = try await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.handler(type: AcceptanceWaiter.self)
+            try channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self)
         }.get()
         defer { channel.close(promise: nil) }
         try await waiter.promise.futureResult.get()
@@ -196,29 +167,5 @@ final class AcceptedByte: ChannelInboundHandler, Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-}
-
-/// Client side: completes when the server's byte arrives; fails on an error or a close before it.
-final class AcceptanceWaiter: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
-    let promise: EventLoopPromise<Void>
-
-    init(promise: EventLoopPromise<Void>) {
-        self.promise = promise
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.promise.succeed(())
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.promise.fail(error)
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.promise.fail(ChannelError.alreadyClosed)
-        context.fireChannelInactive()
     }
 }

@@ -32,10 +32,11 @@ struct MutualTLSHummingbirdTests {
     }
 
     /// Runs an Application with `MutualTLSServer` on 127.0.0.1:0, calls `body` with its port, then stops it.
-    func withServer(seen: SeenClients, _ body: @Sendable (Int) async throws -> Void) async throws {
+    func withServer(seen: SeenClients, revocation: RevocationSource? = nil, _ body: @Sendable (Int) async throws -> Void) async throws {
         let server = try MutualTLSServer(
             identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
-            clientCertificateAuthorities: [self.clientChain.root.certificate]
+            clientCertificateAuthorities: [self.clientChain.root.certificate],
+            revocation: revocation
         )
         let router = Router(context: MutualTLSRequestContext.self)
         router.get("/") { _, context -> String in
@@ -150,5 +151,30 @@ struct MutualTLSHummingbirdTests {
             }
         }
         #expect(seen.all.isEmpty)
+    }
+
+    @Test("a revoked device is refused through the Hummingbird adapter (the server's CRLs); another device of the same CA is served")
+    func revokedDevice() async throws {
+        let seen = SeenClients()
+        let revoked = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
+        let otherDevice = try TestPKI.leaf("client-8", issuer: self.clientChain.intermediate, usage: .clientAuth)
+        let other = try otherDevice.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
+        let crl = try TestCRL(
+            issuer: self.clientChain.intermediate,
+            entries: [.init(serialNumber: self.clientChain.leaf.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-60), reason: .keyCompromise)],
+            number: 1,
+            thisUpdate: Date().addingTimeInterval(-120),
+            nextUpdate: Date().addingTimeInterval(86400)
+        )
+        let source = RevocationSource(policy: RevocationPolicy(crls: try CertificateRevocationList.read(crl.der), mode: .hard, scope: .leaf))
+        try await self.withServer(seen: seen, revocation: source) { port in
+            await #expect(throws: (any Error).self) {
+                _ = try await self.get(port: port, identity: revoked)
+            }
+            let (status, body) = try await self.get(port: port, identity: other)
+            #expect(status == 200)
+            #expect(body == "hello CN=client-8")
+        }
+        #expect(seen.all.map { $0?.subject } == ["CN=client-8"])
     }
 }

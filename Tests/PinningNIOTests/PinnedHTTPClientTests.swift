@@ -316,7 +316,19 @@ struct PinnedHTTPClientTests {
         )
         defer { Task { await client.shutdown() } }
         // Connect and handshake first (their time depends on the machine's load), then time the request alone.
-        _ = try await client.get(try Self.url("https://slow.example:\(server.port)/"), resolve: Self.loopback)
+        // When the whole suite starts at once on 2 cores even this first answer can miss the 2 s bound (CI saw
+        // it): try again then, so that the request timed below runs on an established connection.
+        var warmedUp = false
+        for _ in 0..<10 where !warmedUp {
+            do {
+                _ = try await client.get(try Self.url("https://slow.example:\(server.port)/"), resolve: Self.loopback)
+                warmedUp = true
+            } catch let error as PinningConnectionError where error.code == .timedOut {
+                continue
+            }
+        }
+        #expect(warmedUp)
+        let connectionsBefore = server.connections
         let started = Date()
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.get(try Self.url("https://slow.example:\(server.port)/slow"), resolve: Self.loopback)
@@ -327,7 +339,7 @@ struct PinnedHTTPClientTests {
         // runs in parallel on 2 cores, resuming this task can wait on the cooperative pool for tens of seconds.)
         #expect(error?.message.contains("2 s") == true, "\(String(describing: error))")
         #expect(Date().timeIntervalSince(started) < 60)
-        #expect(server.connections == 1)
+        #expect(server.connections == connectionsBefore)
     }
 
     @Test("connect timeout: a server that accepts TCP but never speaks TLS fails with timedOut, quickly")

@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-import Pinning
+@_spi(Testing) import Pinning
 @_spi(Testing) import PinningNIO
 import PinningTestSupport
 import Testing
@@ -206,11 +206,11 @@ struct MutualTLSTests {
     }
 
     @Test(
-        "a session made while the client certificate was valid is refused on resumption once the validation time is past its notAfter; resumed while valid, it carries the validated client",
+        "a session made while the client certificate was valid is refused on resumption once the validation time is past its notAfter; resumed while valid, it carries the validated client; the same with an evaluation cache (which answers the valid resumption)",
         .enabled(if: opensslAvailable),
-        arguments: ["-tls1_2", "-tls1_3"]
+        arguments: ["-tls1_2", "-tls1_3"], [false, true]
     )
-    func resumptionRechecksExpiry(_ version: String) async throws {
+    func resumptionRechecksExpiry(_ version: String, cached: Bool) async throws {
         let setup = try MutualTLSSetup()
         let now = Date()
         let leaf = try TestPKI.leaf(
@@ -222,10 +222,12 @@ struct MutualTLSTests {
             notValidAfter: now.addingTimeInterval(86400)
         )
         let clock = TestClock(now)
+        let cache = cached ? EvaluationCache(maximumEntries: 16, timeToLive: .seconds(7 * 86400), clock: { clock.now }) : nil
         let mtls = try MutualTLSServer(
             identity: setup.server.identity,
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            clock: { clock.now }
+            clock: { clock.now },
+            evaluationCache: cache
         )
         let directory = try TemporaryDirectory(prefix: "pinning-resume-expiry")
         defer { directory.remove() }
@@ -248,6 +250,9 @@ struct MutualTLSTests {
         let resumed = try #require(try await server.log.nextOutcome()?.get())
         #expect(resumed.peer.subject == "CN=client-soon")
         #expect(resumed.peer.certificateChain == [leaf.certificate, setup.clientChain.intermediate.certificate, setup.clientChain.root.certificate])
+        if let cache {
+            #expect(cache.statistics.hits == 1, "the resumed session's chain was answered from the cache: \(String(describing: cache.statistics))")
+        }
 
         // A day later the certificate has expired: the same session is resumed by TLS, and refused by us.
         clock.now = now.addingTimeInterval(2 * 86400)
@@ -259,6 +264,9 @@ struct MutualTLSTests {
             return
         }
         #expect(error.trustFailure?.code == .certificateExpired, "\(error.debugDescription)")
+        if let cache {
+            #expect(cache.statistics.expirations == 1, "the stored verdict stopped counting at the notAfter: \(String(describing: cache.statistics))")
+        }
     }
 
     @Test("the ClientCheck hook (where revocation plugs in) runs again on resumption: a client refused after its session was made cannot resume it", .enabled(if: opensslAvailable))
@@ -292,11 +300,11 @@ struct MutualTLSTests {
     }
 
     @Test(
-        "CRLs (issue 14): a client revoked after its session was made is refused on resuming it, once the CRL file changes; other clients are not",
+        "CRLs (issue 14): a client revoked after its session was made is refused on resuming it, once the CRL file changes; other clients are not; the same with an evaluation cache",
         .enabled(if: opensslAvailable),
-        arguments: ["-tls1_2", "-tls1_3"]
+        arguments: ["-tls1_2", "-tls1_3"], [false, true]
     )
-    func resumptionRechecksRevocation(_ version: String) async throws {
+    func resumptionRechecksRevocation(_ version: String, cached: Bool) async throws {
         let setup = try MutualTLSSetup()
         let directory = try TemporaryDirectory(prefix: "pinning-resume-crl")
         defer { directory.remove() }
@@ -313,10 +321,12 @@ struct MutualTLSTests {
         }
         try publish(revoking: [], number: 1)
         let revocation = try RevocationSource.watching([directory.path("devices.crl.pem")], interval: .seconds(3600))
+        let cache = cached ? EvaluationCache() : nil
         let mtls = try MutualTLSServer(
             identity: setup.server.identity,
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            revocation: revocation
+            revocation: revocation,
+            evaluationCache: cache
         )
         let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
         let intermediates = try directory.write("intermediates.pem", issuer.certificatePEM)
@@ -328,6 +338,13 @@ struct MutualTLSTests {
         let first = try await Self.sessionProbe(port: server.port, cert: cert, intermediates: intermediates, key: key, version: version, session: session, reuse: false)
         #expect(first.contains("New,"), "\(first.prefix(3000))")
         #expect((try? await server.log.nextOutcome()?.get()) != nil)
+        if let cache {
+            // Resumed under the same CRL: answered from the cache.
+            let again = try await Self.sessionProbe(port: server.port, cert: cert, intermediates: intermediates, key: key, version: version, session: session, reuse: true)
+            #expect(again.contains("Reused,") && again.contains("CN=client-7"), "\(again.suffix(1500))")
+            #expect((try? await server.log.nextOutcome()?.get()) != nil)
+            #expect(cache.statistics.hits == 1, "\(String(describing: cache.statistics))")
+        }
 
         // The CRL now lists the client; the source reads it (the polling would, at its next interval).
         try publish(revoking: [setup.clientChain.leaf], number: 2)

@@ -14,6 +14,12 @@ extension ServerTrust {
             await trust.evaluate(namePolicy, pins: pins)
         }
     }
+
+    /// The trusted verdict `cache` holds for ``evaluate(_:pins:cache:)`` with these arguments, if it still counts;
+    /// nil otherwise. Never evaluates, so it can answer on an event loop; a nil is not a refusal, only "evaluate".
+    public func storedEvaluation(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) -> TrustEvaluation? {
+        cache.storedVerdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins))
+    }
 }
 
 extension SecurityPolicy {

@@ -35,14 +35,20 @@ enum PeerDecision: Sendable {
 
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
 enum PeerVerification {
-    /// The callback for decisions that may refuse with their own error (challenges).
+    /// The callback for decisions that may refuse with their own error (challenges, mutual-TLS servers).
+    /// `immediate` is as for ``callback(verdict:immediate:decide:)``.
     static func callback(
         verdict: HandshakeVerdict,
+        immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
         decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
             guard let presented = Self.presented(certificates, verdict: verdict) else {
                 promise.succeed(.failed)
+                return
+            }
+            if let evaluation = immediate?(presented) {
+                promise.succeed(Self.conclude(evaluation, verdict: verdict))
                 return
             }
             promise.completeWithTaskOnEventLoop {
@@ -143,14 +149,25 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     private let verdict: HandshakeVerdict
     private let host: String?
     private let resumedSessionCheck: ResumedSessionCheck?
+    /// Answers a resumed session's re-check on the event loop when it can (a remembered verdict), from the DER of
+    /// the certificate the session carries; nil: ask ``resumedSessionCheck``.
+    typealias ImmediateResumedSessionCheck = @Sendable (_ leafDER: [UInt8]) -> PeerDecision?
+
+    private let immediateResumedSessionCheck: ImmediateResumedSessionCheck?
     private var promise: EventLoopPromise<PinnedHandshake>?
     private var result: Result<PinnedHandshake, PinningConnectionError>?
     /// While a resumed session is re-checked: what arrived meanwhile, delivered only once the peer is trusted.
     private var held: (event: Any, reads: [NIOAny], readComplete: Bool)?
 
-    init(verdict: HandshakeVerdict, host: String?, resumedSessionCheck: ResumedSessionCheck? = nil) {
+    init(
+        verdict: HandshakeVerdict,
+        host: String?,
+        immediateResumedSessionCheck: ImmediateResumedSessionCheck? = nil,
+        resumedSessionCheck: ResumedSessionCheck? = nil
+    ) {
         self.verdict = verdict
         self.host = host
+        self.immediateResumedSessionCheck = immediateResumedSessionCheck
         self.resumedSessionCheck = resumedSessionCheck
     }
 
@@ -239,34 +256,51 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// to the session by the full handshake that created it), decides it again with `check`, and only then
     /// lets the handshake event and the peer's data through.
     private func recheckResumedSession(context: ChannelHandlerContext, event: Any, check: @escaping ResumedSessionCheck) {
+        let leafDER: [UInt8]
         let leaf: Certificate
         do {
             guard let certificate = try context.pipeline.syncOperations.nioSSL_peerCertificate() else {
                 self.refuse(context: context, PinningConnectionError(code: .notEvaluated, host: self.host, message: "a resumed session carries no peer certificate; refused"))
                 return
             }
-            guard let parsed = try ServerTrust.presentedCertificates(fromDER: [try certificate.toDERBytes()]).first else {
+            leafDER = try certificate.toDERBytes()
+            self.held = (event, [], false)
+            if let decision = self.immediateResumedSessionCheck?(leafDER) {
+                // Answered from a remembered verdict for exactly these bytes: no parse, no task.
+                Self.record(decision, in: self.verdict)
+                self.releaseHeld(context: context)
+                return
+            }
+            guard let parsed = try ServerTrust.presentedCertificates(fromDER: [leafDER]).first else {
                 throw PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: "the certificate of a resumed session cannot be read")
             }
             leaf = parsed
         } catch {
+            self.held = nil
             self.refuse(context: context, PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: "the certificate of a resumed session cannot be read", underlying: error))
             return
         }
-        self.held = (event, [], false)
         let decided = context.eventLoop.makePromise(of: PeerDecision.self)
         decided.completeWithTaskOnEventLoop { await check(leaf) }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         let verdict = self.verdict
         decided.futureResult.whenSuccess { decision in
             let (handler, context) = bound.value
-            switch decision {
-            case .evaluation(let evaluation):
-                _ = PeerVerification.conclude(evaluation, verdict: verdict)
-            case .refused(let error):
-                verdict.record(.refused(error))
-            }
+            Self.record(decision, in: verdict)
             handler.releaseHeld(context: context)
+        }
+    }
+
+    /// Records a resumed session's decision as the handshake's verdict. (Unlike ``PeerVerification/conclude(_:verdict:)``
+    /// nothing is handed to NIOSSL: its handshake is over, so the path is not converted for its metadata.)
+    private static func record(_ decision: PeerDecision, in verdict: HandshakeVerdict) {
+        switch decision {
+        case .evaluation(.trusted(let chain)):
+            verdict.record(.trusted(chain))
+        case .evaluation(.untrusted(let failure)):
+            verdict.record(.untrusted(failure))
+        case .refused(let error):
+            verdict.record(.refused(error))
         }
     }
 

@@ -69,6 +69,11 @@ public struct MutualTLSServer: Sendable {
     /// The CRLs client certificates are checked against, read afresh for every handshake and every resumed
     /// session (so a client revoked since its session was made is refused on resuming it); nil checks none.
     public let revocation: RevocationSource?
+    /// Where trusted client verdicts are remembered (a device reconnecting, a resumed session), or nil to validate
+    /// every time. A hit never changes a verdict (see ``EvaluationCache``): the key holds the chain, the client CAs,
+    /// the pins and the CRLs in force, a hit counts only inside the validity of every certificate on the path, and
+    /// ``clientCheck`` still runs on every connection.
+    public let evaluationCache: EvaluationCache?
     /// The instant clients are judged at when no fixed validation time is set.
     let clock: @Sendable () -> Date
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
@@ -86,6 +91,8 @@ public struct MutualTLSServer: Sendable {
     ///   - revocation: CRLs to check client certificates against
     ///     (``RevocationSource/watching(_:mode:scope:interval:onReload:)`` re-reads them when the files change);
     ///     nil (the default) checks none.
+    ///   - evaluationCache: Remembers trusted client verdicts (see ``evaluationCache``); nil (the default)
+    ///     validates every chain at every handshake, as NIOSSL's own verification does.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
     ///
@@ -97,7 +104,8 @@ public struct MutualTLSServer: Sendable {
         allowedClientPins: [Pin] = [],
         clientCheck: ClientCheck? = nil,
         keyLog: TLSKeyLog? = nil,
-        revocation: RevocationSource? = nil
+        revocation: RevocationSource? = nil,
+        evaluationCache: EvaluationCache? = nil
     ) throws {
         try self.init(
             identity: identity,
@@ -107,12 +115,14 @@ public struct MutualTLSServer: Sendable {
             clock: { Date() },
             clientCheck: clientCheck,
             keyLog: keyLog,
-            revocation: revocation
+            revocation: revocation,
+            evaluationCache: evaluationCache
         )
     }
 
     /// A server whose clients are judged at a fixed instant (`validationTime`) or at the instants `clock` gives
-    /// (tests move time past a certificate's expiry between a full handshake and its resumption).
+    /// (tests move time past a certificate's expiry between a full handshake and its resumption). An
+    /// `evaluationCache` judges at its own clock's instants: give it the same clock.
     @_spi(Testing)
     public init(
         identity: TLSIdentity,
@@ -122,10 +132,12 @@ public struct MutualTLSServer: Sendable {
         clock: @escaping @Sendable () -> Date,
         clientCheck: ClientCheck? = nil,
         keyLog: TLSKeyLog? = nil,
-        revocation: RevocationSource? = nil
+        revocation: RevocationSource? = nil,
+        evaluationCache: EvaluationCache? = nil
     ) throws {
         self.identity = identity
         self.revocation = revocation
+        self.evaluationCache = evaluationCache
         self.clientCertificateAuthorities = clientCertificateAuthorities
         self.allowedClientPins = allowedClientPins
         self.clientTrust = ServerTrust(
@@ -150,9 +162,33 @@ public struct MutualTLSServer: Sendable {
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
         var trust = self.clientTrust
         trust.certificates = presented
-        trust.validationTime = self.clientTrust.validationTime ?? self.clock()
         trust.revocation = self.revocation?.current
-        return await trust.evaluate(.basicX509, pins: self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins))
+        if let cache = self.evaluationCache {
+            // No fixed time set: the cache judges at its clock's now and re-checks validity on every hit.
+            return await trust.evaluate(.basicX509, pins: self.clientPins, cache: cache)
+        }
+        trust.validationTime = self.clientTrust.validationTime ?? self.clock()
+        return await trust.evaluate(.basicX509, pins: self.clientPins)
+    }
+
+    private var clientPins: PinRequirement? {
+        self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins)
+    }
+
+    /// The decision ``evaluationCache`` already holds for `presented`, answered on the event loop without a task;
+    /// nil when there is no cache, no entry that still counts, or a ``clientCheck`` (which is async, and must run
+    /// on every connection). Only a trusted verdict is ever stored, and a trusted one is recorded for the
+    /// client's resumed sessions as ``decideClient(_:)`` does.
+    func immediateClientDecision(_ presented: [Certificate], resumed: Bool) -> TrustEvaluation? {
+        guard let cache = self.evaluationCache, self.clientCheck == nil else { return nil }
+        var trust = self.clientTrust
+        trust.certificates = presented
+        trust.revocation = self.revocation?.current
+        guard let evaluation = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache) else { return nil }
+        if !resumed, case .trusted = evaluation, let leaf = presented.first {
+            self.sessions.record(presented, for: leaf)
+        }
+        return evaluation
     }
 
     /// Decides a client at a full handshake: the chain's validation, then ``clientCheck``; a trusted chain is
@@ -190,13 +226,22 @@ public struct MutualTLSServer: Sendable {
     public func makeServerTLSHandlers() throws -> (NIOSSLServerHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
         let server = self
-        let callback = PeerVerification.callback(verdict: verdict) { presented in
-            await server.decideClient(presented)
-        }
+        let callback = PeerVerification.callback(
+            verdict: verdict,
+            immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
+            decision: { presented in await server.decideClient(presented) }
+        )
         let tls = NIOSSLServerHandler(context: self.sessions.context, customVerificationCallbackWithMetadata: callback)
-        let pinning = PinningHandshakeHandler(verdict: verdict, host: nil) { leaf in
-            await server.decideResumedClient(leaf)
-        }
+        let pinning = PinningHandshakeHandler(
+            verdict: verdict,
+            host: nil,
+            immediateResumedSessionCheck: { leafDER in
+                // Only a client recorded at its full handshake; anything else takes the full re-check.
+                guard let chain = server.sessions.recordedChain(forDER: leafDER) else { return nil }
+                return server.immediateClientDecision(chain, resumed: true).map(PeerDecision.evaluation)
+            },
+            resumedSessionCheck: { leaf in await server.decideResumedClient(leaf) }
+        )
         return (tls, pinning)
     }
 
@@ -252,7 +297,8 @@ extension TLSConfiguration {
 /// A mutual-TLS server's shared context and the chains its policy trusted, by leaf certificate.
 private final class ServerSessions: Sendable {
     let context: NIOSSLContext
-    private let trusted = NIOLockedValueBox<(chains: [[UInt8]: [Certificate]], order: [[UInt8]])>(([:], []))
+    // The order is a ring buffer: once full, every new client drops the oldest in O(1).
+    private let trusted = NIOLockedValueBox<(chains: [[UInt8]: [Certificate]], order: CircularBuffer<[UInt8]>)>(([:], []))
 
     init(context: NIOSSLContext) {
         self.context = context
@@ -273,7 +319,11 @@ private final class ServerSessions: Sendable {
 
     /// The chain recorded for exactly this leaf certificate, if any.
     func recordedChain(for leaf: Certificate) -> [Certificate]? {
-        let key = leaf.derBytes
-        return self.trusted.withLockedValue { $0.chains[key] }
+        self.recordedChain(forDER: leaf.derBytes)
+    }
+
+    /// The chain recorded for the leaf certificate with exactly these DER bytes, if any.
+    func recordedChain(forDER leaf: [UInt8]) -> [Certificate]? {
+        self.trusted.withLockedValue { $0.chains[leaf] }
     }
 }

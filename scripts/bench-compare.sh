@@ -5,10 +5,12 @@
 #   scripts/bench-compare.sh                  # P-256 and RSA-2048 chains, 3 alternating rounds each
 #   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
 #   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification;
-#                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache)
+#                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache),
+#                                             # with one server leaf and with LEAVES (default 1000) rotating leaves
 #   LIMBO=1 scripts/bench-compare.sh          # also the full limbo run time (needs x509-limbo's limbo.json)
 #   SERVER=1 scripts/bench-compare.sh         # also `pinning bench handshake --server` (an mTLS server judging
-#                                             # CLIENTS distinct client certificates vs NIOSSL's client verification)
+#                                             # CLIENTS distinct client certificates vs NIOSSL's client verification,
+#                                             # then resumed TLS 1.2 sessions through `openssl s_time -reuse`)
 #   COLD=1 scripts/bench-compare.sh           # also whole-process `pinning evaluate` vs `openssl verify` (COLD_RUNS
 #                                             # alternating runs each, medians, peak RSS), explicit roots and the
 #                                             # platform store
@@ -98,10 +100,13 @@ fi
 if [[ "${HANDSHAKE:-0}" == 1 ]]; then
     extra=(); [[ "${CACHE:-0}" == 1 ]] && extra+=(--cache)
     for key in p256 rsa2048; do
-        out="$("$BIN/pinning" bench handshake --key "$key" --connections "${CONNECTIONS:-1000}" --concurrency "${CONCURRENCY:-8}" \
-            --rounds "${HANDSHAKE_ROUNDS:-5}" "${extra[@]}" --json)"
-        h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
-        printf 'handshake %-8s pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+        for leaves in 1 "${LEAVES:-1000}"; do
+            out="$("$BIN/pinning" bench handshake --key "$key" --leaves "$leaves" --connections "${CONNECTIONS:-1000}" \
+                --concurrency "${CONCURRENCY:-8}" --rounds "${HANDSHAKE_ROUNDS:-5}" "${extra[@]}" --json)"
+            h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
+            printf 'handshake %-8s %5s leaves  pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×\n' \
+                "$key" "$leaves" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+        done
     done
 fi
 
@@ -111,6 +116,9 @@ if [[ "${SERVER:-0}" == 1 ]]; then
             --concurrency "${CONCURRENCY:-8}" --rounds "${HANDSHAKE_ROUNDS:-5}" --json)"
         h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
         printf 'mTLS server %-8s pinned %8.1f/s  NIOSSL-verified %8.1f/s  no client cert %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+        out="$("$BIN/pinning" bench handshake --server --resume --key "$key" --seconds "${RESUME_SECONDS:-2}" --rounds "${HANDSHAKE_ROUNDS:-5}" --clients 1 --json)"
+        h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
+        printf 'mTLS resumed %-7s pinned %8.1f/s  NIOSSL-verified %8.1f/s  no client cert %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
     done
 fi
 

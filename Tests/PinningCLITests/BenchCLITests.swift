@@ -77,16 +77,38 @@ struct BenchCLITests {
         try Self.expectThreeRates(run)
     }
 
-    @Test("bench handshake --server: three mutual-TLS servers fed by distinct client certificates, the same three keys; --cache with --server is refused")
-    func serverHandshakeJSON() async throws {
+    @Test("bench handshake --leaves: the server rotates distinct leaves under one intermediate, the same three keys; --leaves 0 is refused")
+    func rotatingLeavesJSON() async throws {
         let f = try await fixture()
-        let run = try await f.run(["bench", "handshake", "--server", "--clients", "5", "--connections", "6", "--concurrency", "2", "--rounds", "1", "--json"])
+        let run = try await f.run(["bench", "handshake", "--leaves", "3", "--connections", "6", "--concurrency", "2", "--rounds", "1", "--json"])
         #expect(run.status == 0, "\(run)")
         try Self.expectThreeRates(run)
-        let both = try await f.run(["bench", "handshake", "--server", "--cache"])
-        #expect(both.status == 2 && both.stderr.contains("--cache applies to the client bench"), "\(both)")
+        let zero = try await f.run(["bench", "handshake", "--leaves", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--leaves"), "\(zero)")
+    }
+
+    @Test("bench handshake --server: three mutual-TLS servers fed by distinct client certificates, the same three keys, with and without --cache; client-bench options are refused")
+    func serverHandshakeJSON() async throws {
+        let f = try await fixture()
+        for cache in [[], ["--cache"]] {
+            let run = try await f.run(["bench", "handshake", "--server", "--clients", "5", "--connections", "6", "--concurrency", "2", "--rounds", "1", "--json"] + cache)
+            #expect(run.status == 0, "\(run)")
+            try Self.expectThreeRates(run)
+        }
+        let leaves = try await f.run(["bench", "handshake", "--server", "--leaves", "3"])
+        #expect(leaves.status == 2 && leaves.stderr.contains("--leaves applies to the client bench"), "\(leaves)")
+        let resume = try await f.run(["bench", "handshake", "--resume"])
+        #expect(resume.status == 2 && resume.stderr.contains("--resume applies to the mTLS server bench"), "\(resume)")
         let zero = try await f.run(["bench", "handshake", "--server", "--clients", "0"])
         #expect(zero.status == 2 && zero.stderr.contains("--clients"), "\(zero)")
+    }
+
+    @Test("bench handshake --server --resume: openssl s_time resumes TLS 1.2 sessions against the three servers, the same three keys", .enabled(if: CLITests.opensslAvailable))
+    func resumedServerHandshakeJSON() async throws {
+        let f = try await fixture()
+        let run = try await f.run(["bench", "handshake", "--server", "--resume", "--cache", "--clients", "1", "--seconds", "1", "--rounds", "1", "--json"])
+        #expect(run.status == 0, "\(run)")
+        try Self.expectThreeRates(run)
     }
 
     @Test("bench revocation --json: the CRL size, both evaluation rates, the added time and the reading figures (shape only, never timing)")

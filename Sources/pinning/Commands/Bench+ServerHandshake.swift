@@ -21,12 +21,25 @@ import X509
 struct ServerHandshakeBenchmark {
     var keyType: TestKeyType
     var clients: Int
+    /// MutualTLSServer remembers trusted client verdicts (``MutualTLSServer/evaluationCache``).
+    var cached = false
 
     enum ServerKind: CaseIterable {
         case pinned, baseline, unverified
     }
 
-    func run(connections: Int, concurrency: Int, rounds requestedRounds: Int) async throws -> HandshakeBenchReport {
+    /// The minted CA, the devices' client contexts and the three servers.
+    private struct Setup {
+        var chain: TestChain
+        var clientContexts: [NIOSSLContext]
+        var servers: [ServerKind: BenchTLSServer]
+
+        func stop() {
+            for server in self.servers.values { server.stop() }
+        }
+    }
+
+    private func setUp(group: any EventLoopGroup) async throws -> Setup {
         let chain = try TestChain(key: self.keyType)
         let serverIdentity = try TLSIdentity.pem(
             certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
@@ -48,9 +61,12 @@ struct ServerHandshakeBenchmark {
             configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(device.privateKeyPEM.utf8), format: .pem))
             contexts.append(try NIOSSLContext(configuration: configuration))
         }
-        let group = MultiThreadedEventLoopGroup.singleton
 
-        let mutual = try MutualTLSServer(identity: serverIdentity, clientCertificateAuthorities: [chain.root.certificate])
+        let mutual = try MutualTLSServer(
+            identity: serverIdentity,
+            clientCertificateAuthorities: [chain.root.certificate],
+            evaluationCache: self.cached ? EvaluationCache(maximumEntries: max(1024, self.clients)) : nil
+        )
         var verifying = TLSConfiguration.makeServerConfiguration(
             certificateChain: serverIdentity.certificateSources,
             privateKey: serverIdentity.privateKeySource
@@ -65,27 +81,33 @@ struct ServerHandshakeBenchmark {
         )
         let openContext = try NIOSSLContext(configuration: open)
 
-        let servers: [ServerKind: any Channel] = [
-            .pinned: try await Self.server(group: group) { pipeline in
+        let servers: [ServerKind: BenchTLSServer] = [
+            .pinned: try await BenchTLSServer(group: group) { pipeline in
                 try mutual.addHandlers(to: pipeline)
                 try pipeline.addHandler(AcceptedByte())
             },
-            .baseline: try await Self.server(group: group) { pipeline in
+            .baseline: try await BenchTLSServer(group: group) { pipeline in
                 try pipeline.addHandler(NIOSSLServerHandler(context: baselineContext))
                 try pipeline.addHandler(AcceptedByte())
             },
-            .unverified: try await Self.server(group: group) { pipeline in
+            .unverified: try await BenchTLSServer(group: group) { pipeline in
                 try pipeline.addHandler(NIOSSLServerHandler(context: openContext))
                 try pipeline.addHandler(AcceptedByte())
             },
         ]
-        defer { for server in servers.values { server.close(promise: nil) } }
+        return Setup(chain: chain, clientContexts: contexts, servers: servers)
+    }
 
-        let clientContexts = contexts
-        let counter = NextClient(count: contexts.count)
+    func run(connections: Int, concurrency: Int, rounds requestedRounds: Int) async throws -> HandshakeBenchReport {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let setup = try await self.setUp(group: group)
+        defer { setup.stop() }
+
+        let clientContexts = setup.clientContexts
+        let counter = NextClient(count: clientContexts.count)
         var addresses: [ServerKind: SocketAddress] = [:]
-        for (kind, server) in servers {
-            addresses[kind] = try SocketAddress(ipAddress: "127.0.0.1", port: server.localAddress?.port ?? 0)
+        for (kind, server) in setup.servers {
+            addresses[kind] = try SocketAddress(ipAddress: "127.0.0.1", port: server.port)
         }
         let targets = addresses
         let rates = try await AlternatingRounds.rates(
@@ -103,18 +125,71 @@ struct ServerHandshakeBenchmark {
         )
     }
 
-    private static func server(
-        group: any EventLoopGroup,
-        _ configure: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void
-    ) async throws -> any Channel {
-        try await ServerBootstrap(group: group)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: 256)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try configure(channel.pipeline.syncOperations) }
+    /// Resumed handshakes per second: `openssl s_time -reuse` makes one full handshake with a device's
+    /// certificate, then resumes that session for `seconds`, one connection at a time, against each server in
+    /// turn (`rounds` times). TLS 1.2, because s_time never reads after the handshake, so a TLS 1.3 ticket (sent
+    /// after it) never reaches it and every connection would be a full one. Each kind's rate is its connections
+    /// over the wall time of its s_time runs (the process start, a few milliseconds, is in every kind's time).
+    func runResumed(seconds: Int, rounds: Int) async throws -> HandshakeBenchReport {
+        guard FileManager.default.isExecutableFile(atPath: ChildProcess.openssl) else {
+            throw InputError("--resume runs `openssl s_time`, and \(ChildProcess.openssl) is missing (Debian: apt-get install openssl)")
+        }
+        let group = MultiThreadedEventLoopGroup.singleton
+        let setup = try await self.setUp(group: group)
+        defer { setup.stop() }
+        let directory = try TemporaryDirectory(prefix: "pinning-bench-resume")
+        defer { directory.remove() }
+        // s_time sends only the first certificate of -cert (it has no option for a chain), so this device is
+        // issued by the root itself: the servers get no intermediate to build a path with otherwise.
+        let device = try TestPKI.leaf("device-resumed", issuer: setup.chain.root, usage: .clientAuth, key: self.keyType)
+        let certificate = try directory.write("device.pem", TestPKI.pemBundle([device.certificate]))
+        let key = try directory.write("device.key", device.privateKeyPEM)
+
+        var connections: [ServerKind: Int] = [:]
+        var elapsed: [ServerKind: UInt64] = [:]
+        for round in 0...rounds {
+            for kind in ServerKind.allCases {
+                guard let port = setup.servers[kind]?.port else { continue }
+                // Round 0 warms every server up and is not counted.
+                let runSeconds = round == 0 ? 1 : seconds
+                let started = DispatchTime.now().uptimeNanoseconds
+                let output = try ChildProcess.output(
+                    ChildProcess.openssl,
+                    [
+                        "s_time", "-connect", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-tls1_2", "-reuse",
+                        "-time", String(runSeconds),
+                    ]
+                )
+                let time = DispatchTime.now().uptimeNanoseconds - started
+                guard let count = Self.sTimeConnections(output), count > 0 else {
+                    throw InputError("openssl s_time made no connection to the \(kind) server: \(output.suffix(300))")
+                }
+                if round > 0 {
+                    connections[kind, default: 0] += count
+                    elapsed[kind, default: 0] += time
+                }
             }
-            .bind(host: "127.0.0.1", port: 0)
-            .get()
+        }
+        func rate(_ kind: ServerKind) -> Double {
+            let seconds = Double(elapsed[kind] ?? 0) / 1e9
+            return seconds > 0 ? BenchReport.rounded(Double(connections[kind] ?? 0) / seconds) : 0
+        }
+        return HandshakeBenchReport(
+            handshakesPerSecond: rate(.pinned),
+            baselineHandshakesPerSecond: rate(.baseline),
+            unverifiedHandshakesPerSecond: rate(.unverified)
+        )
+    }
+
+    /// The count in s_time's "N connections in X.XXs; …" line.
+    static func sTimeConnections(_ output: String) -> Int? {
+        for line in output.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if words.count > 3, words[1] == "connections", words[2] == "in", words[3].hasSuffix("s;") {
+                return Int(words[0])
+            }
+        }
+        return nil
     }
 
     /// One connection: the handshake, then the server's one byte saying it accepted the client.
@@ -136,7 +211,7 @@ struct ServerHandshakeBenchmark {
     }
 }
 
-/// Hands out client identities in turn.
+/// Hands out indices in turn (client identities, server leaves).
 final class NextClient: @unchecked Sendable {
     private let lock = NSLock()
     private var next = 0

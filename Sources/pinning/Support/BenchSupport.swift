@@ -143,6 +143,24 @@ enum ProcessMemory {
 /// Waiting for a child process without `Process.waitUntilExit()`, whose weak-reference side table Foundation
 /// never frees (LeakSanitizer reports it in CI's ASan stage).
 enum ChildProcess {
+    static let openssl = "/usr/bin/openssl"
+
+    /// Runs `executable` to its end and returns what it wrote on stdout and stderr (read to the end first, so a
+    /// chatty child never blocks on a full pipe).
+    static func output(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Polls until `process` has exited, every 0.2 ms (a timed `openssl crl` run loses at most that much).
     static func waitForExit(_ process: Process) {
         while process.isRunning {

@@ -724,6 +724,34 @@ struct TrustRootsTests {
         #expect(loaded.skipped.isEmpty, "\(loaded.skipped)")
     }
 
+    @Test(
+        "a store laid out as Debian's (X.pem linked to the real file, a hash link to X.pem, the bundle inside the directory) reads each file once: a bad file is reported once, not per name; a dangling link is reported"
+    )
+    func linkedFilesReadOnce() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let roots = try (0..<2).map { try LoadingFixtures.selfSigned("Root \($0)").certificate }
+        let shared = directory + "/share"
+        let certs = directory + "/certs"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(atPath: certs, withIntermediateDirectories: false)
+        let real = try LoadingFixtures.write(try LoadingFixtures.pem([roots[1]]), to: shared, "Root_1.crt")
+        let bad = try LoadingFixtures.write("-----BEGIN CERTIFICATE-----\n#AAA\n-----END CERTIFICATE-----\n", to: shared, "Bad.crt")
+        let bundle = try LoadingFixtures.write(try LoadingFixtures.pem(roots), to: certs, "ca-certificates.crt")
+        try FileManager.default.createSymbolicLink(atPath: certs + "/Root_1.pem", withDestinationPath: real)
+        try FileManager.default.createSymbolicLink(atPath: certs + "/0a1b2c3d.0", withDestinationPath: "Root_1.pem")
+        try FileManager.default.createSymbolicLink(atPath: certs + "/Bad.pem", withDestinationPath: bad)
+        try FileManager.default.createSymbolicLink(atPath: certs + "/0a1b2c3e.0", withDestinationPath: "Bad.pem")
+        try FileManager.default.createSymbolicLink(atPath: certs + "/Gone.pem", withDestinationPath: shared + "/gone.crt")
+
+        let loaded = TrustRoots.platform(environment: ["SSL_CERT_FILE": bundle, "SSL_CERT_DIR": certs])
+        #expect(loaded.certificates == roots)
+        #expect(loaded.sources == [bundle, certs])
+        // The bad file once (under its first name in order, the hash link), the dangling link once.
+        #expect(loaded.skipped.map(\.origin) == [certs + "/0a1b2c3e.0", certs + "/Gone.pem"], "\(loaded.skipped)")
+        #expect(loaded.skipped.map(\.code) == [.malformedPEM, .unreadableFile], "\(loaded.skipped)")
+    }
+
     @Test("a missing SSL_CERT_FILE is reported, not fatal")
     func missingFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

@@ -32,7 +32,7 @@ public struct TrustRoots: Sendable, Hashable {
         self.certificates = []
         self.sources = []
         self.skipped = []
-        var seen: Set<[UInt8]> = []
+        var seen = Seen()
         self.add(certificates, seen: &seen)
     }
 
@@ -63,7 +63,7 @@ public struct TrustRoots: Sendable, Hashable {
     /// - Returns: The anchors and a report of what was read and skipped.
     public static func platform(environment: [String: String] = ProcessInfo.processInfo.environment) -> TrustRoots {
         var roots = TrustRoots([])
-        var seen: Set<[UInt8]> = []
+        var seen = Seen()
 
         if let file = environment["SSL_CERT_FILE"], !file.isEmpty {
             roots.read(file: file, seen: &seen)
@@ -76,10 +76,7 @@ public struct TrustRoots: Sendable, Hashable {
                 roots.read(directory: String(directory), seen: &seen, include: Self.isPlatformDirectoryEntry)
             }
         } else {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: Self.defaultDirectory, isDirectory: &isDirectory),
-                isDirectory.boolValue
-            {
+            if CertificateLoader.status(Self.defaultDirectory)?.isDirectory == true {
                 roots.read(directory: Self.defaultDirectory, seen: &seen, include: Self.isPlatformDirectoryEntry)
             }
         }
@@ -109,7 +106,7 @@ public struct TrustRoots: Sendable, Hashable {
     ///   ``CertificateLoadingError/Code/noCertificates`` for a directory.
     public static func load(atPath path: String) throws(CertificateLoadingError) -> TrustRoots {
         var roots = TrustRoots([])
-        var seen: Set<[UInt8]> = []
+        var seen = Seen()
         if try CertificateLoader.isDirectory(path) {
             let files = try CertificateLoader.files(inDirectory: path, include: Self.isLoadDirectoryEntry)
             roots.sources.append(path)
@@ -159,8 +156,21 @@ public struct TrustRoots: Sendable, Hashable {
         Self.isHashName(name) || Self.hasExtension(name, in: CertificateLoader.directoryExtensions)
     }
 
-    private mutating func add(_ certificates: [Certificate], seen: inout Set<[UInt8]>) {
-        for certificate in certificates where seen.insert(certificate.derBytes).inserted {
+    /// What was read already: certificates by DER, files by device and inode.
+    private struct Seen {
+        var certificates: Set<[UInt8]> = []
+        var files: Set<CertificateLoader.FileStatus.Identity> = []
+
+        /// False when the file at `path` was read already under another name (Debian's store reaches each root
+        /// through a `.pem` link and a hash link to it): reading it again could only find the same certificates.
+        mutating func firstVisit(_ path: String) -> Bool {
+            guard let identity = CertificateLoader.status(path)?.identity else { return true }
+            return self.files.insert(identity).inserted
+        }
+    }
+
+    private mutating func add(_ certificates: [Certificate], seen: inout Seen) {
+        for certificate in certificates where seen.certificates.insert(certificate.derBytes).inserted {
             self.certificates.append(certificate)
         }
     }
@@ -171,7 +181,7 @@ public struct TrustRoots: Sendable, Hashable {
     /// link), so certificates are compared by their exact DER before they are parsed, not after: a duplicate
     /// costs a base64 decode, not a parse. A parsed certificate's `derBytes` are the bytes it was parsed from,
     /// so this keeps exactly the set the parse-then-compare order kept.
-    private mutating func read(bytes: [UInt8], origin: String, seen: inout Set<[UInt8]>) {
+    private mutating func read(bytes: [UInt8], origin: String, seen: inout Seen) {
         for entry in CertificateParser.rawEntries(from: bytes, origin: origin) {
             switch entry {
             case .failure(let error):
@@ -180,7 +190,7 @@ public struct TrustRoots: Sendable, Hashable {
                 // One bad certificate makes its whole entry (a PKCS#7 bundle, say) unusable, as before.
                 var certificates: [Certificate] = []
                 var failure: CertificateLoadingError?
-                for raw in raws where !seen.contains(raw.der) {
+                for raw in raws where !seen.certificates.contains(raw.der) {
                     switch CertificateParser.certificate(raw, origin: origin) {
                     case .success(let certificate): certificates.append(certificate)
                     case .failure(let error): failure = error
@@ -197,7 +207,8 @@ public struct TrustRoots: Sendable, Hashable {
     }
 
     /// Reads one file of a directory; the directory is the recorded source.
-    private mutating func read(entriesOf file: String, seen: inout Set<[UInt8]>) {
+    private mutating func read(entriesOf file: String, seen: inout Seen) {
+        guard seen.firstVisit(file) else { return }
         do {
             let bytes = try CertificateLoader.readFile(atPath: file)
             self.read(bytes: bytes, origin: file, seen: &seen)
@@ -206,7 +217,8 @@ public struct TrustRoots: Sendable, Hashable {
         }
     }
 
-    private mutating func read(file: String, seen: inout Set<[UInt8]>) {
+    private mutating func read(file: String, seen: inout Seen) {
+        _ = seen.firstVisit(file)
         do {
             let bytes = try CertificateLoader.readFile(atPath: file)
             self.sources.append(file)
@@ -216,7 +228,7 @@ public struct TrustRoots: Sendable, Hashable {
         }
     }
 
-    private mutating func read(directory: String, seen: inout Set<[UInt8]>, include: (String) -> Bool) {
+    private mutating func read(directory: String, seen: inout Seen, include: (String) -> Bool) {
         let files: [String]
         do {
             files = try CertificateLoader.files(inDirectory: directory, include: include)

@@ -116,9 +116,13 @@ if [[ "${SERVER:-0}" == 1 ]]; then
             --concurrency "${CONCURRENCY:-8}" --rounds "${HANDSHAKE_ROUNDS:-5}" --json)"
         h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
         printf 'mTLS server %-8s pinned %8.1f/s  NIOSSL-verified %8.1f/s  no client cert %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
-        out="$("$BIN/pinning" bench handshake --server --resume --key "$key" --seconds "${RESUME_SECONDS:-2}" --rounds "${HANDSHAKE_ROUNDS:-5}" --clients 1 --json)"
-        h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
-        printf 'mTLS resumed %-7s pinned %8.1f/s  NIOSSL-verified %8.1f/s  no client cert %8.1f/s  pinned/NIOSSL %.3f×\n' "$key" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+        for cache in "" --cache; do
+            out="$("$BIN/pinning" bench handshake --server --resume $cache --key "$key" --seconds "${RESUME_SECONDS:-2}" \
+                --rounds "${HANDSHAKE_ROUNDS:-5}" --clients 1 --json)"
+            h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
+            printf 'mTLS resumed %-7s %-7s pinned %8.1f/s  NIOSSL-verified %8.1f/s  no client cert %8.1f/s  pinned/NIOSSL %.3f×\n' \
+                "$key" "$cache" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+        done
     done
 fi
 

@@ -301,6 +301,39 @@ struct ConfigExportCLITests {
         #expect(Self.comparable(fromTrustKit) == withoutAnchors)
     }
 
+    @Test("an internationalised host key (bücher.example, straße.example) is exported in its A-label form to every platform, and comes back as the same entry")
+    func internationalisedHosts() async throws {
+        let fixture = try Fixture { chain in
+            let pins = "[\"\(Self.pin(chain.intermediate))\", \"\(Self.pin(chain.root))\"]"
+            return """
+                "bücher.example": {"pins": \(pins)},
+                "straße.example": {"pins": \(pins), "includeSubdomains": true}
+                """
+        }
+        defer { fixture.directory.remove() }
+        let original = try PinningConfiguration(contentsOfFile: fixture.configPath)
+        // Keys stay as written (messages name them so); the platforms get the core's A-labels (UTS #46
+        // non-transitional, as browsers and OkHttp: ß is kept, not mapped to ss).
+        #expect(Set(original.entries.map(\.key)) == ["bücher.example", "straße.example"])
+        for format in ["android-nsc", "trustkit", "ats", "okhttp"] {
+            let out = fixture.directory.path("idn.\(format)")
+            // ATS places a pin as a leaf or CA identity by the certificate it hashes.
+            let certificates = format == "ats" ? ["--certificates", "intermediate.pem", "--certificates", "root.pem"] : []
+            let run = try await fixture.pinning(["config", "export", fixture.configPath, "--format", format, "--out", out] + certificates)
+            #expect(run.status == 0, "\(format): \(run)")
+            let text = try String(contentsOfFile: out, encoding: .utf8)
+            #expect(text.contains("xn--bcher-kva.example") && text.contains("xn--strae-oqa.example"), "\(format): \(text)")
+            #expect(!text.contains("bücher") && !text.contains("straße"), "\(format): only A-labels reach the platform: \(text)")
+        }
+        for format in ["android-nsc", "trustkit"] {
+            let back = fixture.directory.path("idn-back-\(format).json")
+            let run = try await fixture.pinning(["config", "import", fixture.directory.path("idn.\(format)"), "--format", format, "--out", back])
+            #expect(run.status == 0, "\(format): \(run)")
+            let imported = try PinningConfiguration(contentsOfFile: back)
+            #expect(Self.comparable(imported) == Self.comparable(original), "\(format): \(imported.entries.map(\.key))")
+        }
+    }
+
     @Test("import refuses what is not a Network Security Config or a TrustKit property list, in words (exit 2)")
     func importBadInput() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-import")

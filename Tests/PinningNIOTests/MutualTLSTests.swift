@@ -137,6 +137,57 @@ struct MutualTLSTests {
         #expect(error.trustFailure?.code == .extendedKeyUsage)
     }
 
+    @Test(
+        "evaluationCache: a device's second full handshake is answered from the cache with the same validated chain; an expired device is refused every time (refusals are never stored); a server with a clientCheck still runs it on every connection"
+    )
+    func clientVerdictCache() async throws {
+        let setup = try MutualTLSSetup()
+        let cache = EvaluationCache()
+        let mtls = try MutualTLSServer(
+            identity: setup.server.identity,
+            clientCertificateAuthorities: [setup.clientChain.root.certificate],
+            evaluationCache: cache
+        )
+        let server = try await MutualTLSTestServer(mtls)
+        defer { Task { await server.stop() } }
+        let device = try setup.client(identity: try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate]))
+        let first = try #require(try await setup.serverOutcome(device, on: server)?.get())
+        #expect(cache.statistics.hits == 0 && cache.count == 1, "\(String(describing: cache.statistics))")
+        let second = try #require(try await setup.serverOutcome(device, on: server)?.get())
+        #expect(cache.statistics.hits == 1, "\(String(describing: cache.statistics))")
+        #expect(second.peer.certificateChain == first.peer.certificateChain && second.peer.subject == "CN=client-7")
+
+        let expired = try TestPKI.leaf(
+            "client-old", issuer: setup.clientChain.intermediate, dnsNames: ["client-old"], usage: .clientAuth,
+            notValidBefore: Date().addingTimeInterval(-7200), notValidAfter: Date().addingTimeInterval(-3600))
+        let old = try setup.client(identity: try expired.tlsIdentity(chain: [setup.clientChain.intermediate.certificate]))
+        for _ in 0..<2 {
+            guard case .failure(let error) = try #require(try await setup.serverOutcome(old, on: server)) else {
+                Issue.record("an expired device was accepted")
+                return
+            }
+            #expect(error.trustFailure?.code == .certificateExpired)
+        }
+        #expect(cache.count == 1 && cache.statistics.hits == 1, "refusals are not stored: \(String(describing: cache.statistics))")
+
+        let checks = TestCounter()
+        let checked = try MutualTLSServer(
+            identity: setup.server.identity,
+            clientCertificateAuthorities: [setup.clientChain.root.certificate],
+            clientCheck: { _, _ in
+                checks.increment()
+                return nil
+            },
+            evaluationCache: cache
+        )
+        let checkedServer = try await MutualTLSTestServer(checked)
+        defer { Task { await checkedServer.stop() } }
+        for _ in 0..<2 {
+            #expect((try? await setup.serverOutcome(device, on: checkedServer)?.get()) != nil)
+        }
+        #expect(checks.value == 2, "the clientCheck ran on every connection")
+    }
+
     @Test("the client SPKI allow-list: a listed client passes, another client of the same CA is refused")
     func clientAllowList() async throws {
         let base = try MutualTLSSetup()
@@ -380,6 +431,13 @@ final class TestClock: @unchecked Sendable {
         get { self.lock.withLock { self.value } }
         set { self.lock.withLock { self.value = newValue } }
     }
+}
+
+final class TestCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { self.lock.withLock { self.count } }
+    func increment() { self.lock.withLock { self.count += 1 } }
 }
 
 final class TestFlag: @unchecked Sendable {

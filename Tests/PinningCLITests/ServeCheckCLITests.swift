@@ -190,6 +190,53 @@ struct ServeCheckCLITests {
         #expect(presented.map { $0["subject"] as? String } == ["CN=localhost", "CN=Test Intermediate CA"])
     }
 
+    @Test(
+        "HTTP/2 (issue 13): curl negotiates h2 with ALPN; three requests in parallel share one connection (counted on the server: one handshake in its key log); HTTP/1.1 is still served; mTLS names the client on every stream",
+        .enabled(if: curlAvailable))
+    func http2() async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let keyLog = fixture.directory.path("server-keys.log")
+        let server = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--keylog", keyLog], in: fixture.directory)
+        defer { server.stop() }
+        let base = "https://localhost:\(server.port)"
+        let common = ["-s", "--cacert", fixture.root, "--resolve", "localhost:\(server.port):127.0.0.1", "-w", "\n%{http_version}\n"]
+
+        let parallel = try await TestTools.run(curlPath, ["--http2", "-Z"] + common + ["\(base)/a", "\(base)/b", "\(base)/c"], timeout: 30)
+        #expect(parallel.status == 0, "\(parallel)")
+        for path in ["/a", "/b", "/c"] {
+            #expect(parallel.stdout.contains("\"path\":\"\(path)\""), "\(parallel.stdout)")
+        }
+        #expect(parallel.stdout.components(separatedBy: "\"httpVersion\":\"HTTP/2.0\"").count == 4, "\(parallel.stdout)")
+        // One TLS handshake for the three requests: each handshake writes its client random to the key log.
+        let randoms = Set(
+            try String(contentsOfFile: keyLog, encoding: .utf8).split(separator: "\n").compactMap { line -> Substring? in
+                let fields = line.split(separator: " ")
+                return fields.count == 3 ? fields[1] : nil
+            })
+        #expect(randoms.count == 1, "handshakes seen by the server: \(randoms.count)")
+
+        let http1 = try await TestTools.run(curlPath, ["--http1.1"] + common + ["\(base)/one"], timeout: 30)
+        #expect(http1.status == 0 && http1.stdout.contains("\"httpVersion\":\"HTTP/1.1\""), "\(http1)")
+
+        let mutual = try await ServeProcess(["--cert", fixture.serverChain, "--key", fixture.serverKey, "--client-ca", fixture.clientRoot], in: fixture.directory)
+        defer { mutual.stop() }
+        let mtlsBase = "https://localhost:\(mutual.port)"
+        let device = try await TestTools.run(
+            curlPath,
+            [
+                "--http2", "-s", "--cacert", fixture.root, "--resolve", "localhost:\(mutual.port):127.0.0.1", "--cert", fixture.clientCert, "--key", fixture.clientKey,
+                "\(mtlsBase)/x", "\(mtlsBase)/y",
+            ],
+            timeout: 30)
+        #expect(device.status == 0, "\(device)")
+        #expect(device.stdout.components(separatedBy: "\"subject\":\"CN=client-7\"").count == 3, "both streams name the client: \(device.stdout)")
+        #expect(device.stdout.components(separatedBy: "\"httpVersion\":\"HTTP/2.0\"").count == 3, "\(device.stdout)")
+        let anonymous = try await TestTools.run(
+            curlPath, ["--http2", "-s", "--cacert", fixture.root, "--resolve", "localhost:\(mutual.port):127.0.0.1", "\(mtlsBase)/z"], timeout: 30)
+        #expect(anonymous.status != 0 && !anonymous.stdout.contains("httpVersion"), "a client without a certificate gets no answer: \(anonymous)")
+    }
+
     @Test("wrong pin: exit 1 with the reason")
     func wrongPin() async throws {
         let fixture = try await ServeCheckFixture()

@@ -40,13 +40,7 @@ package final class SimpleHTTPResponder: ChannelInboundHandler, RemovableChannel
         case .end:
             guard let head = self.head else { return }
             self.head = nil
-            let peer: AuthenticatedPeer?
-            do {
-                peer = try context.pipeline.syncOperations.pinningAuthenticatedPeer()
-            } catch {
-                // No pinning handler on this channel (plain TLS): no authenticated client.
-                peer = nil
-            }
+            let peer = Self.authenticatedPeer(of: context.channel)
             guard var response = self.respond(head, peer) else { return }
             response.headers.replaceOrAdd(name: "content-length", value: "\(response.body.count)")
             if !head.isKeepAlive {
@@ -63,6 +57,23 @@ package final class SimpleHTTPResponder: ChannelInboundHandler, RemovableChannel
                 if !keepAlive { loopBoundContext.value.close(promise: nil) }
             }
         }
+    }
+
+    /// The peer the pinned handshake of `channel` authenticated, or, for an HTTP/2 stream channel (whose
+    /// pipeline has no TLS), of the connection channel it belongs to; nil when there is none (plain TLS).
+    /// A parent is consulted only on this event loop: an HTTP/2 stream shares its connection's loop, while an
+    /// HTTP/1 connection's parent is the listening socket, which has no pinning handler anyway.
+    static func authenticatedPeer(of channel: any Channel) -> AuthenticatedPeer? {
+        var current: (any Channel)? = channel
+        while let candidate = current, candidate.eventLoop.inEventLoop {
+            do {
+                return try candidate.pipeline.syncOperations.pinningAuthenticatedPeer()
+            } catch {
+                // No pinning handler on this channel: try the connection it belongs to.
+                current = candidate.parent
+            }
+        }
+        return nil
     }
 }
 

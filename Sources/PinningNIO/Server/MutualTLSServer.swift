@@ -93,6 +93,9 @@ public struct MutualTLSServer: Sendable {
     ///     nil (the default) checks none.
     ///   - evaluationCache: Remembers trusted client verdicts (see ``evaluationCache``); nil (the default)
     ///     validates every chain at every handshake, as NIOSSL's own verification does.
+    ///   - applicationProtocols: The ALPN protocols offered, most preferred first (`["h2", "http/1.1"]` for a
+    ///     server that speaks both; an `ApplicationProtocolNegotiationHandler` after the handlers then sees
+    ///     the negotiated one, and only once the client is trusted); empty (the default) negotiates none.
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
     ///   configuration cannot be built.
     ///
@@ -105,7 +108,8 @@ public struct MutualTLSServer: Sendable {
         clientCheck: ClientCheck? = nil,
         keyLog: TLSKeyLog? = nil,
         revocation: RevocationSource? = nil,
-        evaluationCache: EvaluationCache? = nil
+        evaluationCache: EvaluationCache? = nil,
+        applicationProtocols: [String] = []
     ) throws {
         try self.init(
             identity: identity,
@@ -116,7 +120,8 @@ public struct MutualTLSServer: Sendable {
             clientCheck: clientCheck,
             keyLog: keyLog,
             revocation: revocation,
-            evaluationCache: evaluationCache
+            evaluationCache: evaluationCache,
+            applicationProtocols: applicationProtocols
         )
     }
 
@@ -133,7 +138,8 @@ public struct MutualTLSServer: Sendable {
         clientCheck: ClientCheck? = nil,
         keyLog: TLSKeyLog? = nil,
         revocation: RevocationSource? = nil,
-        evaluationCache: EvaluationCache? = nil
+        evaluationCache: EvaluationCache? = nil,
+        applicationProtocols: [String] = []
     ) throws {
         self.identity = identity
         self.revocation = revocation
@@ -147,10 +153,11 @@ public struct MutualTLSServer: Sendable {
             validationTime: validationTime,
             purpose: .clientAuthentication
         )
-        let configuration = try TLSConfiguration.makeMutualTLSServerConfiguration(
+        var configuration = try TLSConfiguration.makeMutualTLSServerConfiguration(
             identity: identity,
             clientCertificateAuthorities: clientCertificateAuthorities
         )
+        configuration.applicationProtocols = applicationProtocols
         self.configuration = keyLog?.applied(to: configuration) ?? configuration
         self.clientCheck = clientCheck
         self.clock = clock

@@ -21,6 +21,8 @@ extension PinningCommand {
 
                 With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
 
+                HTTP/2 when the client offers h2 in ALPN, else HTTP/1.1. The JSON reply has method, path, httpVersion and clientCertificate (null without one).
+
                 Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
                 """
         )
@@ -204,7 +206,7 @@ extension PinningCommand {
             return BindAddress(host: host, display: isIPv6 ? "[\(host)]" : host)
         }
 
-        /// The JSON body: method, path, and the client certificate when one was presented and validated.
+        /// The JSON body: method, path, HTTP version, and the client certificate when one was presented and validated.
         struct Reply: Encodable {
             struct Client: Encodable {
                 var subject: String
@@ -216,14 +218,17 @@ extension PinningCommand {
 
             var method: String
             var path: String
+            /// `HTTP/1.1` or `HTTP/2.0` (negotiated with ALPN).
+            var httpVersion: String
             var clientCertificate: Client?
 
-            enum CodingKeys: String, CodingKey { case method, path, clientCertificate }
+            enum CodingKeys: String, CodingKey { case method, path, httpVersion, clientCertificate }
 
             func encode(to encoder: any Encoder) throws {
                 var container = encoder.container(keyedBy: CodingKeys.self)
                 try container.encode(self.method, forKey: .method)
                 try container.encode(self.path, forKey: .path)
+                try container.encode(self.httpVersion, forKey: .httpVersion)
                 // null, not absent, without a client certificate.
                 if let client = self.clientCertificate {
                     try container.encode(client, forKey: .clientCertificate)
@@ -249,7 +254,7 @@ extension PinningCommand {
                     chain: peer.certificateChain.map { CertificateInfo($0).subject }
                 )
             }
-            let reply = Reply(method: head.method.rawValue, path: head.uri, clientCertificate: client)
+            let reply = Reply(method: head.method.rawValue, path: head.uri, httpVersion: "\(head.version)", clientCertificate: client)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             do {

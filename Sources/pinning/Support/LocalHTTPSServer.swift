@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Pinning
@@ -38,13 +39,34 @@ enum LocalHTTPSServer {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try tls.addHandlers(to: channel.pipeline.syncOperations, remote: channel.remoteAddress, logsRefusals: logsRefusals)
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
+                }.flatMap {
+                    // HTTP/2 when the client offers h2 in ALPN, else HTTP/1.1 (also without ALPN). The choice is
+                    // made on the handshake-completed event, which the pinning handler passes on only for a
+                    // client the policy trusted.
+                    channel.configureHTTP2SecureUpgrade(
+                        h2ChannelConfigurator: { connection in
+                            connection.configureHTTP2Pipeline(mode: .server) { stream in
+                                stream.eventLoop.makeCompletedFuture {
+                                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                                    try stream.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
+                                }
+                            }.map { _ in () }
+                        },
+                        http1ChannelConfigurator: { connection in
+                            connection.eventLoop.makeCompletedFuture {
+                                try connection.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                                try connection.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
+                            }
+                        }
+                    )
                 }
             }
             .bind(host: bind, port: port)
             .get()
     }
+
+    /// What the server offers in ALPN, most preferred first.
+    static let applicationProtocols = ["h2", "http/1.1"]
 }
 
 /// Plain TLS, or mutual TLS through ``MutualTLSServer`` when client CAs are given.
@@ -64,9 +86,13 @@ private struct TLSSetup: Sendable {
             )
             configuration.minimumTLSVersion = .tlsv12
             configuration.keyLogCallback = keyLog?.callback
+            configuration.applicationProtocols = LocalHTTPSServer.applicationProtocols
             self.mode = .plain(try NIOSSLContext(configuration: configuration))
         } else {
-            self.mode = .mutual(try MutualTLSServer(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog, revocation: revocation))
+            self.mode = .mutual(
+                try MutualTLSServer(
+                    identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog, revocation: revocation,
+                    applicationProtocols: LocalHTTPSServer.applicationProtocols))
         }
     }
 

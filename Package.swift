@@ -36,8 +36,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-        // HTTP/2 for `pinning serve` (ALPN h2 with HTTP/1.1 fallback); already in the graph through
-        // AsyncHTTPClient, so naming it adds nothing to build.
+        // HTTP/2 for PinnedHTTPClient and `pinning serve` (ALPN h2 with HTTP/1.1 fallback); already in the
+        // graph through AsyncHTTPClient, so naming it adds nothing to build.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         // `swift package generate-documentation --target Pinning` (the Docs.docc catalog); a plugin only,
         // nothing of it is linked into the products.
@@ -74,6 +74,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // PinnedHTTPClient's HTTP/2 (ALPN h2).
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -216,6 +216,16 @@ struct ServeCheckCLITests {
             })
         #expect(randoms.count == 1, "handshakes seen by the server: \(randoms.count)")
 
+        // `pinning check --http2` (PinnedHTTPClient offering h2) reaches the same server over HTTP/2.
+        let check = try await fixture.check(fixture.checkArguments(server.port) + ["--http2", "--json"])
+        #expect(check.status == 0, "\(check)")
+        let checked = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any])
+        #expect(checked["httpVersion"] as? String == "HTTP/2.0", "\(check.stdout)")
+        #expect((checked["body"] as? String)?.contains("\"httpVersion\":\"HTTP/2.0\"") == true, "\(check.stdout)")
+        let plainCheck = try await fixture.check(fixture.checkArguments(server.port) + ["--json"])
+        let plainChecked = try #require(try JSONSerialization.jsonObject(with: Data(plainCheck.stdout.utf8)) as? [String: Any])
+        #expect(plainChecked["httpVersion"] as? String == "HTTP/1.1", "without --http2, as before: \(plainCheck.stdout)")
+
         let http1 = try await TestTools.run(curlPath, ["--http1.1"] + common + ["\(base)/one"], timeout: 30)
         #expect(http1.status == 0 && http1.stdout.contains("\"httpVersion\":\"HTTP/1.1\""), "\(http1)")
 

@@ -2,17 +2,20 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Pinning
 import X509
 
-/// A connection with a trusted handshake and HTTP/1.1 handlers.
+/// A connection with a trusted handshake and HTTP/1.1 handlers, or HTTP/2 with its stream multiplexer.
 struct HTTPConnection: Sendable {
     let channel: any Channel
     let handshake: PinnedHandshake
     /// What went wrong on the connection first, readable after its handlers are gone.
     let events: ConnectionEvents
+    /// Set when the server chose HTTP/2: requests are streams of this connection, which many share at once.
+    var multiplexer: NIOHTTP2Handler.StreamMultiplexer? = nil
 
     /// Starts closing without waiting: NIOSSL waits up to its shutdown timeout (5 s) for the peer's
     /// close_notify, which must not delay the caller's result.
@@ -39,6 +42,11 @@ final class HTTPConnectionPool: Sendable {
 
     private struct State {
         var idle: [Key: [HTTPConnection]] = [:]
+        /// HTTP/2 connections: never taken out, shared by every request to the key while open.
+        var shared: [Key: HTTPConnection] = [:]
+        /// Connections being made that may turn out to speak HTTP/2: requests to the same key wait for them
+        /// rather than each opening its own.
+        var connecting: [Key: Task<HTTPConnection, any Error>] = [:]
         var isShutDown = false
         var opened = 0
     }
@@ -77,12 +85,46 @@ final class HTTPConnectionPool: Sendable {
         }
     }
 
-    /// Marks the pool shut down and hands back every idle connection.
+    /// The open HTTP/2 connection for `key`, if any (a closed one is dropped).
+    func shared(_ key: Key) -> HTTPConnection? {
+        self.state.withLockedValue { state in
+            guard let connection = state.shared[key] else { return nil }
+            if connection.channel.isActive { return connection }
+            state.shared[key] = nil
+            return nil
+        }
+    }
+
+    /// The connection being made for `key` by another request, or `start`'s, registered for others to join.
+    /// The returned flag says whether this caller started it (and so owns an HTTP/1.1 result).
+    func connecting(_ key: Key, start: () -> Task<HTTPConnection, any Error>) -> (Task<HTTPConnection, any Error>, started: Bool) {
+        self.state.withLockedValue { state in
+            if let pending = state.connecting[key] { return (pending, false) }
+            let task = start()
+            state.connecting[key] = task
+            return (task, true)
+        }
+    }
+
+    /// The connection for `key` is made (or failed): an HTTP/2 one becomes shared; joiners stop waiting on it.
+    /// False when the pool was shut down meanwhile (the caller closes an HTTP/2 connection it cannot share).
+    func connected(_ key: Key, _ connection: HTTPConnection?) -> Bool {
+        self.state.withLockedValue { state in
+            state.connecting[key] = nil
+            guard let connection, connection.multiplexer != nil else { return true }
+            guard !state.isShutDown else { return false }
+            state.shared[key] = connection
+            return true
+        }
+    }
+
+    /// Marks the pool shut down and hands back every idle and shared connection.
     func shutdown() -> [HTTPConnection] {
         self.state.withLockedValue { state in
             state.isShutDown = true
-            let all = state.idle.values.flatMap { $0 }
+            let all = state.idle.values.flatMap { $0 } + state.shared.values
             state.idle = [:]
+            state.shared = [:]
             return all
         }
     }

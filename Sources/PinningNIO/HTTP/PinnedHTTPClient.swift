@@ -2,12 +2,16 @@ public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOHTTP1
+import NIOHTTP2
 public import NIOPosix
 public import NIOSSL
+import NIOTLS
 public import Pinning
 import X509
 
-/// A compact HTTPS client (HTTP/1.1 on NIOHTTP1) whose every connection is a ``PinnedTLSClient`` handshake.
+/// A compact HTTPS client (HTTP/1.1 on NIOHTTP1; HTTP/2 on NIOHTTP2 when
+/// ``PinnedHTTPClientConfiguration/httpVersions`` is `.automatic` and the server picks it) whose every connection
+/// is a ``PinnedTLSClient`` handshake.
 ///
 /// ```swift
 /// let client = try PinnedHTTPClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: pins))
@@ -28,6 +32,10 @@ import X509
 ///   host. A redirect away from `https` is refused.
 /// - Timeouts: ``PinnedHTTPClientConfiguration/connectTimeout`` bounds TCP connect plus the TLS handshake,
 ///   ``PinnedHTTPClientConfiguration/requestTimeout`` bounds each request's response.
+/// - HTTP/2 (opt in with `.automatic`): `h2` and `http/1.1` are offered in ALPN; the protocol is set up only after
+///   the evaluator trusted the server. An HTTP/2 connection is shared by every request to its host, port and
+///   address, each a stream; requests made while the first connection is being set up wait for it rather than
+///   each opening one. A server that picks HTTP/1.1 (or no ALPN) is spoken to as without it.
 public final class PinnedHTTPClient: Sendable {
     /// Resolves a host and port to the address to connect to instead of DNS (as curl's `--resolve`); nil: DNS.
     public typealias Resolve = @Sendable (_ host: String, _ port: Int) -> SocketAddress?
@@ -81,8 +89,15 @@ public final class PinnedHTTPClient: Sendable {
         configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) throws {
+        var base = tlsConfiguration
+        if configuration.httpVersions == .automatic {
+            var offering = tlsConfiguration ?? .makePinnedClientConfiguration(identity: identity)
+            // A caller's own ALPN list is kept; otherwise h2 first, as curl offers.
+            if offering.applicationProtocols.isEmpty { offering.applicationProtocols = Self.alpnProtocols }
+            base = offering
+        }
         self.tls = try PinnedTLSClient(
-            evaluator: evaluator, trust: trust, identity: identity, configuration: tlsConfiguration, keyLog: configuration.keyLog)
+            evaluator: evaluator, trust: trust, identity: identity, configuration: base, keyLog: configuration.keyLog)
         self.configuration = configuration
         self.group = group
         self.pool = HTTPConnectionPool(maximumIdlePerKey: configuration.maximumIdleConnectionsPerHost)
@@ -120,6 +135,7 @@ public final class PinnedHTTPClient: Sendable {
             let exchange = try await self.exchange(target, headers: headers, resolve: resolve)
             let response = PinnedHTTPResponse(
                 url: current,
+                version: exchange.head.version,
                 status: exchange.head.status,
                 headers: exchange.head.headers,
                 body: exchange.body,
@@ -155,6 +171,9 @@ public final class PinnedHTTPClient: Sendable {
         }
     }
 
+    /// What `.automatic` offers in ALPN, most preferred first.
+    static let alpnProtocols = ["h2", "http/1.1"]
+
     /// Request headers dropped when a redirect leaves the original host and port.
     static let originBoundHeaders = ["authorization", "proxy-authorization", "cookie"]
 
@@ -175,6 +194,13 @@ public final class PinnedHTTPClient: Sendable {
         if self.pool.isShutDown {
             throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
         }
+        if let shared = self.pool.shared(key) {
+            do {
+                return try await self.sendHTTP2(target, headers: headers, on: shared)
+            } catch let error where error.code == .connectionClosed {
+                // The server went away (GOAWAY, close) between requests: a new connection below.
+            }
+        }
         if let idle = self.pool.take(key) {
             do {
                 return try await self.send(target, headers: headers, on: idle, key: key)
@@ -182,13 +208,44 @@ public final class PinnedHTTPClient: Sendable {
                 // The server closed the idle connection: use a fresh one.
             }
         }
-        let connection = try await self.connect(target, address: address)
-        return try await self.send(target, headers: headers, on: connection, key: key)
+        guard self.configuration.httpVersions == .automatic else {
+            let connection = try await self.connect(target, address: address)
+            return try await self.send(target, headers: headers, on: connection, key: key)
+        }
+        // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it.
+        let (pending, started) = self.pool.connecting(key) {
+            Task { () async throws -> HTTPConnection in try await self.connect(target, address: address) }
+        }
+        let connection: HTTPConnection
+        do {
+            connection = try await pending.value
+        } catch {
+            if started { _ = self.pool.connected(key, nil) }
+            throw (error as? PinningConnectionError)
+                ?? PinningConnectionError(code: .connectFailed, host: target.host, message: "the connection failed", underlying: error)
+        }
+        if started, !self.pool.connected(key, connection) {
+            connection.closeInBackground()
+            throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+        }
+        if connection.multiplexer != nil {
+            return try await self.sendHTTP2(target, headers: headers, on: connection)
+        }
+        if started {
+            return try await self.send(target, headers: headers, on: connection, key: key)
+        }
+        // Another request's HTTP/1.1 connection: it carries one request at a time, and that one is theirs.
+        let own = try await self.connect(target, address: address)
+        return try await self.send(target, headers: headers, on: own, key: key)
     }
 
     private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
         let maximumBodySize = self.configuration.maximumBodySize
         let events = ConnectionEvents()
+        let negotiates = self.configuration.httpVersions == .automatic
+        // With ALPN the HTTP handlers are added once the handshake completed, which the pinning handler passes
+        // on only for a trusted server; this future says which protocol was set up.
+        let protocolChosen = NIOLockedValueBox<EventLoopFuture<NIOHTTP2Handler.StreamMultiplexer?>?>(nil)
         let connection = try await self.tls.connect(
             host: target.host,
             port: target.port,
@@ -197,13 +254,116 @@ public final class PinnedHTTPClient: Sendable {
             timeout: self.configuration.connectTimeout,
             configure: { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: target.host, maximumBodySize: maximumBodySize, events: events))
+                    guard negotiates else {
+                        try Self.addHTTP1Handlers(to: channel.pipeline.syncOperations, host: target.host, maximumBodySize: maximumBodySize, events: events)
+                        return
+                    }
+                    let chosen = channel.eventLoop.makePromise(of: NIOHTTP2Handler.StreamMultiplexer?.self)
+                    protocolChosen.withLockedValue { $0 = chosen.futureResult }
+                    let negotiation = ApplicationProtocolNegotiationHandler { result, channel in
+                        do {
+                            if case .negotiated("h2") = result {
+                                let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                                    mode: .client,
+                                    connectionConfiguration: .init(),
+                                    streamConfiguration: .init(),
+                                    // A client accepts no streams the server opens (no server push here).
+                                    inboundStreamInitializer: { stream in stream.close() }
+                                )
+                                chosen.succeed(multiplexer)
+                            } else {
+                                try Self.addHTTP1Handlers(to: channel.pipeline.syncOperations, host: target.host, maximumBodySize: maximumBodySize, events: events)
+                                chosen.succeed(nil)
+                            }
+                            return channel.eventLoop.makeSucceededVoidFuture()
+                        } catch {
+                            chosen.fail(error)
+                            return channel.eventLoop.makeFailedFuture(error)
+                        }
+                    }
+                    channel.closeFuture.whenComplete { _ in
+                        chosen.fail(PinningConnectionError(code: .connectionClosed, host: target.host, message: "the connection closed before an HTTP protocol was set up"))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(negotiation)
                 }
             }
         )
         self.pool.countOpened()
-        return HTTPConnection(channel: connection.channel, handshake: connection.handshake, events: events)
+        var http = HTTPConnection(channel: connection.channel, handshake: connection.handshake, events: events)
+        if let chosen = protocolChosen.withLockedValue({ $0 }) {
+            do {
+                http.multiplexer = try await chosen.get()
+            } catch {
+                connection.channel.close(promise: nil)
+                throw (error as? PinningConnectionError)
+                    ?? PinningConnectionError(code: .httpFailed, host: target.host, message: "the HTTP protocol could not be set up", underlying: error)
+            }
+        }
+        return http
+    }
+
+    private static func addHTTP1Handlers(
+        to pipeline: ChannelPipeline.SynchronousOperations, host: String, maximumBodySize: Int, events: ConnectionEvents
+    ) throws {
+        try pipeline.addHTTPClientHandlers()
+        try pipeline.addHandler(HTTPResponseCollector(host: host, maximumBodySize: maximumBodySize, events: events))
+    }
+
+    /// One request as a stream of a shared HTTP/2 connection. The stream goes through NIOHTTP2's HTTP/1 codec to
+    /// the same response collector as HTTP/1.1, so limits, timeouts and errors read the same.
+    private func sendHTTP2(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection) async throws(PinningConnectionError) -> HTTPExchange {
+        guard let multiplexer = connection.multiplexer else {
+            throw PinningConnectionError(code: .httpFailed, host: target.host, message: "not an HTTP/2 connection")
+        }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
+        head.headers = headers
+        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
+        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
+        // Connection-specific fields are not allowed in HTTP/2 (RFC 9113 §8.2.2).
+        for name in ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+            head.headers.remove(name: name)
+        }
+        let channel = connection.channel
+        let timeout = self.configuration.requestTimeout
+        let host = target.host
+        let maximumBodySize = self.configuration.maximumBodySize
+        let events = ConnectionEvents()
+        let collected: CollectedResponse
+        do {
+            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
+                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
+                let collector = NIOLoopBound(HTTPResponseCollector(host: host, maximumBodySize: maximumBodySize, events: events), eventLoop: channel.eventLoop)
+                collector.value.begin(promise)
+                multiplexer.createStreamChannel { stream in
+                    stream.eventLoop.makeCompletedFuture {
+                        try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                        try stream.pipeline.syncOperations.addHandler(collector.value)
+                    }
+                }.whenComplete { result in
+                    switch result {
+                    case .success(let stream):
+                        stream.write(HTTPClientRequestPart.head(head), promise: nil)
+                        stream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                        let timer = stream.eventLoop.scheduleTask(in: timeout) {
+                            collector.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))
+                            stream.close(promise: nil)
+                        }
+                        promise.futureResult.whenComplete { _ in timer.cancel() }
+                    case .failure(let error):
+                        let code: PinningConnectionError.Code = channel.isActive ? .httpFailed : .connectionClosed
+                        collector.value.fail(PinningConnectionError(code: code, host: host, message: "an HTTP/2 stream could not be opened", underlying: error))
+                    }
+                }
+                return promise.futureResult
+            }.get()
+        } catch {
+            var failure =
+                (error as? PinningConnectionError)
+                ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
+            failure.handshake = connection.handshake
+            throw failure
+        }
+        return HTTPExchange(head: collected.head, body: collected.body, bodyMayBeTruncated: collected.bodyMayBeTruncated, handshake: connection.handshake)
     }
 
     private func send(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key) async throws(PinningConnectionError) -> HTTPExchange {

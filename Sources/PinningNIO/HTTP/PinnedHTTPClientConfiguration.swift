@@ -17,6 +17,17 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
     /// Where to write each handshake's session secrets (NSS key log format), for decrypting a capture while
     /// debugging. Default nil: nothing is written.
     public var keyLog: TLSKeyLog?
+    /// Which HTTP versions the client offers.
+    public var httpVersions: HTTPVersions
+
+    /// Which HTTP versions a ``PinnedHTTPClient`` offers.
+    public enum HTTPVersions: Sendable, Hashable {
+        /// HTTP/1.1 only, no ALPN (the default, as this client has always spoken).
+        case http1Only
+        /// `h2` and `http/1.1` in ALPN: HTTP/2 when the server picks it (all requests to that host, port and
+        /// address then share one connection, as streams), HTTP/1.1 otherwise. As curl and AsyncHTTPClient do.
+        case automatic
+    }
 
     /// The defaults, or the given values.
     public init(
@@ -26,7 +37,8 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
         maximumIdleConnectionsPerHost: Int = 8,
         maximumBodySize: Int = 16 * 1024 * 1024,
         userAgent: String = "swift-pinning",
-        keyLog: TLSKeyLog? = nil
+        keyLog: TLSKeyLog? = nil,
+        httpVersions: HTTPVersions = .http1Only
     ) {
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
@@ -35,5 +47,6 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
         self.maximumBodySize = maximumBodySize
         self.userAgent = userAgent
         self.keyLog = keyLog
+        self.httpVersions = httpVersions
     }
 }

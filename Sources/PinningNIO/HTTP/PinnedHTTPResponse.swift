@@ -7,6 +7,8 @@ public import X509
 public struct PinnedHTTPResponse: Sendable {
     /// The URL that answered (after redirects).
     public var url: URL
+    /// The HTTP version that carried the response (2.0 on an HTTP/2 connection).
+    public var version: HTTPVersion
     /// The status.
     public var status: HTTPResponseStatus
     /// The response headers.

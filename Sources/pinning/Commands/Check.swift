@@ -67,6 +67,9 @@ extension PinningCommand {
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 
+        @Flag(name: .long, help: "Offer HTTP/2 in ALPN (h2, then http/1.1), as curl's --http2; HTTP/1.1 when the server does not pick it.")
+        var http2 = false
+
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
@@ -153,7 +156,8 @@ extension PinningCommand {
                     configuration: PinnedHTTPClientConfiguration(
                         connectTimeout: .milliseconds(Int64(self.connectTimeout * 1000)),
                         requestTimeout: .milliseconds(Int64(self.maxTime * 1000)),
-                        keyLog: keyLog
+                        keyLog: keyLog,
+                        httpVersions: self.http2 ? .automatic : .http1Only
                     )
                 )
             } catch {
@@ -180,6 +184,7 @@ extension PinningCommand {
                 report.finalURL = response.url.absoluteString
                 report.status = Int(response.status.code)
                 report.reasonPhrase = response.status.reasonPhrase
+                report.httpVersion = "\(response.version)"
                 report.body = response.bodyText
                 report.bodyMayBeTruncated = response.bodyMayBeTruncated
                 if !(200..<300).contains(Int(response.status.code)) {
@@ -402,6 +407,8 @@ struct CheckReport: Encodable {
     var finalURL: String?
     var status: Int?
     var reasonPhrase: String?
+    /// `HTTP/1.1` or `HTTP/2.0`: what carried the response.
+    var httpVersion: String?
     var body: String?
     /// True when the body was delimited by the connection's close alone and that close had no TLS close_notify.
     var bodyMayBeTruncated: Bool?

@@ -171,6 +171,19 @@ public final class PinnedHTTPClient: Sendable {
         }
     }
 
+    /// The GET request head: the caller's headers with `Host` and `User-Agent` set and `dropping` removed (the
+    /// client frames the request itself).
+    private func requestHead(_ target: RequestTarget, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
+        head.headers = headers
+        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
+        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
+        for name in dropping {
+            head.headers.remove(name: name)
+        }
+        return head
+    }
+
     /// What `.automatic` offers in ALPN, most preferred first.
     static let alpnProtocols = ["h2", "http/1.1"]
 
@@ -315,14 +328,9 @@ public final class PinnedHTTPClient: Sendable {
         guard let multiplexer = connection.multiplexer else {
             throw PinningConnectionError(code: .httpFailed, host: target.host, message: "not an HTTP/2 connection")
         }
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
-        head.headers = headers
-        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
-        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
         // Connection-specific fields are not allowed in HTTP/2 (RFC 9113 §8.2.2).
-        for name in ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
-            head.headers.remove(name: name)
-        }
+        let head = self.requestHead(
+            target, headers: headers, dropping: ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"])
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
@@ -367,12 +375,7 @@ public final class PinnedHTTPClient: Sendable {
     }
 
     private func send(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key) async throws(PinningConnectionError) -> HTTPExchange {
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
-        head.headers = headers
-        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
-        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
-        head.headers.remove(name: "connection")
-        head.headers.remove(name: "content-length")
+        let head = self.requestHead(target, headers: headers, dropping: ["connection", "content-length"])
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host

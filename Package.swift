@@ -25,6 +25,9 @@ let package = Package(
         // `pinning config export` / `import` as a library: the configuration in Android's, TrustKit's, ATS's and
         // OkHttp's formats, and back.
         .library(name: "PinningExport", targets: ["PinningExport"]),
+        // Separate products: Vapor and gRPC are heavy to build, and only their users should pay for them.
+        .library(name: "PinningVapor", targets: ["PinningVapor"]),
+        .library(name: "PinningGRPC", targets: ["PinningGRPC"]),
         .executable(name: "pinning", targets: ["pinning"]),
         // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
         // product, so `swift run limbo` works here and users never see it.
@@ -51,6 +54,12 @@ let package = Package(
         // swift-prometheus's registry at /metrics.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // PinningVapor (issue 13): mutual TLS for Vapor applications and a pinned Vapor `Client`.
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        // PinningGRPC (issue 13): pinned gRPC client and mTLS server transports on grpc-swift 2's HTTP/2
+        // transport. No protobuf: the examples and tests use their own message serializers.
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
     ],
     targets: [
         // The pure core: X509 + ASN.1 + Crypto only. No NIO, no logging.
@@ -168,6 +177,38 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Vapor: the full client policy on Vapor's own TLS server (its verification callback with metadata), the
+        // validated client on `Request`, a middleware that requires it, and `app.client` on PinnedHTTPClient.
+        .target(
+            name: "PinningVapor",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // gRPC: every connection through PinningNIO's handlers (PinnedTLSClient, MutualTLSServer) inside
+        // grpc-swift-nio-transport's HTTP/2 transports.
+        .target(
+            name: "PinningGRPC",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "pinning",
             dependencies: [
@@ -266,6 +307,37 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningVaporTests",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningVapor",
+                "PinningTestSupport",
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningGRPCTests",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningGRPC",
+                "PinningTestSupport",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),

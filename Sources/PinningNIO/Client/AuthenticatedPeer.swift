@@ -26,4 +26,11 @@ public struct AuthenticatedPeer: Sendable, Hashable {
         guard !chain.isEmpty else { return nil }
         self.certificateChain = chain
     }
+
+    /// The peer of a chain that this package's verification already validated, leaf first (nil when empty): for
+    /// adapters whose framework hands back the path our verification callback returned (Vapor's
+    /// `Request.peerCertificateChain`). It validates nothing itself.
+    public init?(validatedChain: [Certificate]) {
+        self.init(chain: validatedChain)
+    }
 }

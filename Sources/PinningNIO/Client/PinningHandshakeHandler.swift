@@ -25,6 +25,20 @@ final class HandshakeVerdict: Sendable {
     func record(_ state: State) {
         self.state.withLockedValue { $0 = state }
     }
+
+    /// The recorded refusal as an error, or nil while pending or trusted.
+    var refusal: PinningConnectionError? {
+        switch self.current {
+        case .pending, .trusted:
+            return nil
+        case .untrusted(let failure):
+            return .untrusted(failure, host: nil)
+        case .unreadable(let problem):
+            return PinningConnectionError(code: .unreadablePeerCertificate, host: nil, message: problem)
+        case .refused(let refusal):
+            return refusal
+        }
+    }
 }
 
 /// What a verification decided: the policy's evaluation, or a refusal with its own error.

@@ -132,7 +132,7 @@ public final class PinnedHTTPClient: Sendable {
                 // As curl and browsers do: credentials meant for one origin are not sent to another.
                 for name in Self.originBoundHeaders { headers.remove(name: name) }
             }
-            let exchange = try await self.exchange(target, headers: headers, resolve: resolve)
+            let exchange = try await self.exchange(target, request: .get, headers: headers, resolve: resolve)
             let response = PinnedHTTPResponse(
                 url: current,
                 version: exchange.head.version,
@@ -161,6 +161,42 @@ public final class PinnedHTTPClient: Sendable {
         }
     }
 
+    /// Sends one request with any method and body, as it is: redirects are returned, not followed (as curl without
+    /// `-L`; ``get(_:headers:resolve:)`` follows them). The connection is the same pinned one ``get(_:headers:resolve:)``
+    /// uses: the policy judges the server before any byte of the request is sent.
+    ///
+    /// - Parameters:
+    ///   - method: The request method.
+    ///   - url: An `https` URL.
+    ///   - headers: Request headers (`Host`, `Connection`, `Content-Length` and `Transfer-Encoding` are the client's:
+    ///     the body is sent whole, with its length).
+    ///   - body: The request body, or nil for none.
+    ///   - resolve: Addresses to use instead of DNS.
+    /// - Returns: The response, with the handshake of the connection that carried it.
+    /// - Throws: ``PinningConnectionError``, as for ``get(_:headers:resolve:)``. A pooled connection the server
+    ///   closed while idle is replaced by a new one only for idempotent methods (RFC 9110 §9.2.2): a POST is never
+    ///   sent twice.
+    public func send(
+        _ method: HTTPMethod,
+        _ url: URL,
+        headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8]? = nil,
+        resolve: @escaping Resolve = { _, _ in nil }
+    ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
+        let target = try RequestTarget(url)
+        let exchange = try await self.exchange(target, request: RequestLine(method: method, body: body), headers: headers, resolve: resolve)
+        return PinnedHTTPResponse(
+            url: url,
+            version: exchange.head.version,
+            status: exchange.head.status,
+            headers: exchange.head.headers,
+            body: exchange.body,
+            bodyMayBeTruncated: exchange.bodyMayBeTruncated,
+            handshake: exchange.handshake,
+            redirects: []
+        )
+    }
+
     /// Closes every pooled connection; later requests fail with ``PinningConnectionError/Code/invalidRequest``.
     /// Connections in use close when their request ends.
     public func shutdown() async {
@@ -171,17 +207,46 @@ public final class PinnedHTTPClient: Sendable {
         }
     }
 
-    /// The GET request head: the caller's headers with `Host` and `User-Agent` set and `dropping` removed (the
+    /// The request head: the caller's headers with `Host` and `User-Agent` set and `dropping` removed (the
     /// client frames the request itself).
-    private func requestHead(_ target: RequestTarget, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.pathAndQuery)
+    private func requestHead(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
+        var head = HTTPRequestHead(version: .http1_1, method: request.method, uri: target.pathAndQuery)
         head.headers = headers
         head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
         head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
         for name in dropping {
             head.headers.remove(name: name)
         }
+        // The body is sent whole, so its length is known: Content-Length (HTTP/2 allows it too, RFC 9113 §8.2.2).
+        if let body = request.body {
+            head.headers.replaceOrAdd(name: "content-length", value: String(body.count))
+        }
         return head
+    }
+
+    /// Writes the request: its head, the body if any, the end.
+    private static func write(_ head: HTTPRequestHead, body: [UInt8]?, to channel: any Channel) {
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if let body, !body.isEmpty {
+            channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
+        }
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+    }
+
+    /// A request's method and body.
+    struct RequestLine: Sendable {
+        var method: HTTPMethod
+        var body: [UInt8]?
+
+        static let get = RequestLine(method: .GET, body: nil)
+
+        /// Safe to send again when a reused connection turns out closed (RFC 9110 §9.2.2).
+        var isIdempotent: Bool {
+            switch self.method {
+            case .GET, .HEAD, .PUT, .DELETE, .OPTIONS, .TRACE: true
+            default: false
+            }
+        }
     }
 
     /// What `.automatic` offers in ALPN, most preferred first.
@@ -201,7 +266,7 @@ public final class PinnedHTTPClient: Sendable {
 
     /// One request on a pooled or new connection. A reused connection that the server closed while idle is
     /// replaced once (GET is idempotent).
-    private func exchange(_ target: RequestTarget, headers: HTTPHeaders, resolve: Resolve) async throws(PinningConnectionError) -> HTTPExchange {
+    private func exchange(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, resolve: Resolve) async throws(PinningConnectionError) -> HTTPExchange {
         let address = resolve(target.host, target.port)
         let key = HTTPConnectionPool.Key(host: target.host.lowercased(), port: target.port, address: address?.description)
         if self.pool.isShutDown {
@@ -209,21 +274,21 @@ public final class PinnedHTTPClient: Sendable {
         }
         if let shared = self.pool.shared(key) {
             do {
-                return try await self.sendHTTP2(target, headers: headers, on: shared)
-            } catch let error where error.code == .connectionClosed {
+                return try await self.sendHTTP2(target, request: request, headers: headers, on: shared)
+            } catch let error where error.code == .connectionClosed && request.isIdempotent {
                 // The server went away (GOAWAY, close) between requests: a new connection below.
             }
         }
         if let idle = self.pool.take(key) {
             do {
-                return try await self.send(target, headers: headers, on: idle, key: key)
-            } catch let error where error.code == .connectionClosed {
+                return try await self.send(target, request: request, headers: headers, on: idle, key: key)
+            } catch let error where error.code == .connectionClosed && request.isIdempotent {
                 // The server closed the idle connection: use a fresh one.
             }
         }
         guard self.configuration.httpVersions == .automatic else {
             let connection = try await self.connect(target, address: address)
-            return try await self.send(target, headers: headers, on: connection, key: key)
+            return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
         // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it.
         let (pending, started) = self.pool.connecting(key) {
@@ -242,14 +307,14 @@ public final class PinnedHTTPClient: Sendable {
             throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
         }
         if connection.multiplexer != nil {
-            return try await self.sendHTTP2(target, headers: headers, on: connection)
+            return try await self.sendHTTP2(target, request: request, headers: headers, on: connection)
         }
         if started {
-            return try await self.send(target, headers: headers, on: connection, key: key)
+            return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
         // Another request's HTTP/1.1 connection: it carries one request at a time, and that one is theirs.
         let own = try await self.connect(target, address: address)
-        return try await self.send(target, headers: headers, on: own, key: key)
+        return try await self.send(target, request: request, headers: headers, on: own, key: key)
     }
 
     private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
@@ -324,13 +389,13 @@ public final class PinnedHTTPClient: Sendable {
 
     /// One request as a stream of a shared HTTP/2 connection. The stream goes through NIOHTTP2's HTTP/1 codec to
     /// the same response collector as HTTP/1.1, so limits, timeouts and errors read the same.
-    private func sendHTTP2(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection) async throws(PinningConnectionError) -> HTTPExchange {
+    private func sendHTTP2(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, on connection: HTTPConnection) async throws(PinningConnectionError) -> HTTPExchange {
         guard let multiplexer = connection.multiplexer else {
             throw PinningConnectionError(code: .httpFailed, host: target.host, message: "not an HTTP/2 connection")
         }
         // Connection-specific fields are not allowed in HTTP/2 (RFC 9113 §8.2.2).
         let head = self.requestHead(
-            target, headers: headers, dropping: ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"])
+            target, request: request, headers: headers, dropping: ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"])
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
@@ -350,8 +415,7 @@ public final class PinnedHTTPClient: Sendable {
                 }.whenComplete { result in
                     switch result {
                     case .success(let stream):
-                        stream.write(HTTPClientRequestPart.head(head), promise: nil)
-                        stream.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                        Self.write(head, body: request.body, to: stream)
                         let timer = stream.eventLoop.scheduleTask(in: timeout) {
                             collector.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))
                             stream.close(promise: nil)
@@ -374,8 +438,10 @@ public final class PinnedHTTPClient: Sendable {
         return HTTPExchange(head: collected.head, body: collected.body, bodyMayBeTruncated: collected.bodyMayBeTruncated, handshake: connection.handshake)
     }
 
-    private func send(_ target: RequestTarget, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key) async throws(PinningConnectionError) -> HTTPExchange {
-        let head = self.requestHead(target, headers: headers, dropping: ["connection", "content-length"])
+    private func send(
+        _ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key
+    ) async throws(PinningConnectionError) -> HTTPExchange {
+        let head = self.requestHead(target, request: request, headers: headers, dropping: ["connection", "content-length", "transfer-encoding"])
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
@@ -395,8 +461,7 @@ public final class PinnedHTTPClient: Sendable {
                 }
                 let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
                 collector.begin(promise)
-                channel.write(HTTPClientRequestPart.head(head), promise: nil)
-                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                Self.write(head, body: request.body, to: channel)
                 let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {
                     bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))

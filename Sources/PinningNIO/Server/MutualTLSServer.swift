@@ -252,6 +252,41 @@ public struct MutualTLSServer: Sendable {
         return (tls, pinning)
     }
 
+    /// NIOSSL's verification callback making this server's decision, for a server whose TLS handler a framework
+    /// builds itself (Vapor's `customCertificateVerifyCallbackWithMetadata`): the client's chain judged as
+    /// ``makeServerTLSHandlers()`` judges it (client CAs, clientAuth, pins, CRLs, `clientCheck`, the verdict
+    /// cache), the validated path handed back as the verification metadata, `.failed` for any refusal.
+    ///
+    /// What it cannot do without ``PinningHandshakeHandler`` behind it: judge a *resumed* session again (NIOSSL
+    /// does not call it then). Use it only with a server that never resumes sessions across connections. Vapor
+    /// builds a new `NIOSSLContext` for every connection, so its sessions cannot be resumed (PinningVapor's tests
+    /// check it with `openssl s_client -sess_in`); a server sharing one context must use ``addHandlers(to:)``.
+    ///
+    /// - Parameter onRefusal: Called with the reason of every refused client (for logs and metrics).
+    public func verificationCallback(
+        onRefusal: (@Sendable (PinningConnectionError) -> Void)? = nil
+    ) -> @Sendable ([NIOSSLCertificate], EventLoopPromise<NIOSSLVerificationResultWithMetadata>) -> Void {
+        let server = self
+        return { certificates, promise in
+            let verdict = HandshakeVerdict()
+            let decide = PeerVerification.callback(
+                verdict: verdict,
+                immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
+                decision: { presented in await server.decideClient(presented) }
+            )
+            guard let onRefusal else {
+                decide(certificates, promise)
+                return
+            }
+            let decided = promise.futureResult.eventLoop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
+            decided.futureResult.whenComplete { result in
+                if let refusal = verdict.refusal { onRefusal(refusal) }
+                promise.completeWith(result)
+            }
+            decide(certificates, decided)
+        }
+    }
+
     /// Adds the mTLS handlers to a child channel's pipeline; returns the handshake outcome (the client).
     @discardableResult
     public func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws -> EventLoopFuture<PinnedHandshake> {

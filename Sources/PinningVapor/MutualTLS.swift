@@ -1,0 +1,92 @@
+public import NIOSSL
+public import Pinning
+public import PinningNIO
+public import Vapor
+import X509
+
+/// Whether a Vapor server asks every client for a certificate or accepts clients without one.
+public enum ClientCertificateMode: Sendable {
+    /// The TLS handshake fails for a client without a valid certificate (nginx's `ssl_verify_client on`).
+    case require
+    /// A client may connect without a certificate; one that presents a certificate is judged by the policy and
+    /// refused at the handshake when the policy refuses it (nginx's `ssl_verify_client optional`). Put
+    /// ``MutualTLSMiddleware`` on the routes that need a client.
+    case allow
+}
+
+extension HTTPServer.Configuration {
+    /// Serves TLS with `server`'s identity and judges client certificates with `server`'s policy: the client CAs
+    /// as the only anchors, the clientAuth purpose, the optional pins, CRLs and `clientCheck`. The validated
+    /// client is then ``Vapor/Request/authenticatedClient`` in every handler.
+    ///
+    /// It uses Vapor's own TLS server: `tlsConfiguration` is `server.configuration` and
+    /// `customCertificateVerifyCallbackWithMetadata` is ``PinningNIO/MutualTLSServer/verificationCallback(onRefusal:)``,
+    /// whose validated path Vapor keeps for the request (`Request.peerCertificateChain`). Vapor makes a new TLS
+    /// context for every connection, so no session is ever resumed and every connection is judged in full.
+    ///
+    /// ```swift
+    /// app.http.server.configuration.useMutualTLS(try MutualTLSServer(identity: identity, clientCertificateAuthorities: [deviceCA]))
+    /// app.grouped(MutualTLSMiddleware()).get("me") { req in req.authenticatedClient!.subject }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - server: The identity and client policy.
+    ///   - mode: Whether a certificate is required at the handshake (default) or only judged when presented.
+    ///   - onRefusal: Called with the reason of every refused client (Vapor itself logs only that the handshake
+    ///     failed).
+    public mutating func useMutualTLS(
+        _ server: MutualTLSServer,
+        mode: ClientCertificateMode = .require,
+        onRefusal: (@Sendable (PinningConnectionError) -> Void)? = nil
+    ) {
+        var tls = server.configuration
+        switch mode {
+        case .require:
+            // VERIFY_PEER | FAIL_IF_NO_PEER_CERT, as MutualTLSServer sets it.
+            tls.certificateVerification = .noHostnameVerification
+        case .allow:
+            // VERIFY_PEER only: a certificate that is presented still goes through the callback below.
+            tls.certificateVerification = .optionalVerification
+        }
+        self.tlsConfiguration = tls
+        self.customCertificateVerifyCallback = nil
+        self.customCertificateVerifyCallbackWithMetadata = server.verificationCallback(onRefusal: onRefusal)
+    }
+}
+
+extension Request {
+    /// The client the TLS handshake authenticated on this request's connection (its validated chain, leaf first),
+    /// or nil when the client presented no certificate (``ClientCertificateMode/allow``) or the server does not
+    /// use ``Vapor/HTTPServer/Configuration/useMutualTLS(_:mode:onRefusal:)``.
+    ///
+    /// Only a chain our verification callback returned is ever here: Vapor fills `peerCertificateChain` from the
+    /// callback's metadata alone, never from an unverified certificate.
+    public var authenticatedClient: AuthenticatedPeer? {
+        guard let chain = self.peerCertificateChain else { return nil }
+        return AuthenticatedPeer(validatedChain: Array(chain))
+    }
+}
+
+/// Answers 403 Forbidden to requests whose connection has no authenticated client, and to clients `allow`
+/// refuses. For routes that need a device when the server runs with ``ClientCertificateMode/allow``, or as a
+/// second line behind ``ClientCertificateMode/require``.
+public struct MutualTLSMiddleware: AsyncMiddleware {
+    /// Decides whether an authenticated client may use the routes (an allow-list of subjects, say); nil allows
+    /// every authenticated client.
+    public let allow: (@Sendable (AuthenticatedPeer) -> Bool)?
+
+    /// A middleware requiring an authenticated client, optionally one that `allow` accepts.
+    public init(allow: (@Sendable (AuthenticatedPeer) -> Bool)? = nil) {
+        self.allow = allow
+    }
+
+    public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
+        guard let client = request.authenticatedClient else {
+            throw Abort(.forbidden, reason: "a client certificate is required")
+        }
+        if let allow, !allow(client) {
+            throw Abort(.forbidden, reason: "the client \(client.subject) is not allowed here")
+        }
+        return try await next.respond(to: request)
+    }
+}

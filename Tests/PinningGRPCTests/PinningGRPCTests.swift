@@ -1,0 +1,199 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOSSL
+import Pinning
+import PinningGRPC
+import PinningNIO
+import PinningTestSupport
+import Testing
+import X509
+
+/// Messages are UTF-8 text: no protobuf, so no code generation in the build.
+struct TextSerializer: MessageSerializer {
+    func serialize<Bytes: GRPCContiguousBytes>(_ message: String) throws -> Bytes {
+        Bytes(Array(message.utf8))
+    }
+}
+
+struct TextDeserializer: MessageDeserializer {
+    func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> String {
+        serializedMessageBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+}
+
+/// The clients the service saw, by subject.
+final class SeenClients: Sendable {
+    private let box = NIOLockedValueBox<[String]>([])
+    var all: [String] { self.box.withLockedValue { $0 } }
+    func append(_ subject: String) { self.box.withLockedValue { $0.append(subject) } }
+}
+
+/// A device service: `Whoami` (unary) answers with the caller's validated identity; `Count` (server streaming)
+/// sends n numbered messages.
+struct DeviceService: RegistrableRPCService {
+    static let whoami = MethodDescriptor(fullyQualifiedService: "devices.Devices", method: "Whoami")
+    static let count = MethodDescriptor(fullyQualifiedService: "devices.Devices", method: "Count")
+    let seen: SeenClients
+
+    func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
+        let seen = self.seen
+        router.registerHandler(forMethod: Self.whoami, deserializer: TextDeserializer(), serializer: TextSerializer()) { request, context in
+            var greeting = ""
+            for try await message in request.messages { greeting = message }
+            let client = context.authenticatedClient
+            seen.append(client?.subject ?? "nobody")
+            let answer = "\(greeting) \(client?.subject ?? "nobody") via \(client?.certificateChain.count ?? 0) certificates"
+            return StreamingServerResponse(single: ServerResponse(message: answer))
+        }
+        router.registerHandler(forMethod: Self.count, deserializer: TextDeserializer(), serializer: TextSerializer()) { request, context in
+            var wanted = 0
+            for try await message in request.messages { wanted = Int(message) ?? 0 }
+            let subject = context.authenticatedClient?.subject ?? "nobody"
+            let count = max(wanted, 1)
+            return StreamingServerResponse { writer in
+                for index in 1...count {
+                    try await writer.write("\(index) for \(subject)")
+                }
+                return [:]
+            }
+        }
+    }
+}
+
+@Suite("gRPC: pinned client and mutual-TLS server transports (loopback)", .timeLimit(.minutes(4)))
+struct PinningGRPCTests {
+    let serverChain: TestChain
+    let clientChain: TestChain
+
+    /// A device chain whose names are not ASCII (UTF8String in the subjects; no SAN, as many device
+    /// certificates have none): they must reach the service intact.
+    static func deviceChain(rootName: String) throws -> TestChain {
+        let root = try TestPKI.root(rootName)
+        let intermediate = try TestPKI.intermediate("Client Issuing CA Zürich", issuer: root)
+        let leaf = try TestPKI.leaf("gerät-7", issuer: intermediate, usage: .clientAuth, includeSAN: false)
+        return TestChain(root: root, intermediate: intermediate, leaf: leaf)
+    }
+
+    init() throws {
+        self.serverChain = try TestChain(host: "device.local", rootName: "Server Root")
+        self.clientChain = try Self.deviceChain(rootName: "Client Root")
+    }
+
+    /// Serves `DeviceService` over `MutualTLSGRPCServerTransport` on 127.0.0.1:0 with `leaf` as the server's
+    /// certificate; `body` gets the port.
+    func withServer(
+        leaf: TestIdentity? = nil,
+        chain: [Certificate]? = nil,
+        seen: SeenClients,
+        _ body: @Sendable @escaping (Int) async throws -> Void
+    ) async throws {
+        let server = try MutualTLSServer.makeGRPC(
+            identity: try (leaf ?? self.serverChain.leaf).tlsIdentity(chain: chain ?? [self.serverChain.intermediate.certificate]),
+            clientCertificateAuthorities: [self.clientChain.root.certificate]
+        )
+        let transport = MutualTLSGRPCServerTransport(host: "127.0.0.1", port: 0, server: server)
+        try await withGRPCServer(transport: transport, services: [DeviceService(seen: seen)]) { grpcServer in
+            guard let address = try await transport.listeningAddress.ipv4 else {
+                Issue.record("not an IPv4 address")
+                return
+            }
+            try await body(address.port)
+            grpcServer.beginGracefulShutdown()
+        }
+    }
+
+    /// A pinned client transport to device.local (connecting to 127.0.0.1) pinned to the genuine server's key.
+    func transport(port: Int, identity: TLSIdentity?, trusting extra: [Certificate] = []) throws -> PinnedGRPCClientTransport {
+        try PinnedGRPCClientTransport(
+            host: "device.local",
+            port: port,
+            evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: self.serverChain.leaf.certificate)]),
+            settings: TrustSettings(anchors: [self.serverChain.root.certificate] + extra, anchorsOnly: true),
+            identity: identity,
+            address: try SocketAddress(ipAddress: "127.0.0.1", port: port)
+        )
+    }
+
+    func whoami(_ transport: PinnedGRPCClientTransport) async throws -> String {
+        try await withGRPCClient(transport: transport) { client in
+            try await client.unary(
+                request: ClientRequest(message: "hello from"),
+                descriptor: DeviceService.whoami,
+                serializer: TextSerializer(),
+                deserializer: TextDeserializer(),
+                options: .defaults
+            ) { response in try response.message }
+        }
+    }
+
+    @Test("unary and server-streaming calls succeed with the genuine server; the service sees the validated device")
+    func genuineServer() async throws {
+        let seen = SeenClients()
+        let identity = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
+        try await self.withServer(seen: seen) { port in
+            let transport = try self.transport(port: port, identity: identity)
+            try await withGRPCClient(transport: transport) { client in
+                let answer = try await client.unary(
+                    request: ClientRequest(message: "hello from"),
+                    descriptor: DeviceService.whoami,
+                    serializer: TextSerializer(),
+                    deserializer: TextDeserializer(),
+                    options: .defaults
+                ) { response in try response.message }
+                // Leaf, intermediate and the client root: the path the server's policy validated.
+                #expect(answer == "hello from CN=gerät-7 via 3 certificates")
+                let streamed = try await client.serverStreaming(
+                    request: ClientRequest(message: "5"),
+                    descriptor: DeviceService.count,
+                    serializer: TextSerializer(),
+                    deserializer: TextDeserializer(),
+                    options: .defaults
+                ) { response in
+                    var messages: [String] = []
+                    for try await message in response.messages { messages.append(message) }
+                    return messages
+                }
+                #expect(streamed == (1...5).map { "\($0) for CN=gerät-7" })
+            }
+        }
+        #expect(seen.all == ["CN=gerät-7"])
+    }
+
+    @Test("an intercepting server (its CA trusted too) is refused: the gRPC error names the TrustFailure; nothing reaches it")
+    func interceptingServer() async throws {
+        let seen = SeenClients()
+        let interceptor = try TestChain(host: "device.local", rootName: "Interception Root")
+        let identity = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
+        try await self.withServer(leaf: interceptor.leaf, chain: [interceptor.intermediate.certificate], seen: seen) { port in
+            let transport = try self.transport(port: port, identity: identity, trusting: [interceptor.root.certificate])
+            do {
+                let answer = try await self.whoami(transport)
+                Issue.record("the intercepting server answered: \(answer)")
+            } catch let error as RPCError {
+                #expect(error.code == .unavailable)
+                // GRPCCore appends the message of an RPCError cause to the new error's own.
+                #expect(error.message.hasPrefix("certificate refused by the pinning policy: pinMismatch: device.local: no certificate on the validated path matches a pin"), "\(error)")
+                #expect(PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch)
+            }
+        }
+        #expect(seen.all.isEmpty)
+    }
+
+    @Test("the server refuses a device of another CA and a client without a certificate; the service never runs")
+    func refusedDevices() async throws {
+        let seen = SeenClients()
+        let other = try Self.deviceChain(rootName: "Other Root")
+        let foreign = try other.leaf.tlsIdentity(chain: [other.intermediate.certificate])
+        try await self.withServer(seen: seen) { port in
+            for identity in [foreign, nil] {
+                await #expect(throws: RPCError.self) {
+                    _ = try await self.whoami(try self.transport(port: port, identity: identity))
+                }
+            }
+        }
+        #expect(seen.all.isEmpty)
+    }
+}

@@ -231,6 +231,35 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Examples (issue 13): built by `swift build`, so CI builds them; run with `swift run VaporDevicesExample`
+        // and `swift run GRPCPinnedExample`. Not products: users copy from them, they do not link them.
+        .executableTarget(
+            name: "VaporDevicesExample",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningPKI",
+                "PinningVapor",
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Examples/VaporDevices",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "GRPCPinnedExample",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningPKI",
+                "PinningGRPC",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Examples/GRPCPinned",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "limbo",
             dependencies: [

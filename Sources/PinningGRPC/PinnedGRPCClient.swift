@@ -161,7 +161,7 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         } else {
             reason = refusal.description
         }
-        return RPCError(code: error.code, message: "certificate refused by the pinning policy: \(reason)", metadata: error.metadata, cause: error)
+        return RPCError(code: error.code, message: "certificate refused by the pinning policy: \(reason).", metadata: error.metadata, cause: error)
     }
 }
 

@@ -260,6 +260,30 @@ let package = Package(
             path: "Examples/GRPCPinned",
             swiftSettings: swiftSettings
         ),
+        // Requests per second through the integrations beside NIOSSL's own verification (issue 13); run by
+        // `INTEGRATIONS=1 scripts/bench-compare.sh`. Its own executable: the CLI does not link Vapor or gRPC.
+        .executableTarget(
+            name: "IntegrationBench",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningPKI",
+                "PinningGRPC",
+                "PinningVapor",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "limbo",
             dependencies: [

@@ -14,6 +14,9 @@
 #   COLD=1 scripts/bench-compare.sh           # also whole-process `pinning evaluate` vs `openssl verify` (COLD_RUNS
 #                                             # alternating runs each, medians, peak RSS), explicit roots and the
 #                                             # platform store
+#   INTEGRATIONS=1 scripts/bench-compare.sh   # also requests/s through the gRPC, HTTP/2 and Vapor integrations
+#                                             # beside the same framework with NIOSSL's own verification
+#                                             # (IntegrationBench; INTEGRATION_REQUESTS, default 2000)
 #
 # The release build links the Swift runtime and Foundation statically (--static-swift-stdlib), as a command-line
 # tool is shipped: it starts ~9 ms sooner than one loading them as shared libraries.
@@ -173,4 +176,13 @@ if [[ "${LIMBO:-0}" == 1 ]]; then
     echo "limbo (release): $(tail -1 "$work/limbo.txt"); $ours s wall"
     echo "pyca limbo:      $(cat "$work/pyca-limbo.txt"); $theirs s wall (process)"
     echo "limbo time ratio pinning/pyca: $(python3 -c "print(round($ours/$theirs, 2))")"
+fi
+
+if [[ "${INTEGRATIONS:-0}" == 1 ]]; then
+    # Its own executable (the CLI does not link Vapor or gRPC); dynamically linked, as a server is deployed.
+    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then swift build -c release --scratch-path "$SCRATCH" --product IntegrationBench >&2; fi
+    for integration in grpc http2 vapor; do
+        echo "== $integration"
+        "$BIN/IntegrationBench" "$integration" --requests "${INTEGRATION_REQUESTS:-2000}" --rounds "${HANDSHAKE_ROUNDS:-5}"
+    done
 fi

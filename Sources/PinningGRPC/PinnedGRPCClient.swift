@@ -52,7 +52,9 @@ public struct PinnedGRPCClientTransport: ClientTransport {
     ///     set, runs after the pinned handlers are added.
     ///   - serviceConfig: gRPC's service configuration (retries, timeouts, load balancing).
     ///   - eventLoopGroup: The event loops connections run on.
-    /// - Throws: `RuntimeError` from the transport when `host` cannot be made into a target.
+    /// - Throws: ``PinningNIO/PinningConnectionError`` (`invalidRequest`) when `client` does not offer ALPN `h2`
+    ///   (gRPC over TLS requires it, and a server that enforces it would refuse every connection with a bare
+    ///   handshake failure); `RuntimeError` from the transport when `host` cannot be made into a target.
     public init(
         host: String,
         port: Int,
@@ -62,6 +64,12 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         serviceConfig: ServiceConfig = ServiceConfig(),
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) throws {
+        guard client.configuration.applicationProtocols.contains("h2") else {
+            throw PinningConnectionError(
+                code: .invalidRequest, host: host,
+                message: "the pinned client does not offer ALPN h2, which gRPC requires; make its configuration with TLSConfiguration.makePinnedGRPCClientConfiguration(identity:)"
+            )
+        }
         self.host = host
         self.client = client
         var config = config

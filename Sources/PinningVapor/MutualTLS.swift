@@ -24,6 +24,10 @@ extension HTTPServer.Configuration {
     /// whose validated path Vapor keeps for the request (`Request.peerCertificateChain`). Vapor makes a new TLS
     /// context for every connection, so no session is ever resumed and every connection is judged in full.
     ///
+    /// The server speaks HTTP/1.1 (`supportVersions` becomes `[.one]`): Vapor does not hand the client's chain to
+    /// HTTP/2 requests (it looks for the TLS handler on the stream's channel). Setting HTTP/2 back afterwards
+    /// fails closed: HTTP/2 requests then have no ``Vapor/Request/authenticatedClient``.
+    ///
     /// ```swift
     /// app.http.server.configuration.useMutualTLS(try MutualTLSServer(identity: identity, clientCertificateAuthorities: [deviceCA]))
     /// app.grouped(MutualTLSMiddleware()).get("me") { req in req.authenticatedClient!.subject }
@@ -49,6 +53,11 @@ extension HTTPServer.Configuration {
             tls.certificateVerification = .optionalVerification
         }
         self.tlsConfiguration = tls
+        // HTTP/1.1 only: Vapor (4.122) reads the validated chain for a request from the TLS handler of the
+        // request's own channel, and an HTTP/2 request's channel is a stream whose pipeline has none, so every
+        // HTTP/2 request would arrive without its client (and MutualTLSMiddleware would answer 403 to every
+        // device speaking h2). A client offering h2 and http/1.1 in ALPN gets http/1.1.
+        self.supportVersions = [.one]
         self.customCertificateVerifyCallback = nil
         self.customCertificateVerifyCallbackWithMetadata = server.verificationCallback(onRefusal: onRefusal)
     }

@@ -88,32 +88,34 @@ struct PinningGRPCTests {
         leaf: TestIdentity? = nil,
         chain: [Certificate]? = nil,
         seen: SeenClients,
+        bind: String = "127.0.0.1",
         _ body: @Sendable @escaping (Int) async throws -> Void
     ) async throws {
         let server = try MutualTLSServer.makeGRPC(
             identity: try (leaf ?? self.serverChain.leaf).tlsIdentity(chain: chain ?? [self.serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [self.clientChain.root.certificate]
         )
-        let transport = MutualTLSGRPCServerTransport(host: "127.0.0.1", port: 0, server: server)
+        let transport = MutualTLSGRPCServerTransport(host: bind, port: 0, server: server)
         try await withGRPCServer(transport: transport, services: [DeviceService(seen: seen)]) { grpcServer in
-            guard let address = try await transport.listeningAddress.ipv4 else {
-                Issue.record("not an IPv4 address")
+            let address = try await transport.listeningAddress
+            guard let port = address.ipv4?.port ?? address.ipv6?.port else {
+                Issue.record("not an IP address: \(address)")
                 return
             }
-            try await body(address.port)
+            try await body(port)
             grpcServer.beginGracefulShutdown()
         }
     }
 
     /// A pinned client transport to device.local (connecting to 127.0.0.1) pinned to the genuine server's key.
-    func transport(port: Int, identity: TLSIdentity?, trusting extra: [Certificate] = []) throws -> PinnedGRPCClientTransport {
+    func transport(port: Int, identity: TLSIdentity?, trusting extra: [Certificate] = [], connectTo ip: String = "127.0.0.1") throws -> PinnedGRPCClientTransport {
         try PinnedGRPCClientTransport(
             host: "device.local",
             port: port,
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: self.serverChain.leaf.certificate)]),
             settings: TrustSettings(anchors: [self.serverChain.root.certificate] + extra, anchorsOnly: true),
             identity: identity,
-            address: try SocketAddress(ipAddress: "127.0.0.1", port: port)
+            address: try SocketAddress(ipAddress: ip, port: port)
         )
     }
 
@@ -160,6 +162,78 @@ struct PinningGRPCTests {
             }
         }
         #expect(seen.all == ["CN=gerät-7"])
+    }
+
+    @Test("over IPv6 (::1) too: the service finds its client by the connection's remote address in gRPC's ipv6:[…] form")
+    func ipv6() async throws {
+        let seen = SeenClients()
+        let identity = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
+        try await self.withServer(seen: seen, bind: "::1") { port in
+            let answer = try await self.whoami(try self.transport(port: port, identity: identity, connectTo: "::1"))
+            #expect(answer == "hello from CN=gerät-7 via 3 certificates")
+        }
+        #expect(seen.all == ["CN=gerät-7"])
+    }
+
+    @Test("grpc-swift's own client (NIOSSL mTLS, no code of ours) calls the mTLS server transport; the service sees the device")
+    func stockClient() async throws {
+        let seen = SeenClients()
+        let device = TestPKI.pemBundle([self.clientChain.leaf.certificate, self.clientChain.intermediate.certificate])
+        let key = self.clientChain.leaf.privateKeyPEM
+        let root = self.serverChain.root.certificatePEM
+        try await self.withServer(seen: seen) { port in
+            let stock = try HTTP2ClientTransport.Posix(
+                target: .ipv4(address: "127.0.0.1", port: port),
+                transportSecurity: .mTLS(
+                    certificateChain: [.bytes(Array(device.utf8), format: .pem)],
+                    privateKey: .bytes(Array(key.utf8), format: .pem)
+                ) { tls in
+                    tls.trustRoots = .certificates([.bytes(Array(root.utf8), format: .pem)])
+                    tls.serverCertificateVerification = .fullVerification
+                }
+            )
+            let answer = try await withGRPCClient(transport: stock) { client in
+                try await client.unary(
+                    request: ClientRequest(message: "stock"),
+                    descriptor: DeviceService.whoami,
+                    serializer: TextSerializer(),
+                    deserializer: TextDeserializer(),
+                    options: .defaults
+                ) { response in try response.message }
+            }
+            #expect(answer == "stock CN=gerät-7 via 3 certificates")
+        }
+        #expect(seen.all == ["CN=gerät-7"])
+    }
+
+    @Test("the pinned client calls grpc-swift's own TLS server (requiring ALPN h2); the stock server's transport sees no client identity of ours")
+    func stockServer() async throws {
+        let seen = SeenClients()
+        let chain = TestPKI.pemBundle([self.serverChain.leaf.certificate, self.serverChain.intermediate.certificate])
+        let stock = HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0),
+            transportSecurity: .tls(
+                certificateChain: [.bytes(Array(chain.utf8), format: .pem)],
+                privateKey: .bytes(Array(self.serverChain.leaf.privateKeyPEM.utf8), format: .pem)
+            ) { tls in tls.requireALPN = true }
+        )
+        try await withGRPCServer(transport: stock, services: [DeviceService(seen: seen)]) { server in
+            let port = try #require(try await stock.listeningAddress.ipv4?.port)
+            let answer = try await self.whoami(try self.transport(port: port, identity: nil))
+            #expect(answer == "hello from nobody via 0 certificates")
+            server.beginGracefulShutdown()
+        }
+        #expect(seen.all == ["nobody"])
+    }
+
+    @Test("a pinned client that does not offer ALPN h2 is refused when the transport is made, in words")
+    func withoutALPN() throws {
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.pinningMode(.none), settings: TrustSettings(anchors: [self.serverChain.root.certificate]))
+        #expect {
+            _ = try PinnedGRPCClientTransport(host: "device.local", port: 443, client: client)
+        } throws: { error in
+            (error as? PinningConnectionError)?.code == .invalidRequest && "\(error)".contains("ALPN h2")
+        }
     }
 
     @Test("an intercepting server (its CA trusted too) is refused: the gRPC error names the TrustFailure; nothing reaches it")

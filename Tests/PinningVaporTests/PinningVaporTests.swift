@@ -106,7 +106,7 @@ struct PinningVaporTests {
     }
 
     /// curl (software we did not write) to `path` over the loopback, with a client identity from `chain` or none.
-    func curl(port: Int, path: String, identity chain: TestChain?, leaf: TestIdentity? = nil) async throws -> TestTools.ProcessResult {
+    func curl(port: Int, path: String, identity chain: TestChain?, leaf: TestIdentity? = nil, extra: [String] = []) async throws -> TestTools.ProcessResult {
         let ca = try self.directory.write("server-root.pem", self.serverChain.root.certificatePEM)
         var arguments = ["-sS", "--max-time", "20", "--cacert", ca, "--resolve", "device.local:\(port):127.0.0.1", "-w", "\n%{http_code}"]
         if let chain {
@@ -116,7 +116,7 @@ struct PinningVaporTests {
             let key = try self.directory.write("\(name).key", device.privateKeyPEM)
             arguments += ["--cert", cert, "--key", key]
         }
-        return try await TestTools.run("/usr/bin/curl", arguments + ["https://device.local:\(port)/\(path)"])
+        return try await TestTools.run("/usr/bin/curl", arguments + extra + ["https://device.local:\(port)/\(path)"])
     }
 
     @Test("a device with a valid identity is served (curl); the handler sees the validated chain up to the client CA")
@@ -129,8 +129,12 @@ struct PinningVaporTests {
             #expect(result.status == 0, "\(result)")
             // Leaf, intermediate and the client root that anchored it: the path the policy validated.
             #expect(result.stdout == "hello CN=gerät-7 via 3 certificates\n200", "\(result)")
+            // A device offering h2 (curl's default with TLS) is answered over HTTP/1.1, with its identity: Vapor
+            // does not hand the client chain to HTTP/2 requests, so useMutualTLS does not offer h2.
+            let h2 = try await self.curl(port: port, path: "me", identity: self.clientChain, extra: ["--http2", "-w", "\n%{http_code} %{http_version}"])
+            #expect(h2.stdout == "hello CN=gerät-7 via 3 certificates\n200 1.1", "\(h2)")
         }
-        #expect(seen.all == ["CN=gerät-7"])
+        #expect(seen.all == ["CN=gerät-7", "CN=gerät-7"])
         #expect(refusals.all.isEmpty)
     }
 
@@ -163,6 +167,23 @@ struct PinningVaporTests {
         #expect(seen.all == ["CN=device-8"])
         // No certificate fails in BoringSSL before any callback; the other two are the policy's refusals.
         #expect(refusals.all.map { $0.trustFailure?.code } == [.noPathToAnchor, .revoked], "\(refusals.all)")
+    }
+
+    @Test("HTTP/2 turned back on after useMutualTLS fails closed: Vapor hands HTTP/2 requests no client, so the middleware answers 403")
+    func http2FailsClosed() async throws {
+        let seen = Seen()
+        let server = try self.mutualTLSServer()
+        let configure: (inout HTTPServer.Configuration) -> Void = { configuration in
+            configuration.useMutualTLS(server)
+            configuration.supportVersions = [.one, .two]
+        }
+        try await self.withApp(configure: configure, routes: self.routes(seen: seen)) { port in
+            let h2 = try await self.curl(port: port, path: "me", identity: self.clientChain, extra: ["--http2", "-w", "\n%{http_code} %{http_version}"])
+            #expect(h2.stdout.hasSuffix("\n403 2"), "\(h2)")
+            let h1 = try await self.curl(port: port, path: "me", identity: self.clientChain, extra: ["--http1.1"])
+            #expect(h1.stdout == "hello CN=gerät-7 via 3 certificates\n200", "\(h1)")
+        }
+        #expect(seen.all == ["CN=gerät-7"])
     }
 
     @Test("allow mode: anyone reaches the open route, MutualTLSMiddleware answers 403 without a device, a device is served")

@@ -167,15 +167,21 @@ public struct MutualTLSServer: Sendable {
 
     /// Validates a client chain as the handshake does (at the fixed validation time, or now).
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
-        var trust = self.clientTrust
-        trust.certificates = presented
-        trust.revocation = self.revocation?.current
+        var trust = self.clientTrust(for: presented)
         if let cache = self.evaluationCache {
             // No fixed time set: the cache judges at its clock's now and re-checks validity on every hit.
             return await trust.evaluate(.basicX509, pins: self.clientPins, cache: cache)
         }
         trust.validationTime = self.clientTrust.validationTime ?? self.clock()
         return await trust.evaluate(.basicX509, pins: self.clientPins)
+    }
+
+    /// The trust a presented client chain is judged with: the client CAs, and the CRLs in force right now.
+    private func clientTrust(for presented: [Certificate]) -> ServerTrust {
+        var trust = self.clientTrust
+        trust.certificates = presented
+        trust.revocation = self.revocation?.current
+        return trust
     }
 
     private var clientPins: PinRequirement? {
@@ -188,9 +194,7 @@ public struct MutualTLSServer: Sendable {
     /// client's resumed sessions as ``decideClient(_:)`` does.
     func immediateClientDecision(_ presented: [Certificate], resumed: Bool) -> TrustEvaluation? {
         guard let cache = self.evaluationCache, self.clientCheck == nil else { return nil }
-        var trust = self.clientTrust
-        trust.certificates = presented
-        trust.revocation = self.revocation?.current
+        let trust = self.clientTrust(for: presented)
         guard let evaluation = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache) else { return nil }
         if !resumed, case .trusted = evaluation, let leaf = presented.first {
             self.sessions.record(presented, for: leaf)

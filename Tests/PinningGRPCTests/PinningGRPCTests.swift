@@ -236,7 +236,7 @@ struct PinningGRPCTests {
         }
     }
 
-    @Test("an intercepting server (its CA trusted too) is refused: the gRPC error names the TrustFailure; nothing reaches it")
+    @Test("an intercepting server (its CA trusted too) is refused, unary and streaming: the gRPC error names the TrustFailure; nothing reaches it")
     func interceptingServer() async throws {
         let seen = SeenClients()
         let interceptor = try TestChain(host: "device.local", rootName: "Interception Root")
@@ -251,6 +251,27 @@ struct PinningGRPCTests {
                 // GRPCCore appends the message of an RPCError cause to the new error's own.
                 #expect(error.message.hasPrefix("certificate refused by the pinning policy: pinMismatch: device.local: no certificate on the validated path matches a pin"), "\(error)")
                 #expect(PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch)
+            }
+            // A streaming call is refused the same way, before any message.
+            let streaming = try self.transport(port: port, identity: identity, trusting: [interceptor.root.certificate])
+            do {
+                let messages = try await withGRPCClient(transport: streaming) { client in
+                    try await client.serverStreaming(
+                        request: ClientRequest(message: "3"),
+                        descriptor: DeviceService.count,
+                        serializer: TextSerializer(),
+                        deserializer: TextDeserializer(),
+                        options: .defaults
+                    ) { response in
+                        var messages: [String] = []
+                        for try await message in response.messages { messages.append(message) }
+                        return messages
+                    }
+                }
+                Issue.record("the intercepting server streamed: \(messages)")
+            } catch let error as RPCError {
+                #expect(error.code == .unavailable)
+                #expect(PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch, "\(error)")
             }
         }
         #expect(seen.all.isEmpty)

@@ -144,6 +144,7 @@ let package = Package(
         .target(
             name: "PinningTestSupport",
             dependencies: [
+                "Pinning",
                 "PinningPKI",
                 "PinningNIO",
                 .product(name: "X509", package: "swift-certificates"),

@@ -68,18 +68,9 @@ struct PinningGRPCTests {
     let serverChain: TestChain
     let clientChain: TestChain
 
-    /// A device chain whose names are not ASCII (UTF8String in the subjects; no SAN, as many device
-    /// certificates have none): they must reach the service intact.
-    static func deviceChain(rootName: String) throws -> TestChain {
-        let root = try TestPKI.root(rootName)
-        let intermediate = try TestPKI.intermediate("Client Issuing CA Zürich", issuer: root)
-        let leaf = try TestPKI.leaf("gerät-7", issuer: intermediate, usage: .clientAuth, includeSAN: false)
-        return TestChain(root: root, intermediate: intermediate, leaf: leaf)
-    }
-
     init() throws {
         self.serverChain = try TestChain(host: "device.local", rootName: "Server Root")
-        self.clientChain = try Self.deviceChain(rootName: "Client Root")
+        self.clientChain = try TestChain.device(rootName: "Client Root")
     }
 
     /// Serves `DeviceService` over `MutualTLSGRPCServerTransport` on 127.0.0.1:0 with `leaf` as the server's
@@ -120,14 +111,30 @@ struct PinningGRPCTests {
     }
 
     func whoami(_ transport: PinnedGRPCClientTransport) async throws -> String {
-        try await withGRPCClient(transport: transport) { client in
-            try await client.unary(
-                request: ClientRequest(message: "hello from"),
-                descriptor: DeviceService.whoami,
-                serializer: TextSerializer(),
-                deserializer: TextDeserializer(),
-                options: .defaults
-            ) { response in try response.message }
+        try await withGRPCClient(transport: transport) { client in try await Self.whoami("hello from", on: client) }
+    }
+
+    static func whoami<T: ClientTransport>(_ greeting: String, on client: GRPCClient<T>) async throws -> String {
+        try await client.unary(
+            request: ClientRequest(message: greeting),
+            descriptor: DeviceService.whoami,
+            serializer: TextSerializer(),
+            deserializer: TextDeserializer(),
+            options: .defaults
+        ) { response in try response.message }
+    }
+
+    static func count<T: ClientTransport>(_ count: Int, on client: GRPCClient<T>) async throws -> [String] {
+        try await client.serverStreaming(
+            request: ClientRequest(message: String(count)),
+            descriptor: DeviceService.count,
+            serializer: TextSerializer(),
+            deserializer: TextDeserializer(),
+            options: .defaults
+        ) { response in
+            var messages: [String] = []
+            for try await message in response.messages { messages.append(message) }
+            return messages
         }
     }
 
@@ -138,26 +145,10 @@ struct PinningGRPCTests {
         try await self.withServer(seen: seen) { port in
             let transport = try self.transport(port: port, identity: identity)
             try await withGRPCClient(transport: transport) { client in
-                let answer = try await client.unary(
-                    request: ClientRequest(message: "hello from"),
-                    descriptor: DeviceService.whoami,
-                    serializer: TextSerializer(),
-                    deserializer: TextDeserializer(),
-                    options: .defaults
-                ) { response in try response.message }
+                let answer = try await Self.whoami("hello from", on: client)
                 // Leaf, intermediate and the client root: the path the server's policy validated.
                 #expect(answer == "hello from CN=gerät-7 via 3 certificates")
-                let streamed = try await client.serverStreaming(
-                    request: ClientRequest(message: "5"),
-                    descriptor: DeviceService.count,
-                    serializer: TextSerializer(),
-                    deserializer: TextDeserializer(),
-                    options: .defaults
-                ) { response in
-                    var messages: [String] = []
-                    for try await message in response.messages { messages.append(message) }
-                    return messages
-                }
+                let streamed = try await Self.count(5, on: client)
                 #expect(streamed == (1...5).map { "\($0) for CN=gerät-7" })
             }
         }
@@ -192,15 +183,7 @@ struct PinningGRPCTests {
                     tls.serverCertificateVerification = .fullVerification
                 }
             )
-            let answer = try await withGRPCClient(transport: stock) { client in
-                try await client.unary(
-                    request: ClientRequest(message: "stock"),
-                    descriptor: DeviceService.whoami,
-                    serializer: TextSerializer(),
-                    deserializer: TextDeserializer(),
-                    options: .defaults
-                ) { response in try response.message }
-            }
+            let answer = try await withGRPCClient(transport: stock) { client in try await Self.whoami("stock", on: client) }
             #expect(answer == "stock CN=gerät-7 via 3 certificates")
         }
         #expect(seen.all == ["CN=gerät-7"])
@@ -256,17 +239,7 @@ struct PinningGRPCTests {
             let streaming = try self.transport(port: port, identity: identity, trusting: [interceptor.root.certificate])
             do {
                 let messages = try await withGRPCClient(transport: streaming) { client in
-                    try await client.serverStreaming(
-                        request: ClientRequest(message: "3"),
-                        descriptor: DeviceService.count,
-                        serializer: TextSerializer(),
-                        deserializer: TextDeserializer(),
-                        options: .defaults
-                    ) { response in
-                        var messages: [String] = []
-                        for try await message in response.messages { messages.append(message) }
-                        return messages
-                    }
+                    try await Self.count(3, on: client)
                 }
                 Issue.record("the intercepting server streamed: \(messages)")
             } catch let error as RPCError {
@@ -280,7 +253,7 @@ struct PinningGRPCTests {
     @Test("the server refuses a device of another CA and a client without a certificate; the service never runs")
     func refusedDevices() async throws {
         let seen = SeenClients()
-        let other = try Self.deviceChain(rootName: "Other Root")
+        let other = try TestChain.device(rootName: "Other Root")
         let foreign = try other.leaf.tlsIdentity(chain: [other.intermediate.certificate])
         try await self.withServer(seen: seen) { port in
             for identity in [foreign, nil] {

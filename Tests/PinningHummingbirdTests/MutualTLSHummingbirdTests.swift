@@ -159,13 +159,7 @@ struct MutualTLSHummingbirdTests {
         let revoked = try self.clientChain.leaf.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
         let otherDevice = try TestPKI.leaf("client-8", issuer: self.clientChain.intermediate, usage: .clientAuth)
         let other = try otherDevice.tlsIdentity(chain: [self.clientChain.intermediate.certificate])
-        let crl = try TestCRL(
-            issuer: self.clientChain.intermediate,
-            entries: [.init(serialNumber: self.clientChain.leaf.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-60), reason: .keyCompromise)],
-            number: 1,
-            thisUpdate: Date().addingTimeInterval(-120),
-            nextUpdate: Date().addingTimeInterval(86400)
-        )
+        let crl = try TestCRL.revoking(self.clientChain.leaf, issuer: self.clientChain.intermediate)
         let source = RevocationSource(policy: RevocationPolicy(crls: try CertificateRevocationList.read(crl.der), mode: .hard, scope: .leaf))
         try await self.withServer(seen: seen, revocation: source) { port in
             await #expect(throws: (any Error).self) {

@@ -30,19 +30,10 @@ struct PinningVaporTests {
     let clientChain: TestChain
     let directory: TemporaryDirectory
 
-    /// A device chain whose names are not ASCII (UTF8String in the subjects; no SAN, as many device
-    /// certificates have none): they must reach the service intact.
-    static func deviceChain(rootName: String) throws -> TestChain {
-        let root = try TestPKI.root(rootName)
-        let intermediate = try TestPKI.intermediate("Client Issuing CA Zürich", issuer: root)
-        let leaf = try TestPKI.leaf("gerät-7", issuer: intermediate, usage: .clientAuth, includeSAN: false)
-        return TestChain(root: root, intermediate: intermediate, leaf: leaf)
-    }
-
     init() throws {
         self.serverChain = try TestChain(host: "device.local", rootName: "Server Root")
         // Non-ASCII in the device's subject: it must reach the handler intact.
-        self.clientChain = try Self.deviceChain(rootName: "Client Root")
+        self.clientChain = try TestChain.device(rootName: "Client Root")
         self.directory = try TemporaryDirectory()
     }
 
@@ -142,16 +133,10 @@ struct PinningVaporTests {
     func refusedDevices() async throws {
         let seen = Seen()
         let refusals = Refusals()
-        let crl = try TestCRL(
-            issuer: self.clientChain.intermediate,
-            entries: [.init(serialNumber: self.clientChain.leaf.certificate.serialNumber, revocationDate: Date().addingTimeInterval(-60), reason: .keyCompromise)],
-            number: 1,
-            thisUpdate: Date().addingTimeInterval(-120),
-            nextUpdate: Date().addingTimeInterval(86400)
-        )
+        let crl = try TestCRL.revoking(self.clientChain.leaf, issuer: self.clientChain.intermediate)
         let revocation = RevocationSource(policy: RevocationPolicy(crls: try CertificateRevocationList.read(crl.der), mode: .hard, scope: .leaf))
         let server = try self.mutualTLSServer(revocation: revocation)
-        let other = try Self.deviceChain(rootName: "Other Root")
+        let other = try TestChain.device(rootName: "Other Root")
         let sibling = try TestPKI.leaf("device-8", issuer: self.clientChain.intermediate, usage: .clientAuth)
         try await self.withMutualTLSApp(server, refusals: refusals, seen: seen) { port in
             let none = try await self.curl(port: port, path: "me", identity: nil)
@@ -199,7 +184,7 @@ struct PinningVaporTests {
             let device = try await self.curl(port: port, path: "me", identity: self.clientChain)
             #expect(device.stdout == "hello CN=gerät-7 via 3 certificates\n200", "\(device)")
             // A certificate that is presented is still judged: another CA's device is refused at the handshake.
-            let other = try Self.deviceChain(rootName: "Other Root")
+            let other = try TestChain.device(rootName: "Other Root")
             let foreign = try await self.curl(port: port, path: "open", identity: other)
             #expect(foreign.status != 0, "\(foreign)")
         }
@@ -234,6 +219,7 @@ struct PinningVaporTests {
         try await self.withApp(
             configure: { configuration in
                 configuration.tlsConfiguration = .makeServerConfiguration(certificateChain: identity.certificateSources, privateKey: identity.privateKeySource)
+                configuration.supportVersions = [.one, .two]
             },
             routes: { app in
                 app.post("echo") { req -> String in
@@ -264,6 +250,14 @@ struct PinningVaporTests {
             #expect(response.body.map { String(buffer: $0) } == "POST reading=21.5°C gerät-7")
             let hello = try await app.client.get(URI(string: "https://device.local:\(port)/hello")).get()
             #expect(hello.body.map { String(buffer: $0) } == "hello")
+            // The same request body over HTTP/2 (a stream's DATA frames, with its Content-Length), when asked for.
+            let h2 = try PinnedHTTPClient(evaluator: policy, settings: settings, configuration: PinnedHTTPClientConfiguration(httpVersions: .automatic))
+            let posted = try await h2.send(
+                .POST, URL(string: "https://device.local:\(port)/echo")!, headers: ["x-device": "gerät-8"], body: Array("reading=19°C".utf8),
+                resolve: { _, port in try? SocketAddress(ipAddress: "127.0.0.1", port: port) })
+            #expect(posted.version.major == 2)
+            #expect(posted.bodyText == "POST reading=19°C gerät-8")
+            await h2.shutdown()
         }
         try await self.withUpstream(leaf: interceptor.leaf, chain: [interceptor.intermediate.certificate]) { port in
             do {

@@ -133,16 +133,7 @@ public final class PinnedHTTPClient: Sendable {
                 for name in Self.originBoundHeaders { headers.remove(name: name) }
             }
             let exchange = try await self.exchange(target, request: .get, headers: headers, resolve: resolve)
-            let response = PinnedHTTPResponse(
-                url: current,
-                version: exchange.head.version,
-                status: exchange.head.status,
-                headers: exchange.head.headers,
-                body: exchange.body,
-                bodyMayBeTruncated: exchange.bodyMayBeTruncated,
-                handshake: exchange.handshake,
-                redirects: visited
-            )
+            let response = exchange.response(url: current, redirects: visited)
             // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
             guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
                 return response
@@ -185,16 +176,7 @@ public final class PinnedHTTPClient: Sendable {
     ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
         let target = try RequestTarget(url)
         let exchange = try await self.exchange(target, request: RequestLine(method: method, body: body), headers: headers, resolve: resolve)
-        return PinnedHTTPResponse(
-            url: url,
-            version: exchange.head.version,
-            status: exchange.head.status,
-            headers: exchange.head.headers,
-            body: exchange.body,
-            bodyMayBeTruncated: exchange.bodyMayBeTruncated,
-            handshake: exchange.handshake,
-            redirects: []
-        )
+        return exchange.response(url: url, redirects: [])
     }
 
     /// Closes every pooled connection; later requests fail with ``PinningConnectionError/Code/invalidRequest``.

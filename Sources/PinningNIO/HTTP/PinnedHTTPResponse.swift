@@ -39,4 +39,18 @@ struct HTTPExchange: Sendable {
     var body: [UInt8]
     var bodyMayBeTruncated: Bool
     var handshake: PinnedHandshake
+
+    /// The response to hand the caller: this exchange for `url`, after `redirects`.
+    func response(url: URL, redirects: [URL]) -> PinnedHTTPResponse {
+        PinnedHTTPResponse(
+            url: url,
+            version: self.head.version,
+            status: self.head.status,
+            headers: self.head.headers,
+            body: self.body,
+            bodyMayBeTruncated: self.bodyMayBeTruncated,
+            handshake: self.handshake,
+            redirects: redirects
+        )
+    }
 }

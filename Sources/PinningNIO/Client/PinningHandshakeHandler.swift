@@ -50,10 +50,11 @@ enum PeerDecision: Sendable {
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
 enum PeerVerification {
     /// The callback for decisions that may refuse with their own error (challenges, mutual-TLS servers).
-    /// `immediate` is as for ``callback(verdict:immediate:decide:)``.
+    /// `immediate` and `handsPathToNIOSSL` are as for ``callback(verdict:immediate:handsPathToNIOSSL:decide:)``.
     static func callback(
         verdict: HandshakeVerdict,
         immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
+        handsPathToNIOSSL: Bool = false,
         decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
@@ -62,13 +63,13 @@ enum PeerVerification {
                 return
             }
             if let evaluation = immediate?(presented) {
-                promise.succeed(Self.conclude(evaluation, verdict: verdict))
+                promise.succeed(Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL))
                 return
             }
             promise.completeWithTaskOnEventLoop {
                 switch await decision(presented) {
                 case .evaluation(let evaluation):
-                    return Self.conclude(evaluation, verdict: verdict)
+                    return Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL)
                 case .refused(let error):
                     verdict.record(.refused(error))
                     return .failed
@@ -83,9 +84,14 @@ enum PeerVerification {
     /// `immediate` may answer on the event loop without starting a task: an evaluator's remembered verdict for
     /// this very chain (``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``, a cache hit). When it
     /// answers nil, `decide` runs in a task as usual.
+    ///
+    /// `handsPathToNIOSSL`: whether NIOSSL is given the validated path as its metadata (for frameworks that read
+    /// `nioSSL_peerValidatedCertificateChain`, as Vapor does). Nothing of ours reads it (the trusted chain is
+    /// recorded in `verdict`), so clients skip converting every certificate of the path back to BoringSSL's form.
     static func callback(
         verdict: HandshakeVerdict,
         immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
+        handsPathToNIOSSL: Bool = false,
         decide: @escaping @Sendable ([Certificate]) async -> TrustEvaluation
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
@@ -94,11 +100,11 @@ enum PeerVerification {
                 return
             }
             if let evaluation = immediate?(presented) {
-                promise.succeed(Self.conclude(evaluation, verdict: verdict))
+                promise.succeed(Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL))
                 return
             }
             promise.completeWithTaskOnEventLoop {
-                Self.conclude(await decide(presented), verdict: verdict)
+                Self.conclude(await decide(presented), verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL)
             }
         }
     }
@@ -114,13 +120,16 @@ enum PeerVerification {
         }
     }
 
-    /// Records `evaluation` and turns it into NIOSSL's answer: the validated path as metadata when trusted,
-    /// `.failed` otherwise.
-    static func conclude(_ evaluation: TrustEvaluation, verdict: HandshakeVerdict) -> NIOSSLVerificationResultWithMetadata {
+    /// Records `evaluation` and turns it into NIOSSL's answer: verified when trusted (with the validated path as
+    /// metadata when `handsPathToNIOSSL`), `.failed` otherwise.
+    static func conclude(_ evaluation: TrustEvaluation, verdict: HandshakeVerdict, handsPathToNIOSSL: Bool) -> NIOSSLVerificationResultWithMetadata {
         switch evaluation {
         case .untrusted(let failure):
             verdict.record(.untrusted(failure))
             return .failed
+        case .trusted(let chain) where !handsPathToNIOSSL:
+            verdict.record(.trusted(chain))
+            return .certificateVerified(VerificationMetadata(nil))
         case .trusted(let chain):
             let path = chain.path.isEmpty ? chain.presentedChain : chain.path
             do {

@@ -240,6 +240,7 @@ public struct MutualTLSServer: Sendable {
         let callback = PeerVerification.callback(
             verdict: verdict,
             immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
+            handsPathToNIOSSL: true,
             decision: { presented in await server.decideClient(presented) }
         )
         let tls = NIOSSLServerHandler(context: self.sessions.context, customVerificationCallbackWithMetadata: callback)
@@ -276,6 +277,7 @@ public struct MutualTLSServer: Sendable {
             let decide = PeerVerification.callback(
                 verdict: verdict,
                 immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
+                handsPathToNIOSSL: true,
                 decision: { presented in await server.decideClient(presented) }
             )
             guard let onRefusal else {

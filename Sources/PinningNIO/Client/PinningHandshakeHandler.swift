@@ -26,15 +26,15 @@ final class HandshakeVerdict: Sendable {
         self.state.withLockedValue { $0 = state }
     }
 
-    /// The recorded refusal as an error, or nil while pending or trusted.
-    var refusal: PinningConnectionError? {
+    /// The recorded refusal as an error naming `host`, or nil while pending or trusted.
+    func refusal(host: String?) -> PinningConnectionError? {
         switch self.current {
         case .pending, .trusted:
             return nil
         case .untrusted(let failure):
-            return .untrusted(failure, host: nil)
+            return .untrusted(failure, host: host)
         case .unreadable(let problem):
-            return PinningConnectionError(code: .unreadablePeerCertificate, host: nil, message: problem)
+            return PinningConnectionError(code: .unreadablePeerCertificate, host: host, message: problem)
         case .refused(let refusal):
             return refusal
         }
@@ -374,23 +374,15 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
 
     /// The error to report: the recorded policy decision wins over whatever NIOSSL said.
     private func mapped(_ error: (any Error)?) -> PinningConnectionError {
-        switch self.verdict.current {
-        case .untrusted(let failure):
-            var mapped = PinningConnectionError.untrusted(failure, host: self.host)
-            mapped.underlying = error
-            return mapped
-        case .unreadable(let problem):
-            return PinningConnectionError(code: .unreadablePeerCertificate, host: self.host, message: problem, underlying: error)
-        case .refused(var refusal):
+        if var refusal = self.verdict.refusal(host: self.host) {
             refusal.underlying = refusal.underlying ?? error
             return refusal
-        case .pending, .trusted:
-            if let error {
-                if let already = error as? PinningConnectionError { return already }
-                return PinningConnectionError(code: .handshakeFailed, host: self.host, message: ConnectionFailureWords.tlsProblem(error) ?? "the TLS handshake failed", underlying: error)
-            }
-            return PinningConnectionError(code: .notEvaluated, host: self.host, message: "the handshake completed without the trust policy being applied on this connection; refused")
         }
+        if let error {
+            if let already = error as? PinningConnectionError { return already }
+            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: ConnectionFailureWords.tlsProblem(error) ?? "the TLS handshake failed", underlying: error)
+        }
+        return PinningConnectionError(code: .notEvaluated, host: self.host, message: "the handshake completed without the trust policy being applied on this connection; refused")
     }
 
     private func finish(_ result: Result<PinnedHandshake, PinningConnectionError>) {

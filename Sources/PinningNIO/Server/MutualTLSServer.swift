@@ -286,7 +286,7 @@ public struct MutualTLSServer: Sendable {
             }
             let decided = promise.futureResult.eventLoop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
             decided.futureResult.whenComplete { result in
-                if let refusal = verdict.refusal { onRefusal(refusal) }
+                if let refusal = verdict.refusal(host: nil) { onRefusal(refusal) }
                 promise.completeWith(result)
             }
             decide(certificates, decided)

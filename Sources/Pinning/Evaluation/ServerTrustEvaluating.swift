@@ -46,18 +46,29 @@ extension ServerTrust {
     ///
     /// - Throws: ``CertificateLoadingError`` when there is no certificate or the leaf does not parse.
     public static func presentedCertificates(fromDER chain: [[UInt8]]) throws(CertificateLoadingError) -> [Certificate] {
+        try Self.presentedCertificates(fromDER: chain) { der in try Certificate(derEncoded: der) }
+    }
+
+    /// ``presentedCertificates(fromDER:)`` with each certificate parsed by `parse`, which must return what
+    /// `Certificate(derEncoded:)` returns for the same bytes or throw: a memo of certificates already parsed
+    /// (connection adapters keep one, since the same intermediates arrive on every handshake). `parse` is called
+    /// exactly once for each certificate of `chain`, in order.
+    public static func presentedCertificates(
+        fromDER chain: [[UInt8]],
+        parse: ([UInt8]) throws -> Certificate
+    ) throws(CertificateLoadingError) -> [Certificate] {
         guard let leafBytes = chain.first else {
             throw CertificateLoadingError(code: .noCertificates, origin: "peer", problem: "the peer presented no certificate")
         }
         var certificates: [Certificate] = []
         do {
-            certificates.append(try Certificate(derEncoded: leafBytes))
+            certificates.append(try parse(leafBytes))
         } catch {
             throw CertificateLoadingError(code: .malformedDER, origin: "peer", problem: "the peer's leaf certificate does not parse: \(error)")
         }
         for der in chain.dropFirst() {
             do {
-                certificates.append(try Certificate(derEncoded: der))
+                certificates.append(try parse(der))
             } catch {
                 continue
             }

@@ -47,14 +47,50 @@ enum PeerDecision: Sendable {
     case refused(PinningConnectionError)
 }
 
+/// How a trusted path is handed to NIOSSL as its verification metadata (for frameworks that read
+/// `nioSSL_peerValidatedCertificateChain`, as Vapor does): from certificates already in BoringSSL's form, the
+/// presented ones NIOSSL gave the callback and `anchors` (a server's client CAs, converted once when the server
+/// is made). Only a certificate in neither is converted from its DER.
+///
+/// Nothing of ours reads the metadata (the trusted chain is recorded in the ``HandshakeVerdict``), so clients
+/// hand nothing over.
+struct NIOSSLPathHandover: Sendable {
+    /// Anchors in NIOSSL's form.
+    let anchors: [Certificate: NIOSSLCertificate]
+
+    /// `anchors` in both forms (a server's client CAs).
+    init(anchors: [(Certificate, NIOSSLCertificate)]) {
+        self.anchors = Dictionary(anchors, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// `path` in NIOSSL's form; `presented` is the chain NIOSSL gave the callback.
+    func certificates(for path: [Certificate], presented: PresentedChain) throws -> [NIOSSLCertificate] {
+        try path.map { certificate in
+            // Certificate's == compares the encoded bytes it was parsed from.
+            if let index = presented.certificates.firstIndex(of: certificate) { return presented.nioCertificates[index] }
+            if let anchor = self.anchors[certificate] { return anchor }
+            return try NIOSSLCertificate(bytes: certificate.derBytes, format: .der)
+        }
+    }
+}
+
+/// The chain a peer presented, parsed for the evaluator, each certificate beside the form NIOSSL handed over.
+struct PresentedChain: Sendable {
+    /// Parsed (see ``ServerTrust/presentedCertificates(fromDER:)``; an unreadable intermediate is dropped),
+    /// through the process's ``ParsedCertificateMemo``.
+    let certificates: [Certificate]
+    /// What NIOSSL handed the callback for each of ``certificates``, in the same order.
+    let nioCertificates: [NIOSSLCertificate]
+}
+
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
 enum PeerVerification {
     /// The callback for decisions that may refuse with their own error (challenges, mutual-TLS servers).
-    /// `immediate` and `handsPathToNIOSSL` are as for ``callback(verdict:immediate:handsPathToNIOSSL:decide:)``.
+    /// `immediate` and `handover` are as for ``callback(verdict:immediate:handover:decide:)``.
     static func callback(
         verdict: HandshakeVerdict,
         immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
-        handsPathToNIOSSL: Bool = false,
+        handover: NIOSSLPathHandover? = nil,
         decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
@@ -62,14 +98,14 @@ enum PeerVerification {
                 promise.succeed(.failed)
                 return
             }
-            if let evaluation = immediate?(presented) {
-                promise.succeed(Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL))
+            if let evaluation = immediate?(presented.certificates) {
+                promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
             promise.completeWithTaskOnEventLoop {
-                switch await decision(presented) {
+                switch await decision(presented.certificates) {
                 case .evaluation(let evaluation):
-                    return Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL)
+                    return Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover)
                 case .refused(let error):
                     verdict.record(.refused(error))
                     return .failed
@@ -85,13 +121,12 @@ enum PeerVerification {
     /// this very chain (``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``, a cache hit). When it
     /// answers nil, `decide` runs in a task as usual.
     ///
-    /// `handsPathToNIOSSL`: whether NIOSSL is given the validated path as its metadata (for frameworks that read
-    /// `nioSSL_peerValidatedCertificateChain`, as Vapor does). Nothing of ours reads it (the trusted chain is
-    /// recorded in `verdict`), so clients skip converting every certificate of the path back to BoringSSL's form.
+    /// `handover`: how NIOSSL is given the validated path as its metadata; nil gives it none (clients: nothing
+    /// reads it there).
     static func callback(
         verdict: HandshakeVerdict,
         immediate: (@Sendable ([Certificate]) -> TrustEvaluation?)? = nil,
-        handsPathToNIOSSL: Bool = false,
+        handover: NIOSSLPathHandover? = nil,
         decide: @escaping @Sendable ([Certificate]) async -> TrustEvaluation
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
@@ -99,21 +134,31 @@ enum PeerVerification {
                 promise.succeed(.failed)
                 return
             }
-            if let evaluation = immediate?(presented) {
-                promise.succeed(Self.conclude(evaluation, verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL))
+            if let evaluation = immediate?(presented.certificates) {
+                promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
             promise.completeWithTaskOnEventLoop {
-                Self.conclude(await decide(presented), verdict: verdict, handsPathToNIOSSL: handsPathToNIOSSL)
+                Self.conclude(await decide(presented.certificates), verdict: verdict, presented: presented, handover: handover)
             }
         }
     }
 
     /// The presented chain parsed for the evaluator, or nil (recorded as unreadable) when the leaf does not parse.
-    static func presented(_ certificates: [NIOSSLCertificate], verdict: HandshakeVerdict) -> [Certificate]? {
+    static func presented(_ certificates: [NIOSSLCertificate], verdict: HandshakeVerdict) -> PresentedChain? {
         do {
             let der = try certificates.map { try $0.toDERBytes() }
-            return try ServerTrust.presentedCertificates(fromDER: der)
+            // `parse` is called once per certificate, in order, so `position` names the one being parsed and
+            // `handed` stays beside the certificates that parsed.
+            var position = 0
+            var handed: [NIOSSLCertificate] = []
+            let parsed = try ServerTrust.presentedCertificates(fromDER: der) { bytes in
+                defer { position += 1 }
+                let certificate = try ParsedCertificateMemo.shared.certificate(derEncoded: bytes)
+                handed.append(certificates[position])
+                return certificate
+            }
+            return PresentedChain(certificates: parsed, nioCertificates: handed)
         } catch {
             verdict.record(.unreadable("\(error)"))
             return nil
@@ -121,19 +166,25 @@ enum PeerVerification {
     }
 
     /// Records `evaluation` and turns it into NIOSSL's answer: verified when trusted (with the validated path as
-    /// metadata when `handsPathToNIOSSL`), `.failed` otherwise.
-    static func conclude(_ evaluation: TrustEvaluation, verdict: HandshakeVerdict, handsPathToNIOSSL: Bool) -> NIOSSLVerificationResultWithMetadata {
+    /// metadata when there is a `handover`), `.failed` otherwise.
+    static func conclude(
+        _ evaluation: TrustEvaluation,
+        verdict: HandshakeVerdict,
+        presented: PresentedChain,
+        handover: NIOSSLPathHandover?
+    ) -> NIOSSLVerificationResultWithMetadata {
         switch evaluation {
         case .untrusted(let failure):
             verdict.record(.untrusted(failure))
             return .failed
-        case .trusted(let chain) where !handsPathToNIOSSL:
-            verdict.record(.trusted(chain))
-            return .certificateVerified(VerificationMetadata(nil))
         case .trusted(let chain):
+            guard let handover else {
+                verdict.record(.trusted(chain))
+                return .certificateVerified(VerificationMetadata(nil))
+            }
             let path = chain.path.isEmpty ? chain.presentedChain : chain.path
             do {
-                let nio = try path.map { try NIOSSLCertificate(bytes: $0.derBytes, format: .der) }
+                let nio = try handover.certificates(for: path, presented: presented)
                 verdict.record(.trusted(chain))
                 return .certificateVerified(VerificationMetadata(NIOSSL.ValidatedCertificateChain(nio)))
             } catch {
@@ -314,7 +365,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         }
     }
 
-    /// Records a resumed session's decision as the handshake's verdict. (Unlike ``PeerVerification/conclude(_:verdict:)``
+    /// Records a resumed session's decision as the handshake's verdict. (Unlike ``PeerVerification/conclude(_:verdict:presented:handover:)``
     /// nothing is handed to NIOSSL: its handshake is over, so the path is not converted for its metadata.)
     private static func record(_ decision: PeerDecision, in verdict: HandshakeVerdict) {
         switch decision {

@@ -78,6 +78,8 @@ public struct MutualTLSServer: Sendable {
     let clock: @Sendable () -> Date
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
     private let sessions: ServerSessions
+    /// Hands each trusted path to NIOSSL with the client CAs already in its form.
+    private let handover: NIOSSLPathHandover
 
     /// A mutual-TLS server configuration.
     ///
@@ -163,6 +165,9 @@ public struct MutualTLSServer: Sendable {
         self.clock = clock
         // Fails at configuration time, not at the first connection.
         self.sessions = ServerSessions(context: try NIOSSLContext(configuration: self.configuration))
+        // The configuration above converted every client CA already, so this cannot fail.
+        self.handover = NIOSSLPathHandover(
+            anchors: try clientCertificateAuthorities.map { ($0, try NIOSSLCertificate(bytes: $0.derBytes, format: .der)) })
     }
 
     /// Validates a client chain as the handshake does (at the fixed validation time, or now).
@@ -191,22 +196,23 @@ public struct MutualTLSServer: Sendable {
     /// The decision ``evaluationCache`` already holds for `presented`, answered on the event loop without a task;
     /// nil when there is no cache, no entry that still counts, or a ``clientCheck`` (which is async, and must run
     /// on every connection). Only a trusted verdict is ever stored, and a trusted one is recorded for the
-    /// client's resumed sessions as ``decideClient(_:)`` does.
-    func immediateClientDecision(_ presented: [Certificate], resumed: Bool) -> TrustEvaluation? {
+    /// client's resumed sessions as ``decideClient(_:recordsSession:)`` does when `recordsSession`.
+    func immediateClientDecision(_ presented: [Certificate], recordsSession: Bool) -> TrustEvaluation? {
         guard let cache = self.evaluationCache, self.clientCheck == nil else { return nil }
         let trust = self.clientTrust(for: presented)
         guard let evaluation = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache) else { return nil }
-        if !resumed, case .trusted = evaluation, let leaf = presented.first {
+        if recordsSession, case .trusted = evaluation, let leaf = presented.first {
             self.sessions.record(presented, for: leaf)
         }
         return evaluation
     }
 
     /// Decides a client at a full handshake: the chain's validation, then ``clientCheck``; a trusted chain is
-    /// recorded for the client's resumed sessions.
-    func decideClient(_ presented: [Certificate]) async -> PeerDecision {
+    /// recorded for the client's resumed sessions when `recordsSession` (when this server's own handlers re-decide
+    /// them; a framework's context that never resumes has nothing to record).
+    func decideClient(_ presented: [Certificate], recordsSession: Bool) async -> PeerDecision {
         let decision = await self.decide(presented, resumed: false)
-        if case .evaluation(.trusted) = decision, let leaf = presented.first {
+        if recordsSession, case .evaluation(.trusted) = decision, let leaf = presented.first {
             self.sessions.record(presented, for: leaf)
         }
         return decision
@@ -239,9 +245,9 @@ public struct MutualTLSServer: Sendable {
         let server = self
         let callback = PeerVerification.callback(
             verdict: verdict,
-            immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
-            handsPathToNIOSSL: true,
-            decision: { presented in await server.decideClient(presented) }
+            immediate: { presented in server.immediateClientDecision(presented, recordsSession: true) },
+            handover: self.handover,
+            decision: { presented in await server.decideClient(presented, recordsSession: true) }
         )
         let tls = NIOSSLServerHandler(context: self.sessions.context, customVerificationCallbackWithMetadata: callback)
         let pinning = PinningHandshakeHandler(
@@ -250,7 +256,7 @@ public struct MutualTLSServer: Sendable {
             immediateResumedSessionCheck: { leafDER in
                 // Only a client recorded at its full handshake; anything else takes the full re-check.
                 guard let chain = server.sessions.recordedChain(forDER: leafDER) else { return nil }
-                return server.immediateClientDecision(chain, resumed: true).map(PeerDecision.evaluation)
+                return server.immediateClientDecision(chain, recordsSession: false).map(PeerDecision.evaluation)
             },
             resumedSessionCheck: { leaf in await server.decideResumedClient(leaf) }
         )
@@ -276,9 +282,9 @@ public struct MutualTLSServer: Sendable {
             let verdict = HandshakeVerdict()
             let decide = PeerVerification.callback(
                 verdict: verdict,
-                immediate: { presented in server.immediateClientDecision(presented, resumed: false) },
-                handsPathToNIOSSL: true,
-                decision: { presented in await server.decideClient(presented) }
+                immediate: { presented in server.immediateClientDecision(presented, recordsSession: false) },
+                handover: server.handover,
+                decision: { presented in await server.decideClient(presented, recordsSession: false) }
             )
             guard let onRefusal else {
                 decide(certificates, promise)

@@ -1,0 +1,79 @@
+import NIOSSL
+import Pinning
+import PinningTestSupport
+import SwiftASN1
+import Testing
+import X509
+
+@testable import PinningNIO
+
+/// The pieces of the verification callback that save work per handshake: the memo of parsed certificates and
+/// handing the validated path to NIOSSL from certificates already in its form. Neither may change what is
+/// validated or handed over; the loopback suites (MutualTLSTests, PinningVaporTests) drive both end to end.
+@Suite("Peer verification")
+struct PeerVerificationTests {
+    @Test("The memo returns what a fresh parse returns, parses each DER once, and remembers no failure")
+    func memoReturnsTheParse() throws {
+        let chain = try TestChain(host: "memo.example")
+        let memo = ParsedCertificateMemo(capacity: 8)
+        let der = chain.leaf.der
+        let first = try memo.certificate(derEncoded: der)
+        #expect(first == (try Certificate(derEncoded: der)))
+        #expect(memo.count == 1)
+        #expect(try memo.certificate(derEncoded: der) == first)
+        #expect(memo.count == 1)
+        // A different certificate is a different entry, however alike.
+        #expect(try memo.certificate(derEncoded: chain.intermediate.der) == chain.intermediate.certificate)
+        #expect(memo.count == 2)
+        // Garbage throws every time and is never stored.
+        #expect(throws: (any Error).self) { try memo.certificate(derEncoded: [0x30, 0x03, 0x02, 0x01]) }
+        #expect(throws: (any Error).self) { try memo.certificate(derEncoded: [0x30, 0x03, 0x02, 0x01]) }
+        #expect(memo.count == 2)
+        // One byte changed (inside the signature) is another DER: parsed afresh, not the remembered leaf.
+        var altered = der
+        altered[altered.count - 1] ^= 0x01
+        let other = try memo.certificate(derEncoded: altered)
+        #expect(other != first)
+        #expect(memo.count == 3)
+    }
+
+    @Test("The memo holds at most its capacity, forgetting the oldest first")
+    func memoIsBounded() throws {
+        let root = try TestPKI.root("Memo Root")
+        let leaves = try (0..<5).map { try TestPKI.leaf("memo-\($0)", issuer: root) }
+        let memo = ParsedCertificateMemo(capacity: 3)
+        for leaf in leaves {
+            #expect(try memo.certificate(derEncoded: leaf.der) == leaf.certificate)
+        }
+        #expect(memo.count == 3)
+        // Forgotten or not, every answer is still the right certificate.
+        for leaf in leaves.reversed() {
+            #expect(try memo.certificate(derEncoded: leaf.der) == leaf.certificate)
+        }
+        #expect(memo.count == 3)
+    }
+
+    @Test("The path handed to NIOSSL is the validated path, from the objects NIOSSL handed over and the anchors")
+    func handoverReusesWhatNIOSSLHolds() throws {
+        let chain = try TestChain(host: "handover.example")
+        let leaf = try NIOSSLCertificate(bytes: chain.leaf.der, format: .der)
+        let intermediate = try NIOSSLCertificate(bytes: chain.intermediate.der, format: .der)
+        let root = try NIOSSLCertificate(bytes: chain.root.der, format: .der)
+        let presented = PresentedChain(
+            certificates: [chain.leaf.certificate, chain.intermediate.certificate],
+            nioCertificates: [leaf, intermediate]
+        )
+        let handover = NIOSSLPathHandover(anchors: [(chain.root.certificate, root)])
+        let path = [chain.leaf.certificate, chain.intermediate.certificate, chain.root.certificate]
+        let handed = try handover.certificates(for: path, presented: presented)
+        #expect(handed.count == 3)
+        #expect(handed[0] === leaf)
+        #expect(handed[1] === intermediate)
+        #expect(handed[2] === root)
+        // A certificate in neither (an anchor the handover was not given) is converted from its DER.
+        let bare = NIOSSLPathHandover(anchors: [])
+        let converted = try bare.certificates(for: path, presented: presented)
+        #expect(converted[2] !== root)
+        #expect(try converted[2].toDERBytes() == chain.root.der)
+    }
+}

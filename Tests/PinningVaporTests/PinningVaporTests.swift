@@ -99,13 +99,20 @@ struct PinningVaporTests {
     /// curl (software we did not write) to `path` over the loopback, with a client identity from `chain` or none.
     /// The time limit only bounds a hang: in CI the whole suite shares 2 cores, and a handshake whose verification
     /// task waits behind the CPU-bound limbo tests once took longer than 20 s.
-    func curl(port: Int, path: String, identity chain: TestChain?, leaf: TestIdentity? = nil, extra: [String] = []) async throws -> TestTools.ProcessResult {
+    func curl(
+        port: Int,
+        path: String,
+        identity chain: TestChain?,
+        leaf: TestIdentity? = nil,
+        issuer: TestIdentity? = nil,
+        extra: [String] = []
+    ) async throws -> TestTools.ProcessResult {
         let ca = try self.directory.write("server-root.pem", self.serverChain.root.certificatePEM)
         var arguments = ["-sS", "--max-time", "120", "--cacert", ca, "--resolve", "device.local:\(port):127.0.0.1", "-w", "\n%{http_code}"]
         if let chain {
             let device = leaf ?? chain.leaf
             let name = UUID().uuidString
-            let cert = try self.directory.write("\(name).pem", TestPKI.pemBundle([device.certificate, chain.intermediate.certificate]))
+            let cert = try self.directory.write("\(name).pem", TestPKI.pemBundle([device.certificate, (issuer ?? chain.intermediate).certificate]))
             let key = try self.directory.write("\(name).key", device.privateKeyPEM)
             arguments += ["--cert", cert, "--key", key]
         }
@@ -154,6 +161,53 @@ struct PinningVaporTests {
         #expect(seen.all == ["CN=device-8"])
         // No certificate fails in BoringSSL before any callback; the other two are the policy's refusals.
         #expect(refusals.all.map { $0.trustFailure?.code } == [.noPathToAnchor, .revoked], "\(refusals.all)")
+    }
+
+    @Test(
+        "a SecurityPolicy judges the clients (clientEvaluator): the pinned CA's device is served, from the cache the second time; another CA of the same root and a serverAuth-only certificate are refused"
+    )
+    func securityPolicyJudgesClients() async throws {
+        let seen = Seen()
+        let refusals = Refusals()
+        let identity = try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate])
+        // AFSecurityPolicy's key pinning for clients: only devices under this issuing CA, although the server
+        // accepts the whole client root.
+        let policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: self.clientChain.intermediate.certificate)])
+        let cache = EvaluationCache()
+        let server = try MutualTLSServer(
+            identity: identity,
+            clientCertificateAuthorities: [self.clientChain.root.certificate],
+            clientEvaluator: CachingTrustEvaluator(policy, cache: cache)
+        )
+        let otherCA = try TestPKI.intermediate("Other Issuing CA", issuer: self.clientChain.root)
+        let outsider = try TestPKI.leaf("device-9", issuer: otherCA, usage: .clientAuth)
+        let serverOnly = try TestPKI.leaf("device-10", issuer: self.clientChain.intermediate, usage: .serverAuth)
+        try await self.withMutualTLSApp(server, refusals: refusals, seen: seen) { port in
+            for _ in 0..<2 {
+                let served = try await self.curl(port: port, path: "me", identity: self.clientChain)
+                #expect(served.stdout == "hello CN=gerät-7 via 3 certificates\n200", "\(served)")
+            }
+            let foreign = try await self.curl(port: port, path: "me", identity: self.clientChain, leaf: outsider, issuer: otherCA)
+            #expect(foreign.status != 0, "\(foreign)")
+            // The trust handed to the evaluator carries the clientAuth purpose: the policy cannot forget it.
+            let wrongPurpose = try await self.curl(port: port, path: "me", identity: self.clientChain, leaf: serverOnly)
+            #expect(wrongPurpose.status != 0, "\(wrongPurpose)")
+        }
+        #expect(seen.all == ["CN=gerät-7", "CN=gerät-7"])
+        #expect(refusals.all.map { $0.trustFailure?.code } == [.pinMismatch, .extendedKeyUsage], "\(refusals.all)")
+        // The device's second connection was answered from the evaluator's cache; refusals are never stored.
+        #expect(cache.statistics.hits == 1, "\(cache.statistics)")
+        // Pins or a cache beside an evaluator would not be applied: refused when the server is made.
+        #expect(throws: MutualTLSServer.ConfigurationError.self) {
+            try MutualTLSServer(
+                identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate],
+                allowedClientPins: [Pin(spkiOf: self.clientChain.leaf.certificate)], clientEvaluator: policy)
+        }
+        #expect(throws: MutualTLSServer.ConfigurationError.self) {
+            try MutualTLSServer(
+                identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate],
+                evaluationCache: EvaluationCache(), clientEvaluator: policy)
+        }
     }
 
     @Test("HTTP/2 turned back on after useMutualTLS fails closed: Vapor hands HTTP/2 requests no client, so the middleware answers 403")

@@ -74,6 +74,14 @@ public struct MutualTLSServer: Sendable {
     /// the pins and the CRLs in force, a hit counts only inside the validity of every certificate on the path, and
     /// ``clientCheck`` still runs on every connection.
     public let evaluationCache: EvaluationCache?
+    /// When set, judges each client chain in place of the built-in rule (basic X.509 to the client CAs with the
+    /// clientAuth purpose, then ``allowedClientPins``): `evaluate(trust, forDomain: nil)`, where `trust` holds the
+    /// presented chain, the client CAs as the only anchors, the clientAuth purpose and the CRLs in force. A
+    /// ``SecurityPolicy`` (AFSecurityPolicy's modes, with certificate or key pins for clients) or a
+    /// `CachingTrustEvaluator` wrapping one; a `PinningConfiguration` judges hosts and refuses every client (no
+    /// host is given). What the evaluator relaxes (`allowInvalidCertificates`) it relaxes for clients too.
+    /// ``clientCheck``, the handover to NIOSSL and resumption are as without it.
+    public let clientEvaluator: (any ServerTrustEvaluating)?
     /// The instant clients are judged at when no fixed validation time is set.
     let clock: @Sendable () -> Date
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
@@ -98,8 +106,11 @@ public struct MutualTLSServer: Sendable {
     ///   - applicationProtocols: The ALPN protocols offered, most preferred first (`["h2", "http/1.1"]` for a
     ///     server that speaks both; an `ApplicationProtocolNegotiationHandler` after the handlers then sees
     ///     the negotiated one, and only once the client is trusted); empty (the default) negotiates none.
-    /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; NIOSSL errors when the
-    ///   configuration cannot be built.
+    ///   - clientEvaluator: Judges each client chain in place of the built-in rule (see ``clientEvaluator``);
+    ///     nil (the default) uses the built-in rule with `allowedClientPins` and `evaluationCache`.
+    /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one;
+    ///   ``ConfigurationError`` when a `clientEvaluator` comes with `allowedClientPins` or an `evaluationCache`
+    ///   (they would not be applied); NIOSSL errors when the configuration cannot be built.
     ///
     /// Clients are judged at the time of each handshake. A fixed instant is for tests only, behind
     /// `@_spi(Testing)` (``TrustSettings`` keeps its fixed clock behind SPI for the same reason).
@@ -111,7 +122,8 @@ public struct MutualTLSServer: Sendable {
         keyLog: TLSKeyLog? = nil,
         revocation: RevocationSource? = nil,
         evaluationCache: EvaluationCache? = nil,
-        applicationProtocols: [String] = []
+        applicationProtocols: [String] = [],
+        clientEvaluator: (any ServerTrustEvaluating)? = nil
     ) throws {
         try self.init(
             identity: identity,
@@ -123,13 +135,15 @@ public struct MutualTLSServer: Sendable {
             keyLog: keyLog,
             revocation: revocation,
             evaluationCache: evaluationCache,
-            applicationProtocols: applicationProtocols
+            applicationProtocols: applicationProtocols,
+            clientEvaluator: clientEvaluator
         )
     }
 
     /// A server whose clients are judged at a fixed instant (`validationTime`) or at the instants `clock` gives
     /// (tests move time past a certificate's expiry between a full handshake and its resumption). An
-    /// `evaluationCache` judges at its own clock's instants: give it the same clock.
+    /// `evaluationCache` judges at its own clock's instants: give it the same clock. A `clientEvaluator` judges at
+    /// `validationTime` when one is fixed, else at its own now (the clock is not consulted).
     @_spi(Testing)
     public init(
         identity: TLSIdentity,
@@ -141,8 +155,19 @@ public struct MutualTLSServer: Sendable {
         keyLog: TLSKeyLog? = nil,
         revocation: RevocationSource? = nil,
         evaluationCache: EvaluationCache? = nil,
-        applicationProtocols: [String] = []
+        applicationProtocols: [String] = [],
+        clientEvaluator: (any ServerTrustEvaluating)? = nil
     ) throws {
+        // An evaluator replaces the built-in rule, so pins or a cache given beside it would not be applied:
+        // refused here rather than silently ignored.
+        if clientEvaluator != nil, !allowedClientPins.isEmpty || evaluationCache != nil {
+            throw ConfigurationError(
+                problem: !allowedClientPins.isEmpty
+                    ? "allowedClientPins and a clientEvaluator cannot be combined: put the pins in the evaluator (SecurityPolicy(pinningMode: .publicKey, pins:))"
+                    : "evaluationCache and a clientEvaluator cannot be combined: wrap the policy in CachingTrustEvaluator(policy, cache:) instead"
+            )
+        }
+        self.clientEvaluator = clientEvaluator
         self.identity = identity
         self.revocation = revocation
         self.evaluationCache = evaluationCache
@@ -173,6 +198,9 @@ public struct MutualTLSServer: Sendable {
     /// Validates a client chain as the handshake does (at the fixed validation time, or now).
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
         var trust = self.clientTrust(for: presented)
+        if let evaluator = self.clientEvaluator {
+            return await evaluator.evaluate(trust, forDomain: nil)
+        }
         if let cache = self.evaluationCache {
             // No fixed time set: the cache judges at its clock's now and re-checks validity on every hit.
             return await trust.evaluate(.basicX509, pins: self.clientPins, cache: cache)
@@ -193,14 +221,22 @@ public struct MutualTLSServer: Sendable {
         self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins)
     }
 
-    /// The decision ``evaluationCache`` already holds for `presented`, answered on the event loop without a task;
-    /// nil when there is no cache, no entry that still counts, or a ``clientCheck`` (which is async, and must run
-    /// on every connection). Only a trusted verdict is ever stored, and a trusted one is recorded for the
+    /// The decision ``evaluationCache`` (or the ``clientEvaluator``'s own cache) already holds for `presented`,
+    /// answered on the event loop without a task; nil when there is no cache, no entry that still counts, or a
+    /// ``clientCheck`` (which is async, and must run on every connection). A trusted verdict is recorded for the
     /// client's resumed sessions as ``decideClient(_:recordsSession:)`` does when `recordsSession`.
     func immediateClientDecision(_ presented: [Certificate], recordsSession: Bool) -> TrustEvaluation? {
-        guard let cache = self.evaluationCache, self.clientCheck == nil else { return nil }
+        guard self.clientCheck == nil else { return nil }
         let trust = self.clientTrust(for: presented)
-        guard let evaluation = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache) else { return nil }
+        let stored: TrustEvaluation?
+        if let evaluator = self.clientEvaluator {
+            stored = evaluator.immediateEvaluation(trust, forDomain: nil)
+        } else if let cache = self.evaluationCache {
+            stored = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache)
+        } else {
+            stored = nil
+        }
+        guard let evaluation = stored else { return nil }
         if recordsSession, case .trusted = evaluation, let leaf = presented.first {
             self.sessions.record(presented, for: leaf)
         }
@@ -309,6 +345,17 @@ public struct MutualTLSServer: Sendable {
             throw PinningConnectionError(code: .handshakeFailed, host: nil, message: "the pinning handler was not added")
         }
         return handshake
+    }
+}
+
+extension MutualTLSServer {
+    /// A server configuration that cannot work as given (options that exclude each other).
+    public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+        /// What is wrong, in words.
+        public var problem: String
+
+        /// The problem.
+        public var description: String { self.problem }
     }
 }
 

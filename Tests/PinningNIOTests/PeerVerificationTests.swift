@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import NIOSSL
 import Pinning
 import PinningTestSupport
@@ -12,29 +14,30 @@ import X509
 /// validated or handed over; the loopback suites (MutualTLSTests, PinningVaporTests) drive both end to end.
 @Suite("Peer verification")
 struct PeerVerificationTests {
-    @Test("The memo returns what a fresh parse returns, parses each DER once, and remembers no failure")
+    @Test("The memo returns what a fresh parse returns, stores only what it is told to remember, never a failure")
     func memoReturnsTheParse() throws {
         let chain = try TestChain(host: "memo.example")
         let memo = ParsedCertificateMemo(capacity: 8)
         let der = chain.leaf.der
+        // Parsing alone stores nothing: a refused peer's certificates are never kept.
         let first = try memo.certificate(derEncoded: der)
         #expect(first == (try Certificate(derEncoded: der)))
-        #expect(memo.count == 1)
+        #expect(memo.count == 0)
+        memo.remember([(der, first), (chain.intermediate.der, chain.intermediate.certificate)])
+        #expect(memo.count == 2)
         #expect(try memo.certificate(derEncoded: der) == first)
-        #expect(memo.count == 1)
-        // A different certificate is a different entry, however alike.
         #expect(try memo.certificate(derEncoded: chain.intermediate.der) == chain.intermediate.certificate)
+        // Remembering the same again adds nothing.
+        memo.remember([(der, first)])
         #expect(memo.count == 2)
-        // Garbage throws every time and is never stored.
+        // Garbage throws every time.
         #expect(throws: (any Error).self) { try memo.certificate(derEncoded: [0x30, 0x03, 0x02, 0x01]) }
         #expect(throws: (any Error).self) { try memo.certificate(derEncoded: [0x30, 0x03, 0x02, 0x01]) }
-        #expect(memo.count == 2)
         // One byte changed (inside the signature) is another DER: parsed afresh, not the remembered leaf.
         var altered = der
         altered[altered.count - 1] ^= 0x01
-        let other = try memo.certificate(derEncoded: altered)
-        #expect(other != first)
-        #expect(memo.count == 3)
+        #expect(try memo.certificate(derEncoded: altered) != first)
+        #expect(memo.count == 2)
     }
 
     @Test("The memo holds at most its capacity, forgetting the oldest first")
@@ -42,15 +45,42 @@ struct PeerVerificationTests {
         let root = try TestPKI.root("Memo Root")
         let leaves = try (0..<5).map { try TestPKI.leaf("memo-\($0)", issuer: root) }
         let memo = ParsedCertificateMemo(capacity: 3)
-        for leaf in leaves {
-            #expect(try memo.certificate(derEncoded: leaf.der) == leaf.certificate)
-        }
+        memo.remember(leaves.map { ($0.der, $0.certificate) })
         #expect(memo.count == 3)
         // Forgotten or not, every answer is still the right certificate.
         for leaf in leaves.reversed() {
             #expect(try memo.certificate(derEncoded: leaf.der) == leaf.certificate)
         }
         #expect(memo.count == 3)
+    }
+
+    @Test("Through the verification callback, a trusted chain's certificates are remembered and a refused chain's are not")
+    func onlyTrustedChainsAreRemembered() async throws {
+        let trusted = try TestChain(host: "kept.example")
+        let refused = try TestChain(host: "refused.example")
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        // Judged against `trusted`'s root only, so `refused`'s chain finds no anchor.
+        let callback = PeerVerification.callback(verdict: HandshakeVerdict()) { presented in
+            await ServerTrust(certificates: presented, anchors: [trusted.root.certificate], anchorsOnly: true).evaluate(.basicX509)
+        }
+        func verify(_ chain: TestChain) async throws -> NIOSSLVerificationResultWithMetadata {
+            let promise = loop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
+            let presented = try [chain.leaf.der, chain.intermediate.der].map { try NIOSSLCertificate(bytes: $0, format: .der) }
+            loop.execute { callback(presented, promise) }
+            return try await promise.futureResult.get()
+        }
+        guard case .failed = try await verify(refused) else {
+            Issue.record("a chain without an anchor was verified")
+            return
+        }
+        #expect(!ParsedCertificateMemo.shared.contains(derEncoded: refused.leaf.der))
+        #expect(!ParsedCertificateMemo.shared.contains(derEncoded: refused.intermediate.der))
+        guard case .certificateVerified = try await verify(trusted) else {
+            Issue.record("the trusted chain was refused")
+            return
+        }
+        #expect(ParsedCertificateMemo.shared.contains(derEncoded: trusted.leaf.der))
+        #expect(ParsedCertificateMemo.shared.contains(derEncoded: trusted.intermediate.der))
     }
 
     @Test("The path handed to NIOSSL is the validated path, from the objects NIOSSL handed over and the anchors")
@@ -61,7 +91,8 @@ struct PeerVerificationTests {
         let root = try NIOSSLCertificate(bytes: chain.root.der, format: .der)
         let presented = PresentedChain(
             certificates: [chain.leaf.certificate, chain.intermediate.certificate],
-            nioCertificates: [leaf, intermediate]
+            nioCertificates: [leaf, intermediate],
+            der: [chain.leaf.der, chain.intermediate.der]
         )
         let handover = NIOSSLPathHandover(anchors: [(chain.root.certificate, root)])
         let path = [chain.leaf.certificate, chain.intermediate.certificate, chain.root.certificate]

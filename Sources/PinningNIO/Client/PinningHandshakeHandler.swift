@@ -81,6 +81,8 @@ struct PresentedChain: Sendable {
     let certificates: [Certificate]
     /// What NIOSSL handed the callback for each of ``certificates``, in the same order.
     let nioCertificates: [NIOSSLCertificate]
+    /// The DER each of ``certificates`` was parsed from, in the same order.
+    let der: [[UInt8]]
 }
 
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
@@ -149,16 +151,18 @@ enum PeerVerification {
         do {
             let der = try certificates.map { try $0.toDERBytes() }
             // `parse` is called once per certificate, in order, so `position` names the one being parsed and
-            // `handed` stays beside the certificates that parsed.
+            // `handed` and `parsedDER` stay beside the certificates that parsed.
             var position = 0
             var handed: [NIOSSLCertificate] = []
+            var parsedDER: [[UInt8]] = []
             let parsed = try ServerTrust.presentedCertificates(fromDER: der) { bytes in
                 defer { position += 1 }
                 let certificate = try ParsedCertificateMemo.shared.certificate(derEncoded: bytes)
                 handed.append(certificates[position])
+                parsedDER.append(bytes)
                 return certificate
             }
-            return PresentedChain(certificates: parsed, nioCertificates: handed)
+            return PresentedChain(certificates: parsed, nioCertificates: handed, der: parsedDER)
         } catch {
             verdict.record(.unreadable("\(error)"))
             return nil
@@ -166,7 +170,8 @@ enum PeerVerification {
     }
 
     /// Records `evaluation` and turns it into NIOSSL's answer: verified when trusted (with the validated path as
-    /// metadata when there is a `handover`), `.failed` otherwise.
+    /// metadata when there is a `handover`), `.failed` otherwise. The presented certificates of a trusted chain
+    /// are remembered parsed (``ParsedCertificateMemo``); a refused chain's never are.
     static func conclude(
         _ evaluation: TrustEvaluation,
         verdict: HandshakeVerdict,
@@ -178,6 +183,7 @@ enum PeerVerification {
             verdict.record(.untrusted(failure))
             return .failed
         case .trusted(let chain):
+            ParsedCertificateMemo.shared.remember(Array(zip(presented.der, presented.certificates)))
             guard let handover else {
                 verdict.record(.trusted(chain))
                 return .certificateVerified(VerificationMetadata(nil))

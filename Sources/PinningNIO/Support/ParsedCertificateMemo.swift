@@ -3,15 +3,16 @@ import NIOCore
 import SwiftASN1
 import X509
 
-/// Certificates already parsed, by their exact DER: the same intermediate arrives on every handshake with a
-/// server (or from every device of one CA), and a returning peer presents the same leaf, so each is parsed once
-/// rather than on every handshake (BoringSSL shares parsed certificates between connections the same way, with
-/// its `CRYPTO_BUFFER` pool).
+/// Certificates of trusted chains, parsed, by their exact DER: the same intermediate arrives on every handshake
+/// with a server (or from every device of one CA), and a returning peer presents the same leaf, so each is parsed
+/// once rather than on every handshake (BoringSSL shares parsed certificates between connections the same way,
+/// with its `CRYPTO_BUFFER` pool).
 ///
 /// Only the parse is remembered, never a verdict: a hit returns the value `Certificate(derEncoded:)` returned for
 /// byte-for-byte the same DER (the dictionary compares whole keys), and every handshake still validates what it
-/// gets. Bounded: at most ``capacity`` certificates, the oldest forgotten first. A DER that does not parse is not
-/// remembered (it throws again, as it would).
+/// gets. Only certificates of chains a policy trusted are stored (``remember(_:)``), so a peer that is refused
+/// cannot fill the memo with certificates of its making (a TLS peer may present up to 100 KB of them at each
+/// handshake). Bounded: at most ``capacity`` certificates, the oldest forgotten first.
 final class ParsedCertificateMemo: Sendable {
     /// The memo every pinned connection of the process shares.
     static let shared = ParsedCertificateMemo(capacity: 2048)
@@ -26,22 +27,30 @@ final class ParsedCertificateMemo: Sendable {
         self.capacity = capacity
     }
 
-    /// The certificate `der` encodes, parsed now or remembered from an earlier parse of the same bytes.
+    /// The certificate `der` encodes: remembered from a trusted chain with the same bytes, or parsed now (and not
+    /// stored: see ``remember(_:)``).
     func certificate(derEncoded der: [UInt8]) throws -> Certificate {
         if let parsed = self.state.withLockedValue({ $0.parsed[der] }) {
             return parsed
         }
-        // Parsed outside the lock: another thread parsing the same bytes meanwhile stores an equal value.
-        let certificate = try Certificate(derEncoded: der)
+        return try Certificate(derEncoded: der)
+    }
+
+    /// Remembers the certificates of a chain a policy trusted, each with the DER it was parsed from.
+    func remember(_ certificates: [(der: [UInt8], certificate: Certificate)]) {
         self.state.withLockedValue { state in
-            if state.parsed.updateValue(certificate, forKey: der) == nil {
+            for (der, certificate) in certificates where state.parsed.updateValue(certificate, forKey: der) == nil {
                 state.order.append(der)
-            }
-            if state.order.count > self.capacity {
-                state.parsed[state.order.removeFirst()] = nil
+                if state.order.count > self.capacity {
+                    state.parsed[state.order.removeFirst()] = nil
+                }
             }
         }
-        return certificate
+    }
+
+    /// Whether the certificate with exactly this DER is remembered.
+    func contains(derEncoded der: [UInt8]) -> Bool {
+        self.state.withLockedValue { $0.parsed[der] != nil }
     }
 
     /// How many certificates are remembered now.

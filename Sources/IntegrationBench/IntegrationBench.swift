@@ -8,6 +8,10 @@
 //     swift run -c release IntegrationBench vapor [--json]   a Vapor mTLS server: useMutualTLS vs Vapor with
 //                                                           NIOSSL's own client verification, new connections
 //
+// Options: --requests, --concurrency, --rounds; --devices N (vapor: the fleet's size, default 1,000, every device
+// connecting to every server once before the rounds); --kind NAME, repeatable, to run only some kinds (for a
+// profile of one kind; a ratio needs the NIOSSL kind too).
+//
 // A separate executable, not a `pinning bench` command: the CLI does not link Vapor or gRPC (its start-up time
 // is issue 12's business). `scripts/bench-compare.sh` runs it with INTEGRATIONS=1.
 import ArgumentParser

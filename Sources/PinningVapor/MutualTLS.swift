@@ -16,7 +16,8 @@ public enum ClientCertificateMode: Sendable {
 
 extension HTTPServer.Configuration {
     /// Serves TLS with `server`'s identity and judges client certificates with `server`'s policy: the client CAs
-    /// as the only anchors, the clientAuth purpose, the optional pins, CRLs and `clientCheck`. The validated
+    /// as the only anchors, the clientAuth purpose, the optional pins (or the server's `clientEvaluator`), CRLs and
+    /// `clientCheck`. The validated
     /// client is then ``Vapor/Request/authenticatedClient`` in every handler.
     ///
     /// It uses Vapor's own TLS server: `tlsConfiguration` is `server.configuration` and

@@ -197,6 +197,12 @@ struct PinningVaporTests {
         #expect(refusals.all.map { $0.trustFailure?.code } == [.pinMismatch, .extendedKeyUsage], "\(refusals.all)")
         // The device's second connection was answered from the evaluator's cache; refusals are never stored.
         #expect(cache.statistics.hits == 1, "\(cache.statistics)")
+        // allowInvalidCertificates would let in clients no client CA vouches for: refused when the server is made.
+        var relaxed = SecurityPolicy(pinningMode: .none)
+        relaxed.allowInvalidCertificates = true
+        #expect(throws: MutualTLSServer.ConfigurationError.self) {
+            try MutualTLSServer(identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate], clientEvaluator: relaxed)
+        }
         // Pins or a cache beside an evaluator would not be applied: refused when the server is made.
         #expect(throws: MutualTLSServer.ConfigurationError.self) {
             try MutualTLSServer(
@@ -208,6 +214,33 @@ struct PinningVaporTests {
                 identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate],
                 evaluationCache: EvaluationCache(), clientEvaluator: policy)
         }
+    }
+
+    @Test("an evaluator of the user's that trusts a chain without validating it (allowInvalidCertificates inside) cannot widen what the server accepts: refused with insecurePolicy")
+    func evaluatorCannotWiden() async throws {
+        /// Hides its SecurityPolicy from the server's check when the server is made, as any composition may.
+        struct Composed: ServerTrustEvaluating {
+            let policy: SecurityPolicy
+            func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+                await self.policy.evaluate(trust, forDomain: domain)
+            }
+        }
+        var relaxed = SecurityPolicy(pinningMode: .none)
+        relaxed.allowInvalidCertificates = true
+        let seen = Seen()
+        let refusals = Refusals()
+        let server = try MutualTLSServer(
+            identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
+            clientCertificateAuthorities: [self.clientChain.root.certificate],
+            clientEvaluator: Composed(policy: relaxed)
+        )
+        let other = try TestChain.device(rootName: "Other Root")
+        try await self.withMutualTLSApp(server, refusals: refusals, seen: seen) { port in
+            let foreign = try await self.curl(port: port, path: "me", identity: other)
+            #expect(foreign.status != 0, "\(foreign)")
+        }
+        #expect(seen.all.isEmpty)
+        #expect(refusals.all.map { $0.trustFailure?.code } == [.insecurePolicy], "\(refusals.all)")
     }
 
     @Test("HTTP/2 turned back on after useMutualTLS fails closed: Vapor hands HTTP/2 requests no client, so the middleware answers 403")

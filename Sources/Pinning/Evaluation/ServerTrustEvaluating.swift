@@ -52,7 +52,7 @@ extension ServerTrust {
     /// ``presentedCertificates(fromDER:)`` with each certificate parsed by `parse`, which must return what
     /// `Certificate(derEncoded:)` returns for the same bytes or throw: a memo of certificates already parsed
     /// (connection adapters keep one, since the same intermediates arrive on every handshake). `parse` is called
-    /// exactly once for each certificate of `chain`, in order.
+    /// once for each certificate of `chain`, in order (none after a leaf that does not parse, which throws).
     public static func presentedCertificates(
         fromDER chain: [[UInt8]],
         parse: ([UInt8]) throws -> Certificate

@@ -1,3 +1,4 @@
+import Foundation
 public import X509
 
 /// The verdict of an evaluation: trusted, with the path that earned it, or untrusted, with why.
@@ -103,5 +104,28 @@ public struct TrustedChain: Sendable {
     public var path: [Certificate] {
         if let validatedChain { return Array(validatedChain) }
         return self.linkedPath ?? []
+    }
+}
+
+extension TrustEvaluation {
+    /// This verdict when it is untrusted or rests on a validated path; a refusal
+    /// (``TrustFailure/Code/insecurePolicy``) when the chain was trusted without one
+    /// (``TrustedChain/Basis/allowInvalidCertificates``, ``TrustedChain/Basis/pinOnSignatureLinkedPath``).
+    ///
+    /// For callers that hand the decision to an evaluator of the user's but must not accept a relaxation on
+    /// their behalf: a mutual-TLS server judging clients with one (its client CAs must anchor every client).
+    ///
+    /// - Parameter whose: Whose chain it is, for the refusal's reason (`"a client chain"`).
+    public func requiringValidatedPath(whose: String) -> TrustEvaluation {
+        guard case .trusted(let chain) = self, chain.basis != .validatedPath else { return self }
+        return .untrusted(
+            TrustFailure(
+                code: .insecurePolicy,
+                reason: "\(whose) must be validated to an anchor, and the evaluator trusted it on the basis \(chain.basis) (allowInvalidCertificates), which is not accepted here",
+                host: nil,
+                validationTime: Date(),
+                presentedChain: chain.presentedChain
+            )
+        )
     }
 }

@@ -170,7 +170,7 @@ enum PeerVerification {
     }
 
     /// Records `evaluation` and turns it into NIOSSL's answer: verified when trusted (with the validated path as
-    /// metadata when there is a `handover`), `.failed` otherwise. The presented certificates of a trusted chain
+    /// metadata when there is a `handover`), `.failed` otherwise. The presented certificates on a trusted path
     /// are remembered parsed (``ParsedCertificateMemo``); a refused chain's never are.
     static func conclude(
         _ evaluation: TrustEvaluation,
@@ -183,12 +183,16 @@ enum PeerVerification {
             verdict.record(.untrusted(failure))
             return .failed
         case .trusted(let chain):
-            ParsedCertificateMemo.shared.remember(Array(zip(presented.der, presented.certificates)))
+            // Only the presented certificates on the trusted path: a trusted peer may present extra certificates of
+            // its own making, and those should not fill the memo either.
+            let trustedPath = chain.path
+            ParsedCertificateMemo.shared.remember(
+                zip(presented.der, presented.certificates).filter { trustedPath.contains($0.1) }.map { (der: $0.0, certificate: $0.1) })
             guard let handover else {
                 verdict.record(.trusted(chain))
                 return .certificateVerified(VerificationMetadata(nil))
             }
-            let path = chain.path.isEmpty ? chain.presentedChain : chain.path
+            let path = trustedPath.isEmpty ? chain.presentedChain : trustedPath
             do {
                 let nio = try handover.certificates(for: path, presented: presented)
                 verdict.record(.trusted(chain))

@@ -19,7 +19,9 @@ public import X509
 ///
 /// Each client chain is judged by ``ServerTrust`` with purpose ``TrustPurpose/clientAuthentication``
 /// (extendedKeyUsage clientAuth), the configured client CAs as the only anchors, no name check, and, when
-/// given, an allow-list of client SPKI pins (some certificate on the validated path must carry one).
+/// given, an allow-list of client SPKI pins (some certificate on the validated path must carry one); or by a
+/// ``clientEvaluator`` of yours, handed the same anchors, purpose and CRLs, which can narrow that but not widen
+/// it (a chain it trusts without a validated path is refused).
 ///
 /// NIOSSL settings: `.noHostnameVerification` (VERIFY_PEER | FAIL_IF_NO_PEER_CERT: a client without a
 /// certificate is refused), `sendCANameList` (clients are told which CAs are accepted), the custom callback
@@ -79,8 +81,10 @@ public struct MutualTLSServer: Sendable {
     /// presented chain, the client CAs as the only anchors, the clientAuth purpose and the CRLs in force. A
     /// ``SecurityPolicy`` (AFSecurityPolicy's modes, with certificate or key pins for clients) or a
     /// `CachingTrustEvaluator` wrapping one; a `PinningConfiguration` judges hosts and refuses every client (no
-    /// host is given). What the evaluator relaxes (`allowInvalidCertificates`) it relaxes for clients too.
-    /// ``clientCheck``, the handover to NIOSSL and resumption are as without it.
+    /// host is given). It can narrow what the server accepts, not widen it: a chain it trusts without a path
+    /// validated to an anchor (`allowInvalidCertificates`) is refused (``TrustFailure/Code/insecurePolicy``), and a
+    /// `SecurityPolicy` with `allowInvalidCertificates` is refused when the server is made. ``clientCheck``, the
+    /// handover to NIOSSL and resumption are as without it.
     public let clientEvaluator: (any ServerTrustEvaluating)?
     /// The instant clients are judged at when no fixed validation time is set.
     let clock: @Sendable () -> Date
@@ -160,6 +164,12 @@ public struct MutualTLSServer: Sendable {
     ) throws {
         // An evaluator replaces the built-in rule, so pins or a cache given beside it would not be applied:
         // refused here rather than silently ignored.
+        let policy = clientEvaluator as? SecurityPolicy ?? (clientEvaluator as? CachingTrustEvaluator)?.policy
+        if let policy, policy.allowInvalidCertificates {
+            throw ConfigurationError(
+                problem: "a clientEvaluator with allowInvalidCertificates would let in clients that no client CA vouches for: a mutual-TLS server does not accept it"
+            )
+        }
         if clientEvaluator != nil, !allowedClientPins.isEmpty || evaluationCache != nil {
             throw ConfigurationError(
                 problem: !allowedClientPins.isEmpty
@@ -199,7 +209,8 @@ public struct MutualTLSServer: Sendable {
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
         var trust = self.clientTrust(for: presented)
         if let evaluator = self.clientEvaluator {
-            return await evaluator.evaluate(trust, forDomain: nil)
+            // The evaluator narrows, never widens: whatever it trusts must rest on a validated path.
+            return await evaluator.evaluate(trust, forDomain: nil).requiringValidatedPath(whose: "a client chain")
         }
         if let cache = self.evaluationCache {
             // No fixed time set: the cache judges at its clock's now and re-checks validity on every hit.
@@ -226,11 +237,11 @@ public struct MutualTLSServer: Sendable {
     /// ``clientCheck`` (which is async, and must run on every connection). A trusted verdict is recorded for the
     /// client's resumed sessions as ``decideClient(_:recordsSession:)`` does when `recordsSession`.
     func immediateClientDecision(_ presented: [Certificate], recordsSession: Bool) -> TrustEvaluation? {
-        guard self.clientCheck == nil else { return nil }
+        guard self.clientCheck == nil, self.clientEvaluator != nil || self.evaluationCache != nil else { return nil }
         let trust = self.clientTrust(for: presented)
         let stored: TrustEvaluation?
         if let evaluator = self.clientEvaluator {
-            stored = evaluator.immediateEvaluation(trust, forDomain: nil)
+            stored = evaluator.immediateEvaluation(trust, forDomain: nil)?.requiringValidatedPath(whose: "a client chain")
         } else if let cache = self.evaluationCache {
             stored = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache)
         } else {
@@ -302,7 +313,8 @@ public struct MutualTLSServer: Sendable {
     /// NIOSSL's verification callback making this server's decision, for a server whose TLS handler a framework
     /// builds itself (Vapor's `customCertificateVerifyCallbackWithMetadata`): the client's chain judged as
     /// ``makeServerTLSHandlers()`` judges it (client CAs, clientAuth, pins, CRLs, `clientCheck`, the verdict
-    /// cache), the validated path handed back as the verification metadata, `.failed` for any refusal.
+    /// cache, or the ``clientEvaluator``), the validated path handed back as the verification metadata, `.failed`
+    /// for any refusal.
     ///
     /// What it cannot do without ``PinningHandshakeHandler`` behind it: judge a *resumed* session again (NIOSSL
     /// does not call it then). Use it only with a server that never resumes sessions across connections. Vapor

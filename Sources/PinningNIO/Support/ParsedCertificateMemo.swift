@@ -10,9 +10,10 @@ import X509
 ///
 /// Only the parse is remembered, never a verdict: a hit returns the value `Certificate(derEncoded:)` returned for
 /// byte-for-byte the same DER (the dictionary compares whole keys), and every handshake still validates what it
-/// gets. Only certificates of chains a policy trusted are stored (``remember(_:)``), so a peer that is refused
-/// cannot fill the memo with certificates of its making (a TLS peer may present up to 100 KB of them at each
-/// handshake). Bounded: at most ``capacity`` certificates, the oldest forgotten first.
+/// gets. Only certificates on paths a policy trusted are stored (``remember(_:)``), so a peer cannot fill the
+/// memo with certificates of its making (a TLS peer may present up to 100 KB of them at each handshake), whether
+/// it is refused or presents extras beside a trusted chain. Bounded: at most ``capacity`` certificates, the
+/// oldest forgotten first.
 final class ParsedCertificateMemo: Sendable {
     /// The memo every pinned connection of the process shares.
     static let shared = ParsedCertificateMemo(capacity: 2048)
@@ -36,7 +37,7 @@ final class ParsedCertificateMemo: Sendable {
         return try Certificate(derEncoded: der)
     }
 
-    /// Remembers the certificates of a chain a policy trusted, each with the DER it was parsed from.
+    /// Remembers certificates on a path a policy trusted, each with the DER it was parsed from.
     func remember(_ certificates: [(der: [UInt8], certificate: Certificate)]) {
         self.state.withLockedValue { state in
             for (der, certificate) in certificates where state.parsed.updateValue(certificate, forKey: der) == nil {

@@ -3,6 +3,7 @@ public import NIOCore
 import NIOSSL
 import NIOTLS
 public import Pinning
+import SwiftASN1
 import X509
 
 /// What the verification callback decided on one connection. Shared between the NIOSSL callback (which
@@ -81,8 +82,9 @@ struct PresentedChain: Sendable {
     let certificates: [Certificate]
     /// What NIOSSL handed the callback for each of ``certificates``, in the same order.
     let nioCertificates: [NIOSSLCertificate]
-    /// The DER each of ``certificates`` was parsed from, in the same order.
-    let der: [[UInt8]]
+    /// The DER each of ``certificates`` was parsed from, in the same order; nil for one that came from the
+    /// ``ParsedCertificateMemo`` (so a trusted handshake re-stores nothing it already holds).
+    let der: [[UInt8]?]
 }
 
 /// Applies a trust decision to the chain a peer presented, records it, and answers NIOSSL.
@@ -151,15 +153,17 @@ enum PeerVerification {
         do {
             let der = try certificates.map { try $0.toDERBytes() }
             // `parse` is called once per certificate, in order, so `position` names the one being parsed and
-            // `handed` and `parsedDER` stay beside the certificates that parsed.
+            // `handed` and `parsedDER` stay beside the certificates that parsed. A certificate already in the memo
+            // is not looked up twice (here, then again to be stored).
             var position = 0
             var handed: [NIOSSLCertificate] = []
-            var parsedDER: [[UInt8]] = []
+            var parsedDER: [[UInt8]?] = []
             let parsed = try ServerTrust.presentedCertificates(fromDER: der) { bytes in
                 defer { position += 1 }
-                let certificate = try ParsedCertificateMemo.shared.certificate(derEncoded: bytes)
+                let remembered = ParsedCertificateMemo.shared.remembered(derEncoded: bytes)
+                let certificate = try remembered ?? Certificate(derEncoded: bytes)
                 handed.append(certificates[position])
-                parsedDER.append(bytes)
+                parsedDER.append(remembered == nil ? bytes : nil)
                 return certificate
             }
             return PresentedChain(certificates: parsed, nioCertificates: handed, der: parsedDER)
@@ -186,8 +190,10 @@ enum PeerVerification {
             // Only the presented certificates on the trusted path: a trusted peer may present extra certificates of
             // its own making, and those should not fill the memo either.
             let trustedPath = chain.path
-            ParsedCertificateMemo.shared.remember(
-                zip(presented.der, presented.certificates).filter { trustedPath.contains($0.1) }.map { (der: $0.0, certificate: $0.1) })
+            let fresh = zip(presented.der, presented.certificates).compactMap { der, certificate in
+                der.flatMap { trustedPath.contains(certificate) ? (der: $0, certificate: certificate) : nil }
+            }
+            if !fresh.isEmpty { ParsedCertificateMemo.shared.remember(fresh) }
             guard let handover else {
                 verdict.record(.trusted(chain))
                 return .certificateVerified(VerificationMetadata(nil))

@@ -31,10 +31,12 @@ final class ParsedCertificateMemo: Sendable {
     /// The certificate `der` encodes: remembered from a trusted chain with the same bytes, or parsed now (and not
     /// stored: see ``remember(_:)``).
     func certificate(derEncoded der: [UInt8]) throws -> Certificate {
-        if let parsed = self.state.withLockedValue({ $0.parsed[der] }) {
-            return parsed
-        }
-        return try Certificate(derEncoded: der)
+        try self.remembered(derEncoded: der) ?? Certificate(derEncoded: der)
+    }
+
+    /// The certificate remembered for exactly this DER, or nil.
+    func remembered(derEncoded der: [UInt8]) -> Certificate? {
+        self.state.withLockedValue { $0.parsed[der] }
     }
 
     /// Remembers certificates on a path a policy trusted, each with the DER it was parsed from.

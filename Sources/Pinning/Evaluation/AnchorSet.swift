@@ -1,18 +1,18 @@
 import Foundation
 import X509
 
-/// The anchors one validation runs against, with the `CertificateStore` built over them.
+/// The anchors one validation runs against, indexed by subject for path building.
 ///
-/// Building a store indexes every anchor by subject (hashing each distinguished name); with the platform's
+/// Indexing every anchor by subject (hashing each distinguished name); with the platform's
 /// hundred-odd roots that was a large share of an evaluation. The sets are built once per distinct
 /// (platform roots, custom anchors) pair and reused; see ``AnchorSetCache``.
 struct AnchorSet: Sendable {
     let certificates: [Certificate]
-    let store: CertificateStore
+    let bySubject: [DistinguishedName: [Certificate]]
 
     init(_ certificates: [Certificate]) {
         self.certificates = certificates
-        self.store = CertificateStore(certificates)
+        self.bySubject = Dictionary(grouping: certificates, by: \.subject)
     }
 
     /// The set for `anchors` alone (`roots` nil) or for `roots` followed by `anchors`, from the shared cache.

@@ -84,6 +84,8 @@ struct ChainPolicy: VerifierPolicy {
     /// The revocation stage, when the settings carry a ``RevocationPolicy``. It applies to the signature-linked
     /// path of `allowInvalidCertificates` too: that relaxation waives the dates and the anchor, not revocation.
     var revocation: RevocationCheck? = nil
+    /// The evaluation's work budget (``PathBuildingBudget``), for the signature check the profile makes.
+    var budget: PathBuildingBudget? = nil
 
     /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
     /// an expired certificate is reported with its dates.
@@ -121,7 +123,7 @@ struct ChainPolicy: VerifierPolicy {
         if path.count > 1, case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
             return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
         }
-        if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose).firstProblem(in: path) {
+        if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose, budget: self.budget).firstProblem(in: path) {
             return CandidateFailure(stage: .constraints, path: path, certificateIndex: index, problem: problem)
         }
         if let failure = self.keyUsageFailure(path) { return failure }

@@ -8,10 +8,14 @@ import X509
 struct PathValidation {
     var trust: ServerTrust
     var validationTime: Date
+    /// The work every step of this evaluation draws on: both path-building runs, the second validation of
+    /// `allowInvalidCertificates`, and the explanation of a refusal (issue 27).
+    let budget: PathBuildingBudget
 
     init(trust: ServerTrust, validationTime: Date) {
         self.trust = trust
         self.validationTime = validationTime
+        self.budget = PathBuildingBudget(limits: trust.limits)
     }
 
     /// Validates ``ServerTrust/certificates`` against `anchors` (and only those).
@@ -54,7 +58,6 @@ struct PathValidation {
         }
 
         let log = CandidateLog()
-        let lookups = IssuerLookupBudget(limit: limits.maximumIssuerLookups)
         var intermediates: [Certificate] = []
         for certificate in presented.dropFirst() + additionalIssuers
         where certificate != leaf && !intermediates.contains(certificate) {
@@ -69,9 +72,10 @@ struct PathValidation {
             maximumIntermediates: limits.maximumIntermediates,
             log: log,
             checksValidity: checksValidity,
-            revocation: self.revocationCheck
+            revocation: self.revocationCheck,
+            budget: self.budget
         )
-        if let chain = await Self.buildPath(leaf: leaf, anchors: anchors.store, intermediates: intermediates, policy: policy, budget: lookups) {
+        if let chain = await Self.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: self.budget) {
             return .success(chain)
         }
 
@@ -81,7 +85,7 @@ struct PathValidation {
         // cleaner and Android's pin check follow the chain past such an anchor to the self-signed root. So
         // build once more with the non-root anchors as candidate intermediates. Every path found this way
         // still ends at an anchor and meets every rule; it is only longer.
-        if pins != nil, log.furthest?.stage == .pins, !lookups.isExhausted {
+        if pins != nil, log.furthest?.stage == .pins, !self.budget.isExhausted {
             let nonRoots = anchors.certificates.filter { $0.subject != $0.issuer }
             if !nonRoots.isEmpty {
                 let roots = anchors.certificates.filter { $0.subject == $0.issuer }
@@ -93,25 +97,21 @@ struct PathValidation {
                 // the sets every other evaluation uses.
                 if let chain = await Self.buildPath(
                     leaf: leaf,
-                    anchors: CertificateStore(roots),
+                    anchors: AnchorSet(roots),
                     intermediates: beyond,
                     policy: policy,
-                    budget: IssuerLookupBudget(limit: limits.maximumIssuerLookups)
+                    budget: self.budget
                 ) {
                     return .success(chain)
                 }
             }
         }
 
-        if lookups.isExhausted {
-            return .failure(
-                self.failure(
-                    .pathBuildingLimitExceeded,
-                    "path building gave up after \(limits.maximumIssuerLookups) issuer look-ups",
-                    host: host,
-                    expectedPins: expectedPins
-                )
-            )
+        // A spent budget explains the refusal first: whatever else went wrong, the search did not finish. So does a
+        // look-up that offered fewer candidates than there were, unless a candidate path got as far as the pins
+        // (then the pins, not the search, refused it).
+        if let bound = self.budget.boundReached, self.budget.isExhausted || log.furthest.map({ $0.stage < .pins }) ?? true {
+            return .failure(self.limitFailure(bound, host: host, expectedPins: expectedPins))
         }
         if let candidate = log.furthest {
             return .failure(self.failure(for: candidate, host: host, expectedPins: expectedPins))
@@ -119,7 +119,8 @@ struct PathValidation {
         let explanation = MissingPathExplanation(
             presented: presented,
             anchors: anchors.certificates,
-            handledCriticalExtensions: ChainPolicy.handledCriticalExtensions
+            handledCriticalExtensions: ChainPolicy.handledCriticalExtensions,
+            budget: self.budget
         )
         return .failure(
             self.failure(
@@ -132,18 +133,20 @@ struct PathValidation {
         )
     }
 
-    /// One run of swift-certificates' path building with our policy, bounded by `budget`.
+    /// One run of swift-certificates' path building with our policy, within `budget`: both stores offer their
+    /// certificates through it, so every candidate the verifier checks was paid for.
     private static func buildPath(
         leaf: Certificate,
-        anchors: CertificateStore,
+        anchors: AnchorSet,
         intermediates: [Certificate],
         policy: ChainPolicy,
-        budget: IssuerLookupBudget
+        budget: PathBuildingBudget
     ) async -> X509.ValidatedCertificateChain? {
-        var verifier = Verifier(rootCertificates: anchors) { policy }
+        let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
+        var verifier = Verifier(rootCertificates: roots) { policy }
         let result = await verifier.validate(
             leaf: leaf,
-            intermediates: CertificateStore(custom: BudgetedIssuerStore(certificates: intermediates, budget: budget))
+            intermediates: CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
         )
         switch result {
         case .validCertificate(let chain):
@@ -151,6 +154,18 @@ struct PathValidation {
         case .couldNotValidate:
             return nil
         }
+    }
+
+    /// The refusal of a search stopped by `bound`, with the work it did.
+    private func limitFailure(_ bound: PathBuildingBudget.Bound, host: String?, expectedPins: [Pin]) -> TrustFailure {
+        let charged = self.budget.charged
+        return self.failure(
+            .pathBuildingLimitExceeded,
+            bound.description,
+            host: host,
+            expectedPins: expectedPins,
+            details: ["\(charged.checks) signature checks were paid for (\(charged.units) of \(self.trust.limits.maximumSignatureChecks) P-256 units)"]
+        )
     }
 
     private func failure(for candidate: CandidateFailure, host: String?, expectedPins: [Pin]) -> TrustFailure {
@@ -245,70 +260,4 @@ extension ChainPolicy {
         .X509ExtensionID.extendedKeyUsage,
         .X509ExtensionID.subjectAlternativeName,
     ]
-}
-
-/// Counts issuer look-ups across one path-building run.
-final class IssuerLookupBudget: Sendable {
-    private struct State {
-        var remaining: Int
-        var exhausted = false
-    }
-
-    private let state: LockedValueBox<State>
-
-    init(limit: Int) { self.state = LockedValueBox(State(remaining: limit)) }
-
-    /// Takes one look-up; false once the budget is spent.
-    func take() -> Bool {
-        self.state.withLockedValue { state in
-            guard state.remaining > 0 else {
-                state.exhausted = true
-                return false
-            }
-            state.remaining -= 1
-            return true
-        }
-    }
-
-    var isExhausted: Bool {
-        self.state.withLockedValue { $0.exhausted }
-    }
-}
-
-/// The presented intermediates as a certificate store that stops answering once the look-up budget is spent,
-/// which bounds the depth-first path search of `Verifier` (it looks up issuers once per partial path).
-struct BudgetedIssuerStore: CustomCertificateStore {
-    private var bySubject: [DistinguishedName: [Certificate]]
-    private let budget: IssuerLookupBudget
-
-    init(certificates: [Certificate], budget: IssuerLookupBudget) {
-        self.bySubject = Dictionary(grouping: certificates, by: \.subject)
-        self.budget = budget
-    }
-
-    subscript(subject: DistinguishedName) -> [Certificate]? {
-        get async {
-            guard self.budget.take() else { return nil }
-            return self.bySubject[subject]
-        }
-    }
-
-    func contains(_ certificate: Certificate) async -> Bool {
-        self.bySubject[certificate.subject]?.contains(certificate) ?? false
-    }
-
-    mutating func append(contentsOf certificates: some Sequence<Certificate>) {
-        // The store is fixed for one validation; Verifier never appends to it.
-        var grouped = self.bySubject
-        for certificate in certificates { grouped[certificate.subject, default: []].append(certificate) }
-        self.bySubject = grouped
-    }
-
-    static func == (lhs: BudgetedIssuerStore, rhs: BudgetedIssuerStore) -> Bool {
-        lhs.bySubject == rhs.bySubject && lhs.budget === rhs.budget
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(ObjectIdentifier(self.budget))
-    }
 }

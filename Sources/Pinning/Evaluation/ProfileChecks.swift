@@ -6,6 +6,8 @@ import X509
 struct ProfileChecks {
     var profile: ValidationProfile
     var purpose: TrustPurpose
+    /// Pays for the one signature check the profile makes itself (is a self-issued certificate self-signed?).
+    var budget: PathBuildingBudget? = nil
 
     /// The cap on name-constraint comparisons (constraints × names) per path. Checking thousands of
     /// constraints against thousands of names is quadratic; x509-limbo's `nc-dos` cases and Chrome both bound
@@ -143,7 +145,11 @@ struct ProfileChecks {
     ) -> String? {
         let extensions = certificate.extensions
         let selfIssued = certificate.subject == certificate.issuer
-        let selfSigned = selfIssued && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+        // The check is paid from the evaluation's budget; once the budget is spent the certificate is taken as not
+        // self-signed, which only adds the authorityKeyIdentifier requirement below (stricter, never laxer).
+        let selfSigned =
+            selfIssued && (self.budget?.takeSignatureCheck(by: certificate.publicKey) ?? true)
+            && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
         // The anchor is exempt: it is trusted as configured (RFC 5280 §6.1.1), whatever it was issued as.
         if !selfSigned && !isAnchor {
             guard authorityKeyIdentifier?.keyIdentifier != nil else {

@@ -141,7 +141,8 @@ public enum TrustNamePolicy: Hashable, Sendable {
     case basicX509
 }
 
-/// Bounds on the work one evaluation may do, so a hostile peer cannot make us work without limit.
+/// Bounds on the work one evaluation may do, so a hostile peer cannot make us work without limit (see
+/// `PathBuildingBudget` for how they are applied).
 public struct TrustLimits: Hashable, Sendable {
     /// The most certificates a peer may present. Default 64 (real chains have 2 to 4; path-building test
     /// suites send up to 36).
@@ -151,15 +152,35 @@ public struct TrustLimits: Hashable, Sendable {
     public var maximumIntermediates: Int
     /// The most issuer look-ups path building may make. Default 1,024.
     public var maximumIssuerLookups: Int
+    /// The most signature checks one evaluation may make, counted in P-256 verifications: a check with a
+    /// costlier key (P-384, P-521, RSA above 2,048 bits) counts as several, so the bound holds in CPU time.
+    /// Default 100 (rustls/webpki's figure; a real chain needs 2 to 4).
+    public var maximumSignatureChecks: Int
+    /// The most certificates of one name tried as the issuer of one certificate. Default 16 (a real chain has
+    /// one, a cross-signed CA two or three).
+    public var maximumIssuerCandidates: Int
 
     /// The defaults.
     public static let `default` = TrustLimits(maximumPresentedCertificates: 64, maximumIntermediates: 8, maximumIssuerLookups: 1024)
 
     /// Limits with the given values.
-    public init(maximumPresentedCertificates: Int, maximumIntermediates: Int, maximumIssuerLookups: Int) {
+    public init(
+        maximumPresentedCertificates: Int,
+        maximumIntermediates: Int,
+        maximumIssuerLookups: Int,
+        maximumSignatureChecks: Int = 100,
+        maximumIssuerCandidates: Int = 16
+    ) {
         self.maximumPresentedCertificates = maximumPresentedCertificates
         self.maximumIntermediates = maximumIntermediates
         self.maximumIssuerLookups = maximumIssuerLookups
+        self.maximumSignatureChecks = maximumSignatureChecks
+        self.maximumIssuerCandidates = maximumIssuerCandidates
+    }
+
+    /// What one signature check by `key` counts against ``maximumSignatureChecks``, in P-256 verifications.
+    public static func signatureCheckCost(of key: Certificate.PublicKey) -> Int {
+        PathBuildingBudget.cost(of: key)
     }
 }
 

@@ -382,7 +382,7 @@ extension SecurityPolicy {
                 expectedPins: accepted,
                 details: [notValidated]
             )
-            mismatch.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors)
+            mismatch.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors, budget: validation.budget)
             return .untrusted(mismatch)
         }
         // Not from the shared anchor-set cache: these sets are per chain and would evict the platform's.
@@ -413,7 +413,7 @@ extension SecurityPolicy {
                 refusal.code = .pinMismatch
                 refusal.details.insert(refusal.reason, at: 0)
                 refusal.reason = "no pinned key is on the path linked by signatures from the leaf"
-                refusal.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors)
+                refusal.failedPath = SignatureLinkedPath.longest(from: trust.certificates + trust.effectiveAnchors, budget: validation.budget)
             } else {
                 refusal.details.append("allowInvalidCertificates waives the trust anchor and the dates, not this rule")
             }

@@ -20,8 +20,31 @@ final class HandshakeVerdict: Sendable {
     }
 
     private let state = NIOLockedValueBox<State>(.pending)
+    /// The task deciding this connection's peer, while it runs; `abandoned` once the connection went away.
+    private let evaluation = NIOLockedValueBox<(task: Task<Void, Never>?, abandoned: Bool)>((nil, false))
 
     var current: State { self.state.withLockedValue { $0 } }
+
+    /// Keeps the task that decides this connection, so ``abandon()`` can cancel it. A task started after the
+    /// connection went away is cancelled at once.
+    func evaluating(_ task: Task<Void, Never>) {
+        let abandoned = self.evaluation.withLockedValue { evaluation in
+            evaluation.task = task
+            return evaluation.abandoned
+        }
+        if abandoned { task.cancel() }
+    }
+
+    /// The connection went away before its peer was decided: cancel the decision. Path building checks for
+    /// cancellation at every issuer look-up and signature check (``TrustLimits``), so the evaluation stops there
+    /// and refuses, and no CPU is spent on a peer that has gone (issue 27).
+    func abandon() {
+        let task = self.evaluation.withLockedValue { evaluation in
+            evaluation.abandoned = true
+            return evaluation.task
+        }
+        task?.cancel()
+    }
 
     func record(_ state: State) {
         self.state.withLockedValue { $0 = state }
@@ -106,7 +129,7 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
-            promise.completeWithTaskOnEventLoop {
+            let task = promise.completeWithTaskOnEventLoop {
                 switch await decision(presented.certificates) {
                 case .evaluation(let evaluation):
                     return Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover)
@@ -115,6 +138,7 @@ enum PeerVerification {
                     return .failed
                 }
             }
+            verdict.evaluating(task)
         }
     }
 
@@ -142,9 +166,10 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
-            promise.completeWithTaskOnEventLoop {
+            let task = promise.completeWithTaskOnEventLoop {
                 Self.conclude(await decide(presented.certificates), verdict: verdict, presented: presented, handover: handover)
             }
+            verdict.evaluating(task)
         }
     }
 
@@ -423,6 +448,8 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// A channel that closes before the handshake completed fails the handshake result.
     public func channelInactive(context: ChannelHandlerContext) {
         self.held = nil
+        // The peer has gone: a decision still running for it is abandoned.
+        self.verdict.abandon()
         if self.result == nil {
             var error = self.mapped(nil)
             if error.code == .notEvaluated {

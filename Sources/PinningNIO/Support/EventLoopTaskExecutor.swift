@@ -34,10 +34,11 @@ public final class EventLoopTaskExecutor: TaskExecutor, Sendable {
 
 extension EventLoopPromise where Value: Sendable {
     /// Completes the promise with the result of `body`, run as a task that prefers the promise's event loop
-    /// (``EventLoopTaskExecutor``) over the global cooperative pool.
-    func completeWithTaskOnEventLoop(_ body: sending @escaping @isolated(any) () async throws -> Value) {
+    /// (``EventLoopTaskExecutor``) over the global cooperative pool. Returns the task, so a caller can cancel it.
+    @discardableResult
+    func completeWithTaskOnEventLoop(_ body: sending @escaping @isolated(any) () async throws -> Value) -> Task<Void, Never> {
         let executor = EventLoopTaskExecutor(self.futureResult.eventLoop)
-        Task(executorPreference: executor) {
+        return Task(executorPreference: executor) {
             do {
                 self.succeed(try await body())
             } catch {

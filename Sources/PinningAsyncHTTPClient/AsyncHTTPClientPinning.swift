@@ -63,9 +63,9 @@ public struct AsyncHTTPClientPinning: Sendable {
     public let host: String
     /// The policy applied to the leaf after each handshake.
     public let policy: SecurityPolicy
-    /// Anchors and platform roots (turned into `trustRoots`), validation time, purpose. Its certificates are
-    /// ignored.
-    public let trust: ServerTrust
+    /// Anchors and platform roots (turned into `trustRoots`), purpose, profile, limits: how each connection's
+    /// leaf is judged.
+    public let settings: TrustSettings
     /// The client certificate and key presented when a server asks for one.
     public let identity: TLSIdentity?
 
@@ -74,7 +74,7 @@ public struct AsyncHTTPClientPinning: Sendable {
     /// - Parameters:
     ///   - host: The server's DNS name or IP address; every connection's leaf is checked against it.
     ///   - policy: The policy (see the type's documentation for what is enforced).
-    ///   - trust: Anchors (`anchorsOnly` for a private PKI) and platform roots.
+    ///   - settings: Anchors (`anchorsOnly` for a private PKI) and platform roots; default the platform roots.
     ///   - identity: An optional client identity for mutual TLS.
     /// - Throws: ``AsyncHTTPClientPinningError``: ``AsyncHTTPClientPinningError/Code/unenforceablePin`` for a
     ///   pinned CA certificate, ``AsyncHTTPClientPinningError/Code/unenforceablePolicy`` for
@@ -83,9 +83,10 @@ public struct AsyncHTTPClientPinning: Sendable {
     public init(
         host: String,
         policy: SecurityPolicy,
-        trust: ServerTrust = ServerTrust(certificates: []),
+        settings: TrustSettings = .default,
         identity: TLSIdentity? = nil
     ) throws(AsyncHTTPClientPinningError) {
+        let trust = settings
         if policy.allowInvalidCertificates {
             throw AsyncHTTPClientPinningError(
                 code: .unenforceablePolicy,
@@ -110,25 +111,34 @@ public struct AsyncHTTPClientPinning: Sendable {
         }
         self.host = host
         self.policy = policy
-        self.trust = trust
+        self.settings = settings
         self.identity = identity
     }
 
-    /// Checks that AsyncHTTPClient can enforce `policy` and keeps `settings` (anchors, anchors-only, platform roots,
-    /// purpose, profile, limits): the form without a presented chain to ignore.
+    /// Checks that AsyncHTTPClient can enforce `policy` and keeps the settings of a ``ServerTrust`` template (its
+    /// certificates are ignored).
     ///
-    /// - Throws: as ``init(host:policy:trust:identity:)``.
+    /// - Throws: as ``init(host:policy:settings:identity:)``, and ``AsyncHTTPClientPinningError/Code/fixedValidationTime``
+    ///   when the template fixes ``ServerTrust/validationTime`` (it would freeze the client's clock).
+    @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
         host: String,
         policy: SecurityPolicy,
-        settings: TrustSettings,
+        trust: ServerTrust,
         identity: TLSIdentity? = nil
     ) throws(AsyncHTTPClientPinningError) {
-        try self.init(host: host, policy: policy, trust: ServerTrust(certificates: [], settings: settings), identity: identity)
+        let settings: TrustSettings
+        do {
+            settings = try TrustSettings.ofTemplate(trust, for: "AsyncHTTPClientPinning(trust:)")
+        } catch {
+            throw AsyncHTTPClientPinningError(code: .fixedValidationTime, message: error.description)
+        }
+        try self.init(host: host, policy: policy, settings: settings, identity: identity)
     }
 
-    /// How the leaf is judged (the settings of ``trust``).
-    public var settings: TrustSettings { self.trust.settings }
+    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    @available(*, deprecated, renamed: "settings")
+    public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// The TLS configuration: trust roots from ``trust`` (plus self-signed pinned certificates in
     /// certificate mode), `.noHostnameVerification`, TLS 1.2 or later, the client identity.
@@ -141,7 +151,7 @@ public struct AsyncHTTPClientPinning: Sendable {
         // Never .fullVerification: NIOSSL's name check accepts a certificate whose IP SAN equals the socket's
         // address for any DNS name. Never .none: that validates nothing. Names are checked on the leaf by us.
         configuration.certificateVerification = .noHostnameVerification
-        var extra = self.trust.anchors
+        var extra = self.settings.anchors
         if self.policy.pinningMode == .certificate {
             // AFSecurityPolicy's certificate mode makes the pinned certificates anchors. BoringSSL only accepts a
             // self-signed certificate as a root, so only those are added; a CA-issued pinned leaf still chains
@@ -149,9 +159,9 @@ public struct AsyncHTTPClientPinning: Sendable {
             extra += self.policy.pinnedCertificates.filter { $0.subject == $0.issuer }
         }
         let extraRoots = try Self.nio(extra)
-        if self.trust.anchorsOnly {
+        if self.settings.anchorsOnly {
             configuration.trustRoots = .certificates(extraRoots)
-        } else if let platform = self.trust.platformRoots {
+        } else if let platform = self.settings.platformRoots {
             configuration.trustRoots = .certificates(try Self.nio(platform.certificates) + extraRoots)
         } else {
             configuration.trustRoots = .default
@@ -247,8 +257,7 @@ public struct AsyncHTTPClientPinning: Sendable {
     /// - Warning: Called on a leaf that did not come out of a handshake validated against ``makeTLSConfiguration()``,
     ///   this checks no chain at all.
     public func evaluateLeaf(_ leaf: Certificate) async -> TrustEvaluation {
-        var trust = self.trust
-        trust.certificates = [leaf]
+        var trust = ServerTrust(certificates: [leaf], settings: self.settings)
         trust.anchors = [leaf]
         trust.anchorsOnly = true
         return await self.policy.evaluate(trust, forDomain: self.host)

@@ -12,6 +12,7 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
             case unenforceablePolicy
             case noAnchors
             case invalidTLSConfiguration
+            case fixedValidationTime
         }
 
         private let kind: Kind
@@ -29,6 +30,8 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
         public static let noAnchors = Code(.noAnchors)
         /// NIOSSL cannot use a certificate or key of the configuration.
         public static let invalidTLSConfiguration = Code(.invalidTLSConfiguration)
+        /// A deprecated `trust:` template fixed the validation time, which would freeze the client's clock.
+        public static let fixedValidationTime = Code(.fixedValidationTime)
 
         /// The code's name.
         public var description: String { self.kind.rawValue }

@@ -116,12 +116,12 @@ struct AsyncHTTPClientPinningTests {
         let server = try await HTTPSTestServer(identity: try attacker.leaf.tlsIdentity(chain: [attacker.intermediate.certificate]))
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], platformRoots: TrustRoots([attacker.root.certificate, genuine.root.certificate]))
-        let unpinned = try AsyncHTTPClientPinning(host: "api.example.com", policy: .default, trust: trust)
+        let unpinned = try AsyncHTTPClientPinning(host: "api.example.com", policy: .default, settings: trust.clientSettings)
         #expect(try await self.get(unpinned, port: server.port).0 == 200)
         let pinned = try AsyncHTTPClientPinning(
             host: "api.example.com",
             policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.leaf.certificate)]),
-            trust: trust
+            settings: trust.clientSettings
         )
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.get(pinned, port: server.port)
@@ -200,7 +200,7 @@ struct AsyncHTTPClientPinningTests {
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], anchors: [serverChain.root.certificate], anchorsOnly: true)
         let identity = try clientChain.leaf.tlsIdentity(chain: [clientChain.intermediate.certificate])
-        let withIdentity = try AsyncHTTPClientPinning(host: "device.local", policy: .default, trust: trust, identity: identity)
+        let withIdentity = try AsyncHTTPClientPinning(host: "device.local", policy: .default, settings: trust.clientSettings, identity: identity)
         let (status, body) = try await self.get(withIdentity, port: server.port)
         #expect(status == 200)
         #expect(body == "hello CN=client-7")
@@ -208,7 +208,7 @@ struct AsyncHTTPClientPinningTests {
         // Without an identity: under TLS 1.3 our handshake completes before the server refuses, so the refusal
         // arrives while the leaf check runs; it must fail the request promptly (AHC waited past its own deadline
         // when handed a connection that had closed meanwhile).
-        let without = try AsyncHTTPClientPinning(host: "device.local", policy: .default, trust: trust)
+        let without = try AsyncHTTPClientPinning(host: "device.local", policy: .default, settings: trust.clientSettings)
         let started = Date()
         await #expect(throws: (any Error).self) {
             _ = try await self.get(without, port: server.port)
@@ -260,7 +260,7 @@ struct AsyncHTTPClientPinningTests {
             let pinning = try AsyncHTTPClientPinning(
                 host: "api.example.com",
                 policy: SecurityPolicy(pinningMode: mode, pinnedCertificates: [genuine.root.certificate]),
-                trust: trust
+                settings: trust.clientSettings
             )
             let error = await #expect(throws: PinningConnectionError.self) {
                 _ = try await self.get(pinning, port: server.port)

@@ -122,7 +122,7 @@ struct MutualTLSHummingbirdTests {
         try await self.withServer(seen: seen) { port in
             // A raw pinned TLS client: under TLS 1.3 it may finish its handshake before the server refuses, so
             // the request is written regardless and the check is that it is never handled.
-            let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
+            let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: trust.clientSettings)
             let address = try SocketAddress(ipAddress: "127.0.0.1", port: port)
             do {
                 let connection = try await client.connect(host: "device.local", port: port, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(30))

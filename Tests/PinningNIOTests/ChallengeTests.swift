@@ -60,7 +60,7 @@ struct ChallengeTests {
                 log.record($0)
                 return nil
             })
-        let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
+        let client = ChallengeTLSClient(handler: handler, settings: setup.trust.clientSettings)
         let connection = try await self.connect(client, host: "api.example.com", port: server.port)
         connection.channel.close(promise: nil)
         #expect(connection.handshake.peer.subject == "CN=api.example.com")
@@ -74,7 +74,7 @@ struct ChallengeTests {
         // policy's reason.
         let wrongPin = ChallengeHandler(policy: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: setup.publicChain.root.certificate)]), policyHosts: .only(["api.example.com"]))
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await self.connect(ChallengeTLSClient(handler: wrongPin, trust: setup.trust), host: "api.example.com", port: server.port)
+            _ = try await self.connect(ChallengeTLSClient(handler: wrongPin, settings: setup.trust.clientSettings), host: "api.example.com", port: server.port)
         }
         #expect(error?.code == .challengeCancelled)
         #expect(error?.trustFailure?.code == .pinMismatch)
@@ -128,7 +128,7 @@ struct ChallengeTests {
                 challenge.protectionSpace.authenticationMethod == .serverTrust ? .useCredential(.serverTrust) : nil
             })
         let error = await #expect(throws: PinningConnectionError.self) {
-            _ = try await self.connect(ChallengeTLSClient(handler: handler, trust: setup.trust), host: "api.example.com", port: server.port)
+            _ = try await self.connect(ChallengeTLSClient(handler: handler, settings: setup.trust.clientSettings), host: "api.example.com", port: server.port)
         }
         #expect(error?.code == .untrusted)
         #expect(error?.trustFailure != nil)
@@ -143,7 +143,7 @@ struct ChallengeTests {
             { challenge in challenge.protectionSpace.authenticationMethod == .serverTrust ? answer : nil }
         }
         let handler = ChallengeHandler(policy: setup.pinnedPolicy, policyHosts: .only(["api.example.com"]))
-        let client = ChallengeTLSClient(handler: handler, trust: setup.trust)
+        let client = ChallengeTLSClient(handler: handler, settings: setup.trust.clientSettings)
 
         let cancelled = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(client, host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.cancelAuthenticationChallenge))
@@ -171,7 +171,7 @@ struct ChallengeTests {
         var overridden = handler
         overridden.override = serverTrustOnly(.cancelAuthenticationChallenge)
         let accepted = try await self.connect(
-            ChallengeTLSClient(handler: overridden, trust: setup.trust), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
+            ChallengeTLSClient(handler: overridden, settings: setup.trust.clientSettings), host: "api.example.com", port: server.port, requestOverride: serverTrustOnly(.useCredential(.serverTrust)))
         accepted.channel.close(promise: nil)
     }
 
@@ -185,7 +185,7 @@ struct ChallengeTests {
         // Configured for device.local: presented, the server accepts and sees the client.
         let forDevice = ChallengeTLSClient(
             handler: ChallengeHandler(identity: identity, identityHosts: .only(["device.local"])),
-            trust: mtls.serverTrust
+            settings: mtls.serverTrust.clientSettings
         )
         let accepted = try await self.connect(forDevice, host: "device.local", port: server.port)
         accepted.channel.close(promise: nil)
@@ -195,7 +195,7 @@ struct ChallengeTests {
         // Configured for another host only: no certificate is sent, so the server refuses this client.
         let elsewhere = ChallengeTLSClient(
             handler: ChallengeHandler(identity: identity, identityHosts: .only(["api.example.com"])),
-            trust: mtls.serverTrust
+            settings: mtls.serverTrust.clientSettings
         )
         do {
             let connection = try await self.connect(elsewhere, host: "device.local", port: server.port)
@@ -214,7 +214,7 @@ struct ChallengeTests {
                 override: { challenge in
                     challenge.protectionSpace.authenticationMethod == .clientCertificate ? .cancelAuthenticationChallenge : nil
                 }),
-            trust: mtls.serverTrust
+            settings: mtls.serverTrust.clientSettings
         )
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await self.connect(cancelling, host: "device.local", port: server.port)

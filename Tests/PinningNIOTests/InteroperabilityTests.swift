@@ -202,7 +202,7 @@ struct InteroperabilityTests {
         defer { Task { await server.stop() } }
         var messages: Set<String> = []
         for _ in 0..<20 {
-            let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust)
+            let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: setup.serverTrust.clientSettings)
             do {
                 _ = try await client.get(URL(string: "https://device.local:\(server.port)/")!) { _, port in try? SocketAddress(ipAddress: "127.0.0.1", port: port) }
                 messages.insert("accepted")

@@ -28,7 +28,7 @@ struct MutualTLSSetup {
     }
 
     func client(identity: TLSIdentity?) throws -> PinnedTLSClient {
-        try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: self.serverTrust, identity: identity)
+        try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: self.serverTrust.clientSettings, identity: identity)
     }
 
     /// Connects and returns what the server decided about this client.

@@ -42,7 +42,7 @@ struct PinnedClientTests {
         defer { Task { await server.stop() } }
         let trusted = TrustSettings(anchors: [genuine.root.certificate], anchorsOnly: true)
         let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: trusted)
-        #expect(client.settings.anchors == [genuine.root.certificate] && client.trust.certificates.isEmpty)
+        #expect(client.settings.anchors == [genuine.root.certificate])
         let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         connection.channel.close(promise: nil)
         #expect(connection.handshake.peer.certificateChain == genuine.all)
@@ -70,14 +70,14 @@ struct PinnedClientTests {
         // The device's platform store trusts the proxy's root (as a corporate MITM or a malicious profile would).
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
 
-        let unpinned = try PinnedTLSClient(evaluator: SecurityPolicy.default, trust: trust)
+        let unpinned = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: trust.clientSettings)
         let accepted = try await unpinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         accepted.channel.close(promise: nil)
         #expect(accepted.handshake.peer.certificateChain.last == attacker.root.certificate)
 
         let pinned = try PinnedTLSClient(
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
-            trust: trust
+            settings: trust.clientSettings
         )
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await pinned.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
@@ -97,7 +97,7 @@ struct PinnedClientTests {
         defer { Task { await server.stop() } }
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
         for pin in [genuine.leaf, genuine.intermediate, genuine.root].map({ Pin(spkiOf: $0.certificate) }) {
-            let client = try PinnedTLSClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [pin]), trust: trust)
+            let client = try PinnedTLSClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [pin]), settings: trust.clientSettings)
             let error = await #expect(throws: PinningConnectionError.self) {
                 _ = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             }
@@ -131,7 +131,7 @@ struct PinnedClientTests {
         for attack in attacks {
             let server = try await PlainTLSServer(identity: try attack.leaf.tlsIdentity(), servedChain: [attack.leaf.certificate] + attack.chain)
             for policy in [byKey, byCertificate] {
-                let client = try PinnedTLSClient(evaluator: policy, trust: noRoots)
+                let client = try PinnedTLSClient(evaluator: policy, settings: noRoots.clientSettings)
                 let error = await #expect(throws: PinningConnectionError.self, "\(attack.name), \(policy.pinningMode): connected") {
                     _ = try await client.connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
                 }
@@ -145,7 +145,7 @@ struct PinnedClientTests {
         let server = try await PlainTLSServer(identity: try genuine.tlsIdentity(), servedChain: [genuine.certificate] + tail)
         defer { Task { await server.stop() } }
         for policy in [byKey, byCertificate] {
-            let connection = try await PinnedTLSClient(evaluator: policy, trust: noRoots)
+            let connection = try await PinnedTLSClient(evaluator: policy, settings: noRoots.clientSettings)
                 .connect(host: host, port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             connection.channel.close(promise: nil)
             #expect(connection.handshake.peer.leaf == genuine.certificate)
@@ -234,7 +234,7 @@ struct PinnedClientTests {
         #expect(counting.evaluations == 4)
         let refusing = try PinnedTLSClient(
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: try TestPKI.selfSigned("x").certificate)]),
-            trust: client.trust,
+            settings: client.settings,
             configuration: client.configuration
         )
         await #expect(throws: PinningConnectionError.self) {
@@ -250,7 +250,7 @@ struct PinnedClientTests {
         let cache = EvaluationCache()
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([genuine.root.certificate]))
         let policy = SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)])
-        let client = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), trust: trust)
+        let client = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), settings: trust.clientSettings)
         for _ in 0..<3 {
             let connection = try await client.connect(host: "api.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
             // The peer's facts are computed from the validated path whichever way the verdict came.
@@ -262,7 +262,7 @@ struct PinnedClientTests {
         // One evaluation, then two immediate answers (immediateEvaluation counts hits, never misses).
         #expect(cache.statistics == EvaluationCache.Statistics(hits: 2, misses: 1))
         // Another host on the same cache: not answered from it, and refused by name.
-        let wrongHost = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), trust: trust)
+        let wrongHost = try PinnedTLSClient(evaluator: CachingTrustEvaluator(policy, cache: cache), settings: trust.clientSettings)
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await wrongHost.connect(host: "other.example.com", port: server.port, address: try self.address(server.port), group: testGroup, timeout: .seconds(30))
         }

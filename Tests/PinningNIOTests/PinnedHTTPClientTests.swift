@@ -118,14 +118,14 @@ struct PinnedHTTPClientTests {
         let trust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([attacker.root.certificate, genuine.root.certificate]))
         let url = try Self.url("https://api.example.com:\(server.port)/")
 
-        let unpinned = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: trust, group: testGroup)
+        let unpinned = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: trust.clientSettings, group: testGroup)
         let accepted = try await unpinned.get(url, resolve: Self.loopback)
         await unpinned.shutdown()
         #expect(accepted.status == .ok)
 
         let pinned = try PinnedHTTPClient(
             evaluator: SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: genuine.intermediate.certificate)]),
-            trust: trust,
+            settings: trust.clientSettings,
             group: testGroup
         )
         let error = await #expect(throws: PinningConnectionError.self) {
@@ -202,13 +202,13 @@ struct PinnedHTTPClientTests {
         defer { Task { await server.stop() } }
         let url = try Self.url("https://device.local:\(server.port)/")
         let identity = try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
-        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust, identity: identity, group: testGroup)
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: setup.serverTrust.clientSettings, identity: identity, group: testGroup)
         let response = try await client.get(url, resolve: Self.loopback)
         await client.shutdown()
         #expect(response.bodyText == "client CN=client-7")
         #expect(response.handshake.peer.subject == "CN=device.local")
 
-        let anonymous = try PinnedHTTPClient(evaluator: SecurityPolicy.default, trust: setup.serverTrust, group: testGroup)
+        let anonymous = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: setup.serverTrust.clientSettings, group: testGroup)
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await anonymous.get(url, resolve: Self.loopback)
         }

@@ -25,7 +25,7 @@ struct TLSKeyLogTests {
         let running = try await MutualTLSTestServer(server)
         defer { Task { await running.stop() } }
         let client = try PinnedTLSClient(
-            evaluator: SecurityPolicy.default, trust: setup.serverTrust,
+            evaluator: SecurityPolicy.default, settings: setup.serverTrust.clientSettings,
             identity: try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate]), keyLog: clientLog)
         let outcome = try await setup.serverOutcome(client, on: running)
         guard case .success = try #require(outcome) else {

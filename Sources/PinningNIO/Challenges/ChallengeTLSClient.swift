@@ -17,31 +17,39 @@ public import Pinning
 public struct ChallengeTLSClient: Sendable {
     /// Answers the challenges.
     public var handler: ChallengeHandler
-    /// Anchors, platform roots and validation settings for each server-trust challenge's ``ServerTrust``.
-    public var trust: ServerTrust
+    /// How each server-trust challenge's chain is judged: anchors, platform roots, purpose, profile, limits. Each
+    /// challenge's ``ServerTrust`` is made from these settings and the presented chain.
+    public var settings: TrustSettings
     /// A base TLS configuration (versions, ALPN); its certificate and key are replaced per connection.
     public var configuration: TLSConfiguration
 
-    /// A client.
+    /// A client whose server-trust challenges carry each presented chain judged with `settings`
+    /// (``Pinning/TrustSettings``).
     public init(
         handler: ChallengeHandler,
-        trust: ServerTrust = ServerTrust(certificates: []),
+        settings: TrustSettings = .default,
         configuration: TLSConfiguration = .makePinnedClientConfiguration()
     ) {
         self.handler = handler
-        self.trust = trust
+        self.settings = settings
         self.configuration = configuration
     }
 
-    /// A client whose server-trust challenges carry each presented chain judged with `settings` (the form to
-    /// prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
+    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
+    ///
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``.
+    @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
         handler: ChallengeHandler,
-        settings: TrustSettings,
+        trust: ServerTrust,
         configuration: TLSConfiguration = .makePinnedClientConfiguration()
-    ) {
-        self.init(handler: handler, trust: ServerTrust(certificates: [], settings: settings), configuration: configuration)
+    ) throws {
+        self.init(handler: handler, settings: try TrustSettings.ofTemplate(trust, for: "ChallengeTLSClient(trust:)"), configuration: configuration)
     }
+
+    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    @available(*, deprecated, renamed: "settings")
+    public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// Asks the client-certificate challenge for `host`:`port` and returns a ``PinnedTLSClient`` for that one
     /// connection whose handshakes ask the server-trust challenge.
@@ -63,14 +71,13 @@ public struct ChallengeTLSClient: Sendable {
             var configuration = self.configuration
             configuration.certificateChain = []
             configuration.privateKey = nil
-            client = try PinnedTLSClient(evaluator: handler.policy, trust: self.trust, identity: identity, configuration: configuration)
+            client = try PinnedTLSClient(evaluator: handler.policy, settings: self.settings, identity: identity, configuration: configuration)
         } catch {
             throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the TLS configuration cannot be built", underlying: error)
         }
-        let template = self.trust
+        let settings = self.settings
         client.peerDecision = { name, presented in
-            var trust = template
-            trust.certificates = presented
+            let trust = ServerTrust(certificates: presented, settings: settings)
             let challenge = AuthenticationChallenge(
                 protectionSpace: ProtectionSpace(host: name, port: port, authenticationMethod: .serverTrust),
                 serverTrust: trust

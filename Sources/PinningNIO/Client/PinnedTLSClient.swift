@@ -32,9 +32,9 @@ public struct PinnedTLSClient: Sendable {
     /// ``evaluator`` with ``RevocationFetchingEvaluator`` in front: CRLs are fetched when, and only when, the
     /// policy being applied asks for them (``Pinning/RevocationPolicy/fetch``); otherwise it passes through.
     let judge: any ServerTrustEvaluating
-    /// The template for each handshake's ``ServerTrust``: anchors, platform roots, validation time, limits.
-    /// Its `certificates` are replaced by what the server presents.
-    public let trust: ServerTrust
+    /// How each handshake's chain is judged: anchors, platform roots, purpose, profile, limits. Each handshake
+    /// builds its ``ServerTrust`` from these settings and the chain the server presents.
+    public let settings: TrustSettings
     /// The client certificate and key presented when a server asks for one.
     public let identity: TLSIdentity?
     /// The TLS configuration the context was built from.
@@ -45,11 +45,12 @@ public struct PinnedTLSClient: Sendable {
     /// challenge, which may refuse with its own error.
     var peerDecision: (@Sendable (_ host: String, _ presented: [Certificate]) async -> PeerDecision)?
 
-    /// A client.
+    /// A client whose handshakes are judged by `evaluator` with `settings` (anchors, platform roots, purpose,
+    /// profile, limits) applied to each chain the server presents (``Pinning/TrustSettings``).
     ///
     /// - Parameters:
     ///   - evaluator: Decides trust for each handshake.
-    ///   - trust: Anchors and other settings for each handshake's ``ServerTrust`` (its certificates are ignored).
+    ///   - settings: How each handshake's chain is judged; default the platform roots and server authentication.
     ///   - identity: The client identity for servers that request one.
     ///   - configuration: A base configuration (TLS versions, ciphers, ALPN); default
     ///     ``NIOSSL/TLSConfiguration/makePinnedClientConfiguration(identity:)``. Its certificate verification is
@@ -59,7 +60,7 @@ public struct PinnedTLSClient: Sendable {
     /// - Throws: when NIOSSL cannot build the context.
     public init(
         evaluator: any ServerTrustEvaluating,
-        trust: ServerTrust = ServerTrust(certificates: []),
+        settings: TrustSettings = .default,
         identity: TLSIdentity? = nil,
         configuration: TLSConfiguration? = nil,
         keyLog: TLSKeyLog? = nil
@@ -83,36 +84,36 @@ public struct PinnedTLSClient: Sendable {
         }
         self.evaluator = evaluator
         self.judge = RevocationFetchingEvaluator.wrapping(evaluator)
-        self.trust = trust
+        self.settings = settings
         self.identity = identity
         self.configuration = configuration
         self.sslContext = try NIOSSLContext(configuration: configuration)
     }
 
-    /// A client whose handshakes are judged by `evaluator` with `settings` (anchors, platform roots, purpose,
-    /// profile, limits) applied to each chain the server presents: the form to prefer, since it holds no
-    /// presented chain and no fixed clock (``Pinning/TrustSettings``).
+    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
     ///
-    /// - Parameters:
-    ///   - evaluator: Decides trust for each handshake.
-    ///   - settings: How each handshake's chain is judged.
-    ///   - identity: The client identity for servers that request one.
-    ///   - configuration: A base configuration; see ``init(evaluator:trust:identity:configuration:keyLog:)``.
-    ///   - keyLog: Where to write each handshake's session secrets, for debugging; nil writes nothing.
-    /// - Throws: when NIOSSL cannot build the context.
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``: that would
+    ///   freeze a long-lived client's clock. Otherwise as ``init(evaluator:settings:identity:configuration:keyLog:)``.
+    @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
         evaluator: any ServerTrustEvaluating,
-        settings: TrustSettings,
+        trust: ServerTrust,
         identity: TLSIdentity? = nil,
         configuration: TLSConfiguration? = nil,
         keyLog: TLSKeyLog? = nil
     ) throws {
         try self.init(
-            evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity, configuration: configuration, keyLog: keyLog)
+            evaluator: evaluator,
+            settings: try TrustSettings.ofTemplate(trust, for: "PinnedTLSClient(trust:)"),
+            identity: identity,
+            configuration: configuration,
+            keyLog: keyLog
+        )
     }
 
-    /// How each handshake's chain is judged (the settings of ``trust``).
-    public var settings: TrustSettings { self.trust.settings }
+    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    @available(*, deprecated, renamed: "settings")
+    public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// The NIOSSL client handler and the ``PinningHandshakeHandler`` that must follow it, for `host`.
     ///
@@ -123,17 +124,17 @@ public struct PinnedTLSClient: Sendable {
     public func makeClientTLSHandlers(host: String) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
         let evaluator = self.judge
-        let template = self.trust
+        let settings = self.settings
         let callback: NIOSSLCustomVerificationCallbackWithMetadata
         if let peerDecision = self.peerDecision {
             callback = PeerVerification.callback(verdict: verdict) { presented in
                 await peerDecision(host, presented)
             }
         } else {
+            // Each handshake's trust is made from the settings and this chain: nothing of an earlier handshake, and
+            // no instant but the settings' own (the current time, or a fixed one only through the SPI).
             @Sendable func trust(_ presented: [Certificate]) -> ServerTrust {
-                var trust = template
-                trust.certificates = presented
-                return trust
+                ServerTrust(certificates: presented, settings: settings)
             }
             callback = PeerVerification.callback(
                 verdict: verdict,

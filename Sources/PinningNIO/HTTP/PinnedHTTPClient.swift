@@ -47,43 +47,20 @@ public final class PinnedHTTPClient: Sendable {
     private let group: any EventLoopGroup
     private let pool: HTTPConnectionPool
 
-    /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain (the
-    /// form to prefer: no presented chain, no fixed clock; see ``Pinning/TrustSettings``).
+    /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain
+    /// (``Pinning/TrustSettings``).
     ///
     /// - Parameters:
     ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
-    ///   - settings: How each handshake's chain is judged.
+    ///   - settings: How each handshake's chain is judged; default the platform roots and server authentication.
     ///   - identity: The client identity for servers that request one (mutual TLS).
-    ///   - tlsConfiguration: A base TLS configuration.
-    ///   - configuration: Timeouts, redirects and limits.
-    ///   - group: The event loops; default NIO's shared singleton.
-    /// - Throws: when NIOSSL cannot build the TLS context.
-    public convenience init(
-        evaluator: any ServerTrustEvaluating,
-        settings: TrustSettings,
-        identity: TLSIdentity? = nil,
-        tlsConfiguration: TLSConfiguration? = nil,
-        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    ) throws {
-        try self.init(
-            evaluator: evaluator, trust: ServerTrust(certificates: [], settings: settings), identity: identity,
-            tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
-    }
-
-    /// A client judged with a `ServerTrust` template (its certificates are ignored; prefer the `settings:` form).
-    ///
-    /// - Parameters:
-    ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
-    ///   - trust: Anchors, platform roots, validation time for each handshake's ``ServerTrust``.
-    ///   - identity: The client identity for servers that request one (mutual TLS).
-    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:trust:identity:configuration:keyLog:)``.
+    ///   - tlsConfiguration: A base TLS configuration; see ``PinnedTLSClient/init(evaluator:settings:identity:configuration:keyLog:)``.
     ///   - configuration: Timeouts, redirects and limits.
     ///   - group: The event loops; default NIO's shared singleton.
     /// - Throws: when NIOSSL cannot build the TLS context.
     public init(
         evaluator: any ServerTrustEvaluating,
-        trust: ServerTrust = ServerTrust(certificates: []),
+        settings: TrustSettings = .default,
         identity: TLSIdentity? = nil,
         tlsConfiguration: TLSConfiguration? = nil,
         configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
@@ -97,10 +74,28 @@ public final class PinnedHTTPClient: Sendable {
             base = offering
         }
         self.tls = try PinnedTLSClient(
-            evaluator: evaluator, trust: trust, identity: identity, configuration: base, keyLog: configuration.keyLog)
+            evaluator: evaluator, settings: settings, identity: identity, configuration: base, keyLog: configuration.keyLog)
         self.configuration = configuration
         self.group = group
         self.pool = HTTPConnectionPool(maximumIdlePerKey: configuration.maximumIdleConnectionsPerHost)
+    }
+
+    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
+    ///
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``; otherwise
+    ///   as ``init(evaluator:settings:identity:tlsConfiguration:configuration:group:)``.
+    @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
+    public convenience init(
+        evaluator: any ServerTrustEvaluating,
+        trust: ServerTrust,
+        identity: TLSIdentity? = nil,
+        tlsConfiguration: TLSConfiguration? = nil,
+        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        try self.init(
+            evaluator: evaluator, settings: try TrustSettings.ofTemplate(trust, for: "PinnedHTTPClient(trust:)"), identity: identity,
+            tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
     }
 
     /// How many TCP connections (with a trusted handshake) this client has opened.

@@ -43,9 +43,8 @@ public struct HTTPPinFailureReporter: Sendable {
     public var retryDelay: Duration
     /// Judges the collectors of `https://` URIs. Default ``SecurityPolicy/defaultEvaluation``.
     public var evaluator: any ServerTrustEvaluating
-    /// Anchors, platform roots and limits for judging the collectors (its certificates are ignored). Default:
-    /// the platform roots.
-    public var trust: ServerTrust
+    /// Anchors, platform roots and limits for judging the collectors. Default: the platform roots.
+    public var settings: TrustSettings
     /// The event loops the deliveries run on. Default NIO's shared singleton.
     public var group: any EventLoopGroup
     /// Called with the outcome for each URI (a diagnostic hook; keep it fast).
@@ -58,7 +57,7 @@ public struct HTTPPinFailureReporter: Sendable {
     ///   - maximumAttempts: The most attempts per URI (at least 1).
     ///   - retryDelay: The first pause between attempts, doubled each time.
     ///   - evaluator: Judges `https://` collectors.
-    ///   - trust: The settings the collectors are judged with.
+    ///   - settings: How the collectors' chains are judged (default: the platform roots).
     ///   - group: The event loops.
     ///   - onOutcome: Called with the outcome for each URI.
     public init(
@@ -66,7 +65,7 @@ public struct HTTPPinFailureReporter: Sendable {
         maximumAttempts: Int = 3,
         retryDelay: Duration = .milliseconds(500),
         evaluator: any ServerTrustEvaluating = SecurityPolicy.defaultEvaluation,
-        trust: ServerTrust = ServerTrust(certificates: []),
+        settings: TrustSettings = .default,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onOutcome: (@Sendable (Outcome) -> Void)? = nil
     ) {
@@ -74,26 +73,33 @@ public struct HTTPPinFailureReporter: Sendable {
         self.maximumAttempts = max(1, maximumAttempts)
         self.retryDelay = retryDelay
         self.evaluator = evaluator
-        self.trust = trust
+        self.settings = settings
         self.group = group
         self.onOutcome = onOutcome
     }
 
-    /// A reporter that judges `https://` collectors by `evaluator` with `settings` (default: the platform roots);
-    /// the other parameters as in ``init(timeout:maximumAttempts:retryDelay:evaluator:trust:group:onOutcome:)``.
+    /// A reporter judging collectors with the settings of a ``ServerTrust`` template (its certificates are
+    /// ignored); the other parameters as in ``init(timeout:maximumAttempts:retryDelay:evaluator:settings:group:onOutcome:)``.
+    ///
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``.
+    @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the reporter's clock")
     public init(
         timeout: Duration = .seconds(5),
         maximumAttempts: Int = 3,
         retryDelay: Duration = .milliseconds(500),
         evaluator: any ServerTrustEvaluating = SecurityPolicy.defaultEvaluation,
-        settings: TrustSettings,
+        trust: ServerTrust,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onOutcome: (@Sendable (Outcome) -> Void)? = nil
-    ) {
+    ) throws {
         self.init(
             timeout: timeout, maximumAttempts: maximumAttempts, retryDelay: retryDelay, evaluator: evaluator,
-            trust: ServerTrust(certificates: [], settings: settings), group: group, onOutcome: onOutcome)
+            settings: try TrustSettings.ofTemplate(trust, for: "HTTPPinFailureReporter(trust:)"), group: group, onOutcome: onOutcome)
     }
+
+    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    @available(*, deprecated, renamed: "settings")
+    public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// Posts `report` to every URI in `uris` concurrently, each with up to ``maximumAttempts`` attempts, and
     /// returns when every delivery has finished. Never throws: each result is passed to ``onOutcome``.
@@ -113,7 +119,7 @@ public struct HTTPPinFailureReporter: Sendable {
         }
         let tls: PinnedTLSClient
         do {
-            tls = try PinnedTLSClient(evaluator: self.evaluator, trust: self.trust)
+            tls = try PinnedTLSClient(evaluator: self.evaluator, settings: self.settings)
         } catch {
             for uri in uris {
                 self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "no TLS context for the report: \(error)"))

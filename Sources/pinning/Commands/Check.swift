@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import Pinning
+@_spi(FixedValidationTime) import Pinning
 import PinningNIO
 import X509
 
@@ -132,8 +132,10 @@ extension PinningCommand {
                 let policy = made.policy
                 describe = { verdict, trust in EvaluationReport(verdict: verdict, trust: trust, policy: policy, host: host) }
             }
-            // Without --at, each handshake is judged at its own time.
-            trust.validationTime = try InputLoading.instant(self.policyOptions.at)
+            // Without --at, each handshake is judged at its own time. With it (a one-shot replay, the use the SPI is
+            // for), the client's settings carry the instant; `trust` keeps it only for the report.
+            let instant = try InputLoading.instant(self.policyOptions.at)
+            trust.validationTime = instant
             trust.revocation = try self.revocationOptions.policy(fetching: self.fetchCRLs)
             // --fetch-crls sets the trust's policy to fetch; a configuration entry may ask for it too. The client
             // puts RevocationFetchingEvaluator in front of the evaluator, which fetches when either asks.
@@ -150,7 +152,7 @@ extension PinningCommand {
             do {
                 client = try PinnedHTTPClient(
                     evaluator: judge,
-                    trust: trust,
+                    settings: trust.settings.validatingAt(instant),
                     identity: identity,
                     tlsConfiguration: tlsConfiguration,
                     configuration: PinnedHTTPClientConfiguration(

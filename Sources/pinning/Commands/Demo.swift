@@ -184,7 +184,7 @@ private struct DemoWorld {
         configuration.keyLog = self.keyLog
         let client: PinnedHTTPClient
         do {
-            client = try PinnedHTTPClient(evaluator: policy, trust: trust, identity: identity, configuration: configuration)
+            client = try PinnedHTTPClient(evaluator: policy, settings: trust.settings, identity: identity, configuration: configuration)
         } catch {
             return .failure(PinningConnectionError(code: .handshakeFailed, host: host, message: "cannot build the TLS configuration: \(ConnectionFailureWords.words(error))", underlying: error))
         }

@@ -285,6 +285,40 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Every Swift code block of the README, the DocC articles and the doc comments, compiled by
+        // `scripts/doc-snippets.sh` (issue 27): it writes them into scripts/doc-snippets/Generated/ and builds this
+        // target. Not a product, never run; it depends on every module a snippet may import.
+        .target(
+            name: "DocSnippets",
+            dependencies: [
+                "Pinning",
+                "PinningNIO",
+                "PinningPKI",
+                "PinningAsyncHTTPClient",
+                "PinningHummingbird",
+                "PinningProxy",
+                "PinningExport",
+                "PinningVapor",
+                "PinningGRPC",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+            ],
+            path: "scripts/doc-snippets",
+            // The script's self-test fixtures, read by the script, never compiled as such.
+            exclude: ["self-test.md", "self-test-doc-comments.swift.txt"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "limbo",
             dependencies: [

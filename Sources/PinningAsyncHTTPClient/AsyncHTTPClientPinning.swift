@@ -8,6 +8,14 @@ public import X509
 
 /// Pinning for AsyncHTTPClient: everything AsyncHTTPClient allows, and a precise list of what it does not.
 ///
+/// <!-- snippet: given(leafPin: Pin, backupLeafPin: Pin, companyRoot: Certificate, passphrase: String)
+/// import AsyncHTTPClient
+/// import NIOCore
+/// import NIOPosix
+/// import Pinning
+/// import PinningNIO
+/// import X509
+/// -->
 /// ```swift
 /// let pinning = try AsyncHTTPClientPinning(
 ///     host: "api.example.com",

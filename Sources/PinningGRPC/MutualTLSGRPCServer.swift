@@ -22,11 +22,22 @@ public import X509
 /// resumed session is judged again (an expired or revoked device cannot resume), and refusals carry the
 /// policy's reason in ``PinningNIO/PinningConnectionError``.
 ///
+/// <!-- snippet: given(identity: TLSIdentity, deviceCA: Certificate, services: [any RegistrableRPCService])
+/// import GRPCCore
+/// import PinningNIO
+/// import X509
+/// -->
 /// ```swift
-/// let transport = MutualTLSGRPCServerTransport(host: "0.0.0.0", port: 8443, server: try MutualTLSServer(
-///     identity: identity, clientCertificateAuthorities: [deviceCA]))
-/// try await withGRPCServer(transport: transport, services: [Devices()]) { server in … }
+/// let transport = MutualTLSGRPCServerTransport(
+///     host: "0.0.0.0", port: 8443,
+///     server: try MutualTLSServer.makeGRPC(identity: identity, clientCertificateAuthorities: [deviceCA])  // offers ALPN h2
+/// )
+/// try await GRPCServer(transport: transport, services: services).serve()   // until beginGracefulShutdown()
 /// ```
+///
+/// - Important: Needs macOS 15, iOS 18, tvOS 18, watchOS 11 or visionOS 2 on Apple platforms, as grpc-swift 2's
+///   own transports do, while swift-pinning declares macOS 13: mark the code that uses it
+///   `@available(macOS 15.0, *)` or declare `.macOS(.v15)` in your package. Linux has no such limit.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 public final class MutualTLSGRPCServerTransport: ListeningServerTransport {
     public typealias Bytes = GRPCNIOTransportBytes

@@ -24,11 +24,28 @@ public import PinningNIO
 /// default) the call fails as soon as the connection is refused; with it, the call waits as gRPC waits for
 /// any unreachable server, and fails with the same message when its deadline passes.
 ///
+/// <!-- snippet: given(pins: [Pin], settings: TrustSettings)
+/// import GRPCCore
+/// import Pinning
+/// -->
 /// ```swift
-/// let transport = try PinnedGRPCClientTransport(host: "api.example.com", port: 443, client: try PinnedTLSClient(
-///     evaluator: SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeys: pins), settings: settings))
-/// try await withGRPCClient(transport: transport) { client in … }
+/// let transport = try PinnedGRPCClientTransport(
+///     host: "api.example.com", port: 443,
+///     evaluator: SecurityPolicy(pinningMode: .publicKey, pins: pins),
+///     settings: settings  // what the chain is validated against: TrustSettings(anchors: [privateCA], anchorsOnly: true)
+/// )
+/// try await withGRPCClient(transport: transport) { client in
+///     // Generated clients take it unchanged: Devices.Client(wrapping: client).
+/// }
 /// ```
+///
+/// To give a ``PinningNIO/PinnedTLSClient`` of your own, use ``init(host:port:client:address:config:serviceConfig:eventLoopGroup:)``
+/// and make its configuration with ``NIOSSL/TLSConfiguration/makePinnedGRPCClientConfiguration(identity:)``: gRPC
+/// requires ALPN `h2`, and a client without it is refused when the transport is made.
+///
+/// - Important: Needs macOS 15, iOS 18, tvOS 18, watchOS 11 or visionOS 2 on Apple platforms, as grpc-swift 2's
+///   own transports do, while swift-pinning declares macOS 13: mark the code that uses it
+///   `@available(macOS 15.0, *)` or declare `.macOS(.v15)` in your package. Linux has no such limit.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 public struct PinnedGRPCClientTransport: ClientTransport {
     public typealias Bytes = GRPCNIOTransportBytes

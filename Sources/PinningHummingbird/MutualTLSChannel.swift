@@ -61,6 +61,11 @@ extension HTTPServerBuilder {
     /// HTTP/1.1 over mutual TLS: every client must present a certificate that ``PinningNIO/MutualTLSServer``
     /// validates; handlers read it through ``MutualTLSRequestContext/client``.
     ///
+    /// <!-- snippet: given(router: Router<MutualTLSRequestContext>, id: TLSIdentity, ca: Certificate)
+    /// import Hummingbird
+    /// import PinningNIO
+    /// import X509
+    /// -->
     /// ```swift
     /// let app = Application(router: router, server: .mutualTLS(server: try MutualTLSServer(identity: id, clientCertificateAuthorities: [ca])))
     /// ```

@@ -4,6 +4,10 @@ public import PinningNIO
 
 /// A request context that carries the client a mutual-TLS handshake authenticated.
 ///
+/// <!-- snippet:
+/// import Hummingbird
+/// import PinningNIO
+/// -->
 /// ```swift
 /// let router = Router(context: MutualTLSRequestContext.self)
 /// router.get("/") { _, context in

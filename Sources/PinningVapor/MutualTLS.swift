@@ -29,6 +29,11 @@ extension HTTPServer.Configuration {
     /// HTTP/2 requests (it looks for the TLS handler on the stream's channel). Setting HTTP/2 back afterwards
     /// fails closed: HTTP/2 requests then have no ``Vapor/Request/authenticatedClient``.
     ///
+    /// <!-- snippet: given(app: Application, identity: TLSIdentity, deviceCA: Certificate)
+    /// import PinningNIO
+    /// import Vapor
+    /// import X509
+    /// -->
     /// ```swift
     /// app.http.server.configuration.useMutualTLS(try MutualTLSServer(identity: identity, clientCertificateAuthorities: [deviceCA]))
     /// app.grouped(MutualTLSMiddleware()).get("me") { req in req.authenticatedClient!.subject }
@@ -37,8 +42,16 @@ extension HTTPServer.Configuration {
     /// - Parameters:
     ///   - server: The identity and client policy.
     ///   - mode: Whether a certificate is required at the handshake (default) or only judged when presented.
-    ///   - onRefusal: Called with the reason of every refused client (Vapor itself logs only that the handshake
-    ///     failed).
+    ///   - onRefusal: Called once for each client whose presented certificate chain the policy refuses, with the
+    ///     reason: `untrusted` and its ``Pinning/TrustFailure`` (another CA, expired, revoked, no clientAuth, a pin
+    ///     missing, refused by `clientCheck` or the `clientEvaluator`), or `unreadablePeerCertificate` for a leaf
+    ///     that cannot be parsed. It hears only of chains that reach the policy. It is not called for handshakes
+    ///     that BoringSSL fails before it hands a chain to the policy: a client without a certificate under
+    ///     ``ClientCertificateMode/require``, no TLS version or cipher suite in common, a certificate message over
+    ///     BoringSSL's size limit, a client that leaves mid-handshake. It is also not called for a client whose
+    ///     chain was trusted but that then fails to prove it holds the key (its CertificateVerify is checked after
+    ///     the policy). All of these fail the handshake; no handler runs. Vapor closes such connections without
+    ///     saying why.
     public mutating func useMutualTLS(
         _ server: MutualTLSServer,
         mode: ClientCertificateMode = .require,

@@ -10,6 +10,11 @@ public import Vapor
 /// client (AsyncHTTPClient with its TLS configuration) cannot do. A refusal fails the request with
 /// ``PinningNIO/PinningConnectionError`` carrying the ``Pinning/TrustFailure``.
 ///
+/// <!-- snippet: given(configuration: PinningConfiguration, settings: TrustSettings, app: Application, req: Request)
+/// import Pinning
+/// import PinningNIO
+/// import Vapor
+/// -->
 /// ```swift
 /// let pinned = try PinnedHTTPClient(evaluator: configuration, settings: settings)
 /// app.clients.use(.pinned(pinned))

@@ -6,6 +6,9 @@ public import Foundation
 /// `PinningNIO` module's `PinFailureReportQueue` conforms (rate limit, retries, an HTTPS POST over the
 /// package's own TLS client); conform your own type to log reports or hand them to your networking stack.
 ///
+/// <!-- snippet: given(configuration: inout PinningConfiguration)
+/// import PinningNIO
+/// -->
 /// ```swift
 /// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())   // PinningNIO
 /// ```

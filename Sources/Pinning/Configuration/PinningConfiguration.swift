@@ -18,6 +18,10 @@ public import X509
 /// }
 /// ```
 ///
+/// <!-- snippet: given(chain: [Certificate])
+/// import PinningNIO
+/// import X509
+/// -->
 /// ```swift
 /// var configuration = try PinningConfiguration(contentsOfFile: "/etc/myapp/pinning.json")
 /// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())   // PinningNIO

@@ -5,6 +5,7 @@ import X509
 /// the same policy again (many connections to one server) costs a dictionary look-up instead of path building
 /// and signature checks.
 ///
+/// <!-- snippet: given(policy: SecurityPolicy, trust: ServerTrust) -->
 /// ```swift
 /// let cache = EvaluationCache()                                   // share it across connections
 /// let verdict = await policy.evaluate(trust, forDomain: "api.example.com", cache: cache)

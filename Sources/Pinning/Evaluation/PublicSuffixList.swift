@@ -6,6 +6,9 @@ public import Foundation
 /// The core reads no file it was not handed: load the list yourself and pass it in. Debian's and Ubuntu's
 /// `publicsuffix` package installs it at ``systemPath``.
 ///
+/// <!-- snippet: given(chain: [Certificate])
+/// import X509
+/// -->
 /// ```swift
 /// let suffixes = try PublicSuffixList(contentsOfFile: PublicSuffixList.systemPath)
 /// let trust = ServerTrust(certificates: chain, profile: .webPKI(publicSuffixList: suffixes))

@@ -7,6 +7,9 @@ public import X509
 /// ``TrustSettings`` that a client, server or configuration holds for all its connections). The settings'
 /// fields can be read and set through this value too.
 ///
+/// <!-- snippet: given(presented: [Certificate], companyRoot: Certificate)
+/// import X509
+/// -->
 /// ```swift
 /// var trust = ServerTrust(certificates: presented)          // leaf first
 /// trust.anchors = [companyRoot]                             // added to the platform roots

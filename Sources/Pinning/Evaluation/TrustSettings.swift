@@ -5,6 +5,10 @@ public import X509
 /// limits. Configurations, clients and servers hold one of these; each handshake pairs it with the chain the
 /// peer presented to make a ``ServerTrust`` (``trust(for:)``).
 ///
+/// <!-- snippet: given(companyRoot: Certificate, policy: SecurityPolicy)
+/// import PinningNIO
+/// import X509
+/// -->
 /// ```swift
 /// let settings = TrustSettings(anchors: [companyRoot], anchorsOnly: true)
 /// let client = try PinnedTLSClient(evaluator: policy, settings: settings)

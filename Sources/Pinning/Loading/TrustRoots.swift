@@ -9,6 +9,9 @@ public import X509
 /// skipped and listed in ``skipped``, and the others are kept. It also honours `SSL_CERT_FILE` and
 /// `SSL_CERT_DIR`, as OpenSSL does.
 ///
+/// <!-- snippet:
+/// import X509
+/// -->
 /// ```swift
 /// let roots = TrustRoots.platform            // the OS store, loaded once per process
 /// for problem in roots.skipped { print("warning: \(problem)") }

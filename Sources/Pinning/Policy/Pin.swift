@@ -8,6 +8,9 @@ public import X509
 /// the same pin. A pin survives certificate renewal as long as the key is kept, which is why public-key pinning
 /// is the recommended mode.
 ///
+/// <!-- snippet: given(certificate: Certificate)
+/// import X509
+/// -->
 /// ```swift
 /// let pin = try Pin("sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=")
 /// let served = Pin(spkiOf: certificate)

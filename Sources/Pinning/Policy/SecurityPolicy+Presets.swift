@@ -3,6 +3,9 @@ public import X509
 /// Alamofire-style presets, so a policy reads as what it does: `.defaultEvaluation`, `.publicKeys(pins)`,
 /// `.publicKeys(in: certificates)`, `.pinnedCertificates(certificates)`.
 ///
+/// <!-- snippet: given(primary: Pin, backup: Pin)
+/// import PinningNIO
+/// -->
 /// ```swift
 /// let client = try PinnedTLSClient(evaluator: SecurityPolicy.publicKeys([primary, backup]))
 /// ```

@@ -4,8 +4,11 @@ public import X509
 /// AFNetworking's `AFSecurityPolicy`, Swift-shaped and hardened: how a client decides whether to trust a
 /// server.
 ///
+/// <!-- snippet: given(chain: [Certificate])
+/// import X509
+/// -->
 /// ```swift
-/// var policy = SecurityPolicy(pinningMode: .publicKey, pins: [try Pin("sha256/…"), try Pin("sha256/…")])
+/// let policy = SecurityPolicy(pinningMode: .publicKey, pins: [try Pin("sha256/…"), try Pin("sha256/…")])
 /// let verdict = await policy.evaluate(ServerTrust(certificates: chain), forDomain: "api.example.com")
 /// ```
 ///

@@ -8,6 +8,10 @@ public import X509
 /// core never fetches or reads anything itself. Put a policy in ``TrustSettings/revocation``; nil (the default)
 /// checks nothing, as a client without CRLs does.
 ///
+/// <!-- snippet: given(crlURL: URL, fleetRoot: Certificate)
+/// import Foundation
+/// import X509
+/// -->
 /// ```swift
 /// let crls = try CertificateRevocationList.read(Array(Data(contentsOf: crlURL)))
 /// var settings = TrustSettings(anchors: [fleetRoot], anchorsOnly: true, purpose: .clientAuthentication)

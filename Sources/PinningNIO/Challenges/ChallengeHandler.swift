@@ -5,6 +5,9 @@ import X509
 /// for client-certificate requests, each only for the hosts it is configured for, with per-client and
 /// per-request overrides.
 ///
+/// <!-- snippet: given(pins: [Pin], deviceIdentity: TLSIdentity)
+/// import Pinning
+/// -->
 /// ```swift
 /// var handler = ChallengeHandler(
 ///     policy: SecurityPolicy(pinningMode: .publicKey, pins: pins), policyHosts: .only(["api.example.com"]),

@@ -8,6 +8,10 @@ import X509
 
 /// Puts TLS on NIO channels with a trust decision of ours on every handshake.
 ///
+/// <!-- snippet: given(p: String, group: any EventLoopGroup)
+/// import NIOCore
+/// import Pinning
+/// -->
 /// ```swift
 /// let policy = SecurityPolicy(pinningMode: .publicKey, pins: [try Pin("sha256/…")])
 /// let client = try PinnedTLSClient(evaluator: policy, identity: try .pkcs12(file: "client.p12", passphrase: p))

@@ -13,6 +13,10 @@ import X509
 /// ``PinnedHTTPClientConfiguration/httpVersions`` is `.automatic` and the server picks it) whose every connection
 /// is a ``PinnedTLSClient`` handshake.
 ///
+/// <!-- snippet: given(pins: [Pin])
+/// import Foundation
+/// import Pinning
+/// -->
 /// ```swift
 /// let client = try PinnedHTTPClient(evaluator: SecurityPolicy(pinningMode: .publicKey, pins: pins))
 /// defer { Task { await client.shutdown() } }

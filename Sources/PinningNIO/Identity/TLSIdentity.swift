@@ -12,6 +12,7 @@ public typealias ClientIdentity = TLSIdentity
 ///
 /// Load one from a PKCS#12 file (`.p12`/`.pfx`, modern AES/PBKDF2 or legacy 3DES/RC2) or from PEM files:
 ///
+/// <!-- snippet: given(passphrase: String) -->
 /// ```swift
 /// let identity = try TLSIdentity.pkcs12(file: "client.p12", passphrase: passphrase)
 /// let anchor = identity.chainRoot          // the private CA, to trust the server with

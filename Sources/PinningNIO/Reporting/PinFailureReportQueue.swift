@@ -4,9 +4,13 @@ public import Pinning
 /// Hands pin failure reports to an ``HTTPPinFailureReporter`` in the background, at most once per day for
 /// the same report, and lets a short-lived program wait for delivery before it exits.
 ///
+/// <!-- snippet: given(configuration: inout PinningConfiguration)
+/// import Pinning
+/// -->
 /// ```swift
-/// configuration.reportQueue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())
-/// …
+/// let queue = PinFailureReportQueue(reporter: HTTPPinFailureReporter())
+/// configuration.reportQueue = queue
+/// // … evaluations with the configuration queue their reports …
 /// _ = await queue.waitForDelivery(timeout: .seconds(5))    // e.g. before a command-line tool exits
 /// ```
 ///

@@ -6,6 +6,10 @@ public import Pinning
 /// files whenever they change, so that revoking a device (`pinning pki revoke`, `pinning pki crl`, copy the CRL
 /// into place) takes effect on its next handshake with no restart.
 ///
+/// <!-- snippet: given(identity: TLSIdentity, fleetCA: Certificate)
+/// import Pinning
+/// import X509
+/// -->
 /// ```swift
 /// let revocation = try RevocationSource.watching(["/etc/fleet/crl"], mode: .hard, scope: .leaf)
 /// let server = try MutualTLSServer(identity: identity, clientCertificateAuthorities: [fleetCA], revocation: revocation)

@@ -7,9 +7,14 @@ public import X509
 
 /// TLS for servers that require a client certificate and validate it with this package's evaluator.
 ///
+/// <!-- snippet: given(serverIdentity: TLSIdentity, deviceCA: Certificate, group: any EventLoopGroup)
+/// import NIOCore
+/// import NIOPosix
+/// import X509
+/// -->
 /// ```swift
 /// let server = try MutualTLSServer(identity: serverIdentity, clientCertificateAuthorities: [deviceCA])
-/// ServerBootstrap(group: group).childChannelInitializer { channel in
+/// let bootstrap = ServerBootstrap(group: group).childChannelInitializer { channel in
 ///     channel.eventLoop.makeCompletedFuture {
 ///         try server.addHandlers(to: channel.pipeline.syncOperations)
 ///         // … HTTP handlers; they read the client with channel.pinningAuthenticatedPeer()
@@ -321,7 +326,12 @@ public struct MutualTLSServer: Sendable {
     /// builds a new `NIOSSLContext` for every connection, so its sessions cannot be resumed (PinningVapor's tests
     /// check it with `openssl s_client -sess_in`); a server sharing one context must use ``addHandlers(to:)``.
     ///
-    /// - Parameter onRefusal: Called with the reason of every refused client (for logs and metrics).
+    /// - Parameter onRefusal: Called with the reason of each client whose presented chain this server refuses
+    ///   (for logs and metrics): `untrusted` with the ``Pinning/TrustFailure``, `unreadablePeerCertificate`, or a
+    ///   `clientCheck` refusal. NIOSSL calls the callback only when BoringSSL has a chain to verify, so a
+    ///   handshake that BoringSSL fails by itself is not reported: no certificate when one is required, no
+    ///   common version or cipher suite, a certificate message over its size limit, a client that leaves early,
+    ///   or a CertificateVerify that fails after the chain was trusted.
     public func verificationCallback(
         onRefusal: (@Sendable (PinningConnectionError) -> Void)? = nil
     ) -> @Sendable ([NIOSSLCertificate], EventLoopPromise<NIOSSLVerificationResultWithMetadata>) -> Void {

@@ -21,6 +21,9 @@ public import NIOSSL
 /// - an existing regular file that other users may read is refused instead of being appended to (curl appends
 ///   whatever the mode; we fail closed, since the secrets outlive the debugging session).
 ///
+/// <!-- snippet: given(policy: SecurityPolicy, settings: TrustSettings)
+/// import Pinning
+/// -->
 /// ```swift
 /// let keyLog = try TLSKeyLog(path: "/tmp/keys.log")
 /// let client = try PinnedTLSClient(evaluator: policy, settings: settings, keyLog: keyLog)

@@ -31,6 +31,18 @@ struct TUFCanonicalJSONTests {
         #expect(try Self.canonical(input) == expected)
     }
 
+    @Test("JSON text escapes what canonical JSON writes raw, and reads back to the same value")
+    func jsonText() throws {
+        let value = try TUFJSON.parse(Array(#"{"pem": "-----BEGIN-----\nAB\u0001\"\\", "n": [1, -2, 0.5, true, null]}"#.utf8))
+        let text = value.jsonBytes()
+        #expect(String(decoding: text, as: UTF8.self) == #"{"n":[1,-2,0.5,true,null],"pem":"-----BEGIN-----\nAB\u0001\"\\"}"#)
+        #expect(try TUFJSON.parse(text) == value)
+        // The canonical form of the same string is raw, and not strict JSON.
+        let canonical = try TUFJSON.parse(Array(#"{"pem": "a\nb"}"#.utf8)).canonicalBytes()
+        #expect(canonical == Array("{\"pem\":\"a\nb\"}".utf8))
+        #expect(throws: TUFJSONError.self) { try TUFJSON.parse(canonical) }
+    }
+
     @Test("canonical form: sorted keys, no whitespace, nested values, and it is a fixed point")
     func basics() throws {
         let out = try Self.canonical(#" { "b" : 1 , "a" : [ true , { "y" : null , "x" : "s" } ] } "#)

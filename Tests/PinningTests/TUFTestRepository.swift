@@ -71,7 +71,7 @@ struct TUFTestRepository {
     static func signed(_ signed: TUFJSON, by signers: [TUFTestSigner], extraSignatures: [TUFJSON] = []) -> [UInt8] {
         let message = try! signed.canonicalBytes()
         let signatures = signers.map { tufObject(["keyid": .string($0.keyID), "sig": .string($0.sign(message))]) } + extraSignatures
-        return try! tufObject(["signatures": .array(signatures), "signed": signed]).canonicalBytes()
+        return tufObject(["signatures": .array(signatures), "signed": signed]).jsonBytes()
     }
 
     static func common(_ type: String, version: Int, expires: String) -> [String: TUFJSON] {

@@ -141,6 +141,66 @@ extension TUFJSON {
         return out
     }
 
+    /// The value as compact JSON text (RFC 8259) that any JSON reader accepts: the canonical form, except that control
+    /// characters in strings are escaped (`\n`, `\u0001`; canonical JSON writes them raw, which strict readers refuse)
+    /// and floats are written as read. What a repository writes as a metadata file; signatures cover
+    /// ``canonicalBytes()`` of its `signed` part, which reading this text gives back exactly.
+    public func jsonBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        Self.encodeText(self, into: &out)
+        return out
+    }
+
+    private static func encodeText(_ value: TUFJSON, into out: inout [UInt8]) {
+        switch value {
+        case .float(let text):
+            out += Array(text.utf8)
+        case .string(let text):
+            encodeTextString(text, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                encodeText(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                encodeTextString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                encodeText(member.value, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .null:
+            out += Array("null".utf8)
+        case .bool(let flag):
+            out += Array((flag ? "true" : "false").utf8)
+        case .integer(let digits):
+            out += Array(digits.utf8)
+        }
+    }
+
+    private static func encodeTextString(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out += [UInt8(ascii: "\\"), byte]
+            case 0x0A: out += Array("\\n".utf8)
+            case 0x0D: out += Array("\\r".utf8)
+            case 0x09: out += Array("\\t".utf8)
+            case 0x00..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            default:
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
     private static func encode(_ value: TUFJSON, into out: inout [UInt8]) throws(TUFJSONError) {
         switch value {
         case .null:

@@ -170,6 +170,21 @@ struct TUFTrustedSetTests {
         #expect(dropped.rule == .removedFromSnapshot)
     }
 
+    @Test("a local snapshot longer than the new timestamp's snapshot length still guards against a targets rollback")
+    func localSnapshotLongerThanNewLength() throws {
+        let repository = TUFTestRepository()
+        var set = try TUFTrustedSet(trustedRoot: repository.root(version: 1), updateStartTime: TUFTestRepository.now)
+        // The stored snapshot v2 (targets v22) is one byte longer than the new v3 (targets v1), whose exact length
+        // the new timestamp names.
+        let local = repository.snapshot(version: 2, meta: ["targets.json": TUFTestRepository.metaEntry(version: 22)])
+        let new = repository.snapshot(version: 3, meta: ["targets.json": TUFTestRepository.metaEntry(version: 1)])
+        #expect(local.count == new.count + 1)
+        try set.updateTimestamp(repository.timestamp(version: 3, snapshotVersion: 3, snapshotBytes: new))
+        try set.updateSnapshot(local, isLocalCopy: true)
+        let error = try #require(throws: TUFError.self) { try set.updateSnapshot(new, isLocalCopy: false) }
+        #expect(error.rule == .rollback && error.expectedVersion == 22 && error.foundVersion == 1)
+    }
+
     @Test("freeze: expired timestamp, snapshot and targets are refused at the update's start time")
     func freeze() throws {
         let repository = TUFTestRepository()

@@ -153,8 +153,13 @@ public struct TUFTrustedSet: Sendable {
         guard self.targets == nil else { throw TUFError(role: role, rule: .outOfOrder, "snapshot cannot be updated after the targets") }
         try self.checkTimestampFinal()
         guard let timestamp = self.timestamp else { throw TUFError(role: role, rule: .unavailable, "no trusted timestamp") }
-        try Self.checkSize(bytes, cap: timestamp.snapshotMeta.length ?? self.limits.snapshotMaxLength, role: role)
-        if !isLocalCopy {
+        // A local copy is an older snapshot, kept as the reference for rollback checks: the new timestamp's length
+        // is not its length (one more digit in a version, a longer signature), so only the general cap bounds it.
+        // Bounding it by the new length would drop the reference and let a rollback through.
+        if isLocalCopy {
+            try Self.checkSize(bytes, cap: self.limits.snapshotMaxLength, role: role)
+        } else {
+            try Self.checkSize(bytes, cap: timestamp.snapshotMeta.length ?? self.limits.snapshotMaxLength, role: role)
             try timestamp.snapshotMeta.verify(bytes, role: role, what: "the snapshot")
         }
         let new = try TUFSnapshot(bytes: bytes)

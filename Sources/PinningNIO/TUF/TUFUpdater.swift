@@ -113,7 +113,9 @@ public struct TUFUpdater: Sendable {
         // §5.5: the local snapshot is used as it is when it is the version the timestamp names; otherwise it is the
         // reference for rollback checks of the new one.
         var snapshotIsFinal = false
-        if let local = self.readLocalCopy(TUFRoleName.snapshot, maximumLength: timestamp.snapshotMeta.length ?? self.limits.snapshotMaxLength) {
+        // Read up to the general cap, not the new timestamp's length: an older local snapshot may be longer and is
+        // still the reference for rollback checks.
+        if let local = self.readLocalCopy(TUFRoleName.snapshot, maximumLength: self.limits.snapshotMaxLength) {
             do {
                 try set.updateSnapshot(local, isLocalCopy: true)
                 try set.checkSnapshotFinal()

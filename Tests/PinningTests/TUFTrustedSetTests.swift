@@ -366,6 +366,18 @@ struct TUFDelegationTests {
         #expect(refused.keyIDs == [releaseViaB.keyID])
     }
 
+    @Test("succinct hash-bin delegations (TAP 15) are refused with a typed error, never skipped")
+    func succinctRoles() throws {
+        let repository = TUFTestRepository()
+        let succinct = tufObject([
+            "keys": tufObject([:]),
+            "succinct_roles": tufObject(["keyids": .array([]), "threshold": tufInt(1), "bit_length": tufInt(8), "name_prefix": .string("bin")]),
+        ])
+        let set = try repository.trustedSet(targets: TUFTestRepository.targetsSigned(version: 1, delegations: succinct))
+        let error = try #require(throws: TUFError.self) { _ = try set.search(for: "file") }
+        #expect(error.rule == .delegation && error.role == "targets")
+    }
+
     @Test("pre-order depth-first order, terminating delegations, hash prefixes, cycles")
     func order() throws {
         let repository = TUFTestRepository()

@@ -38,13 +38,13 @@ public struct TUFTargetSearch: Sendable {
     private var pending: (visit: Visit, request: TUFRoleRequest)?
     private var result: Step?
 
-    init(targetPath: String, targets: TUFTargets, snapshot: TUFSnapshot, root: TUFRoot, limits: TUFLimits, referenceTime: Double) {
+    init(targetPath: String, targets: TUFTargets, snapshot: TUFSnapshot, root: TUFRoot, limits: TUFLimits, referenceTime: Double) throws(TUFError) {
         self.targetPath = targetPath
         self.snapshot = snapshot
         self.root = root
         self.limits = limits
         self.referenceTime = referenceTime
-        self.take(targets, role: TUFRoleName.targets)
+        try self.take(targets, role: TUFRoleName.targets)
     }
 
     /// What the search needs next, or its result.
@@ -74,6 +74,9 @@ public struct TUFTargetSearch: Sendable {
     /// the snapshot's version, signed by a threshold of the keys the delegation that led here names, not expired.
     /// A refused candidate leaves the search waiting for the same role (the caller may offer the repository's copy
     /// after its own cached one).
+    ///
+    /// - Throws: the candidate's refusal; ``TUFError/Rule/delegation`` when the accepted role does not list the
+    ///   target and delegates with succinct hash-bin roles (TAP 15), which this client does not follow.
     public mutating func provide(_ bytes: [UInt8]) throws(TUFError) {
         guard let pending = self.pending else {
             throw TUFError(role: self.targetPath, rule: .outOfOrder, "no role's metadata was asked for")
@@ -83,11 +86,11 @@ public struct TUFTargetSearch: Sendable {
             bytes, keys: visit.delegatorKeys, roleKeys: visit.delegation.keys, signer: "\(TUFError.printable(visit.delegatorName))'s delegation",
             referenceTime: self.referenceTime)
         self.pending = nil
-        self.take(targets, role: visit.role)
+        try self.take(targets, role: visit.role)
     }
 
     /// Visits a role's verified metadata: the target if it lists it, else its delegations that cover the path.
-    private mutating func take(_ targets: TUFTargets, role: String) {
+    private mutating func take(_ targets: TUFTargets, role: String) throws(TUFError) {
         self.visitedRoles.append(role)
         if let target = targets.target(self.targetPath) {
             self.result = .found(target, role: role)
@@ -97,8 +100,7 @@ public struct TUFTargetSearch: Sendable {
         if delegations.usesSuccinctRoles {
             // TAP 15 hash bins are not part of specification 1.0; refusing is safe, skipping would not be (a
             // target found later in the walk could be one the bins were meant to decide).
-            self.result = .notFound("\(TUFError.printable(role)) delegates with succinct hash-bin roles (TAP 15), which this client does not follow")
-            return
+            throw TUFError(role: role, rule: .delegation, "delegates with succinct hash-bin roles (TAP 15), which this client does not follow")
         }
         var children: [Visit] = []
         for delegation in delegations.roles(for: self.targetPath) {

@@ -227,7 +227,7 @@ public struct TUFTrustedSet: Sendable {
         guard let targets = self.targets, let snapshot = self.snapshot else {
             throw TUFError(role: TUFRoleName.targets, rule: .unavailable, "no trusted targets metadata to search")
         }
-        return TUFTargetSearch(targetPath: targetPath, targets: targets, snapshot: snapshot, root: self.root, limits: self.limits, referenceTime: self.referenceTime)
+        return try TUFTargetSearch(targetPath: targetPath, targets: targets, snapshot: snapshot, root: self.root, limits: self.limits, referenceTime: self.referenceTime)
     }
 
     // MARK: - Helpers

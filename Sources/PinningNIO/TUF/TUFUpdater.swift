@@ -12,6 +12,9 @@ public import Pinning
 /// crash at any point each file is a complete, verified version: never one older than a version the client
 /// accepted and stored, never a torn file that would be skipped as the reference for a rollback check.
 ///
+/// <!-- snippet: given(dir: String, targetDir: String, client: PinnedHTTPClient)
+/// import Foundation
+/// -->
 /// ```swift
 /// var updater = TUFUpdater(metadataDirectory: dir, metadataURL: URL(string: "https://pins.example.com/metadata/")!,
 ///                          fetcher: TUFHTTPFetcher(client: client))

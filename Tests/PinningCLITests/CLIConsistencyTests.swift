@@ -217,7 +217,7 @@ struct CLIConsistencyTests {
         defer { directory.remove() }
         let subcommands = [
             [], ["evaluate"], ["check"], ["serve"], ["inspect"], ["pins"], ["config"], ["config", "lint"], ["pki"], ["pki", "init"],
-            ["pki", "issue"], ["pki", "export"], ["bench"], ["bench", "evaluations"], ["bench", "handshake"], ["demo"],
+            ["pki", "issue"], ["pki", "export"], ["bench"], ["bench", "evaluations"], ["bench", "handshake"], ["demo"], ["tuf"],
         ]
         for subcommand in subcommands {
             let run = try await Executable.pinning(["help"] + subcommand, in: directory)

@@ -64,7 +64,9 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
     typealias InboundIn = HTTPClientResponsePart
 
     private let host: String
-    private let maximumBodySize: Int
+    private let defaultMaximumBodySize: Int
+    /// The cap of the response being collected (a request may set its own).
+    private var maximumBodySize: Int
     private let events: ConnectionEvents
     private var promise: EventLoopPromise<CollectedResponse>?
     private var head: HTTPResponseHead?
@@ -75,13 +77,15 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
 
     init(host: String, maximumBodySize: Int, events: ConnectionEvents) {
         self.host = host
+        self.defaultMaximumBodySize = maximumBodySize
         self.maximumBodySize = maximumBodySize
         self.events = events
     }
 
-    func begin(_ promise: EventLoopPromise<CollectedResponse>) {
+    func begin(_ promise: EventLoopPromise<CollectedResponse>, maximumBodySize: Int? = nil) {
         self.head = nil
         self.body = []
+        self.maximumBodySize = maximumBodySize ?? self.defaultMaximumBodySize
         if self.inactive {
             promise.fail(self.events.failure ?? PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before the request was sent"))
             return

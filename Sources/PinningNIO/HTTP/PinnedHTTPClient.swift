@@ -48,8 +48,8 @@ public final class PinnedHTTPClient: Sendable {
     public let tls: PinnedTLSClient
     /// Timeouts, redirects, pool and size limits.
     public let configuration: PinnedHTTPClientConfiguration
-    private let group: any EventLoopGroup
-    private let pool: HTTPConnectionPool
+    let group: any EventLoopGroup
+    let pool: HTTPConnectionPool
 
     /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain
     /// (``Pinning/TrustSettings``).
@@ -111,6 +111,9 @@ public final class PinnedHTTPClient: Sendable {
     ///   - url: An `https` URL.
     ///   - headers: Extra request headers (`Host`, `Connection` and `Content-Length` are the client's).
     ///     `Authorization`, `Proxy-Authorization` and `Cookie` are not sent after a redirect to another host or port.
+    ///   - maximumBodySize: The largest body accepted for this request (nil:
+    ///     ``PinnedHTTPClientConfiguration/maximumBodySize``); a longer one fails with
+    ///     ``PinningConnectionError/Code/httpFailed`` as soon as it passes the cap.
     ///   - resolve: Addresses to use instead of DNS (also applied to redirect targets).
     /// - Returns: The final response, with the handshake of the connection that carried it.
     /// - Throws: ``PinningConnectionError``: ``PinningConnectionError/Code/untrusted`` with the ``TrustFailure``
@@ -119,6 +122,7 @@ public final class PinnedHTTPClient: Sendable {
     public func get(
         _ url: URL,
         headers: HTTPHeaders = HTTPHeaders(),
+        maximumBodySize: Int? = nil,
         resolve: @escaping Resolve = { _, _ in nil }
     ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
         var current = url
@@ -131,7 +135,7 @@ public final class PinnedHTTPClient: Sendable {
                 // As curl and browsers do: credentials meant for one origin are not sent to another.
                 for name in Self.originBoundHeaders { headers.remove(name: name) }
             }
-            let exchange = try await self.exchange(target, request: .get, headers: headers, resolve: resolve)
+            let exchange = try await self.exchange(target, request: RequestLine(method: .GET, body: nil, maximumBodySize: maximumBodySize), headers: headers, resolve: resolve)
             let response = exchange.response(url: current, redirects: visited)
             // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
             guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
@@ -190,7 +194,7 @@ public final class PinnedHTTPClient: Sendable {
 
     /// The request head: the caller's headers with `Host` and `User-Agent` set and `dropping` removed (the
     /// client frames the request itself).
-    private func requestHead(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
+    func requestHead(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
         var head = HTTPRequestHead(version: .http1_1, method: request.method, uri: target.pathAndQuery)
         head.headers = headers
         head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
@@ -206,7 +210,7 @@ public final class PinnedHTTPClient: Sendable {
     }
 
     /// Writes the request: its head, the body if any, the end.
-    private static func write(_ head: HTTPRequestHead, body: [UInt8]?, to channel: any Channel) {
+    static func write(_ head: HTTPRequestHead, body: [UInt8]?, to channel: any Channel) {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         if let body, !body.isEmpty {
             channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
@@ -218,8 +222,8 @@ public final class PinnedHTTPClient: Sendable {
     struct RequestLine: Sendable {
         var method: HTTPMethod
         var body: [UInt8]?
-
-        static let get = RequestLine(method: .GET, body: nil)
+        /// This request's cap on the response body (nil: the configuration's).
+        var maximumBodySize: Int? = nil
 
         /// Safe to send again when a reused connection turns out closed (RFC 9110 §9.2.2).
         var isIdempotent: Bool {
@@ -361,7 +365,7 @@ public final class PinnedHTTPClient: Sendable {
         return http
     }
 
-    private static func addHTTP1Handlers(
+    static func addHTTP1Handlers(
         to pipeline: ChannelPipeline.SynchronousOperations, host: String, maximumBodySize: Int, events: ConnectionEvents
     ) throws {
         try pipeline.addHTTPClientHandlers()
@@ -386,7 +390,8 @@ public final class PinnedHTTPClient: Sendable {
         do {
             collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
                 let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                let collector = NIOLoopBound(HTTPResponseCollector(host: host, maximumBodySize: maximumBodySize, events: events), eventLoop: channel.eventLoop)
+                let collector = NIOLoopBound(
+                    HTTPResponseCollector(host: host, maximumBodySize: request.maximumBodySize ?? maximumBodySize, events: events), eventLoop: channel.eventLoop)
                 collector.value.begin(promise)
                 multiplexer.createStreamChannel { stream in
                     stream.eventLoop.makeCompletedFuture {
@@ -441,7 +446,7 @@ public final class PinnedHTTPClient: Sendable {
                     )
                 }
                 let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                collector.begin(promise)
+                collector.begin(promise, maximumBodySize: request.maximumBodySize)
                 Self.write(head, body: request.body, to: channel)
                 let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
                 let timer = channel.eventLoop.scheduleTask(in: timeout) {

@@ -7,15 +7,19 @@ import NIOSSL
 import Pinning
 import X509
 
-/// Scheme, host, port and path of an `https` URL.
+/// Scheme, host, port and path of an `https` URL (or, for ``PinnedHTTPClient/getPlainHTTP(_:headers:maximumBodySize:resolve:)``
+/// only, an `http` URL).
 struct RequestTarget: Sendable {
     var host: String
     var port: Int
     var pathAndQuery: String
+    /// 443, or 80 for plain HTTP.
+    var defaultPort: Int
 
-    init(_ url: URL) throws(PinningConnectionError) {
-        guard url.scheme?.lowercased() == "https" else {
-            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): only https URLs are supported")
+    init(_ url: URL, plainHTTP: Bool = false) throws(PinningConnectionError) {
+        let scheme = plainHTTP ? "http" : "https"
+        guard url.scheme?.lowercased() == scheme else {
+            throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): only \(scheme) URLs are supported here")
         }
         guard var host = url.host, !host.isEmpty else {
             throw PinningConnectionError(code: .invalidRequest, host: nil, message: "\(url.absoluteString): no host")
@@ -23,7 +27,8 @@ struct RequestTarget: Sendable {
         if host.hasPrefix("[") && host.hasSuffix("]") {
             host = String(host.dropFirst().dropLast())
         }
-        let port = url.port ?? 443
+        self.defaultPort = plainHTTP ? 80 : 443
+        let port = url.port ?? self.defaultPort
         guard (1...65535).contains(port) else {
             throw PinningConnectionError(code: .invalidRequest, host: host, message: "\(url.absoluteString): port \(port) is not a TCP port")
         }
@@ -37,6 +42,6 @@ struct RequestTarget: Sendable {
 
     var hostHeader: String {
         let name = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return self.port == 443 ? name : "\(name):\(self.port)"
+        return self.port == self.defaultPort ? name : "\(name):\(self.port)"
     }
 }

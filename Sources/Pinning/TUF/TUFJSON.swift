@@ -1,0 +1,471 @@
+/// A JSON value as The Update Framework signs it: integers kept exactly (as their decimal digits), object keys kept
+/// byte for byte, and an encoder for OLPC canonical JSON as securesystemslib writes it (`encode_canonical`).
+///
+/// Foundation's `JSONSerialization` is not used for metadata: it reads integers as `Double` beyond 2^53, it cannot
+/// say whether `1` was written `1` or `1.0`, and `NSDictionary` keys compare as Unicode-equivalent strings. A
+/// signature covers exact bytes, so the value it is checked against must be exactly what was written.
+public enum TUFJSON: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    /// An integer, as its decimal digits with an optional leading `-` (`-0` is kept as `0`, as Python reads it).
+    case integer(String)
+    /// A number with a fraction or an exponent, as written. Canonical JSON has no floats: encoding refuses it, as
+    /// securesystemslib does, so a signature over a value containing one never verifies.
+    case float(String)
+    case string(String)
+    case array([TUFJSON])
+    case object(TUFJSONObject)
+
+    /// The integer's value when it fits an `Int`.
+    public var intValue: Int? {
+        guard case .integer(let digits) = self else { return nil }
+        return Int(digits)
+    }
+
+    public var stringValue: String? {
+        guard case .string(let text) = self else { return nil }
+        return text
+    }
+
+    public var boolValue: Bool? {
+        guard case .bool(let value) = self else { return nil }
+        return value
+    }
+
+    public var objectValue: TUFJSONObject? {
+        guard case .object(let object) = self else { return nil }
+        return object
+    }
+
+    public var arrayValue: [TUFJSON]? {
+        guard case .array(let array) = self else { return nil }
+        return array
+    }
+
+    /// What kind of value this is, for messages ("a string", "an object").
+    public var kindWords: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer: "an integer"
+        case .float: "a number with a fraction"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// A JSON object: members in canonical order (by the UTF-8 bytes of their keys, which is Unicode code point order,
+/// as Python sorts `str`), each key once. Keys are compared byte for byte, never as Unicode-equivalent strings.
+public struct TUFJSONObject: Sendable, Equatable {
+    public struct Member: Sendable, Equatable {
+        public var key: String
+        public var value: TUFJSON
+
+        public static func == (lhs: Member, rhs: Member) -> Bool {
+            lhs.key.utf8.elementsEqual(rhs.key.utf8) && lhs.value == rhs.value
+        }
+    }
+
+    /// The members, sorted by key bytes.
+    public private(set) var members: [Member]
+
+    /// An object of these members; nil when a key repeats (byte for byte).
+    public init?(_ members: [(String, TUFJSON)]) {
+        let sorted = members.map { Member(key: $0.0, value: $0.1) }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        for index in sorted.indices.dropFirst() where sorted[index - 1].key.utf8.elementsEqual(sorted[index].key.utf8) {
+            return nil
+        }
+        self.members = sorted
+    }
+
+    /// The value under exactly this key (byte for byte).
+    public subscript(key: String) -> TUFJSON? {
+        var low = 0
+        var high = self.members.count
+        while low < high {
+            let middle = (low + high) / 2
+            let candidate = self.members[middle].key
+            if candidate.utf8.elementsEqual(key.utf8) { return self.members[middle].value }
+            if candidate.utf8.lexicographicallyPrecedes(key.utf8) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return nil
+    }
+
+    public var keys: [String] { self.members.map(\.key) }
+    public var count: Int { self.members.count }
+}
+
+/// Why bytes are not JSON, or a value has no canonical form.
+public struct TUFJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    /// The byte offset where reading stopped, when reading.
+    public var offset: Int?
+
+    public var description: String {
+        self.offset.map { "\(self.message) at byte \($0)" } ?? self.message
+    }
+}
+
+extension TUFJSON {
+    /// Deepest nesting accepted. TUF metadata nests about six levels; the bound keeps a hostile file from
+    /// exhausting the stack.
+    public static let maximumDepth = 64
+
+    /// Reads one JSON text (RFC 8259) from UTF-8 bytes, as Python's `json.loads(data.decode("utf-8"))` would,
+    /// except where that would let a file mean two things: a key repeated in one object (Python keeps the last)
+    /// and an escaped lone surrogate (which Python keeps, then cannot encode to sign) are refused. Python's
+    /// `NaN`/`Infinity` extensions and a byte-order mark are refused, as RFC 8259 and Python's strict UTF-8
+    /// decoding do.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> TUFJSON {
+        var reader = Reader(bytes: Array(bytes))
+        reader.skipWhitespace()
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.atEnd else { throw reader.error("more data after the JSON value") }
+        return value
+    }
+
+    /// The value's canonical JSON bytes, exactly as securesystemslib's `encode_canonical(...).encode("utf-8")`:
+    /// object members sorted by key code points, no whitespace, strings with only `"` and `\` escaped (every other
+    /// character raw, in UTF-8), integers in decimal. A float is refused.
+    public func canonicalBytes() throws(TUFJSONError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        try Self.encode(self, into: &out)
+        return out
+    }
+
+    /// The value as compact JSON text (RFC 8259) that any JSON reader accepts: the canonical form, except that control
+    /// characters in strings are escaped (`\n`, `\u0001`; canonical JSON writes them raw, which strict readers refuse)
+    /// and floats are written as read. What a repository writes as a metadata file; signatures cover
+    /// ``canonicalBytes()`` of its `signed` part, which reading this text gives back exactly.
+    public func jsonBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        Self.encodeText(self, into: &out)
+        return out
+    }
+
+    private static func encodeText(_ value: TUFJSON, into out: inout [UInt8]) {
+        switch value {
+        case .float(let text):
+            out += Array(text.utf8)
+        case .string(let text):
+            encodeTextString(text, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                encodeText(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                encodeTextString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                encodeText(member.value, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .null:
+            out += Array("null".utf8)
+        case .bool(let flag):
+            out += Array((flag ? "true" : "false").utf8)
+        case .integer(let digits):
+            out += Array(digits.utf8)
+        }
+    }
+
+    private static func encodeTextString(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out += [UInt8(ascii: "\\"), byte]
+            case 0x0A: out += Array("\\n".utf8)
+            case 0x0D: out += Array("\\r".utf8)
+            case 0x09: out += Array("\\t".utf8)
+            case 0x00..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            default:
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static func encode(_ value: TUFJSON, into out: inout [UInt8]) throws(TUFJSONError) {
+        switch value {
+        case .null:
+            out += Array("null".utf8)
+        case .bool(let flag):
+            out += Array((flag ? "true" : "false").utf8)
+        case .integer(let digits):
+            out += Array(digits.utf8)
+        case .float(let text):
+            throw TUFJSONError(message: "canonical JSON has no floats (\(text))")
+        case .string(let text):
+            encodeString(text, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                try encode(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                encodeString(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                try encode(member.value, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func encodeString(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// A recursive-descent reader over UTF-8 bytes.
+private struct Reader {
+    let bytes: [UInt8]
+    var position = 0
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    var atEnd: Bool { self.position >= self.bytes.count }
+
+    func error(_ message: String) -> TUFJSONError {
+        TUFJSONError(message: message, offset: self.position)
+    }
+
+    mutating func skipWhitespace() {
+        while self.position < self.bytes.count {
+            switch self.bytes[self.position] {
+            case 0x20, 0x09, 0x0A, 0x0D: self.position += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func value(depth: Int) throws(TUFJSONError) -> TUFJSON {
+        guard depth < TUFJSON.maximumDepth else { throw self.error("JSON nested deeper than \(TUFJSON.maximumDepth) levels") }
+        guard self.position < self.bytes.count else { throw self.error("the JSON text ends where a value was expected") }
+        switch self.bytes[self.position] {
+        case UInt8(ascii: "{"): return try self.object(depth: depth)
+        case UInt8(ascii: "["): return try self.array(depth: depth)
+        case UInt8(ascii: "\""): return .string(try self.string())
+        case UInt8(ascii: "t"): return try self.literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try self.literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try self.literal("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try self.number()
+        default: throw self.error("unexpected character where a JSON value was expected")
+        }
+    }
+
+    mutating func literal(_ word: String, _ value: TUFJSON) throws(TUFJSONError) -> TUFJSON {
+        let expected = Array(word.utf8)
+        guard self.position + expected.count <= self.bytes.count, Array(self.bytes[self.position..<self.position + expected.count]) == expected else {
+            throw self.error("unexpected word where a JSON value was expected")
+        }
+        self.position += expected.count
+        return value
+    }
+
+    mutating func number() throws(TUFJSONError) -> TUFJSON {
+        let start = self.position
+        var negative = false
+        if self.bytes[self.position] == UInt8(ascii: "-") {
+            negative = true
+            self.position += 1
+        }
+        let integerStart = self.position
+        guard self.digits() > 0 else { throw self.error("a number without digits") }
+        if self.bytes[integerStart] == UInt8(ascii: "0") && self.position - integerStart > 1 {
+            throw TUFJSONError(message: "a number with a leading zero", offset: integerStart)
+        }
+        var isInteger = true
+        if self.position < self.bytes.count && self.bytes[self.position] == UInt8(ascii: ".") {
+            self.position += 1
+            guard self.digits() > 0 else { throw self.error("a number with no digits after its decimal point") }
+            isInteger = false
+        }
+        if self.position < self.bytes.count && (self.bytes[self.position] | 0x20) == UInt8(ascii: "e") {
+            self.position += 1
+            if self.position < self.bytes.count && (self.bytes[self.position] == UInt8(ascii: "+") || self.bytes[self.position] == UInt8(ascii: "-")) {
+                self.position += 1
+            }
+            guard self.digits() > 0 else { throw self.error("a number with no digits in its exponent") }
+            isInteger = false
+        }
+        let text = String(decoding: self.bytes[start..<self.position], as: UTF8.self)
+        guard isInteger else { return .float(text) }
+        // Python reads -0 as the integer 0 and writes it back as "0".
+        let digits = String(decoding: self.bytes[integerStart..<self.position], as: UTF8.self)
+        return .integer(negative && digits != "0" ? "-" + digits : digits)
+    }
+
+    /// Skips ASCII digits; returns how many.
+    mutating func digits() -> Int {
+        let start = self.position
+        while self.position < self.bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self.bytes[self.position]) {
+            self.position += 1
+        }
+        return self.position - start
+    }
+
+    mutating func string() throws(TUFJSONError) -> String {
+        self.position += 1  // the opening quote
+        var scalars = String.UnicodeScalarView()
+        while true {
+            guard self.position < self.bytes.count else { throw self.error("a string that never ends") }
+            let byte = self.bytes[self.position]
+            if byte == UInt8(ascii: "\"") {
+                self.position += 1
+                return String(scalars)
+            }
+            if byte < 0x20 { throw self.error("a control character inside a string (it must be escaped)") }
+            if byte < 0x80 && byte != UInt8(ascii: "\\") {
+                scalars.append(Unicode.Scalar(byte))
+                self.position += 1
+                continue
+            }
+            if byte >= 0x80 {
+                // Strict UTF-8 (no overlong forms, no encoded surrogates), as Python's decode("utf-8").
+                var iterator = self.bytes[self.position...].makeIterator()
+                var decoder = UTF8()
+                guard case .scalarValue(let scalar) = decoder.decode(&iterator) else { throw self.error("a string that is not valid UTF-8") }
+                scalars.append(scalar)
+                self.position += UTF8.width(scalar)
+                continue
+            }
+            self.position += 1
+            guard self.position < self.bytes.count else { throw self.error("a string that never ends") }
+            let escape = self.bytes[self.position]
+            self.position += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                let first = try self.hex4()
+                var value = UInt32(first)
+                if (0xD800...0xDBFF).contains(first) {
+                    // A high surrogate must be followed by an escaped low one; together they are one character.
+                    guard self.position + 1 < self.bytes.count, self.bytes[self.position] == UInt8(ascii: "\\"), self.bytes[self.position + 1] == UInt8(ascii: "u") else {
+                        throw self.error("an escaped lone surrogate in a string")
+                    }
+                    self.position += 2
+                    let second = try self.hex4()
+                    guard (0xDC00...0xDFFF).contains(second) else { throw self.error("an escaped lone surrogate in a string") }
+                    value = 0x10000 + ((UInt32(first) - 0xD800) << 10) + (UInt32(second) - 0xDC00)
+                } else if (0xDC00...0xDFFF).contains(first) {
+                    throw self.error("an escaped lone surrogate in a string")
+                }
+                guard let scalar = Unicode.Scalar(value) else { throw self.error("an escape that is not a character") }
+                scalars.append(scalar)
+            default:
+                throw self.error("an unknown escape in a string")
+            }
+        }
+    }
+
+    mutating func hex4() throws(TUFJSONError) -> UInt16 {
+        guard self.position + 4 <= self.bytes.count else { throw self.error("a \\u escape with fewer than four hex digits") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let byte = self.bytes[self.position]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw self.error("a \\u escape with a character that is not a hex digit")
+            }
+            value = value << 4 | UInt16(digit)
+            self.position += 1
+        }
+        return value
+    }
+
+    mutating func array(depth: Int) throws(TUFJSONError) -> TUFJSON {
+        self.position += 1
+        var items: [TUFJSON] = []
+        self.skipWhitespace()
+        if self.position < self.bytes.count && self.bytes[self.position] == UInt8(ascii: "]") {
+            self.position += 1
+            return .array(items)
+        }
+        while true {
+            self.skipWhitespace()
+            items.append(try self.value(depth: depth + 1))
+            self.skipWhitespace()
+            guard self.position < self.bytes.count else { throw self.error("an array that never ends") }
+            let byte = self.bytes[self.position]
+            self.position += 1
+            if byte == UInt8(ascii: "]") { return .array(items) }
+            guard byte == UInt8(ascii: ",") else { throw TUFJSONError(message: "expected , or ] in an array", offset: self.position - 1) }
+        }
+    }
+
+    mutating func object(depth: Int) throws(TUFJSONError) -> TUFJSON {
+        self.position += 1
+        var members: [(String, TUFJSON)] = []
+        self.skipWhitespace()
+        if self.position < self.bytes.count && self.bytes[self.position] == UInt8(ascii: "}") {
+            self.position += 1
+            return .object(TUFJSONObject([])!)
+        }
+        while true {
+            self.skipWhitespace()
+            guard self.position < self.bytes.count, self.bytes[self.position] == UInt8(ascii: "\"") else {
+                throw self.error("expected a string key in an object")
+            }
+            let keyOffset = self.position
+            let key = try self.string()
+            self.skipWhitespace()
+            guard self.position < self.bytes.count, self.bytes[self.position] == UInt8(ascii: ":") else {
+                throw self.error("expected : after an object key")
+            }
+            self.position += 1
+            self.skipWhitespace()
+            members.append((key, try self.value(depth: depth + 1)))
+            self.skipWhitespace()
+            guard self.position < self.bytes.count else { throw self.error("an object that never ends") }
+            let byte = self.bytes[self.position]
+            self.position += 1
+            if byte == UInt8(ascii: "}") {
+                guard let object = TUFJSONObject(members) else {
+                    // Python keeps the last of repeated keys; a signature would then cover a value the file does not
+                    // show first. One meaning per file: refused.
+                    throw TUFJSONError(message: "an object with a repeated key", offset: keyOffset)
+                }
+                return .object(object)
+            }
+            guard byte == UInt8(ascii: ",") else { throw TUFJSONError(message: "expected , or } in an object", offset: self.position - 1) }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Pinning
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Files of a TUF client: bounded reads, and writes that are atomic and durable.
+///
+/// A write goes to a new temporary file in the same directory (named `.tmp-…`, so it never looks like metadata,
+/// `*.json`, nor like a downloaded target to a listing that skips dot files), is flushed to disk (`fsync`), then
+/// renamed over the destination, and the directory is flushed so the rename itself survives a crash. At any instant
+/// the destination holds either the whole old file or the whole new one: a crash can never leave a truncated
+/// `timestamp.json` that a later run would fail to read and so skip as the reference for rollback checks.
+enum TUFFiles {
+    /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
+    /// no further than the cap.
+    static func readFile(_ path: String, maximumLength: Int, role: String) throws(TUFError) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT { return nil }
+            throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+            if bytes.count > maximumLength {
+                throw TUFError(role: role, rule: .tooLarge, "\(path) is over its cap of \(maximumLength) bytes")
+            }
+        }
+    }
+
+    /// Replaces `name` in `directory` with `bytes`, atomically and durably (see the type's comment).
+    static func writeFileAtomically(_ bytes: [UInt8], directory: String, name: String, role: String) throws(TUFError) {
+        let destination = directory + "/" + name
+        var temporary = ""
+        var descriptor: Int32 = -1
+        for _ in 0..<16 {
+            temporary = directory + "/.tmp-" + TUFFiles.randomSuffix()
+            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if descriptor >= 0 || errno != EEXIST { break }
+        }
+        guard descriptor >= 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
+        }
+        func fail(_ what: String) -> TUFError {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            unlink(temporary)
+            return TUFError(role: role, rule: .unavailable, "cannot write \(destination): \(what): \(reason)")
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw fail("write")
+            }
+            written += count
+        }
+        guard fsync(descriptor) == 0 else { throw fail("fsync") }
+        guard close(descriptor) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(destination): close: \(reason)")
+        }
+        guard rename(temporary, destination) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(destination): rename: \(reason)")
+        }
+        // The rename is durable only once the directory is.
+        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directoryDescriptor >= 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { close(directoryDescriptor) }
+        guard fsync(directoryDescriptor) == 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func randomSuffix() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next() as UInt64, radix: 36)
+    }
+}

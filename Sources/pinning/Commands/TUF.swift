@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import Pinning
+import PinningNIO
+
+extension PinningCommand {
+    /// `pinning tuf`: a TUF client with the command line tuf-conformance drives (its CLIENT-CLI.md), on the library's
+    /// `TUFUpdater`.
+    struct TUF: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "tuf",
+            abstract: "A TUF client (specification 1.0) with tuf-conformance's command line: init, refresh, download.",
+            discussion: """
+                pinning tuf --metadata-dir DIR init TRUSTED_ROOT
+                    Store TRUSTED_ROOT as DIR/root.json, the root to start from (no request is made).
+                pinning tuf --metadata-dir DIR --metadata-url URL refresh
+                    Update the top-level metadata in DIR from the repository (root version by version, timestamp, \
+                snapshot, targets), each file checked before it is stored.
+                pinning tuf --metadata-dir DIR --metadata-url URL --target-name PATH… --target-base-url URL --target-dir DIR download
+                    Refresh, then find each target (in order, through delegations), download it unless DIR holds it \
+                with the trusted length and hashes, check it, and store it as DIR/quote(PATH).
+
+                Metadata and targets are fetched over https (the platform's roots) or plain http: TUF's signatures, \
+                versions, expiries and hashes protect them either way.
+                Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target), \
+                2 bad usage.
+                """
+        )
+
+        @Option(name: .customLong("metadata-dir"), help: ArgumentHelp("The directory of the client's trusted metadata.", valueName: "dir"))
+        var metadataDirectory: String
+
+        @Option(name: .customLong("metadata-url"), help: ArgumentHelp("The repository's metadata URL (http or https).", valueName: "url"))
+        var metadataURL: String?
+
+        @Option(name: .customLong("target-name"), help: ArgumentHelp("A target path to download (repeat for several, handled in order).", valueName: "path"))
+        var targetNames: [String] = []
+
+        @Option(name: .customLong("target-base-url"), help: ArgumentHelp("The repository's targets URL.", valueName: "url"))
+        var targetBaseURL: String?
+
+        @Option(name: .customLong("target-dir"), help: ArgumentHelp("Where downloaded targets are stored.", valueName: "dir"))
+        var targetDirectory: String?
+
+        @Flag(name: .shortAndLong, help: "Say what the client trusted, fetched and skipped, on stderr.")
+        var verbose = false
+
+        @Argument(help: ArgumentHelp("init TRUSTED_ROOT, refresh or download.", valueName: "command"))
+        var command: [String] = []
+
+        /// The command, once the words are checked.
+        enum Action {
+            case initialize(trustedRoot: String)
+            case refresh(URL)
+            case download(URL, targetBase: URL, targetDirectory: String, names: [String])
+        }
+
+        func action() throws(InputError) -> Action {
+            guard let word = self.command.first else { throw InputError("tuf: name a command: init TRUSTED_ROOT, refresh or download") }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: self.metadataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw InputError("tuf: --metadata-dir \(self.metadataDirectory): not a directory")
+            }
+            switch word {
+            case "init":
+                guard self.command.count == 2 else { throw InputError("tuf: init takes one argument, the trusted root file") }
+                return .initialize(trustedRoot: self.command[1])
+            case "refresh":
+                guard self.command.count == 1 else { throw InputError("tuf: refresh takes no arguments") }
+                return .refresh(try Self.url(self.metadataURL, option: "--metadata-url"))
+            case "download":
+                guard self.command.count == 1 else { throw InputError("tuf: download takes no arguments (name targets with --target-name)") }
+                guard !self.targetNames.isEmpty else { throw InputError("tuf: download needs at least one --target-name") }
+                guard let directory = self.targetDirectory else { throw InputError("tuf: download needs --target-dir") }
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw InputError("tuf: --target-dir \(directory): not a directory")
+                }
+                return .download(
+                    try Self.url(self.metadataURL, option: "--metadata-url"), targetBase: try Self.url(self.targetBaseURL, option: "--target-base-url"),
+                    targetDirectory: directory, names: self.targetNames)
+            default:
+                throw InputError("tuf: unknown command \"\(word)\" (init, refresh or download)")
+            }
+        }
+
+        static func url(_ text: String?, option: String) throws(InputError) -> URL {
+            guard let text else { throw InputError("tuf: this command needs \(option)") }
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                throw InputError("tuf: \(option) \(text): not an http or https URL")
+            }
+            return url
+        }
+
+        func validate() throws {
+            _ = try self.action()
+        }
+
+        func run() async throws {
+            let action = try self.action()
+            let log: (@Sendable (String) -> Void)? = self.verbose ? Self.logLine : nil
+            switch action {
+            case .initialize(let rootPath):
+                do {
+                    try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRootFile: rootPath)
+                } catch {
+                    Self.fail("init: \(error)")
+                }
+                print("pinning tuf: initialized \(self.metadataDirectory) with the trusted root from \(rootPath)")
+            case .refresh(let metadataURL):
+                let client = try Self.client()
+                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+                do {
+                    let trusted = try await updater.refresh()
+                    await client.shutdown()
+                    print("pinning tuf: refreshed: \(Self.versions(trusted))")
+                } catch {
+                    await client.shutdown()
+                    Self.fail("refresh failed: \(error)")
+                }
+            case .download(let metadataURL, let targetBase, let directory, let names):
+                let client = try Self.client()
+                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+                do {
+                    let trusted = try await updater.refresh()
+                    log?("refreshed: \(Self.versions(trusted))")
+                    for name in names {
+                        let target = try await updater.targetInfo(name)
+                        if let path = updater.cachedTarget(target, in: directory) {
+                            print("pinning tuf: \(name): already stored with the trusted length and hashes at \(path)")
+                            continue
+                        }
+                        let path = try await updater.download(target, from: targetBase, into: directory)
+                        print("pinning tuf: \(name): downloaded and verified (\(target.length) bytes) to \(path)")
+                    }
+                    await client.shutdown()
+                } catch {
+                    await client.shutdown()
+                    Self.fail("download failed: \(error)")
+                }
+            }
+        }
+
+        @Sendable static func logLine(_ line: String) {
+            FileHandle.standardError.write(Data("pinning tuf: \(line)\n".utf8))
+        }
+
+        static func versions(_ trusted: TUFTrustedSet) -> String {
+            "root v\(trusted.root.version), timestamp v\(trusted.timestamp?.version ?? 0), snapshot v\(trusted.snapshot?.version ?? 0), targets v\(trusted.targets?.version ?? 0)"
+        }
+
+        /// The HTTP client: https judged with the platform's roots and no pins (TUF's own signatures are what
+        /// protect the metadata), plain http allowed for repositories served that way.
+        static func client() throws -> PinnedHTTPClient {
+            do {
+                return try PinnedHTTPClient(
+                    evaluator: SecurityPolicy.defaultEvaluation, settings: .default,
+                    configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
+            } catch {
+                throw InputError("tuf: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
+            }
+        }
+
+        /// One line on stderr, exit 1.
+        static func fail(_ message: String) -> Never {
+            FileHandle.standardError.write(Data("pinning tuf: \(message)\n".utf8))
+            Foundation.exit(1)
+        }
+    }
+}

@@ -121,6 +121,12 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: proxy: \(error.message)\n".utf8))
                 throw ExitCode(3)
             }
+            // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
+            // SIGHUP: reload the configuration, its identities and the CA; a failure keeps the old policy whole.
+            let (events, continuation) = AsyncStream<Int32>.makeStream()
+            // Installed before the start-up lines are printed (SignalHandlers says why).
+            let signals = await SignalHandlers.install([SIGINT, SIGTERM, SIGHUP]) { number in continuation.yield(number) }
+
             var lines = ["proxy listening on http://\(PinningProxy.describe(bound[0]))"]
             for (tunnel, address) in zip(tunnels, bound.dropFirst()) {
                 lines.append("tunnel listening on \(PinningProxy.describe(address)) -> \(tunnel.host):\(tunnel.port)")
@@ -128,16 +134,6 @@ extension PinningCommand {
             lines.append("local CA: \(authority.certificatePath) (\(authority.pin))")
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
-            // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
-            // SIGHUP: reload the configuration, its identities and the CA; a failure keeps the old policy whole.
-            let (events, continuation) = AsyncStream<Int32>.makeStream()
-            let signals = [SIGINT, SIGTERM, SIGHUP].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { continuation.yield(number) }
-                source.resume()
-                return source
-            }
             for await number in events {
                 if number != SIGHUP { break }
                 self.reload(proxy, directory: directory, json: json)

@@ -88,16 +88,11 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(problem)\n".utf8))
                 throw ExitCode(3)
             }
+            // Installed before the start-up line is printed (SignalHandlers says why).
+            let signals = await SignalHandlers.install([SIGINT, SIGTERM]) { _ in channel.close(promise: nil) }
             let port = channel.localAddress?.port ?? self.port
             FileHandle.standardOutput.write(Data("listening on https://\(address.display):\(port)\n".utf8))
 
-            let signals = [SIGINT, SIGTERM].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { channel.close(promise: nil) }
-                source.resume()
-                return source
-            }
             do {
                 try await channel.closeFuture.get()
             } catch {

@@ -19,7 +19,7 @@ extension PinningCommand {
 
                 An encrypted --key takes its passphrase from --passphrase-env VAR or --passphrase-file FILE (as check).
 
-                With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
+                With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth), and every client whose handshake does not end trusted is one line on stderr saying why (the policy's failure code, the TLS library's reason, the client leaving). Runs until SIGINT or SIGTERM.
 
                 HTTP/2 when the client offers h2 in ALPN, else HTTP/1.1. The JSON reply has method, path, httpVersion and clientCertificate (null without one).
 

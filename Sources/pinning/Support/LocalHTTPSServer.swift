@@ -96,30 +96,69 @@ private struct TLSSetup: Sendable {
         }
     }
 
-    /// `logsRefusals`: `serve` says on stderr why a client was refused; `demo` keeps its output to itself.
+    /// `logsRefusals`: `serve` says on stderr why a client was refused (mutual TLS): one line per client whose
+    /// handshake did not end trusted, whatever ended it (our policy, the TLS library, the client leaving);
+    /// `demo` keeps its output to itself. Only a client that sent nothing at all is not logged (a port probe or a
+    /// health check: nothing was refused).
     func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations, remote: SocketAddress?, logsRefusals: Bool) throws {
         switch self.mode {
         case .plain(let context):
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
         case .mutual(let server):
+            guard logsRefusals else {
+                try server.addHandlers(to: pipeline)
+                return
+            }
+            let watch = ClientWatch()
+            try pipeline.addHandler(watch)
             let handshake = try server.addHandlers(to: pipeline)
-            guard logsRefusals else { return }
             let peer = remote.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "a client"
+            let loopBound = NIOLoopBound(watch, eventLoop: pipeline.eventLoop)
             handshake.whenFailure { error in
-                // A client our policy refused is one line on stderr, with the failure's code, so whoever runs
-                // the server sees why a device was turned away (revoked, another CA, expired…). Clients that
-                // merely hang up are not logged.
-                guard let error = error as? PinningConnectionError else { return }
-                let line: String
-                if let failure = error.trustFailure {
-                    line = "pinning: serve: refused the client at \(peer): [\(failure.code)] \(failure.reason)"
-                } else if error.code == .refusedByCheck {
-                    line = "pinning: serve: refused the client at \(peer): \(error.message)"
-                } else {
-                    return
-                }
-                FileHandle.standardError.write(Data((line + "\n").utf8))
+                // Completed on the channel's event loop, as the watch's counts are kept.
+                guard let line = Self.refusalLine(error, watch: loopBound.value) else { return }
+                FileHandle.standardError.write(Data("pinning: serve: refused the client at \(peer): \(line)\n".utf8))
             }
         }
+    }
+
+    /// Why a client's handshake did not end trusted, in words, or nil for a client that sent nothing.
+    static func refusalLine(_ error: any Error, watch: ClientWatch) -> String? {
+        guard let error = error as? PinningConnectionError else {
+            return watch.bytesReceived == 0 ? nil : "the TLS handshake failed: \(ConnectionFailureWords.words(error))"
+        }
+        // A client our policy refused: the failure's code, so whoever runs the server sees why a device was turned
+        // away (revoked, another CA, expired…).
+        if let failure = error.trustFailure {
+            return "[\(failure.code)] \(failure.reason)"
+        }
+        switch error.code {
+        case .refusedByCheck:
+            return error.message
+        case .unreadablePeerCertificate:
+            return "its certificate cannot be read: \(error.message)"
+        case .connectionClosed where error.message == PinningHandshakeHandler.closedWhileJudging:
+            return "it closed the connection while its certificate chain was being judged (\(watch.bytesReceived) bytes received)"
+        default:
+            guard watch.bytesReceived > 0 else { return nil }
+            // The TLS library ended the handshake (no certificate, a certificate message over its limit, an alert
+            // from the client, not TLS at all), or the client hung up: said from the server's side.
+            let words = error.underlying.flatMap(ConnectionFailureWords.clientHandshakeProblem) ?? error.message
+            return "\(words) (\(watch.bytesReceived) bytes received)"
+        }
+    }
+}
+
+/// One client connection of `serve --client-ca`, as its refusal line needs it: the bytes the client sent (one that
+/// sent none is not logged). First in the pipeline; event-loop bound.
+final class ClientWatch: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private(set) var bytesReceived = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.bytesReceived += self.unwrapInboundIn(data).readableBytes
+        context.fireChannelRead(data)
     }
 }

@@ -236,6 +236,14 @@ final class InterceptHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
+        if let expired = event as? ConnectionDeadlineExpired {
+            // The client's handshake or a request head overran its deadline; the deadline's handler closes.
+            if self.failure == nil {
+                self.failure = expired.code
+                self.message = expired.description
+            }
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

@@ -202,12 +202,16 @@ public final class PinningProxy: Sendable {
             return
         }
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: self.settings.idleTimeout))
+        // The CONNECT (or local path) request's head must arrive whole within requestHeadTimeout of the accept.
+        let deadline = RequestHeadDeadline.handlers(timeout: self.settings.requestHeadTimeout, idleBetweenRequestsCounts: false, server: "pinning proxy")
+        try channel.pipeline.syncOperations.addHandler(deadline.bytes)
         let decoder = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
         try channel.pipeline.syncOperations.addHandler(decoder)
         let encoder = HTTPResponseEncoder()
         try channel.pipeline.syncOperations.addHandler(encoder)
+        try channel.pipeline.syncOperations.addHandler(deadline.heads)
         try channel.pipeline.syncOperations.addHandler(
-            ProxyFrontHandler(proxy: self, connection: connection, decoder: decoder, encoder: encoder)
+            ProxyFrontHandler(proxy: self, connection: connection, decoder: decoder, encoder: encoder, deadline: deadline)
         )
     }
 

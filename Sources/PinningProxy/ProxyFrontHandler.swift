@@ -203,16 +203,18 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             try self.sendEstablished(context: context)
             try operations.addHandler(NIOSSLServerHandler(context: sslContext))
             // The client's handshake with the local CA's certificate, and each request head inside it, have their
-            // deadlines.
+            // deadlines; a request that does not parse is answered in words (431 for a head over 80 KiB, 400
+            // otherwise) and the connection closed, as on the plaintext side.
             try operations.addHandler(HandshakeDeadlineHandler(timeout: self.proxy.settings.handshakeTimeout))
             let deadline = RequestHeadDeadline.handlers(
                 timeout: self.proxy.settings.requestHeadTimeout, idleBetweenRequestsCounts: false, server: "pinning proxy")
             try operations.addHandler(deadline.bytes)
-            try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: true)
+            try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: false)
             // Right behind this session's decoder, ahead of the pipelining handler, which holds a head back while
             // the previous response is relayed (its wait is not the client's).
             let pipelining = try operations.handler(type: HTTPServerPipelineHandler.self)
             try operations.addHandler(deadline.heads, position: .before(pipelining))
+            try operations.addHandler(HTTPParseErrorAnswer(server: "pinning proxy"))
             try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port, policy: policy))
             self.leave(context: context)
         } catch {

@@ -355,6 +355,13 @@ package final class HTTPParseErrorAnswer: ChannelDuplexHandler, RemovableChannel
         return (.badRequest, "not an HTTP/1.1 request (\(Self.name(error)))")
     }
 
+    /// What the client sent, for a log line: "a request head larger than 80 KiB", "something that is not an
+    /// HTTP/1.1 request (invalid method)".
+    package static func whatTheClientSent(_ error: HTTPParserError) -> String {
+        if case .headerOverflow = error { return "a request head larger than 80 KiB" }
+        return "something that is not an HTTP/1.1 request (\(Self.name(error)))"
+    }
+
     /// `invalidHTTPMethod` as `invalid HTTP method`: words at each capital, acronyms kept whole.
     private static func name(_ error: HTTPParserError) -> String {
         let text = "\(error)"

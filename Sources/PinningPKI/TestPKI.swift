@@ -341,10 +341,11 @@ public enum TestPKI {
 
     // MARK: - PEM
 
-    /// Concatenated `CERTIFICATE` PEM blocks, in order, each ending in a newline.
+    /// Concatenated `CERTIFICATE` PEM blocks, in order, each ending in a newline (written in linear time; swift-asn1's
+    /// `PEMDocument.pemString` is quadratic in the size of a certificate).
     public static func pemBundle(_ certificates: [Certificate]) -> String {
         certificates.map { certificate in
-            PEMDocument(type: "CERTIFICATE", derBytes: TestIdentity.der(certificate)).pemString + "\n"
+            PEMText.encode(label: "CERTIFICATE", der: TestIdentity.der(certificate))
         }.joined()
     }
 

@@ -34,6 +34,8 @@ final class InterceptHandler: ChannelInboundHandler {
     private var awaitingResponseHead = false
     /// The last error the upstream channel reported (a TLS alert after the handshake, say).
     private var upstreamError: (any Error)?
+    /// Body bytes of the response being relayed.
+    private var responseBodyBytes = 0
     private var verdict = "-"
     private var failure: String?
     private var message: String?
@@ -174,9 +176,11 @@ final class InterceptHandler: ChannelInboundHandler {
         switch part {
         case .head(let head):
             self.awaitingResponseHead = false
+            self.responseBodyBytes = 0
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         case .body(let body):
             self.connection.bytesDown += body.readableBytes
+            self.responseBodyBytes += body.readableBytes
             context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         case .end(let trailers):
             context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: nil)
@@ -211,6 +215,14 @@ final class InterceptHandler: ChannelInboundHandler {
             return
         }
         if midResponse {
+            // The upstream was trusted, but it cut its response short (a reset, a close before the length it
+            // announced): the log says so, and the client's connection closes so it sees the response incomplete.
+            if self.failure == nil {
+                self.failure = "upstreamClosed"
+                var message = "the upstream closed the connection in the middle of its response (after \(self.responseBodyBytes) bytes of the body)"
+                if let error = self.upstreamError { message += ": \(ConnectionFailureWords.words(error))" }
+                self.message = message + "; the client's connection was closed"
+            }
             self.context?.close(promise: nil)
         }
     }
@@ -236,9 +248,19 @@ final class InterceptHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
+        if let expired = event as? ConnectionDeadlineExpired {
+            // The client's handshake or a request head overran its deadline; the deadline's handler closes.
+            if self.failure == nil {
+                self.failure = expired.code
+                self.message = expired.description
+            }
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
+    /// Errors on the client's side of an intercepted connection, each logged as the client's doing: the
+    /// upstream's own failures arrive through ``UpstreamResponseRelay`` and are logged as the upstream's.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A client that closes without close_notify (browsers do, between requests) did nothing wrong: every
         // response it got was complete, so it is not logged as a failure.
@@ -246,10 +268,26 @@ final class InterceptHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        // A TLS error with the client (it did not trust the local CA, say): logged, and the connection closes.
         if self.failure == nil {
-            self.failure = "clientTLS"
-            self.message = ConnectionFailureWords.words(error)
+            switch error {
+            case let parse as HTTPParserError:
+                // HTTPParseErrorAnswer (ahead of this handler) answered it: 431 or 400, in words, as the plaintext
+                // port does.
+                self.failure = "\(HTTPParseErrorAnswer.answer(for: parse).status.code)"
+                self.message = "inside its TLS session the client sent \(HTTPParseErrorAnswer.whatTheClientSent(parse))"
+            case is ByteToMessageDecoderError:
+                // More bytes after a request that did not parse: the first error was the story.
+                break
+            default:
+                // A TLS error with the client (it did not trust the local CA, say), or its connection failing.
+                if let words = ConnectionFailureWords.clientHandshakeProblem(error) {
+                    self.failure = "clientTLS"
+                    self.message = words
+                } else {
+                    self.failure = "clientError"
+                    self.message = "the client's connection failed: \(ConnectionFailureWords.words(error))"
+                }
+            }
         }
         context.close(promise: nil)
     }

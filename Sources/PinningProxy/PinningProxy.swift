@@ -202,12 +202,16 @@ public final class PinningProxy: Sendable {
             return
         }
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: self.settings.idleTimeout))
+        // The CONNECT (or local path) request's head must arrive whole within requestHeadTimeout of the accept.
+        let deadline = RequestHeadDeadline.handlers(timeout: self.settings.requestHeadTimeout, idleBetweenRequestsCounts: false, server: "pinning proxy")
+        try channel.pipeline.syncOperations.addHandler(deadline.bytes)
         let decoder = ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes))
         try channel.pipeline.syncOperations.addHandler(decoder)
         let encoder = HTTPResponseEncoder()
         try channel.pipeline.syncOperations.addHandler(encoder)
+        try channel.pipeline.syncOperations.addHandler(deadline.heads)
         try channel.pipeline.syncOperations.addHandler(
-            ProxyFrontHandler(proxy: self, connection: connection, decoder: decoder, encoder: encoder)
+            ProxyFrontHandler(proxy: self, connection: connection, decoder: decoder, encoder: encoder, deadline: deadline)
         )
     }
 
@@ -270,10 +274,62 @@ public final class PinningProxy: Sendable {
 
     // MARK: - Local paths
 
+    /// One configuration entry in `/status`: every entry is listed, whatever it has (pins, an identity, an
+    /// exclusion), with the instants its pins and its client identity stop working (null when they do not).
+    struct EntryStatus: Encodable {
+        var entry: String
+        var pins: Int
+        var enforce: Bool
+        /// The entry's `expires`: after it the pins are no longer enforced.
+        var pinsExpire: Date?
+        var excludedFromParentPolicy: Bool
+        var clientIdentity: Bool
+        /// The client identity's certificate notValidAfter.
+        var identityExpires: Date?
+        var identitySubject: String?
+
+        enum CodingKeys: String, CodingKey {
+            case entry, pins, enforce, pinsExpire, excludedFromParentPolicy, clientIdentity, identityExpires, identitySubject
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            let formatter = ISO8601DateFormatter()
+            try container.encode(self.entry, forKey: .entry)
+            try container.encode(self.pins, forKey: .pins)
+            try container.encode(self.enforce, forKey: .enforce)
+            // null, not absent: a reader sees that the entry has no expiry rather than wondering.
+            try container.encode(self.pinsExpire.map(formatter.string(from:)), forKey: .pinsExpire)
+            try container.encode(self.excludedFromParentPolicy, forKey: .excludedFromParentPolicy)
+            try container.encode(self.clientIdentity, forKey: .clientIdentity)
+            try container.encode(self.identityExpires.map(formatter.string(from:)), forKey: .identityExpires)
+            try container.encode(self.identitySubject, forKey: .identitySubject)
+        }
+    }
+
+    /// Every entry of `policy`'s configuration, in the configuration's order.
+    static func entryStatuses(_ policy: Policy) -> [EntryStatus] {
+        policy.configuration.entries.map { entry in
+            let identity = policy.identities[entry.key]
+            return EntryStatus(
+                entry: entry.key,
+                pins: entry.pins.count,
+                enforce: entry.enforce,
+                pinsExpire: entry.expires,
+                excludedFromParentPolicy: entry.excludesSubdomainFromParentPolicy,
+                clientIdentity: entry.clientIdentity != nil,
+                identityExpires: identity?.leaf.notValidAfter,
+                identitySubject: identity.map { "\($0.leaf.subject)" }
+            )
+        }
+    }
+
     /// `/status`: a JSON summary.
     func statusJSON() -> String {
         struct Status: Encodable {
             var entries: Int
+            /// Every configured entry (`entries` is their count).
+            var entryList: [EntryStatus]
             var unlistedHosts: String
             var localCA: String
             var localCAPin: String
@@ -290,6 +346,7 @@ public final class PinningProxy: Sendable {
         let policy = self.policy
         let status = Status(
             entries: policy.configuration.entries.count,
+            entryList: Self.entryStatuses(policy),
             unlistedHosts: policy.configuration.unlistedHosts.rawValue,
             localCA: policy.authority.certificatePath,
             localCAPin: policy.authority.pin.description,

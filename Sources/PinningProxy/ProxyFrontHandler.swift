@@ -28,15 +28,22 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let connection: ProxyConnection
     private let decoder: ByteToMessageHandler<HTTPRequestDecoder>
     private let encoder: HTTPResponseEncoder
+    /// The request-head deadline around the decoder; it leaves with the decoder when the connection becomes a
+    /// tunnel or an interception.
+    private let deadline: (bytes: RequestHeadDeadline.Bytes, heads: RequestHeadDeadline.Heads)
     private var pending: Pending = .none
     /// Set once the connection became a tunnel or an interception: this handler is on its way out.
     private var handedOver = false
 
-    init(proxy: PinningProxy, connection: ProxyConnection, decoder: ByteToMessageHandler<HTTPRequestDecoder>, encoder: HTTPResponseEncoder) {
+    init(
+        proxy: PinningProxy, connection: ProxyConnection, decoder: ByteToMessageHandler<HTTPRequestDecoder>, encoder: HTTPResponseEncoder,
+        deadline: (bytes: RequestHeadDeadline.Bytes, heads: RequestHeadDeadline.Heads)
+    ) {
         self.proxy = proxy
         self.connection = connection
         self.decoder = decoder
         self.encoder = encoder
+        self.deadline = deadline
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -195,7 +202,19 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             let operations = context.pipeline.syncOperations
             try self.sendEstablished(context: context)
             try operations.addHandler(NIOSSLServerHandler(context: sslContext))
-            try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: true)
+            // The client's handshake with the local CA's certificate, and each request head inside it, have their
+            // deadlines; a request that does not parse is answered in words (431 for a head over 80 KiB, 400
+            // otherwise) and the connection closed, as on the plaintext side.
+            try operations.addHandler(HandshakeDeadlineHandler(timeout: self.proxy.settings.handshakeTimeout))
+            let deadline = RequestHeadDeadline.handlers(
+                timeout: self.proxy.settings.requestHeadTimeout, idleBetweenRequestsCounts: false, server: "pinning proxy")
+            try operations.addHandler(deadline.bytes)
+            try operations.configureHTTPServerPipeline(position: .last, withPipeliningAssistance: true, withErrorHandling: false)
+            // Right behind this session's decoder, ahead of the pipelining handler, which holds a head back while
+            // the previous response is relayed (its wait is not the client's).
+            let pipelining = try operations.handler(type: HTTPServerPipelineHandler.self)
+            try operations.addHandler(deadline.heads, position: .before(pipelining))
+            try operations.addHandler(HTTPParseErrorAnswer(server: "pinning proxy"))
             try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port, policy: policy))
             self.leave(context: context)
         } catch {
@@ -266,11 +285,14 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         operations.removeHandler(self.encoder, promise: nil)
     }
 
-    /// Removes this handler and then the request decoder, whose unparsed bytes (a TLS ClientHello sent right
-    /// behind the CONNECT) go on to the handlers that now follow.
+    /// Removes the request-head deadline, this handler and then the request decoder, whose unparsed bytes (a TLS
+    /// ClientHello sent right behind the CONNECT) go on to the handlers that now follow.
     private func leave(context: ChannelHandlerContext) {
         let decoder = self.decoder
         let channel = context.channel
+        // First: the deadline's handlers would take the bytes that follow for a request head.
+        context.pipeline.syncOperations.removeHandler(self.deadline.heads, promise: nil)
+        context.pipeline.syncOperations.removeHandler(self.deadline.bytes, promise: nil)
         context.pipeline.syncOperations.removeHandler(context: context).whenComplete { _ in
             channel.pipeline.syncOperations.removeHandler(decoder).whenFailure { _ in channel.close(promise: nil) }
         }
@@ -282,6 +304,11 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         if event is IdleStateHandler.IdleStateEvent {
             self.connection.finish(verdict: "-", failure: "idleTimeout", message: "idle for \(self.proxy.settings.idleTimeout)")
             context.close(promise: nil)
+            return
+        }
+        if let expired = event as? ConnectionDeadlineExpired, !self.handedOver {
+            // The deadline answers (408 when part of a head came) and closes.
+            self.connection.finish(verdict: "-", failure: expired.code, message: expired.description)
             return
         }
         context.fireUserInboundEventTriggered(event)

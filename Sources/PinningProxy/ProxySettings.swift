@@ -74,6 +74,15 @@ public struct ProxySettings: Sendable {
     public var idleTimeout: TimeAmount
     /// The bound on connecting to an upstream plus its TLS handshake.
     public var upstreamTimeout: TimeAmount
+    /// How long an intercepted client has for its TLS handshake with the local CA's certificate, from the
+    /// `200 Connection Established`.
+    public var handshakeTimeout: TimeAmount
+    /// How long a client has for a request head to arrive whole: the `CONNECT` (or local path) request from the
+    /// moment the connection is accepted, the first request inside an intercepted TLS session from the
+    /// `200 Connection Established`, a later one from its first byte (an idle kept-alive connection is
+    /// ``idleTimeout``'s business). A client that dribbles a head (one byte a second) cannot hold a connection, and
+    /// a slot of ``maximumConnections``, for longer.
+    public var requestHeadTimeout: TimeAmount
     /// The metrics backend and `/metrics` text; nil records into swift-metrics' global `MetricsSystem.factory` and
     /// `/metrics` answers 404 (the embedding program exports metrics its own way).
     public var metrics: Metrics?
@@ -83,7 +92,7 @@ public struct ProxySettings: Sendable {
     public var keyLog: TLSKeyLog?
 
     /// Settings with the given policy, addresses and limits (the defaults: 1,024 connections, 300 s idle, 10 s to
-    /// reach an upstream).
+    /// reach an upstream, 10 s for a client's TLS handshake, 30 s for a request head).
     public init(
         configuration: PinningConfiguration,
         trustSettings: TrustSettings = .default,
@@ -95,7 +104,9 @@ public struct ProxySettings: Sendable {
         idleTimeout: TimeAmount = .seconds(300),
         upstreamTimeout: TimeAmount = .seconds(10),
         metrics: Metrics? = nil,
-        keyLog: TLSKeyLog? = nil
+        keyLog: TLSKeyLog? = nil,
+        handshakeTimeout: TimeAmount = .seconds(10),
+        requestHeadTimeout: TimeAmount = .seconds(30)
     ) {
         self.configuration = configuration
         self.trustSettings = trustSettings
@@ -108,5 +119,7 @@ public struct ProxySettings: Sendable {
         self.upstreamTimeout = upstreamTimeout
         self.metrics = metrics
         self.keyLog = keyLog
+        self.handshakeTimeout = handshakeTimeout
+        self.requestHeadTimeout = requestHeadTimeout
     }
 }

@@ -6,6 +6,11 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
+// `stat` comes from the C headers, which Glibc and CoreFoundation both import; which module the compiler credits
+// with it depends on how the target's files are batched, so both are named here.
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 
 // TLS key logging (issue 15): `--keylog FILE` on check, serve, demo and proxy writes the NSS key log format, and
 // Wireshark's tshark, which we did not write, decrypts a capture of a real `check` → `serve` exchange on loopback

@@ -46,7 +46,7 @@ struct ExcludeSubdomainTests {
         }
         let excluded = await configuration.evaluate(try chain("unsecured.good.com"), forHost: "unsecured.good.com")
         #expect(excluded.isTrusted, "\(String(describing: excluded.verdict.failure))")
-        #expect(excluded.matchedEntry == "unsecured.good.com")
+        #expect(excluded.matchedEntry == nil && excluded.excludedBy == "unsecured.good.com")
         #expect(!excluded.pinsEnforced)
         #expect(excluded.failureReport == nil)
 

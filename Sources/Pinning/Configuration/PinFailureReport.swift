@@ -1,5 +1,4 @@
 public import Foundation
-import SwiftASN1
 public import X509
 
 /// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
@@ -145,10 +144,11 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         "pin-sha256=\"\(pin.base64)\""
     }
 
-    /// A certificate as a PEM `CERTIFICATE` block (swift-asn1's `PEMDocument`: 64-character lines), ending in
-    /// a newline so that the blocks of a chain can be concatenated into a PEM bundle.
+    /// A certificate as a PEM `CERTIFICATE` block (64-character lines, as swift-asn1's `PEMDocument` writes them,
+    /// in linear time: ``PEMText/encode(label:der:)``), ending in a newline so that the blocks of a chain can be
+    /// concatenated into a PEM bundle.
     static func pem(_ certificate: Certificate) -> String {
-        PEMDocument(type: "CERTIFICATE", derBytes: certificate.derBytes).pemString + "\n"
+        PEMText.encode(label: "CERTIFICATE", der: certificate.derBytes)
     }
 
     /// The rate-limiting identity of a report: the host, the validated chain and the known pins.

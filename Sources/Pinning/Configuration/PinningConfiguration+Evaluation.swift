@@ -10,8 +10,13 @@ public struct HostEvaluation: Sendable {
     public internal(set) var host: String
     /// The port, as given (it appears in failure reports).
     public internal(set) var port: Int
-    /// The key of the entry that governed the host, or nil when the host is unlisted.
+    /// The key of the entry that governed the host, or nil when the host is unlisted or excluded from its
+    /// parent's policy (see ``excludedBy``).
     public internal(set) var matchedEntry: String?
+    /// The key of the `excludeSubdomainFromParentPolicy` entry that exempted the host from its parent's pins, or
+    /// nil. Such a host is not pinned: TrustKit answers "domain not pinned" for it (its configuration has no
+    /// entry for it), so ``matchedEntry`` is nil, as for an unlisted host, and this says which exclusion applied.
+    public internal(set) var excludedBy: String? = nil
     /// Whether a pin mismatch would make (or made) the host untrusted: false when the host is unlisted, the
     /// entry is report-only, or its pins have expired.
     public internal(set) var pinsEnforced: Bool
@@ -117,11 +122,13 @@ extension PinningConfiguration: ServerTrustEvaluating {
         if entry.excludesSubdomainFromParentPolicy {
             // Exempt from the parent's policy (TrustKit's "domain not pinned"): the chain and the host name are
             // validated with the trust as given, no pins, whatever unlistedHosts says (the host is listed).
+            // No entry matched in TrustKit's sense: matchedEntry stays nil and the exclusion is named apart.
             return HostEvaluation(
                 verdict: await trust.evaluate(.ssl(host: host)),
                 host: host,
                 port: port,
-                matchedEntry: entry.key,
+                matchedEntry: nil,
+                excludedBy: entry.key,
                 pinsEnforced: false,
                 pinMismatch: false,
                 warnings: [],

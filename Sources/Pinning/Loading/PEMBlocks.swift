@@ -48,6 +48,13 @@ enum PEMBlocks {
 
     /// Every block of the input, in order.
     static func scan(_ bytes: [UInt8], origin: String) -> [PEMBlock] {
+        self.scanCountingCopies(bytes, origin: origin).blocks
+    }
+
+    /// ``scan(_:origin:)``, and how many times a block's base64 had to be copied on the way (tests check it stays
+    /// 0: issue 27, item 6 was one copy of everything read so far on every line, quadratic in the block's size).
+    static func scanCountingCopies(_ bytes: [UInt8], origin: String) -> (blocks: [PEMBlock], copies: Int) {
+        var copies = 0
         var blocks: [PEMBlock] = []
         var open: OpenBlock? = nil
         var lineNumber = 0
@@ -75,6 +82,7 @@ enum PEMBlocks {
 
             if let label = Self.label(of: line, prefix: Self.beginPrefix) {
                 if let unfinished = open {
+                    copies += unfinished.base64.copies
                     fail(
                         unfinished,
                         "\(unfinished.name) has no -----END \(unfinished.label)----- line "
@@ -88,8 +96,13 @@ enum PEMBlocks {
             guard var block = open else {
                 continue  // text outside blocks is allowed
             }
+            // The block is taken out of `open` while this line is read, so that its base64 buffer is held once
+            // and appending to it appends: left in `open` as well, every line's first append copied all the
+            // base64 read so far, a copy per line (a certificate with a 1 MB subject took seconds; issue 27, item 6). Every path that
+            // keeps the block open puts it back.
+            open = nil
             if let endLabel = Self.label(of: line, prefix: Self.endPrefix) {
-                open = nil
+                copies += block.base64.copies
                 guard endLabel == block.label else {
                     fail(block, "\(block.name) ends with -----END \(Self.shortened(endLabel))----- at line \(lineNumber)")
                     continue
@@ -98,7 +111,7 @@ enum PEMBlocks {
                     fail(block, problem)
                     continue
                 }
-                guard let decoded = Self.decodeBase64(block.base64) else {
+                guard let decoded = Self.decodeBase64(block.base64.bytes) else {
                     fail(block, "\(block.name) is not valid base64 (bad length or padding)")
                     continue
                 }
@@ -106,9 +119,11 @@ enum PEMBlocks {
                 continue
             }
             if line.isEmpty {
+                open = block
                 continue
             }
             if !block.bodyStarted && line.contains(UInt8(ascii: ":")) {
+                open = block
                 continue  // an RFC 1421 header such as "Proc-Type: 4,ENCRYPTED"
             }
             block.bodyStarted = true
@@ -124,19 +139,44 @@ enum PEMBlocks {
             open = block
         }
         if let unfinished = open {
+            copies += unfinished.base64.copies
             fail(unfinished, "\(unfinished.name) has no -----END \(unfinished.label)----- line")
         }
-        return blocks
+        return (blocks, copies)
     }
 
     private struct OpenBlock {
         var index: Int
         var label: String
-        var base64: [UInt8] = []
+        var base64 = Accumulator()
         var bodyStarted = false
         var problem: String? = nil
 
         var name: String { PEMBlocks.name(index: self.index, label: self.label) }
+    }
+
+    /// Bytes appended one at a time, as an array would take them, but copy-on-write done here so that it can be
+    /// counted: a copy happens only when the storage is shared, which the scanner never lets happen.
+    struct Accumulator {
+        private final class Storage {
+            var bytes: [UInt8] = []
+        }
+
+        private var storage = Storage()
+        /// How many times an append found the storage shared and copied it first.
+        private(set) var copies = 0
+
+        var bytes: [UInt8] { self.storage.bytes }
+
+        mutating func append(_ byte: UInt8) {
+            if !isKnownUniquelyReferenced(&self.storage) {
+                let copy = Storage()
+                copy.bytes = self.storage.bytes
+                self.storage = copy
+                self.copies += 1
+            }
+            self.storage.bytes.append(byte)
+        }
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
@@ -193,5 +233,29 @@ enum PEMBlocks {
             text += String(repeating: "=", count: (4 - characters.count % 4) % 4)
         }
         return Data(base64Encoded: text).map { Array($0) }
+    }
+}
+
+/// Writing PEM.
+package enum PEMText {
+    /// One PEM block, `-----BEGIN LABEL-----`, the base64 of `der` in 64-character lines, `-----END LABEL-----`,
+    /// each line ending in a newline: what swift-asn1's `PEMDocument(type:derBytes:).pemString` gives plus a final
+    /// newline, in time linear in the size. `pemString` counts the characters left (`Substring.count`, itself
+    /// linear) before cutting each line, quadratic in the size: seconds for a certificate of a megabyte, and a
+    /// pin-failure report holds every certificate a server presented (issue 27, item 6).
+    package static func encode(label: String, der: [UInt8]) -> String {
+        let base64 = Array(Data(der).base64EncodedString().utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(base64.count + base64.count / 64 + 2 * label.utf8.count + 32)
+        text += Array("-----BEGIN \(label)-----\n".utf8)
+        var start = 0
+        while start < base64.count {
+            let end = min(start + 64, base64.count)
+            text += base64[start..<end]
+            text.append(UInt8(ascii: "\n"))
+            start = end
+        }
+        text += Array("-----END \(label)-----\n".utf8)
+        return String(decoding: text, as: UTF8.self)
     }
 }

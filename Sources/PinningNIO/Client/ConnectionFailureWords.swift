@@ -126,6 +126,49 @@ package enum ConnectionFailureWords {
         return self.words(forReason: first.reason)
     }
 
+    /// Words for why the TLS handshake with a *client* failed, as a server reports it (the client sent an alert,
+    /// presented no certificate, sent a certificate message over BoringSSL's limit, did not speak TLS), or nil
+    /// when `error` is not a TLS failure. ``tlsProblem(_:)`` says the same from a client's side.
+    package static func clientHandshakeProblem(_ error: any Error) -> String? {
+        if let alert = self.receivedAlert(in: error) {
+            return alert.isAboutCertificate
+                ? "the client refused this server's certificate: \(alert)" : "the client ended the handshake: \(alert)"
+        }
+        if let error = error as? NIOSSLError, case .uncleanShutdown = error {
+            return "the client closed the connection during the TLS handshake"
+        }
+        guard let entries = self.boringSSLEntries(error) else { return nil }
+        guard let first = entries.first else { return "the TLS handshake failed" }
+        switch first.reason {
+        case "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+            return "the client presented no certificate, and this server requires one"
+        case "EXCESSIVE_MESSAGE_SIZE":
+            // BoringSSL's SSL_MAX_CERT_LIST_DEFAULT: a Certificate message is read whole, up to 100 KiB.
+            return "a handshake message of the client is larger than the TLS library reads (a certificate chain over 100 KiB?)"
+        case "EOF during handshake", "EOF during addition certificate chain validation":
+            return "the client closed the connection during the TLS handshake"
+        case "WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_TOO_LARGE",
+            "INVALID_OUTER_RECORD_TYPE", "UNEXPECTED_RECORD":
+            return "the client did not speak TLS (plain HTTP to this HTTPS port, or another protocol?)"
+        case "UNSUPPORTED_PROTOCOL", "WRONG_SSL_VERSION", "UNKNOWN_SSL_VERSION":
+            return "no TLS version in common with the client (this server speaks TLS 1.2 and 1.3)"
+        case "NO_SHARED_CIPHER", "NO_CIPHER_MATCH", "NO_CIPHERS_AVAILABLE":
+            return "no cipher suite in common with the client"
+        case "NO_SHARED_GROUP", "WRONG_CURVE", "UNSUPPORTED_ELLIPTIC_CURVE":
+            return "no key-exchange group in common with the client"
+        case "NO_COMMON_SIGNATURE_ALGORITHMS", "WRONG_SIGNATURE_TYPE":
+            return "no signature algorithm in common with the client"
+        case "BAD_SIGNATURE":
+            return "the client's handshake signature does not verify (its key is not its certificate's?)"
+        case "BAD_PACKET_LENGTH":
+            // Seen from curl, Python and openssl s_client (OpenSSL 3) under TLS 1.3: a client that rejects the
+            // server's certificate sends its alert unencrypted, which BoringSSL cannot read as a record.
+            return "the client sent a TLS record that cannot be read (what an OpenSSL client sends under TLS 1.3 when it does not trust this server's certificate)"
+        default:
+            return self.words(forReason: first.reason)
+        }
+    }
+
     /// BoringSSL reason names, in words. Only the reasons a client meets from a server are spelled out; the rest
     /// are shown as the reason's own name in lower case ("TLS error: decode error"), never as a number.
     static func words(forReason reason: String) -> String {

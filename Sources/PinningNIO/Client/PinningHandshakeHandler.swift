@@ -11,6 +11,9 @@ import X509
 final class HandshakeVerdict: Sendable {
     enum State: Sendable {
         case pending
+        /// The peer's chain arrived and is being judged (in a task): a close now is the peer leaving while it
+        /// was judged, not before it presented anything.
+        case deciding
         case trusted(TrustedChain)
         case untrusted(TrustFailure)
         case unreadable(String)
@@ -53,7 +56,7 @@ final class HandshakeVerdict: Sendable {
     /// The recorded refusal as an error naming `host`, or nil while pending or trusted.
     func refusal(host: String?) -> PinningConnectionError? {
         switch self.current {
-        case .pending, .trusted:
+        case .pending, .deciding, .trusted:
             return nil
         case .untrusted(let failure):
             return .untrusted(failure, host: host)
@@ -129,6 +132,7 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
+            verdict.record(.deciding)
             let task = promise.completeWithTaskOnEventLoop {
                 switch await decision(presented.certificates) {
                 case .evaluation(let evaluation):
@@ -166,6 +170,7 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
+            verdict.record(.deciding)
             let task = promise.completeWithTaskOnEventLoop {
                 Self.conclude(await decide(presented.certificates), verdict: verdict, presented: presented, handover: handover)
             }
@@ -466,11 +471,21 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         context.close(promise: nil)
     }
 
+    /// What a connection fails with when it closes while the peer's chain is being judged (NIOSSL reports the close
+    /// as a handshake failure, "EOF during handshake"): said apart, since such a peer did present a chain, and a
+    /// server's log should say that it left (or was cut off) while judged rather than blame the TLS library.
+    package static let closedWhileJudging = "the connection closed while the peer's certificate chain was being judged"
+
     /// The error to report: the recorded policy decision wins over whatever NIOSSL said.
     private func mapped(_ error: (any Error)?) -> PinningConnectionError {
         if var refusal = self.verdict.refusal(host: self.host) {
             refusal.underlying = refusal.underlying ?? error
             return refusal
+        }
+        if case .deciding = self.verdict.current {
+            // BoringSSL waits for the verification callback, so nothing but the connection closing can end the
+            // handshake now.
+            return PinningConnectionError(code: .connectionClosed, host: self.host, message: Self.closedWhileJudging, underlying: error)
         }
         if let error {
             if let already = error as? PinningConnectionError { return already }

@@ -16,9 +16,10 @@ extension PinningCommand.Config {
                 and the certificate must be valid; one expiring within 30 days is a warning.
 
                 Entries with revocation have each CRL checked: usable under RFC 5280 §5 (a CRL number, no unknown \
-                critical extension, not delta or indirect), signed by one of the entry's anchors when one has the \
-                CRL's issuer name (else a warning: it can only be checked against the intermediate a server \
-                presents), and current: a nextUpdate in the past is a problem, one within 7 days a warning.
+                critical extension, not delta or indirect), signed by a CA the entry can reach (one of its anchors, \
+                intermediates in an anchors file included, or a platform root for an entry without anchorsOnly; any \
+                other issuer is a problem), and current: a nextUpdate in the past is a problem, one within 7 days a \
+                warning. Each problem names the CRL file.
 
                 Exit status: 0 valid (warnings, if any, are printed: pins that have expired or expire within 30 days), \
                 2 invalid, listing every problem on stderr.
@@ -56,7 +57,7 @@ extension PinningCommand.Config {
             }
             for entry in configuration.entries {
                 guard let revocation = entry.revocation else { continue }
-                let (errors, notes) = Self.revocationProblems(revocation, entry: entry, at: time)
+                let (errors, notes) = Self.revocationProblems(revocation, entry: entry, configurationFile: self.file, at: time)
                 identityProblems += errors
                 warnings += notes
             }
@@ -99,21 +100,48 @@ extension PinningCommand.Config {
             }
         }
 
-        /// What lint says about one entry's CRLs at `time`: problems (exit 2) and warnings.
-        static func revocationProblems(_ revocation: RevocationPolicy, entry: PinningConfiguration.Entry, at time: Date) -> (errors: [String], warnings: [String]) {
+        /// What lint says about one entry's CRLs at `time`: problems (exit 2) and warnings, each naming the file the
+        /// CRL came from.
+        ///
+        /// A CRL must be signed by a CA the entry can reach (issue 14's "signed by an anchor or intermediate the entry
+        /// can reach"; it used to be a warning): one of its anchors, or for an entry without anchorsOnly a platform
+        /// root, or an intermediate whose certificate sits in a CRL file beside its CRL (PEM) and is itself signed by
+        /// a CA the entry can reach. A CRL of any other issuer is refused: its signature cannot be checked, and
+        /// nothing shows that a chain of the entry passes through its issuer (in hard mode it would answer no
+        /// status at all).
+        static func revocationProblems(
+            _ revocation: RevocationPolicy, entry: PinningConfiguration.Entry, configurationFile: String, at time: Date,
+            platformRoots: () -> [Certificate] = { TrustRoots.platform.certificates }
+        ) -> (errors: [String], warnings: [String]) {
             var errors: [String] = []
             var warnings: [String] = []
-            let field = "domains[\"\(entry.key)\"].revocation"
+            let sources = Self.crlSources(entry, configurationFile: configurationFile)
+            var reachable = entry.anchors
+            if !entry.anchorsOnly && revocation.crls.contains(where: { crl in !entry.anchors.contains { $0.subject == crl.issuer } }) {
+                reachable += platformRoots()
+            }
+            // Intermediates given beside their CRLs count once a reachable CA is shown to have issued them (a few
+            // rounds: an intermediate may hang below another given intermediate).
+            var offered = sources.flatMap(\.certificates).filter { !reachable.contains($0) }
+            for _ in 0..<8 {
+                let issued = offered.filter { candidate in reachable.contains { $0.subject == candidate.issuer && $0.isIssuer(of: candidate) } }
+                if issued.isEmpty { break }
+                reachable += issued
+                offered.removeAll { issued.contains($0) }
+            }
             for crl in revocation.crls {
+                let source = sources.first { $0.crls.contains(crl) }
+                let field = "domains[\"\(entry.key)\"].revocation.crls" + (source.map { "[\($0.index)]: \($0.path)" } ?? "")
                 let name = "CRL of \(crl.issuer)"
                 if let unusable = crl.unusable {
                     errors.append("\(field): the \(name) cannot be used: \(unusable)")
                     continue
                 }
-                let issuers = entry.anchors.filter { $0.subject == crl.issuer }
+                let issuers = reachable.filter { $0.subject == crl.issuer }
                 if issuers.isEmpty {
-                    warnings.append(
-                        "\(field): the \(name) is not from one of the entry's anchors; its signature is checked against the intermediate a server presents"
+                    let known = entry.anchorsOnly ? "the entry's anchors" : "the entry's anchors, the platform roots"
+                    errors.append(
+                        "\(field): the \(name) is not from a CA the entry can reach (none of \(known) or an intermediate they issued), so its signature cannot be checked; put the issuing CA's certificate in this file beside the CRL (PEM) if a CA of the entry issued it, or remove the CRL"
                     )
                 } else {
                     var failures: [String] = []
@@ -140,6 +168,33 @@ extension PinningCommand.Config {
                 }
             }
             return (errors, warnings)
+        }
+
+        /// One of the entry's CRL files as written: the CRLs it holds and the certificates beside them (PEM).
+        struct CRLSource {
+            var index: Int
+            var path: String
+            var crls: [CertificateRevocationList]
+            var certificates: [Certificate]
+        }
+
+        /// The entry's CRL files, read again as the configuration read them (relative to the configuration file), so
+        /// a problem can name the file its CRL came from.
+        static func crlSources(_ entry: PinningConfiguration.Entry, configurationFile: String) -> [CRLSource] {
+            let base = URL(fileURLWithPath: configurationFile).deletingLastPathComponent()
+            return entry.revocationFiles.enumerated().map { index, path in
+                let resolved = path.hasPrefix("/") ? path : base.appendingPathComponent(path).path
+                let bytes = FileManager.default.contents(atPath: resolved).map { Array($0.prefix(CertificateRevocationList.maximumSize + 1)) } ?? []
+                let crls: [CertificateRevocationList]
+                switch Result(catching: { () throws(CRLError) -> [CertificateRevocationList] in try CertificateRevocationList.read(bytes) }) {
+                case .success(let read): crls = read
+                // The configuration read it a moment ago; if it changed since, the problem is named without its file.
+                case .failure: crls = []
+                }
+                // A DER CRL holds nothing else; in PEM, certificate blocks may sit beside the CRL blocks.
+                let certificates = CertificateLoader.inspect(from: bytes, origin: path).certificates.compactMap(\.certificate)
+                return CRLSource(index: index, path: path, crls: crls, certificates: certificates)
+            }
         }
     }
 }

@@ -56,6 +56,8 @@ struct ConfigurationEvaluationReport: Encodable {
     var base: EvaluationReport
     var configuration: String
     var matchedEntry: String?
+    /// The `excludeSubdomainFromParentPolicy` entry that exempted the host (then matchedEntry is null).
+    var excludedBy: String?
     var pinsEnforced: Bool
     var pinMismatch: Bool
     var warnings: [String]
@@ -76,6 +78,7 @@ struct ConfigurationEvaluationReport: Encodable {
         )
         self.configuration = path
         self.matchedEntry = evaluation.matchedEntry
+        self.excludedBy = evaluation.excludedBy
         self.pinsEnforced = evaluation.pinsEnforced
         self.pinMismatch = evaluation.pinMismatch
         self.warnings = evaluation.warnings
@@ -85,7 +88,7 @@ struct ConfigurationEvaluationReport: Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case configuration, matchedEntry, pinsEnforced, pinMismatch, warnings, failureReport, reportSubmitted
+        case configuration, matchedEntry, excludedBy, pinsEnforced, pinMismatch, warnings, failureReport, reportSubmitted
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -97,6 +100,12 @@ struct ConfigurationEvaluationReport: Encodable {
             try container.encode(matchedEntry, forKey: .matchedEntry)
         } else {
             try container.encodeNil(forKey: .matchedEntry)
+        }
+        // null, not absent, unless an exclusion applied.
+        if let excludedBy = self.excludedBy {
+            try container.encode(excludedBy, forKey: .excludedBy)
+        } else {
+            try container.encodeNil(forKey: .excludedBy)
         }
         try container.encode(self.pinsEnforced, forKey: .pinsEnforced)
         try container.encode(self.pinMismatch, forKey: .pinMismatch)
@@ -114,6 +123,8 @@ struct ConfigurationEvaluationReport: Encodable {
         if let entry = self.matchedEntry {
             let state = self.pinsEnforced ? "pins enforced" : "pins not enforced"
             lines.append("  entry: \"\(entry)\" (\(state))")
+        } else if let excludedBy = self.excludedBy {
+            lines.append("  entry: none (excluded from its parent's policy by \"\(excludedBy)\": not pinned; chain and name validated)")
         } else {
             lines.append("  entry: none (unlisted host)")
         }

@@ -68,14 +68,14 @@ extension PinningCommand.PKI {
                     encryption: self.legacy ? .legacy3DES : .aes256
                 )
             } catch {
-                throw InputError("\(self.name): cannot write PKCS#12: \(error.description)")
+                throw InputError("\(self.name): cannot write PKCS#12: \(PKIErrorWords.words(error))")
             }
             // Read it back the way applications will, before anyone relies on it.
             let loaded: TLSIdentity
             do {
                 loaded = try TLSIdentity.pkcs12(bytes: bytes, passphrase: passphrase, origin: self.output)
             } catch {
-                throw InputError("\(self.output): the written PKCS#12 does not load back: \(error)")
+                throw InputError("\(self.output): the written PKCS#12 does not load back: \(PKIErrorWords.words(error))")
             }
             guard loaded.leaf == identity.certificate, loaded.certificateChain.count == chain.count else {
                 throw InputError("\(self.output): the written PKCS#12 loads back with a different chain")

@@ -34,7 +34,7 @@ extension PinningCommand.PKI {
                 // Unlimited path length: the root may issue intermediates that issue intermediates.
                 root = try TestPKI.root(self.name, key: self.options.key.testKeyType, notValidAfter: notValidAfter)
             } catch {
-                throw InputError("cannot create the root \(self.name): \(error)")
+                throw InputError("cannot create the root \(self.name): \(PKIErrorWords.words(error))")
             }
             try PKIDirectory.write(root, certificatePath: certificatePath, keyPath: keyPath)
             print("root CA \"\(self.name)\" (\(self.options.key.label), \(PKIOutput.validity(root.certificate)))")

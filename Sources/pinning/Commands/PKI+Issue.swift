@@ -108,7 +108,7 @@ extension PinningCommand.PKI {
             } catch let error as TestPKIError where error.code == .invalidIPAddress {
                 throw InputError("--ip: \(error.reason)")
             } catch {
-                throw InputError("cannot issue \(name): \(error)")
+                throw InputError("cannot issue \(name): \(PKIErrorWords.words(error))")
             }
 
             try PKIDirectory.write(issued, certificatePath: certificatePath, keyPath: keyPath)
@@ -132,7 +132,7 @@ extension PinningCommand.PKI {
                 constraints = try certificate.extensions.basicConstraints
                 keyUsage = try certificate.extensions.keyUsage
             } catch {
-                throw InputError("--issuer \(name): unreadable extensions: \(error)")
+                throw InputError("--issuer \(name): unreadable extensions: \(PKIErrorWords.words(error))")
             }
             guard case .isCertificateAuthority(let maxPathLength) = constraints else {
                 throw InputError("--issuer \(name): \(certificate.subject) is not a CA (basic constraints cA is not TRUE)")

@@ -48,7 +48,7 @@ struct RevocationRecord: Codable, Equatable {
         do {
             return try JSONDecoder().decode(RevocationRecord.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
-            throw InputError("\(path): not a revocation record written by `pinning pki revoke` (\(error.localizedDescription))")
+            throw InputError("\(path): not a revocation record written by `pinning pki revoke` (\(PKIErrorWords.words(error)))")
         }
     }
 
@@ -59,7 +59,7 @@ struct RevocationRecord: Codable, Equatable {
         do {
             data = try encoder.encode(self)
         } catch {
-            throw InputError("cannot encode the revocation record: \(error.localizedDescription)")
+            throw InputError("cannot encode the revocation record: \(PKIErrorWords.words(error))")
         }
         try PKIDirectory.write(Array(data) + [0x0A], to: Self.path(pki, issuer: issuer), mode: PKIDirectory.certificateMode)
     }
@@ -152,7 +152,7 @@ extension PinningCommand.PKI {
             do {
                 keyUsage = try issuer.certificate.extensions.keyUsage
             } catch {
-                throw InputError("--issuer \(self.issuer): its keyUsage extension cannot be read: \(error)")
+                throw InputError("--issuer \(self.issuer): its keyUsage extension cannot be read: \(PKIErrorWords.words(error))")
             }
             if let keyUsage, !keyUsage.cRLSign {
                 throw InputError("--issuer \(self.issuer): its keyUsage has no cRLSign, so it cannot sign a CRL")
@@ -179,7 +179,7 @@ extension PinningCommand.PKI {
                     issuer: issuer, entries: entries, number: record.crlNumber, thisUpdate: now,
                     nextUpdate: now.addingTimeInterval(Double(self.days) * 86400))
             } catch {
-                throw InputError("--issuer \(self.issuer): cannot sign the CRL: \(error)")
+                throw InputError("--issuer \(self.issuer): cannot sign the CRL: \(PKIErrorWords.words(error))")
             }
             let pemPath = pki.file(self.issuer + ".crl.pem")
             let derPath = pki.file(self.issuer + ".crl")

@@ -23,6 +23,8 @@ extension PinningCommand {
 
                 Start-up lines on stdout: `proxy listening on http://HOST:PORT`, one `tunnel listening on HOST:PORT -> UPSTREAM:PORT` per tunnel, then `local CA: PATH (sha256/...)`. One log line per connection on stderr (--log-format text or json). SIGHUP reloads the configuration, its client identities and the local CA: new connections, and the next request of open ones, use the new policy (an upstream connection made under the old one is not reused); a configuration that fails to load is refused whole, logged with every problem, and the old one stays. SIGINT or SIGTERM stop accepting and wait up to 10 s for connections in flight.
 
+                Deadlines: a request head (the CONNECT, or a request inside an intercepted session) must arrive whole within --request-head-timeout seconds (default 30) of the connection being ready, or for a later request of a kept-alive session of its first byte (408 Request Timeout when part of it came); an intercepted client's TLS handshake must complete within --handshake-timeout seconds (default 10). A kept-alive connection with nothing under way is closed after --idle-timeout. Either is one log line saying which deadline the client missed.
+
                 Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
                 """
         )
@@ -54,6 +56,22 @@ extension PinningCommand {
             name: .customLong("idle-timeout"), help: ArgumentHelp("Close a client connection idle for this long (0.001 to 604,800 seconds).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var idleTimeout: Double = 300
+
+        @Option(
+            name: .customLong("handshake-timeout"),
+            help: ArgumentHelp(
+                "Close an intercepted client whose TLS handshake with the local CA's certificate has not completed this long after the CONNECT was answered (0.001 to 604,800; default 10).",
+                valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var handshakeTimeout: Double = 10
+
+        @Option(
+            name: .customLong("request-head-timeout"),
+            help: ArgumentHelp(
+                "Close a client whose request head (the CONNECT, or a request inside an intercepted session) has not arrived whole this long after the connection was ready or its first byte came (0.001 to 604,800; default 30); 408 when part of it came.",
+                valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var requestHeadTimeout: Double = 30
 
         @Option(name: .customLong("log-format"), help: ArgumentHelp("text or json.", valueName: "format"), transform: LogFormat.parse)
         var logFormat: LogFormat = .text
@@ -103,7 +121,9 @@ extension PinningCommand {
                 maximumConnections: self.maxConnections,
                 idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9)),
                 metrics: Self.prometheusMetrics(),
-                keyLog: keyLog
+                keyLog: keyLog,
+                handshakeTimeout: .nanoseconds(Int64(self.handshakeTimeout * 1e9)),
+                requestHeadTimeout: .nanoseconds(Int64(self.requestHeadTimeout * 1e9))
             )
             let json = self.logFormat == .json
             let proxy: PinningProxy
@@ -121,6 +141,12 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: proxy: \(error.message)\n".utf8))
                 throw ExitCode(3)
             }
+            // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
+            // SIGHUP: reload the configuration, its identities and the CA; a failure keeps the old policy whole.
+            let (events, continuation) = AsyncStream<Int32>.makeStream()
+            // Installed before the start-up lines are printed (SignalHandlers says why).
+            let signals = await SignalHandlers.install([SIGINT, SIGTERM, SIGHUP]) { number in continuation.yield(number) }
+
             var lines = ["proxy listening on http://\(PinningProxy.describe(bound[0]))"]
             for (tunnel, address) in zip(tunnels, bound.dropFirst()) {
                 lines.append("tunnel listening on \(PinningProxy.describe(address)) -> \(tunnel.host):\(tunnel.port)")
@@ -128,16 +154,6 @@ extension PinningCommand {
             lines.append("local CA: \(authority.certificatePath) (\(authority.pin))")
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
-            // SIGINT/SIGTERM: stop accepting, let connections in flight finish for a bounded time, exit 0.
-            // SIGHUP: reload the configuration, its identities and the CA; a failure keeps the old policy whole.
-            let (events, continuation) = AsyncStream<Int32>.makeStream()
-            let signals = [SIGINT, SIGTERM, SIGHUP].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { continuation.yield(number) }
-                source.resume()
-                return source
-            }
             for await number in events {
                 if number != SIGHUP { break }
                 self.reload(proxy, directory: directory, json: json)

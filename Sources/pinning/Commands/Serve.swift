@@ -19,7 +19,9 @@ extension PinningCommand {
 
                 An encrypted --key takes its passphrase from --passphrase-env VAR or --passphrase-file FILE (as check).
 
-                With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth). Runs until SIGINT or SIGTERM.
+                With --client-ca a client certificate is required and validated (chain to one of the CAs, extendedKeyUsage clientAuth), and every client whose handshake does not end trusted is one line on stderr saying why (the policy's failure code, the TLS library's reason, the client leaving, a deadline). Runs until SIGINT or SIGTERM.
+
+                Deadlines: a connection is closed when its TLS handshake has not completed --handshake-timeout seconds after it was accepted (default 10), and, over HTTP/1.1, when a request head has not arrived whole --request-head-timeout seconds after the handshake or the end of the previous request (default 30; 408 Request Timeout when part of it came). A request that cannot be parsed gets 431 (a head over 80 KiB) or 400, in words, and the connection is closed.
 
                 HTTP/2 when the client offers h2 in ALPN, else HTTP/1.1. The JSON reply has method, path, httpVersion and clientCertificate (null without one).
 
@@ -54,6 +56,22 @@ extension PinningCommand {
             transform: NumericOption.seconds(0.1...86_400))
         var crlReload: Double = 5
 
+        @Option(
+            name: .customLong("handshake-timeout"),
+            help: ArgumentHelp(
+                "Close a connection whose TLS handshake (the client's chain judged included) has not completed this long after it was accepted (0.001 to 604,800; default 10).",
+                valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var handshakeTimeout: Double = 10
+
+        @Option(
+            name: .customLong("request-head-timeout"),
+            help: ArgumentHelp(
+                "HTTP/1.1: close a connection whose request head has not arrived whole this long after the handshake or the previous request (0.001 to 604,800; default 30); 408 when part of it came.",
+                valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var requestHeadTimeout: Double = 30
+
         func validate() throws {
             if !self.revocationOptions.crl.isEmpty && self.clientCA.isEmpty {
                 throw InputError("--crl needs --client-ca: without client certificates there is nothing to check for revocation")
@@ -78,7 +96,9 @@ extension PinningCommand {
                     port: self.port,
                     keyLog: keyLog,
                     revocation: revocation,
-                    logsRefusals: true
+                    logsRefusals: true,
+                    deadlines: LocalHTTPSServer.Deadlines(
+                        handshake: .nanoseconds(Int64(self.handshakeTimeout * 1e9)), requestHead: .nanoseconds(Int64(self.requestHeadTimeout * 1e9)))
                 )
             } catch let error as LocalHTTPSServer.SetupError {
                 // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.
@@ -88,16 +108,11 @@ extension PinningCommand {
                 FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(problem)\n".utf8))
                 throw ExitCode(3)
             }
+            // Installed before the start-up line is printed (SignalHandlers says why).
+            let signals = await SignalHandlers.install([SIGINT, SIGTERM]) { _ in channel.close(promise: nil) }
             let port = channel.localAddress?.port ?? self.port
             FileHandle.standardOutput.write(Data("listening on https://\(address.display):\(port)\n".utf8))
 
-            let signals = [SIGINT, SIGTERM].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { channel.close(promise: nil) }
-                source.resume()
-                return source
-            }
             do {
                 try await channel.closeFuture.get()
             } catch {

@@ -16,6 +16,15 @@ enum LocalHTTPSServer {
         var underlying: any Error
     }
 
+    /// How long a client has for its TLS handshake (its chain judged included) and for each HTTP/1 request head
+    /// (the first from the end of the handshake, a later one from the end of the previous request: `serve` has no
+    /// idle timeout of its own). Defaults no real client comes near: a handshake takes milliseconds, a head is
+    /// sent at once.
+    struct Deadlines: Sendable {
+        var handshake: TimeAmount = .seconds(10)
+        var requestHead: TimeAmount = .seconds(30)
+    }
+
     /// Binds and starts accepting; the returned channel's `localAddress` has the port.
     static func start(
         identity: TLSIdentity,
@@ -25,6 +34,7 @@ enum LocalHTTPSServer {
         keyLog: TLSKeyLog? = nil,
         revocation: RevocationSource? = nil,
         logsRefusals: Bool = false,
+        deadlines: Deadlines = Deadlines(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> any Channel {
         let tls: TLSSetup
@@ -38,7 +48,8 @@ enum LocalHTTPSServer {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try tls.addHandlers(to: channel.pipeline.syncOperations, remote: channel.remoteAddress, logsRefusals: logsRefusals)
+                    try tls.addHandlers(
+                        to: channel.pipeline.syncOperations, remote: channel.remoteAddress, logsRefusals: logsRefusals, handshakeTimeout: deadlines.handshake)
                 }.flatMap {
                     // HTTP/2 when the client offers h2 in ALPN, else HTTP/1.1 (also without ALPN). The choice is
                     // made on the handshake-completed event, which the pinning handler passes on only for a
@@ -54,8 +65,7 @@ enum LocalHTTPSServer {
                         },
                         http1ChannelConfigurator: { connection in
                             connection.eventLoop.makeCompletedFuture {
-                                try connection.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                                try connection.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: responder))
+                                try Self.addHTTP1Handlers(to: connection.pipeline.syncOperations, requestHeadTimeout: deadlines.requestHead, responder: responder)
                             }
                         }
                     )
@@ -63,6 +73,20 @@ enum LocalHTTPSServer {
             }
             .bind(host: bind, port: port)
             .get()
+    }
+
+    /// HTTP/1.1 behind TLS: the request-head deadline around the decoder, parse errors answered in words (431 for
+    /// a head over 80 KiB, 400 otherwise) and the connection closed after them, then the responder.
+    static func addHTTP1Handlers(
+        to pipeline: ChannelPipeline.SynchronousOperations, requestHeadTimeout: TimeAmount, responder: @escaping SimpleHTTPResponder.Respond
+    ) throws {
+        let deadline = RequestHeadDeadline.handlers(timeout: requestHeadTimeout, idleBetweenRequestsCounts: true, server: "pinning serve")
+        try pipeline.addHandler(deadline.bytes)
+        try pipeline.configureHTTPServerPipeline(withErrorHandling: false)
+        let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+        try pipeline.addHandler(deadline.heads, position: .after(decoder))
+        try pipeline.addHandler(HTTPParseErrorAnswer(server: "pinning serve"))
+        try pipeline.addHandler(SimpleHTTPResponder(respond: responder))
     }
 
     /// What the server offers in ALPN, most preferred first.
@@ -96,30 +120,97 @@ private struct TLSSetup: Sendable {
         }
     }
 
-    /// `logsRefusals`: `serve` says on stderr why a client was refused; `demo` keeps its output to itself.
-    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations, remote: SocketAddress?, logsRefusals: Bool) throws {
+    /// `logsRefusals`: `serve` says on stderr why a client was refused (mutual TLS): one line per client whose
+    /// handshake did not end trusted, whatever ended it (our policy, the TLS library, the client leaving, the
+    /// handshake deadline); `demo` keeps its output to itself. Only a client that sent nothing at all is not
+    /// logged (a port probe or a health check: nothing was refused).
+    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations, remote: SocketAddress?, logsRefusals: Bool, handshakeTimeout: TimeAmount) throws {
         switch self.mode {
         case .plain(let context):
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
+            try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
         case .mutual(let server):
+            guard logsRefusals else {
+                try server.addHandlers(to: pipeline)
+                try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
+                return
+            }
+            let watch = ClientWatch()
+            try pipeline.addHandler(watch)
             let handshake = try server.addHandlers(to: pipeline)
-            guard logsRefusals else { return }
+            try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
+            try pipeline.addHandler(DeadlineWatch(watch: watch))
             let peer = remote.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "a client"
+            let loopBound = NIOLoopBound(watch, eventLoop: pipeline.eventLoop)
             handshake.whenFailure { error in
-                // A client our policy refused is one line on stderr, with the failure's code, so whoever runs
-                // the server sees why a device was turned away (revoked, another CA, expired…). Clients that
-                // merely hang up are not logged.
-                guard let error = error as? PinningConnectionError else { return }
-                let line: String
-                if let failure = error.trustFailure {
-                    line = "pinning: serve: refused the client at \(peer): [\(failure.code)] \(failure.reason)"
-                } else if error.code == .refusedByCheck {
-                    line = "pinning: serve: refused the client at \(peer): \(error.message)"
-                } else {
-                    return
-                }
-                FileHandle.standardError.write(Data((line + "\n").utf8))
+                // Completed on the channel's event loop, as the watch's counts are kept.
+                guard let line = Self.refusalLine(error, watch: loopBound.value) else { return }
+                FileHandle.standardError.write(Data("pinning: serve: refused the client at \(peer): \(line)\n".utf8))
             }
         }
+    }
+
+    /// Why a client's handshake did not end trusted, in words, or nil for a client that sent nothing.
+    static func refusalLine(_ error: any Error, watch: ClientWatch) -> String? {
+        if let expired = watch.expired {
+            let judging = (error as? PinningConnectionError)?.message == PinningHandshakeHandler.closedWhileJudging
+            return "\(expired.description)\(judging ? " (its certificate chain was still being judged)" : ""); the connection was closed"
+        }
+        guard let error = error as? PinningConnectionError else {
+            return watch.bytesReceived == 0 ? nil : "the TLS handshake failed: \(ConnectionFailureWords.words(error))"
+        }
+        // A client our policy refused: the failure's code, so whoever runs the server sees why a device was turned
+        // away (revoked, another CA, expired…).
+        if let failure = error.trustFailure {
+            return "[\(failure.code)] \(failure.reason)"
+        }
+        switch error.code {
+        case .refusedByCheck:
+            return error.message
+        case .unreadablePeerCertificate:
+            return "its certificate cannot be read: \(error.message)"
+        case .connectionClosed where error.message == PinningHandshakeHandler.closedWhileJudging:
+            return "it closed the connection while its certificate chain was being judged (\(watch.bytesReceived) bytes received)"
+        default:
+            guard watch.bytesReceived > 0 else { return nil }
+            // The TLS library ended the handshake (no certificate, a certificate message over its limit, an alert
+            // from the client, not TLS at all), or the client hung up: said from the server's side.
+            let words = error.underlying.flatMap(ConnectionFailureWords.clientHandshakeProblem) ?? error.message
+            return "\(words) (\(watch.bytesReceived) bytes received)"
+        }
+    }
+}
+
+/// One client connection of `serve --client-ca`, as its refusal line needs it: the bytes the client sent (one that
+/// sent none is not logged) and the deadline that cut it off, if one did. First in the pipeline; event-loop bound.
+final class ClientWatch: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private(set) var bytesReceived = 0
+    fileprivate(set) var expired: ConnectionDeadlineExpired?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.bytesReceived += self.unwrapInboundIn(data).readableBytes
+        context.fireChannelRead(data)
+    }
+}
+
+/// Behind the handshake deadline: tells the ``ClientWatch`` that the deadline cut the client off.
+private final class DeadlineWatch: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    typealias InboundOut = NIOAny
+
+    private let watch: ClientWatch
+
+    init(watch: ClientWatch) {
+        self.watch = watch
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let expired = event as? ConnectionDeadlineExpired {
+            self.watch.expired = expired
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

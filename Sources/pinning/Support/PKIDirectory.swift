@@ -90,12 +90,17 @@ struct PKIDirectory {
         do {
             key = try Certificate.PrivateKey(pemEncoded: text)
         } catch {
-            throw InputError("\(option) \(name): \(keyPath) is not a PEM private key: \(error)")
+            throw InputError("\(option) \(name): \(keyPath) is not a PEM private key: \(PKIErrorWords.words(error))")
         }
         do {
             return try TestIdentity(certificate: certificate, privateKey: key)
         } catch {
-            throw InputError("\(option) \(name): \(keyPath) does not belong to \(self.certificatePath(name)): \(error)")
+            guard let error = error as? TestPKIError, error.code == .keyDoesNotMatchCertificate else {
+                throw InputError("\(option) \(name): \(keyPath): \(PKIErrorWords.words(error))")
+            }
+            throw InputError(
+                "\(option) \(name): \(keyPath) is not the private key of \(self.certificatePath(name)) (\(certificate.subject)): give the key this certificate was issued for"
+            )
         }
     }
 

@@ -14,7 +14,10 @@ public struct ProxyLogRecord: Sendable, Encodable {
     public var upstream: String?
     /// `trusted`, `untrusted`, `error`, or `-` when no upstream was judged.
     public var verdict: String
-    /// The TrustFailure code or connection error code of a refusal.
+    /// What went wrong, and on whose side: the upstream's (its TrustFailure code or connection error code,
+    /// `upstreamClosed` for a response it cut short) or the client's (`400`/`431` for a request that does not parse,
+    /// `clientTLS`, `clientError`, `handshakeTimeout`, `requestHeadTimeout`, `idleTimeout`, `clientClosed`), or the
+    /// proxy's refusal (`hostNotAllowed`, `tooManyConnections`, an HTTP status).
     public var failure: String?
     /// The configuration entry that governed the host.
     public var entry: String?

@@ -28,9 +28,10 @@ final class HandshakeVerdict: Sendable {
 
     var current: State { self.state.withLockedValue { $0 } }
 
-    /// Keeps the task that decides this connection, so ``abandon()`` can cancel it. A task started after the
-    /// connection went away is cancelled at once.
-    func evaluating(_ task: Task<Void, Never>) {
+    /// Records that `task` is deciding this connection (``State/deciding``) and keeps it, so ``abandon()`` can
+    /// cancel it. A task started after the connection went away is cancelled at once.
+    func deciding(by task: Task<Void, Never>) {
+        self.record(.deciding)
         let abandoned = self.evaluation.withLockedValue { evaluation in
             evaluation.task = task
             return evaluation.abandoned
@@ -132,7 +133,6 @@ enum PeerVerification {
                 promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
                 return
             }
-            verdict.record(.deciding)
             let task = promise.completeWithTaskOnEventLoop {
                 switch await decision(presented.certificates) {
                 case .evaluation(let evaluation):
@@ -142,7 +142,8 @@ enum PeerVerification {
                     return .failed
                 }
             }
-            verdict.evaluating(task)
+            // The task runs in a later tick of the loop (EventLoopTaskExecutor), so it is recorded before it starts.
+            verdict.deciding(by: task)
         }
     }
 
@@ -161,20 +162,9 @@ enum PeerVerification {
         handover: NIOSSLPathHandover? = nil,
         decide: @escaping @Sendable ([Certificate]) async -> TrustEvaluation
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
-        { certificates, promise in
-            guard let presented = Self.presented(certificates, verdict: verdict) else {
-                promise.succeed(.failed)
-                return
-            }
-            if let evaluation = immediate?(presented.certificates) {
-                promise.succeed(Self.conclude(evaluation, verdict: verdict, presented: presented, handover: handover))
-                return
-            }
-            verdict.record(.deciding)
-            let task = promise.completeWithTaskOnEventLoop {
-                Self.conclude(await decide(presented.certificates), verdict: verdict, presented: presented, handover: handover)
-            }
-            verdict.evaluating(task)
+        // A decision that never refuses with its own error: the general callback above.
+        Self.callback(verdict: verdict, immediate: immediate, handover: handover) { presented in
+            .evaluation(await decide(presented))
         }
     }
 

@@ -81,7 +81,12 @@ extension PinningCommand.Bench {
             for shape in shapes {
                 let mesh = try SameSubjectMesh(keys: shape.keys, presenting: shape.presenting, key: shape.key)
                 if let directory = self.write {
-                    try Self.write(mesh, unrelated: unrelated, named: "mesh-\(shape.keys)-\(shape.key)", into: directory)
+                    do {
+                        try Self.write(mesh, unrelated: unrelated, named: "mesh-\(shape.keys)-\(shape.key)", into: directory)
+                    } catch {
+                        let reason = (error as NSError).localizedDescription
+                        throw InputError("--write \(directory): cannot write the mesh's PEM files there (\(reason))")
+                    }
                 }
                 for anchored in [false, true] {
                     let anchors = anchored ? [mesh.keys[shape.keys - 1].certificate] : [unrelated.certificate]

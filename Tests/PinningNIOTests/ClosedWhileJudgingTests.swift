@@ -22,9 +22,15 @@ struct ClosedWhileJudgingTests {
             identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [clientChain.root.certificate],
             clientCheck: { _, _ in
-                // A slow decision: the client leaves meanwhile.
+                // A decision that would accept, but only after the client has left: it waits for the test to kill
+                // the client and then for its own cancellation (the server abandons it when the connection goes
+                // inactive), or 120 s. A fixed 5 s sleep raced the test on CI's loaded machine: the test's polling
+                // task woke after the decision had accepted, so the handshake succeeded before the client was killed.
                 judged.set()
-                try? await Task.sleep(for: .seconds(5))
+                let deadline = ContinuousClock.now + .seconds(120)
+                while !Task.isCancelled && ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
                 return nil
             }
         )
@@ -57,7 +63,7 @@ struct ClosedWhileJudgingTests {
         #expect(judged.isSet, "the server started judging the client")
         kill(client.processIdentifier, SIGKILL)
         client.waitUntilExit()
-        let outcome = await testServer.nextOutcome(within: 30)
+        let outcome = await testServer.nextOutcome(within: 150)
         guard case .failure(let error) = outcome else {
             Issue.record("expected a failed handshake, got \(String(describing: outcome))")
             return

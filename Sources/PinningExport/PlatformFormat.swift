@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The pin configuration formats of the mobile platforms that ``ConfigurationExporter`` writes and
 /// ``ConfigurationImporter`` reads.

@@ -3,7 +3,7 @@ public import GRPCNIOTransportHTTP2Posix
 import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOPosix
-public import NIOSSL
+import NIOSSL
 public import Pinning
 public import PinningNIO
 public import X509

@@ -314,10 +314,10 @@ public enum TestPKI {
     /// validity and other extensions; a new serial number.
     public static func withCRLDistributionPoints(_ subject: TestIdentity, issuer: TestIdentity, urls: [String]) throws -> TestIdentity {
         var names = DER.Serializer()
-        try names.appendConstructedNode(identifier: .sequence) { points in
-            try points.appendConstructedNode(identifier: .sequence) { point in
-                try point.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { name in
-                    try name.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { full in
+        names.appendConstructedNode(identifier: .sequence) { points in
+            points.appendConstructedNode(identifier: .sequence) { point in
+                point.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { name in
+                    name.appendConstructedNode(identifier: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)) { full in
                         for url in urls {
                             full.appendPrimitiveNode(identifier: ASN1Identifier(tagWithNumber: 6, tagClass: .contextSpecific)) { bytes in
                                 bytes.append(contentsOf: Array(url.utf8))

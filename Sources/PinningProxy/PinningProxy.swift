@@ -1,5 +1,5 @@
 import CoreMetrics
-public import Foundation
+import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOHTTP1

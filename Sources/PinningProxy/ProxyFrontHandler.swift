@@ -232,12 +232,14 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         let proxy = self.proxy
         let downstreamGlue = GlueHandler(count: { connection.bytesUp += $0 })
         let upstreamGlue = GlueHandler(count: { connection.bytesDown += $0 })
+        // The upstream channel is made on this connection's loop (the bootstrap's group), where both glues live.
+        let glues = NIOLoopBound((downstream: downstreamGlue, upstream: upstreamGlue), eventLoop: context.eventLoop)
         let bootstrap = ClientBootstrap(group: context.eventLoop)
             .connectTimeout(proxy.settings.upstreamTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {
-                    try upstream.pipeline.syncOperations.addHandler(upstreamGlue)
+                    try upstream.pipeline.syncOperations.addHandler(glues.value.upstream)
                 }
             }
         let connected: EventLoopFuture<any Channel>
@@ -253,6 +255,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             case .success:
                 do {
                     try handler.sendEstablished(context: context)
+                    let (downstreamGlue, upstreamGlue) = glues.value
                     try context.pipeline.syncOperations.addHandler(downstreamGlue)
                     downstreamGlue.pair(with: upstreamGlue)
                     channel.closeFuture.whenComplete { _ in connection.finish(verdict: "-") }
@@ -288,13 +291,13 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Removes the request-head deadline, this handler and then the request decoder, whose unparsed bytes (a TLS
     /// ClientHello sent right behind the CONNECT) go on to the handlers that now follow.
     private func leave(context: ChannelHandlerContext) {
-        let decoder = self.decoder
+        let decoder = NIOLoopBound(self.decoder, eventLoop: context.eventLoop)
         let channel = context.channel
         // First: the deadline's handlers would take the bytes that follow for a request head.
         context.pipeline.syncOperations.removeHandler(self.deadline.heads, promise: nil)
         context.pipeline.syncOperations.removeHandler(self.deadline.bytes, promise: nil)
         context.pipeline.syncOperations.removeHandler(context: context).whenComplete { _ in
-            channel.pipeline.syncOperations.removeHandler(decoder).whenFailure { _ in channel.close(promise: nil) }
+            channel.pipeline.syncOperations.removeHandler(decoder.value).whenFailure { _ in channel.close(promise: nil) }
         }
     }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// One connection's outcome, logged once when it ends: who, where to, the verdict and the traffic.
 public struct ProxyLogRecord: Sendable, Encodable {

@@ -54,6 +54,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
         // The upstream channel is made on the same loop (connectUpstream's `on:`).
         let upstreamGlueBound = NIOLoopBound(upstreamGlue, eventLoop: loop)
+        let downstreamGlueBound = NIOLoopBound(downstreamGlue, eventLoop: loop)
         let proxy = self.proxy
         let tunnel = self.tunnel
         Task {
@@ -72,6 +73,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                         return
                     }
                     do {
+                        let downstreamGlue = downstreamGlueBound.value
                         try context.pipeline.syncOperations.addHandler(downstreamGlue)
                         downstreamGlue.pair(with: upstreamGlueBound.value)
                         context.channel.closeFuture.whenComplete { _ in connection.finish(verdict: "trusted") }

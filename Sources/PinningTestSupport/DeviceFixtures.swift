@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Pinning
 public import PinningPKI
 import X509

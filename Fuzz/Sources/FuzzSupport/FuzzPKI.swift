@@ -1,7 +1,7 @@
 import Crypto
 import Dispatch
 public import Foundation
-public import Pinning
+import Pinning
 import SwiftASN1
 public import X509
 

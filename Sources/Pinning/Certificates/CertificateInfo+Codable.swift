@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // JSON for `pinning inspect --json`: dates as RFC 3339 strings, fields added later optional when read.
 extension CertificateInfo {

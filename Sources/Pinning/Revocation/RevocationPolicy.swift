@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import X509
+import Foundation
+import X509
 
 /// Whether and how certificates on a validated path are checked against certificate revocation lists.
 ///

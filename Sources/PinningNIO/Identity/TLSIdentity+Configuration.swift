@@ -1,6 +1,6 @@
 public import Foundation
 public import Pinning
-public import X509
+import X509
 
 /// Why a configuration entry's `clientIdentity` cannot be used, in words naming the entry and the file.
 public struct ClientIdentityError: Error, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Pinning
 
 /// Reads CRLs from files and directories a caller names, for ``RevocationSource`` and the command line.

@@ -154,11 +154,11 @@ struct ProxyBenchmark {
             "--tunnel", "127.0.0.1:0=api.bench:\(upstreamPort)", "--max-connections", "100000",
         ]
         let proxyOut = directory.path("proxy.out")
-        FileManager.default.createFile(atPath: proxyOut, contents: nil)
+        _ = FileManager.default.createFile(atPath: proxyOut, contents: nil)  // opening it next says why, if it failed
         proxy.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyOut))
         // Its log (one line per connection) is kept, so a failed run can say what the proxy saw.
         let proxyLog = directory.path("proxy.err")
-        FileManager.default.createFile(atPath: proxyLog, contents: nil)
+        _ = FileManager.default.createFile(atPath: proxyLog, contents: nil)  // opening it next says why, if it failed
         proxy.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyLog))
         try proxy.run()
         defer { Self.stop(proxy) }
@@ -198,12 +198,12 @@ struct ProxyBenchmark {
         }
         defer { stunnel.map(Self.stop) }
 
-        let proxyCA = try NIOSSLCertificate(file: directory.path("ca/ca.pem"), format: .pem)
+        let proxyCA = try NIOSSLCertificate.fromPEMFile(directory.path("ca/ca.pem"))
         var direct = TLSConfiguration.makeClientConfiguration()
         direct.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
         let directContext = try NIOSSLContext(configuration: direct)
         var viaProxy = TLSConfiguration.makeClientConfiguration()
-        viaProxy.trustRoots = .certificates([proxyCA])
+        viaProxy.trustRoots = .certificates(proxyCA)
         let proxyContext = try NIOSSLContext(configuration: viaProxy)
 
         let loop = LoadGenerator(group: group, host: "api.bench")
@@ -366,10 +366,7 @@ struct LoadGenerator {
                 tasks.addTask {
                     let channel = try await self.open(target)
                     do {
-                        let loop = try await channel.eventLoop.submit {
-                            try channel.pipeline.syncOperations.handler(type: RequestLoop.self)
-                        }.get()
-                        let samples = try await channel.eventLoop.flatSubmit { loop.start(requests: requestsPerConnection) }.get()
+                        let samples = try await channel.eventLoop.flatSubmit { Self.start(channel, requests: requestsPerConnection) }.get()
                         // Closed and awaited: nothing of a connection outlives the run.
                         try? await channel.close()
                         return samples
@@ -386,13 +383,21 @@ struct LoadGenerator {
         return Result(latencies: latencies, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
     }
 
+    /// On `channel`'s loop: its ``RequestLoop`` sends `requests` requests; the future holds their latencies.
+    private static func start(_ channel: any Channel, requests: Int) -> EventLoopFuture<[UInt64]> {
+        do {
+            return try channel.pipeline.syncOperations.handler(type: RequestLoop.self).start(requests: requests)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+    }
+
     /// Opens `connections` connections, each after one completed request, and leaves them open.
     func hold(_ target: Target, connections: Int) async throws -> [any Channel] {
         var channels: [any Channel] = []
         for _ in 0..<connections {
             let channel = try await self.open(target)
-            let loop = try await channel.eventLoop.submit { try channel.pipeline.syncOperations.handler(type: RequestLoop.self) }.get()
-            _ = try await channel.eventLoop.flatSubmit { loop.start(requests: 1) }.get()
+            _ = try await channel.eventLoop.flatSubmit { Self.start(channel, requests: 1) }.get()
             channels.append(channel)
         }
         return channels

@@ -25,7 +25,9 @@ struct InMemoryHandshakeTests {
         let handshake = try await clientChannel.testingEventLoop.executeInContext {
             try client.addHandlers(to: clientChannel.pipeline.syncOperations, host: host)
         }
-        try await serverChannel.pipeline.addHandler(NIOSSLServerHandler(context: serverContext))
+        try await serverChannel.testingEventLoop.executeInContext {
+            try serverChannel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverContext))
+        }
         let outcome = NIOLockedValueBox<Result<PinnedHandshake, any Error>?>(nil)
         handshake.whenComplete { result in outcome.withLockedValue { $0 = result } }
 

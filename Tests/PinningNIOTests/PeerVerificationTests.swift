@@ -59,14 +59,20 @@ struct PeerVerificationTests {
         let trusted = try TestChain(host: "kept.example")
         let refused = try TestChain(host: "refused.example")
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        // Judged against `trusted`'s root only, so `refused`'s chain finds no anchor.
-        let callback = PeerVerification.callback(verdict: HandshakeVerdict()) { presented in
-            await ServerTrust(certificates: presented, anchors: [trusted.root.certificate], anchorsOnly: true).evaluate(.basicX509)
-        }
+        // Judged against `trusted`'s root only, so `refused`'s chain finds no anchor. Made on the loop it is called
+        // on, as NIOSSL calls it.
+        let callback = try await loop.submit {
+            NIOLoopBound(
+                PeerVerification.callback(verdict: HandshakeVerdict()) { presented in
+                    await ServerTrust(certificates: presented, anchors: [trusted.root.certificate], anchorsOnly: true).evaluate(.basicX509)
+                },
+                eventLoop: loop
+            )
+        }.get()
         func verify(_ chain: TestChain) async throws -> NIOSSLVerificationResultWithMetadata {
             let promise = loop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
             let presented = try [chain.leaf.der, chain.intermediate.der].map { try NIOSSLCertificate(bytes: $0, format: .der) }
-            loop.execute { callback(presented, promise) }
+            loop.execute { callback.value(presented, promise) }
             return try await promise.futureResult.get()
         }
         guard case .failed = try await verify(refused) else {

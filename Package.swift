@@ -435,6 +435,9 @@ let package = Package(
                 "Pinning",
                 "PinningNIO",
                 "PinningTestSupport",
+                // The executable target: parse-time refusals are tested in process (`@testable import pinning`,
+                // InProcessCLI.swift); every other test runs the built binary.
+                "pinning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -442,3 +445,4 @@ let package = Package(
         ),
     ]
 )
+

@@ -47,18 +47,23 @@ struct PinningCommand: AsyncParsableCommand {
 
     /// Prints why the command line or its input was refused and exits 2 (0 for `--help` and `--version`).
     static func exit(refusing error: any Error) -> Never {
-        if let input = InputError.wrapped(in: error) {
-            FileHandle.standardError.write(Data("pinning: \(input.message)\n".utf8))
-            Foundation.exit(2)
-        }
-        if exitCode(for: error) == .success {
+        if InputError.wrapped(in: error) == nil, exitCode(for: error) == .success {
             exit(withError: error)
         }
-        let message = fullMessage(for: error)
+        let message = Self.refusalMessage(for: error)
         if !message.isEmpty {
             FileHandle.standardError.write(Data((message + "\n").utf8))
         }
         Foundation.exit(2)
+    }
+
+    /// What ``exit(refusing:)`` prints on stderr (before its line break) for a refusal: ours as `pinning: MESSAGE`,
+    /// argument-parser's in its own words. The CLI tests check parse-time refusals through this, in process.
+    static func refusalMessage(for error: any Error) -> String {
+        if let input = InputError.wrapped(in: error) {
+            return "pinning: \(input.message)"
+        }
+        return fullMessage(for: error)
     }
 }
 

@@ -2,8 +2,10 @@ import Foundation
 import PinningTestSupport
 import Testing
 
-// Every numeric option of every subcommand, driven through the BUILT binary with values it cannot represent or
-// use: each run must end by exit (never a signal) with status 2 and one message naming the option.
+// Every numeric option of every subcommand, given values it cannot represent or use: each must be refused while
+// parsing with status 2 and one message naming the option. The ~180 extremes are parsed in process exactly as the
+// binary parses them (InProcessCLI); `messages()` runs the BUILT binary once per subcommand, which must end by
+// exit (never a signal) with the same words.
 
 struct NumericCase: Sendable, CustomTestStringConvertible {
     /// The command line before the option (required arguments with placeholder values: parsing fails first).
@@ -38,12 +40,10 @@ let numericCases: [NumericCase] = [
 @Suite("Numeric options: extremes are refused with exit 2 and a message naming the option")
 struct NumericOptionCLITests {
     @Test("every numeric option, every extreme value", arguments: numericCases)
-    func extremes(_ numeric: NumericCase) async throws {
-        let directory = try TemporaryDirectory(prefix: "pinning-numeric")
-        defer { directory.remove() }
+    func extremes(_ numeric: NumericCase) {
         for value in numeric.rejected {
             // "--option=value" so that values starting with "-" are values, not options.
-            let run = try await Executable.pinning(numeric.prefix + ["\(numeric.option)=\(value)"], in: directory)
+            let run = InProcessCLI.parse(numeric.prefix + ["\(numeric.option)=\(value)"])
             #expect(run.status == 2, "\(run)")
             #expect(run.stderr.contains(numeric.option), "\(run)")
             #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("Swift runtime failure"), "\(run)")

@@ -62,14 +62,27 @@ struct OptionIdiomCLITests {
             line: "pinning: --config: bench measures a security policy; give the policy flags of evaluate instead"),
     ]
 
+    /// Parsed in process as the binary parses them (InProcessCLI); `throughTheBinary()` runs one refusal of each
+    /// subcommand through the BUILT binary.
     @Test("a refused value or combination is one pinning: line, exit 2, before any file is read", arguments: Self.refusals)
-    func refusedWhileParsing(_ refusal: Refusal) async throws {
-        let directory = try TemporaryDirectory(prefix: "pinning-idiom")
-        defer { directory.remove() }
-        let run = try await Executable.pinning(refusal.arguments, in: directory)
+    func refusedWhileParsing(_ refusal: Refusal) {
+        let run = InProcessCLI.parse(refusal.arguments)
         #expect(run.status == 2, "\(run)")
         #expect(run.stderr == refusal.line + "\n", "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")
+    }
+
+    @Test("the same refusals through the binary: one per subcommand, same line, exit 2")
+    func throughTheBinary() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-idiom")
+        defer { directory.remove() }
+        var subcommands: Set<String> = []
+        for refusal in Self.refusals where subcommands.insert(refusal.arguments.prefix(2).joined(separator: " ")).inserted {
+            let run = try await Executable.pinning(refusal.arguments, in: directory)
+            #expect(run.status == 2, "\(run)")
+            #expect(run.stderr == refusal.line + "\n", "\(run)")
+            #expect(run.stdout.isEmpty, "\(run)")
+        }
     }
 
     @Test("--help still answers on a command line that validate() would refuse")

@@ -438,6 +438,7 @@ let package = Package(
                 // The executable target: parse-time refusals are tested in process (`@testable import pinning`,
                 // InProcessCLI.swift); every other test runs the built binary.
                 "pinning",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -446,3 +447,60 @@ let package = Package(
     ]
 )
 
+// The hardening build (issue 28): `scripts/hardening.sh` sets PINNING_HARDENING_BUILD=1 and builds this graph ONCE,
+// with AddressSanitizer plus libFuzzer's coverage instrumentation, for both the sanitizer pass of the test suite
+// and the fuzz targets (before, each had its own full build of the graph, BoringSSL twice in each). Coverage
+// hooks in the test binary resolve to the sanitizer runtime's no-op definitions; only the fuzz targets link
+// libFuzzer. An ordinary `swift build` / `swift test` never sees any of this. In the hardening build:
+// - the libFuzzer targets of Fuzz/Sources are added (`scripts/fuzz.sh`);
+// - the framework adapters (AsyncHTTPClient, Hummingbird, Vapor, gRPC), their tests, the examples and
+//   IntegrationBench are left out. They parse no untrusted input of their own: every byte a peer sends reaches
+//   the core and PinningNIO (the AsyncHTTPClient adapter hands the peer's DER to ServerTrust), whose suites,
+//   the CLI's and the proxy's run in this build. They are about a third of the graph to build, and their tests
+//   run in the plain `swift test`; `scripts/sanitizers.sh address` still runs the whole suite under ASan.
+if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
+    let frameworkAdapters: Set<String> = [
+        "PinningAsyncHTTPClient", "PinningHummingbird", "PinningVapor", "PinningGRPC",
+        "PinningAsyncHTTPClientTests", "PinningHummingbirdTests", "PinningVaporTests", "PinningGRPCTests",
+        "VaporDevicesExample", "GRPCPinnedExample", "IntegrationBench",
+        // scripts/doc-snippets.sh's compile-only target imports every adapter; it runs on the plain build.
+        "DocSnippets",
+    ]
+    package.targets.removeAll { frameworkAdapters.contains($0.name) }
+    package.products.removeAll { frameworkAdapters.contains($0.name) }
+
+    // `-sanitize=fuzzer` on the fuzz targets alone: it links libFuzzer, whose main() drives them.
+    let fuzzFlags: [String] = ["-sanitize=fuzzer,address"]
+    package.targets.append(
+        .target(
+            name: "FuzzSupport",
+            dependencies: [
+                "Pinning",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Fuzz/Sources/FuzzSupport",
+            swiftSettings: swiftSettings
+        )
+    )
+    for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL"] {
+        package.targets.append(
+            .executableTarget(
+                name: name,
+                dependencies: [
+                    "FuzzSupport",
+                    "Pinning",
+                    "PinningNIO",
+                    // Seeds made with the test PKI (FuzzCRL signs its seed CRLs with TestCRL).
+                    "PinningPKI",
+                    .product(name: "X509", package: "swift-certificates"),
+                    .product(name: "SwiftASN1", package: "swift-asn1"),
+                ],
+                path: "Fuzz/Sources/\(name)",
+                swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"] + fuzzFlags)],
+                linkerSettings: [.unsafeFlags(fuzzFlags)]
+            )
+        )
+    }
+}

@@ -1,48 +1,94 @@
 #!/usr/bin/env bash
-# Runs one libFuzzer target for a given time: scripts/fuzz.sh TARGET SECONDS [extra libFuzzer flags...]
-#   TARGET: FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation
-#   (`scripts/fuzz.sh build` only builds them; `scripts/fuzz.sh list` lists them.)
+# Runs libFuzzer targets for a given time:
+#   scripts/fuzz.sh TARGET SECONDS [extra libFuzzer flags...]   one target
+#   scripts/fuzz.sh all SECONDS                                  every target, after one build (CI)
+#   scripts/fuzz.sh build [swift build args...]                  only builds them
+#   scripts/fuzz.sh list                                         lists them
+# TARGET: FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL
 #
-# The targets live in the separate package Fuzz/ (they need -sanitize=fuzzer,address, which the root package's
-# build and tests must never get) and are built into .build-fuzz/. Seeds are generated at run time from the
-# fuzzing PKI (fixed keys, see Fuzz/Sources/FuzzSupport) plus openssl-made PKCS#7/PKCS#12 of it; nothing that
-# can expire is checked in. The corpus grows in .build-fuzz/corpus/TARGET; crashes, leaks and timeouts land in
-# .build-fuzz/artifacts/TARGET/ and make this script exit non-zero.
+# The targets' sources are in Fuzz/Sources. They exist only in the hardening build of the root package
+# (PINNING_HARDENING_BUILD=1, see Package.swift and scripts/hardening-settings.sh): one build with
+# AddressSanitizer and libFuzzer's coverage instrumentation, in .build-hardening/, that the sanitizer pass of the
+# test suite (`scripts/sanitizers.sh hardening`) shares; the root package's ordinary build and tests never see
+# them. Seeds are generated at run time from the fuzzing PKI (fixed keys, see Fuzz/Sources/FuzzSupport) plus
+# openssl-made PKCS#7/PKCS#12 of it; nothing that can expire is checked in. The corpus grows in
+# .build-hardening/fuzz/corpus/TARGET; crashes, leaks and timeouts land in .build-hardening/fuzz/artifacts/TARGET/
+# and make this script exit non-zero.
+#
+# `all` runs PINNING_FUZZ_JOBS targets at a time (default: the number of cores). libFuzzer is single-threaded, so
+# on N cores N targets side by side each get a core for their SECONDS, as one alone would.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-scratch="$root/.build-fuzz"
+# shellcheck source=scripts/hardening-settings.sh
+source "$root/scripts/hardening-settings.sh"
+work="$hardening_scratch/fuzz"
 targets=(FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL)
 
-usage() { echo "usage: $0 TARGET SECONDS [libFuzzer flags...] | $0 build | $0 list" >&2; exit 64; }
+usage() { echo "usage: $0 TARGET SECONDS [libFuzzer flags...] | $0 all SECONDS | $0 build | $0 list" >&2; exit 64; }
 [[ $# -ge 1 ]] || usage
 
 build() {
-    # Pin the fuzz package's dependencies to the versions the root package resolved.
-    if [[ -f "$root/Package.resolved" && ! -f "$root/Fuzz/Package.resolved" ]]; then
-        cp "$root/Package.resolved" "$root/Fuzz/Package.resolved"
-    fi
-    swift build --package-path "$root/Fuzz" --scratch-path "$scratch" \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -g "$@"
+    env "${hardening_env[@]}" swift build --package-path "$root" --scratch-path "$hardening_scratch" "${hardening_flags[@]}" "$@"
+}
+
+bin_path() {
+    env "${hardening_env[@]}" swift build --package-path "$root" --scratch-path "$hardening_scratch" "${hardening_flags[@]}" --show-bin-path
 }
 
 case "$1" in
     list) printf '%s\n' "${targets[@]}"; exit 0 ;;
-    build) build; exit 0 ;;
+    build) shift; build "$@"; exit 0 ;;
+    all)
+        [[ $# -eq 2 && "$2" =~ ^[0-9]+$ ]] || usage
+        seconds="$2"
+        # One build for every target (a null build when the hardening build already made them), then no more
+        # swift invocations: each run below is given the binaries' directory.
+        build
+        export PINNING_FUZZ_BIN="$(bin_path)"
+        jobs="${PINNING_FUZZ_JOBS:-$(nproc)}"
+        mkdir -p "$work/logs"
+        echo "fuzzing ${#targets[@]} targets for ${seconds}s each, $jobs at a time (logs: $work/logs)"
+        status=0
+        printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} \
+            bash -c '"$0" "$1" "$2" >"$3/$1.log" 2>&1; echo "$1: exit $?"' "$0" {} "$seconds" "$work/logs" \
+            | tee "$work/logs/summary" || status=$?
+        for target in "${targets[@]}"; do
+            echo "== $target"
+            # libFuzzer's final statistics, and whatever it reported on failure.
+            grep -E "^(stat::|Done|INFO: Loaded|INFO: seed corpus|==[0-9]+==|SUMMARY|artifact_prefix|Test unit written|MS:)" \
+                "$work/logs/$target.log" | tail -25 || true
+        done
+        failed=$(grep -v ": exit 0$" "$work/logs/summary" || true)
+        if [[ $status -ne 0 || -n "$failed" ]]; then
+            echo "== fuzzing failed:"
+            echo "$failed"
+            for target in $(echo "$failed" | cut -d: -f1); do
+                echo "== $target (last 60 lines of $work/logs/$target.log)"
+                tail -60 "$work/logs/$target.log"
+            done
+            exit 1
+        fi
+        exit 0
+        ;;
 esac
 [[ $# -ge 2 ]] || usage
 target="$1"; seconds="$2"; shift 2
 [[ " ${targets[*]} " == *" $target "* ]] || { echo "unknown target $target; one of: ${targets[*]}" >&2; exit 64; }
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 
-build --product "$target"
-binary="$(swift build --package-path "$root/Fuzz" --scratch-path "$scratch" \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -g --show-bin-path)/$target"
+if [[ -n "${PINNING_FUZZ_BIN:-}" ]]; then
+    binary="$PINNING_FUZZ_BIN/$target"
+else
+    build --product "$target"
+    binary="$(bin_path)/$target"
+fi
 
-seeds="$scratch/seeds/$target"
-corpus="$scratch/corpus/$target"
-artifacts="$scratch/artifacts/$target"
-pki="$scratch/pki"
+seeds="$work/seeds/$target"
+corpus="$work/corpus/$target"
+artifacts="$work/artifacts/$target"
+# Each target exports the (deterministic) fuzzing PKI into its own directory: targets may run side by side.
+pki="$work/pki/$target"
 rm -rf "$seeds"
 mkdir -p "$seeds" "$corpus" "$artifacts"
 

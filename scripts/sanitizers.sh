@@ -1,30 +1,40 @@
 #!/usr/bin/env bash
-# Runs the whole test suite under a sanitizer: scripts/sanitizers.sh thread|address|all [swift test args...]
-#   thread  → swift test --sanitize=thread  --scratch-path .build-tsan
-#   address → swift test --sanitize=address --scratch-path .build-asan
-# Each sanitizer has its own scratch path (a full build each; the normal .build is never touched).
+# Runs the test suite under a sanitizer: scripts/sanitizers.sh thread|address|all|hardening [swift test args...]
+#   thread    → the whole suite, swift test --sanitize=thread  --scratch-path .build-tsan
+#   address   → the whole suite, swift test --sanitize=address --scratch-path .build-asan
+#   hardening → CI's pass (issue 28): AddressSanitizer over the hardening build that the fuzz targets share
+#               (.build-hardening; see scripts/hardening-settings.sh and the end of Package.swift): every suite
+#               except the framework adapters', which parse no input of their own.
+# Each has its own scratch path (a full build each; the normal .build is never touched).
 # Exit status: non-zero when a test fails or the sanitizer reports anything (a report fails the run even
 # where the runtime would only warn: TSan's data-race warnings do not change the exit status by themselves).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/hardening-settings.sh
+source "$root/scripts/hardening-settings.sh"
 which="${1:-all}"
 shift || true
 
+# run SANITIZER SCRATCH [env VAR=value…] -- [swift test args…]
 run() {
     local sanitizer="$1" scratch="$2"; shift 2
-    local log="$root/$scratch/sanitizer-test.log"
-    mkdir -p "$root/$scratch"
+    local environment=()
+    while [[ $# -gt 0 && "$1" != "--" ]]; do environment+=("$1"); shift; done
+    shift || true
+    local log="$scratch/sanitizer-test.log"
+    mkdir -p "$scratch"
     echo "== swift test --sanitize=$sanitizer (log: $log)"
     local status=0
     # halt_on_error=0: see every report of the run, not just the first; the log is checked afterwards.
     # Leaks in dependencies that we cannot fix are suppressed, each with its reason, in the fuzzers' list.
-    TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}" \
     # print_suppressions=0: the `pinning` subprocesses the CLI tests run would otherwise append LSan's table of
     # suppressions used to their stderr, which the tests compare exactly.
+    env "${environment[@]}" \
+    TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}" \
     LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}" \
-        swift test --package-path "$root" --sanitize="$sanitizer" --scratch-path "$root/$scratch" "$@" 2>&1 \
+        swift test --package-path "$root" --scratch-path "$scratch" "$@" 2>&1 \
         | tee "$log" || status=$?
     local reports
     reports=$(grep -c -E "WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer" "$log" || true)
@@ -33,8 +43,9 @@ run() {
 }
 
 case "$which" in
-    thread) run thread .build-tsan "$@" ;;
-    address) run address .build-asan "$@" ;;
-    all) run thread .build-tsan "$@" && run address .build-asan "$@" ;;
-    *) echo "usage: $0 thread|address|all [swift test args...]" >&2; exit 64 ;;
+    thread) run thread "$root/.build-tsan" -- --sanitize=thread "$@" ;;
+    address) run address "$root/.build-asan" -- --sanitize=address "$@" ;;
+    all) run thread "$root/.build-tsan" -- --sanitize=thread "$@" && run address "$root/.build-asan" -- --sanitize=address "$@" ;;
+    hardening) run address "$hardening_scratch" "${hardening_env[@]}" -- "${hardening_flags[@]}" "$@" ;;
+    *) echo "usage: $0 thread|address|all|hardening [swift test args...]" >&2; exit 64 ;;
 esac

@@ -1,5 +1,5 @@
-public import NIOSSL
-public import Pinning
+import NIOSSL
+import Pinning
 public import PinningNIO
 public import Vapor
 import X509

@@ -42,10 +42,16 @@ case "$1" in
     all)
         [[ $# -eq 2 && "$2" =~ ^[0-9]+$ ]] || usage
         seconds="$2"
-        # One build for every target (a null build when the hardening build already made them), then no more
-        # swift invocations: each run below is given the binaries' directory.
-        build
-        export PINNING_FUZZ_BIN="$(bin_path)"
+        # One build for every target, then no more swift invocations: each run below is given the binaries'
+        # directory. PINNING_FUZZ_SKIP_BUILD=1 (CI, right after the hardening build) skips even that null build,
+        # whose planning alone takes tens of seconds on this graph.
+        if [[ "${PINNING_FUZZ_SKIP_BUILD:-0}" != "1" ]]; then build; fi
+        if [[ -d "$hardening_scratch/debug" ]]; then
+            PINNING_FUZZ_BIN="$hardening_scratch/debug"
+        else
+            PINNING_FUZZ_BIN="$(bin_path)"
+        fi
+        export PINNING_FUZZ_BIN
         jobs="${PINNING_FUZZ_JOBS:-$(nproc)}"
         mkdir -p "$work/logs"
         echo "fuzzing ${#targets[@]} targets for ${seconds}s each, $jobs at a time (logs: $work/logs)"

@@ -63,14 +63,20 @@ struct HostileChainServerTests {
         let unrelated = try TestPKI.root("Unrelated Root CA")
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let verdict = HandshakeVerdict()
-        let callback = PeerVerification.callback(verdict: verdict) { presented in
-            await ServerTrust(certificates: presented, anchors: [unrelated.certificate], anchorsOnly: true).evaluate(.basicX509)
-        }
+        // Made on the loop it is called on, as NIOSSL calls it.
+        let callback = try await loop.submit {
+            NIOLoopBound(
+                PeerVerification.callback(verdict: verdict) { presented in
+                    await ServerTrust(certificates: presented, anchors: [unrelated.certificate], anchorsOnly: true).evaluate(.basicX509)
+                },
+                eventLoop: loop
+            )
+        }.get()
         let presented = try mesh.presented.map { try NIOSSLCertificate(bytes: Array($0.derBytes), format: .der) }
         let promise = loop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
         // The callback starts the decision in a later tick of the loop; the connection goes away in this one.
         loop.execute {
-            callback(presented, promise)
+            callback.value(presented, promise)
             verdict.abandon()
         }
         guard case .failed = try await promise.futureResult.get() else {

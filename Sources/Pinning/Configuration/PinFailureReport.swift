@@ -1,5 +1,5 @@
 public import Foundation
-public import X509
+import X509
 
 /// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
 /// plus `validation-result`.

@@ -1,4 +1,4 @@
-@_spi(FixedValidationTime) public import Pinning
+@_spi(FixedValidationTime) package import Pinning
 
 /// A client, reporter or adapter was handed a ``Pinning/ServerTrust`` template that fixes the validation instant
 /// on the trust itself (``Pinning/ServerTrust/validationTime``). Every handshake of a long-lived client would then

@@ -58,53 +58,55 @@ extension PinnedHTTPClient {
                     try Self.addHTTP1Handlers(to: channel.pipeline.syncOperations, host: host, maximumBodySize: limit, events: events)
                 }
             }
-        let channel: any Channel
-        do {
-            if let address {
-                channel = try await bootstrap.connect(to: address).get()
-            } else {
-                channel = try await bootstrap.connect(host: target.host, port: target.port).get()
-            }
-        } catch {
-            let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
-            if let error = error as? ChannelError, case .connectTimeout = error {
-                throw PinningConnectionError(
-                    code: .timedOut, host: host, message: "cannot connect to \(shown) port \(target.port) within \(PinnedTLSClient.words(connectTimeout)): timed out",
-                    underlying: error)
-            }
-            throw PinningConnectionError(code: .connectFailed, host: host, message: ConnectionFailureWords.connectProblem(error, host: shown, port: target.port), underlying: error)
-        }
         var closing = self.requestHead(target, request: RequestLine(method: .GET, body: nil), headers: headers, dropping: ["content-length", "transfer-encoding"])
         closing.headers.replaceOrAdd(name: "connection", value: "close")
         let head = closing
         let timeout = self.configuration.requestTimeout
+        let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
+        let connected = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: target.host, port: target.port)
+        // Connect, send and collect are one chain on the channel's event loop: the request is written the moment
+        // the connection is up, not after this task is scheduled again. (On a loaded machine a task can wait many
+        // seconds for a thread of the cooperative pool, and a server that saw a silent connection for that long
+        // closed it.)
+        let exchange =
+            connected
+            .flatMapErrorThrowing { error -> any Channel in
+                if let error = error as? ChannelError, case .connectTimeout = error {
+                    throw PinningConnectionError(
+                        code: .timedOut, host: host, message: "cannot connect to \(shown) port \(target.port) within \(PinnedTLSClient.words(connectTimeout)): timed out",
+                        underlying: error)
+                }
+                throw PinningConnectionError(code: .connectFailed, host: host, message: ConnectionFailureWords.connectProblem(error, host: shown, port: target.port), underlying: error)
+            }
+            .flatMap { channel -> EventLoopFuture<CollectedResponse> in
+                channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
+                    let collector: HTTPResponseCollector
+                    do {
+                        collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
+                    } catch {
+                        return channel.eventLoop.makeFailedFuture(
+                            events.failure
+                                ?? PinningConnectionError(code: .connectionClosed, host: host, message: "the server closed the connection before the request was sent", underlying: error))
+                    }
+                    let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
+                    collector.begin(promise, maximumBodySize: limit)
+                    Self.write(head, body: nil, to: channel)
+                    let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
+                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                        bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(PinnedTLSClient.words(timeout))"))
+                        channel.close(promise: nil)
+                    }
+                    promise.futureResult.whenComplete { _ in timer.cancel() }
+                    return promise.futureResult
+                }
+                .always { _ in channel.close(promise: nil) }
+            }
         let collected: CollectedResponse
         do {
-            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
-                let collector: HTTPResponseCollector
-                do {
-                    collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
-                } catch {
-                    return channel.eventLoop.makeFailedFuture(
-                        events.failure
-                            ?? PinningConnectionError(code: .connectionClosed, host: host, message: "the server closed the connection before the request was sent", underlying: error))
-                }
-                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                collector.begin(promise, maximumBodySize: limit)
-                Self.write(head, body: nil, to: channel)
-                let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
-                let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(PinnedTLSClient.words(timeout))"))
-                    channel.close(promise: nil)
-                }
-                promise.futureResult.whenComplete { _ in timer.cancel() }
-                return promise.futureResult
-            }.get()
+            collected = try await exchange.get()
         } catch {
-            channel.close(promise: nil)
             throw (error as? PinningConnectionError) ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
         }
-        channel.close(promise: nil)
         return PlainHTTPResponse(url: url, version: collected.head.version, status: collected.head.status, headers: collected.head.headers, body: collected.body)
     }
 }

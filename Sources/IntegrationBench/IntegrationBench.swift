@@ -389,7 +389,7 @@ struct VaporBench {
             try await RawRequest.get(port: port, context: clients[index])
         }
         let cachedServer = try MutualTLSServer(
-            identity: identity, clientCertificateAuthorities: [pki.deviceRoot.certificate], evaluationCache: EvaluationCache())
+            identity: identity, clientCertificateAuthorities: [pki.deviceRoot.certificate], clientRule: .builtIn(cache: EvaluationCache()))
         let server = try MutualTLSServer(identity: identity, clientCertificateAuthorities: [pki.deviceRoot.certificate])
         // Three Vapor servers at once, so the kinds take turns in rounds as in every other bench.
         var pinnedConfiguration = HTTPServer.Configuration(supportVersions: [.one])

@@ -53,7 +53,7 @@ public final class MutualTLSGRPCServerTransport: ListeningServerTransport {
     ///   - host: The address to bind.
     ///   - port: The port to bind.
     ///   - server: The mutual-TLS settings. It must offer ALPN `h2`
-    ///     (``makeGRPC(identity:clientCertificateAuthorities:allowedClientPins:clientCheck:revocation:evaluationCache:)``
+    ///     (``makeGRPC(configuration:)``
     ///     on ``PinningNIO/MutualTLSServer`` does): gRPC clients other than grpc-swift's require it.
     ///   - config: grpc-swift-nio-transport's HTTP/2 and RPC settings.
     ///   - eventLoopGroup: The event loops connections run on.
@@ -210,8 +210,21 @@ final class ConnectedClients: Sendable {
 }
 
 extension MutualTLSServer {
-    /// A mutual-TLS server for gRPC: as ``PinningNIO/MutualTLSServer/init(identity:clientCertificateAuthorities:allowedClientPins:clientCheck:keyLog:revocation:evaluationCache:applicationProtocols:)``
-    /// with ALPN `h2`.
+    /// A mutual-TLS server for gRPC: ``PinningNIO/MutualTLSServer/init(configuration:)`` with ALPN `h2` (whatever
+    /// `configuration.applicationProtocols` says: gRPC is HTTP/2 only).
+    public static func makeGRPC(configuration: Configuration) throws -> MutualTLSServer {
+        var configuration = configuration
+        configuration.applicationProtocols = ["h2"]
+        return try MutualTLSServer(configuration: configuration)
+    }
+
+    /// ``makeGRPC(configuration:)`` with a ``PinningNIO/MutualTLSServer/Configuration`` of these three.
+    public static func makeGRPC(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], clientRule: ClientRule = .builtIn()) throws -> MutualTLSServer {
+        try self.makeGRPC(configuration: Configuration(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, clientRule: clientRule))
+    }
+
+    /// The parameter-list form of ``makeGRPC(configuration:)``.
+    @available(*, deprecated, message: "use makeGRPC(configuration:) with a MutualTLSServer.Configuration")
     public static func makeGRPC(
         identity: TLSIdentity,
         clientCertificateAuthorities: [Certificate],
@@ -220,14 +233,10 @@ extension MutualTLSServer {
         revocation: RevocationSource? = nil,
         evaluationCache: EvaluationCache? = nil
     ) throws -> MutualTLSServer {
-        try MutualTLSServer(
-            identity: identity,
-            clientCertificateAuthorities: clientCertificateAuthorities,
-            allowedClientPins: allowedClientPins,
-            clientCheck: clientCheck,
-            revocation: revocation,
-            evaluationCache: evaluationCache,
-            applicationProtocols: ["h2"]
-        )
+        var configuration = Configuration(
+            identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, clientRule: .builtIn(pins: allowedClientPins, cache: evaluationCache))
+        configuration.clientCheck = clientCheck
+        configuration.revocation = revocation
+        return try self.makeGRPC(configuration: configuration)
     }
 }

@@ -33,11 +33,11 @@ struct MutualTLSHummingbirdTests {
 
     /// Runs an Application with `MutualTLSServer` on 127.0.0.1:0, calls `body` with its port, then stops it.
     func withServer(seen: SeenClients, revocation: RevocationSource? = nil, _ body: @Sendable (Int) async throws -> Void) async throws {
-        let server = try MutualTLSServer(
+        var configuration = MutualTLSServer.Configuration(
             identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
-            clientCertificateAuthorities: [self.clientChain.root.certificate],
-            revocation: revocation
-        )
+            clientCertificateAuthorities: [self.clientChain.root.certificate])
+        configuration.revocation = revocation
+        let server = try MutualTLSServer(configuration: configuration)
         let router = Router(context: MutualTLSRequestContext.self)
         router.get("/") { _, context -> String in
             seen.append(context.client)

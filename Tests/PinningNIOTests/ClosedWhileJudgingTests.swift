@@ -18,10 +18,10 @@ struct ClosedWhileJudgingTests {
         let serverChain = try TestChain(host: "device.local", rootName: "Judging Server Root")
         let clientChain = try TestChain(host: "client-3", ipAddresses: [], leafUsage: .clientAuth, rootName: "Judging Client Root", intermediateName: "Judging Client CA")
         let judged = TestFlag()
-        let server = try MutualTLSServer(
+        var configuration = MutualTLSServer.Configuration(
             identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
-            clientCertificateAuthorities: [clientChain.root.certificate],
-            clientCheck: { _, _ in
+            clientCertificateAuthorities: [clientChain.root.certificate])
+        configuration.clientCheck = { _, _ in
                 // A decision that would accept, but only after the client has left: it waits for the test to kill
                 // the client and then for its own cancellation (the server abandons it when the connection goes
                 // inactive), or 120 s. A fixed 5 s sleep raced the test on CI's loaded machine: the test's polling
@@ -32,8 +32,8 @@ struct ClosedWhileJudgingTests {
                     try? await Task.sleep(for: .milliseconds(20))
                 }
                 return nil
-            }
-        )
+        }
+        let server = try MutualTLSServer(configuration: configuration)
         let testServer = try await MutualTLSTestServer(server)
         // openssl s_client, killed once the server is judging it: the kernel closes its socket at once. (A NIO
         // client's close would first wait for the server's close_notify, which a server busy judging never sends.)

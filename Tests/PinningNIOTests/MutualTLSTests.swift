@@ -22,7 +22,7 @@ struct MutualTLSSetup {
         self.server = try MutualTLSServer(
             identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [self.clientChain.root.certificate],
-            allowedClientPins: allowedClientPins
+            clientRule: .builtIn(pins: allowedClientPins)
         )
         self.serverTrust = ServerTrust(certificates: [], platformRoots: Fixtures.platform([self.serverChain.root.certificate]))
     }
@@ -146,7 +146,7 @@ struct MutualTLSTests {
         let mtls = try MutualTLSServer(
             identity: setup.server.identity,
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            evaluationCache: cache
+            clientRule: .builtIn(cache: cache)
         )
         let server = try await MutualTLSTestServer(mtls)
         defer { Task { await server.stop() } }
@@ -171,15 +171,16 @@ struct MutualTLSTests {
         #expect(cache.count == 1 && cache.statistics.hits == 1, "refusals are not stored: \(String(describing: cache.statistics))")
 
         let checks = TestCounter()
-        let checked = try MutualTLSServer(
+        var checkedConfiguration = MutualTLSServer.Configuration(
             identity: setup.server.identity,
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            clientCheck: { _, _ in
-                checks.increment()
-                return nil
-            },
-            evaluationCache: cache
+            clientRule: .builtIn(cache: cache)
         )
+        checkedConfiguration.clientCheck = { _, _ in
+            checks.increment()
+            return nil
+        }
+        let checked = try MutualTLSServer(configuration: checkedConfiguration)
         let checkedServer = try await MutualTLSTestServer(checked)
         defer { Task { await checkedServer.stop() } }
         for _ in 0..<2 {
@@ -196,11 +197,11 @@ struct MutualTLSTests {
         let allowed = try MutualTLSServer(
             identity: setup.server.identity,
             clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            allowedClientPins: [Pin(spkiOf: setup.clientChain.leaf.certificate)]
+            clientRule: .builtIn(pins: [Pin(spkiOf: setup.clientChain.leaf.certificate)])
         )
         // How clients are judged, as a value: only the client CAs, for client authentication, no fixed clock.
         #expect(allowed.clientSettings.anchors == [setup.clientChain.root.certificate] && allowed.clientSettings.anchorsOnly)
-        #expect(allowed.clientSettings.purpose == .clientAuthentication && allowed.clientTrust.validationTime == nil)
+        #expect(allowed.clientSettings.purpose == .clientAuthentication && allowed.clientSettings.trust(for: []).validationTime == nil)
         let server = try await MutualTLSTestServer(allowed)
         defer { Task { await server.stop() } }
         let listed = try setup.clientChain.leaf.tlsIdentity(chain: [setup.clientChain.intermediate.certificate])
@@ -275,10 +276,9 @@ struct MutualTLSTests {
         let clock = TestClock(now)
         let cache = cached ? EvaluationCache(maximumEntries: 16, timeToLive: .seconds(7 * 86400), clock: { clock.now }) : nil
         let mtls = try MutualTLSServer(
-            identity: setup.server.identity,
-            clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            clock: { clock.now },
-            evaluationCache: cache
+            configuration: MutualTLSServer.Configuration(
+                identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate], clientRule: .builtIn(cache: cache)),
+            clock: { clock.now }
         )
         let directory = try TemporaryDirectory(prefix: "pinning-resume-expiry")
         defer { directory.remove() }
@@ -324,11 +324,9 @@ struct MutualTLSTests {
     func resumptionRunsClientCheck() async throws {
         let setup = try MutualTLSSetup()
         let revoked = TestFlag()
-        let mtls = try MutualTLSServer(
-            identity: setup.server.identity,
-            clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            clientCheck: { peer, resumed in revoked.isSet ? "\(peer.subject) is revoked (resumed: \(resumed))" : nil }
-        )
+        var configuration = MutualTLSServer.Configuration(identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate])
+        configuration.clientCheck = { peer, resumed in revoked.isSet ? "\(peer.subject) is revoked (resumed: \(resumed))" : nil }
+        let mtls = try MutualTLSServer(configuration: configuration)
         let directory = try TemporaryDirectory(prefix: "pinning-resume-check")
         defer { directory.remove() }
         let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
@@ -373,12 +371,10 @@ struct MutualTLSTests {
         try publish(revoking: [], number: 1)
         let revocation = try RevocationSource.watching([directory.path("devices.crl.pem")], interval: .seconds(3600))
         let cache = cached ? EvaluationCache() : nil
-        let mtls = try MutualTLSServer(
-            identity: setup.server.identity,
-            clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            revocation: revocation,
-            evaluationCache: cache
-        )
+        var configuration = MutualTLSServer.Configuration(
+            identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate], clientRule: .builtIn(cache: cache))
+        configuration.revocation = revocation
+        let mtls = try MutualTLSServer(configuration: configuration)
         let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
         let intermediates = try directory.write("intermediates.pem", issuer.certificatePEM)
         let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)

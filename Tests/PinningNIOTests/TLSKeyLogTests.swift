@@ -17,11 +17,11 @@ struct TLSKeyLogTests {
         let clientLog = try TLSKeyLog(path: directory.path("client.keys"))
         let serverLog = try TLSKeyLog(path: directory.path("server.keys"))
         let setup = try MutualTLSSetup()
-        let server = try MutualTLSServer(
+        var configuration = MutualTLSServer.Configuration(
             identity: try setup.serverChain.leaf.tlsIdentity(chain: [setup.serverChain.intermediate.certificate]),
-            clientCertificateAuthorities: [setup.clientChain.root.certificate],
-            keyLog: serverLog
-        )
+            clientCertificateAuthorities: [setup.clientChain.root.certificate])
+        configuration.keyLog = serverLog
+        let server = try MutualTLSServer(configuration: configuration)
         let running = try await MutualTLSTestServer(server)
         defer { Task { await running.stop() } }
         let client = try PinnedTLSClient(

@@ -76,11 +76,11 @@ struct PinningVaporTests {
     }
 
     func mutualTLSServer(revocation: RevocationSource? = nil) throws -> MutualTLSServer {
-        try MutualTLSServer(
+        var configuration = MutualTLSServer.Configuration(
             identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
-            clientCertificateAuthorities: [self.clientChain.root.certificate],
-            revocation: revocation
-        )
+            clientCertificateAuthorities: [self.clientChain.root.certificate])
+        configuration.revocation = revocation
+        return try MutualTLSServer(configuration: configuration)
     }
 
     func routes(seen: Seen) -> (Application) -> Void {
@@ -177,7 +177,7 @@ struct PinningVaporTests {
         let server = try MutualTLSServer(
             identity: identity,
             clientCertificateAuthorities: [self.clientChain.root.certificate],
-            clientEvaluator: CachingTrustEvaluator(policy, cache: cache)
+            clientRule: .evaluator(CachingTrustEvaluator(policy, cache: cache))
         )
         let otherCA = try TestPKI.intermediate("Other Issuing CA", issuer: self.clientChain.root)
         let outsider = try TestPKI.leaf("device-9", issuer: otherCA, usage: .clientAuth)
@@ -201,19 +201,14 @@ struct PinningVaporTests {
         var relaxed = SecurityPolicy(pinningMode: .none)
         relaxed.allowInvalidCertificates = true
         #expect(throws: MutualTLSServer.ConfigurationError.self) {
-            try MutualTLSServer(identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate], clientEvaluator: relaxed)
-        }
-        // Pins or a cache beside an evaluator would not be applied: refused when the server is made.
-        #expect(throws: MutualTLSServer.ConfigurationError.self) {
-            try MutualTLSServer(
-                identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate],
-                allowedClientPins: [Pin(spkiOf: self.clientChain.leaf.certificate)], clientEvaluator: policy)
+            try MutualTLSServer(identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate], clientRule: .evaluator(relaxed))
         }
         #expect(throws: MutualTLSServer.ConfigurationError.self) {
             try MutualTLSServer(
                 identity: identity, clientCertificateAuthorities: [self.clientChain.root.certificate],
-                evaluationCache: EvaluationCache(), clientEvaluator: policy)
+                clientRule: .evaluator(CachingTrustEvaluator(relaxed, cache: EvaluationCache())))
         }
+        // (Pins or a cache beside an evaluator cannot be written any more: the rule is one ClientRule.)
     }
 
     @Test("an evaluator of the user's that trusts a chain without validating it (allowInvalidCertificates inside) cannot widen what the server accepts: refused with insecurePolicy")
@@ -232,7 +227,7 @@ struct PinningVaporTests {
         let server = try MutualTLSServer(
             identity: try self.serverChain.leaf.tlsIdentity(chain: [self.serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [self.clientChain.root.certificate],
-            clientEvaluator: Composed(policy: relaxed)
+            clientRule: .evaluator(Composed(policy: relaxed))
         )
         let other = try TestChain.device(rootName: "Other Root")
         try await self.withMutualTLSApp(server, refusals: refusals, seen: seen) { port in

@@ -63,6 +63,9 @@ public struct CachingTrustEvaluator: ServerTrustEvaluating {
         self.cache = cache
     }
 
+    /// The wrapped policy's ``SecurityPolicy/allowInvalidCertificates``.
+    public var acceptsChainsWithoutValidatedPath: Bool { self.policy.allowInvalidCertificates }
+
     /// Answers from the cache when an entry for this chain, host and policy is still valid; otherwise asks the
     /// wrapped evaluator and keeps a trusted verdict. Untrusted verdicts are never cached.
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {

@@ -21,6 +21,11 @@ public protocol ServerTrustEvaluating: Sendable {
     /// `PinningNIO` reads it before an evaluation to learn whether, and for which certificates, CRLs are to be
     /// fetched from their distribution points (``RevocationPolicy/fetch``).
     func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy?
+
+    /// Whether this evaluator may trust a chain that no path validated to an anchor (a ``SecurityPolicy`` with
+    /// ``SecurityPolicy/allowInvalidCertificates``). A mutual-TLS server refuses such an evaluator when it is made,
+    /// and refuses such a verdict at every handshake whatever this says. False by default.
+    var acceptsChainsWithoutValidatedPath: Bool { get }
 }
 
 extension ServerTrustEvaluating {
@@ -33,9 +38,15 @@ extension ServerTrustEvaluating {
     public func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
         trust.revocation
     }
+
+    /// False: an evaluator trusts only chains validated to an anchor unless it says otherwise.
+    public var acceptsChainsWithoutValidatedPath: Bool { false }
 }
 
-extension SecurityPolicy: ServerTrustEvaluating {}
+extension SecurityPolicy: ServerTrustEvaluating {
+    /// ``allowInvalidCertificates``.
+    public var acceptsChainsWithoutValidatedPath: Bool { self.allowInvalidCertificates }
+}
 
 extension ServerTrust {
     /// Parses a chain as it arrives in a TLS handshake (DER, leaf first).

@@ -12,7 +12,9 @@ public import Pinning
 /// -->
 /// ```swift
 /// let revocation = try RevocationSource.watching(["/etc/fleet/crl"], mode: .hard, scope: .leaf)
-/// let server = try MutualTLSServer(identity: identity, clientCertificateAuthorities: [fleetCA], revocation: revocation)
+/// var configuration = MutualTLSServer.Configuration(identity: identity, clientCertificateAuthorities: [fleetCA])
+/// configuration.revocation = revocation
+/// let server = try MutualTLSServer(configuration: configuration)
 /// ```
 ///
 /// Watching polls the files' size, modification time and inode every `interval` (a file replaced by `mv` is

@@ -2,7 +2,7 @@ public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOSSL
-public import Pinning
+@_spi(FixedValidationTime) public import Pinning
 public import X509
 
 /// TLS for servers that require a client certificate and validate it with this package's evaluator.
@@ -22,11 +22,12 @@ public import X509
 /// }
 /// ```
 ///
-/// Each client chain is judged by ``ServerTrust`` with purpose ``TrustPurpose/clientAuthentication``
-/// (extendedKeyUsage clientAuth), the configured client CAs as the only anchors, no name check, and, when
-/// given, an allow-list of client SPKI pins (some certificate on the validated path must carry one); or by a
-/// ``clientEvaluator`` of yours, handed the same anchors, purpose and CRLs, which can narrow that but not widen
-/// it (a chain it trusts without a validated path is refused).
+/// Each client chain is judged under ``clientSettings`` (purpose ``TrustPurpose/clientAuthentication``, i.e.
+/// extendedKeyUsage clientAuth, the configured client CAs as the only anchors, no name check) by one
+/// ``ClientRule``: the built-in rule, with an optional allow-list of client SPKI pins (some certificate on the
+/// validated path must carry one) and an optional verdict cache, or an evaluator of yours, handed the same
+/// anchors, purpose and CRLs, which can narrow that but not widen it (a chain it trusts without a validated path
+/// is refused). Options beyond the identity and the CAs go in a ``Configuration``.
 ///
 /// NIOSSL settings: `.noHostnameVerification` (VERIFY_PEER | FAIL_IF_NO_PEER_CERT: a client without a
 /// certificate is refused), `sendCANameList` (clients are told which CAs are accepted), the custom callback
@@ -51,46 +52,21 @@ public import X509
 /// being per server already confines sessions to the server configuration that made them.
 public struct MutualTLSServer: Sendable {
     /// Extra decision on each client after its chain was validated, at the full handshake and again on every
-    /// resumed session: the place for deny-lists and checks of your own (CRLs are ``revocation``'s job).
-    /// Return nil to accept, or a reason to
-    /// refuse (the connection is closed and the reason reported as ``PinningConnectionError/Code/refusedByCheck``).
+    /// resumed session: the place for deny-lists and checks of your own (CRLs are ``Configuration/revocation``'s
+    /// job). Return nil to accept, or a reason to refuse (the connection is closed and the reason reported as
+    /// ``PinningConnectionError/Code/refusedByCheck``).
     public typealias ClientCheck = @Sendable (_ peer: AuthenticatedPeer, _ resumedSession: Bool) async -> String?
 
     /// How many clients' trusted chains are remembered for re-validating their resumed sessions.
     public static let maximumRecordedClients = 10_000
 
-    /// The server's certificate chain and key.
-    public let identity: TLSIdentity
-    /// The CAs client certificates must chain to (the only anchors).
-    public let clientCertificateAuthorities: [Certificate]
-    /// When not empty, some certificate on the client's validated path must carry one of these pins.
-    public let allowedClientPins: [Pin]
-    /// The template for each client's ``ServerTrust``.
-    public let clientTrust: ServerTrust
-    /// How each client's chain is judged: the client CAs as the only anchors, client authentication.
-    public var clientSettings: TrustSettings { self.clientTrust.settings }
+    /// What the server was made with.
+    public let serverConfiguration: Configuration
+    /// How each client's chain is judged apart from the chain itself: the client CAs as the only anchors,
+    /// client authentication. Each handshake pairs these with the presented chain and the CRLs in force.
+    public let clientSettings: TrustSettings
     /// The TLS configuration of the server's context.
     public let configuration: TLSConfiguration
-    /// See ``ClientCheck``.
-    public let clientCheck: ClientCheck?
-    /// The CRLs client certificates are checked against, read afresh for every handshake and every resumed
-    /// session (so a client revoked since its session was made is refused on resuming it); nil checks none.
-    public let revocation: RevocationSource?
-    /// Where trusted client verdicts are remembered (a device reconnecting, a resumed session), or nil to validate
-    /// every time. A hit never changes a verdict (see ``EvaluationCache``): the key holds the chain, the client CAs,
-    /// the pins and the CRLs in force, a hit counts only inside the validity of every certificate on the path, and
-    /// ``clientCheck`` still runs on every connection.
-    public let evaluationCache: EvaluationCache?
-    /// When set, judges each client chain in place of the built-in rule (basic X.509 to the client CAs with the
-    /// clientAuth purpose, then ``allowedClientPins``): `evaluate(trust, forDomain: nil)`, where `trust` holds the
-    /// presented chain, the client CAs as the only anchors, the clientAuth purpose and the CRLs in force. A
-    /// ``SecurityPolicy`` (AFSecurityPolicy's modes, with certificate or key pins for clients) or a
-    /// `CachingTrustEvaluator` wrapping one; a `PinningConfiguration` judges hosts and refuses every client (no
-    /// host is given). It can narrow what the server accepts, not widen it: a chain it trusts without a path
-    /// validated to an anchor (`allowInvalidCertificates`) is refused (``TrustFailure/Code/insecurePolicy``), and a
-    /// `SecurityPolicy` with `allowInvalidCertificates` is refused when the server is made. ``clientCheck``, the
-    /// handover to NIOSSL and resumption are as without it.
-    public let clientEvaluator: (any ServerTrustEvaluating)?
     /// The instant clients are judged at when no fixed validation time is set.
     let clock: @Sendable () -> Date
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
@@ -98,158 +74,93 @@ public struct MutualTLSServer: Sendable {
     /// Hands each trusted path to NIOSSL with the client CAs already in its form.
     private let handover: NIOSSLPathHandover
 
-    /// A mutual-TLS server configuration.
+    /// A mutual-TLS server.
     ///
-    /// - Parameters:
-    ///   - identity: The server's certificate chain (served in this order) and key.
-    ///   - clientCertificateAuthorities: The client CAs; must not be empty.
-    ///   - allowedClientPins: An optional allow-list of client SPKI pins (empty: any client of those CAs).
-    ///   - clientCheck: Extra checks on each client, at the full handshake and on each resumption.
-    ///   - keyLog: Where to write each handshake's session secrets (NSS key log format), for decrypting a
-    ///     capture while debugging; nil (the default) writes nothing.
-    ///   - revocation: CRLs to check client certificates against
-    ///     (``RevocationSource/watching(_:mode:scope:interval:onReload:)`` re-reads them when the files change);
-    ///     nil (the default) checks none.
-    ///   - evaluationCache: Remembers trusted client verdicts (see ``evaluationCache``); nil (the default)
-    ///     validates every chain at every handshake, as NIOSSL's own verification does.
-    ///   - applicationProtocols: The ALPN protocols offered, most preferred first (`["h2", "http/1.1"]` for a
-    ///     server that speaks both; an `ApplicationProtocolNegotiationHandler` after the handlers then sees
-    ///     the negotiated one, and only once the client is trusted); empty (the default) negotiates none.
-    ///   - clientEvaluator: Judges each client chain in place of the built-in rule (see ``clientEvaluator``);
-    ///     nil (the default) uses the built-in rule with `allowedClientPins` and `evaluationCache`.
-    /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one;
-    ///   ``ConfigurationError`` when a `clientEvaluator` comes with `allowedClientPins` or an `evaluationCache`
-    ///   (they would not be applied); NIOSSL errors when the configuration cannot be built.
+    /// <!-- snippet: given(serverIdentity: TLSIdentity, deviceCA: Certificate, revocation: RevocationSource)
+    /// import X509
+    /// -->
+    /// ```swift
+    /// var configuration = MutualTLSServer.Configuration(identity: serverIdentity, clientCertificateAuthorities: [deviceCA])
+    /// configuration.clientRule = .builtIn(cache: EvaluationCache())
+    /// configuration.revocation = revocation
+    /// configuration.clientCheck = { peer, _ in peer.subject.description.contains("retired") ? "a retired device" : nil }
+    /// let server = try MutualTLSServer(configuration: configuration)
+    /// ```
     ///
     /// Clients are judged at the time of each handshake. A fixed instant is for tests only, behind
     /// `@_spi(Testing)` (``TrustSettings`` keeps its fixed clock behind SPI for the same reason).
-    public init(
-        identity: TLSIdentity,
-        clientCertificateAuthorities: [Certificate],
-        allowedClientPins: [Pin] = [],
-        clientCheck: ClientCheck? = nil,
-        keyLog: TLSKeyLog? = nil,
-        revocation: RevocationSource? = nil,
-        evaluationCache: EvaluationCache? = nil,
-        applicationProtocols: [String] = [],
-        clientEvaluator: (any ServerTrustEvaluating)? = nil
-    ) throws {
-        try self.init(
-            identity: identity,
-            clientCertificateAuthorities: clientCertificateAuthorities,
-            allowedClientPins: allowedClientPins,
-            validationTime: nil,
-            clock: { Date() },
-            clientCheck: clientCheck,
-            keyLog: keyLog,
-            revocation: revocation,
-            evaluationCache: evaluationCache,
-            applicationProtocols: applicationProtocols,
-            clientEvaluator: clientEvaluator
-        )
+    ///
+    /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; ``ConfigurationError``
+    ///   when the rule's evaluator accepts chains without a validated path; NIOSSL errors when the TLS
+    ///   configuration cannot be built.
+    public init(configuration: Configuration) throws {
+        try self.init(configuration: configuration, validationTime: nil, clock: { Date() })
+    }
+
+    /// A server with the built-in client rule or an evaluator of yours and nothing else configured: the same as
+    /// ``init(configuration:)`` with a ``Configuration`` of these three.
+    public init(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], clientRule: ClientRule = .builtIn()) throws {
+        try self.init(configuration: Configuration(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, clientRule: clientRule))
     }
 
     /// A server whose clients are judged at a fixed instant (`validationTime`) or at the instants `clock` gives
-    /// (tests move time past a certificate's expiry between a full handshake and its resumption). An
-    /// `evaluationCache` judges at its own clock's instants: give it the same clock. A `clientEvaluator` judges at
+    /// (tests move time past a certificate's expiry between a full handshake and its resumption). A cache in the
+    /// built-in rule judges at its own clock's instants: give it the same clock. An evaluator judges at
     /// `validationTime` when one is fixed, else at its own now (the clock is not consulted).
     @_spi(Testing)
-    public init(
-        identity: TLSIdentity,
-        clientCertificateAuthorities: [Certificate],
-        allowedClientPins: [Pin] = [],
-        validationTime: Date? = nil,
-        clock: @escaping @Sendable () -> Date,
-        clientCheck: ClientCheck? = nil,
-        keyLog: TLSKeyLog? = nil,
-        revocation: RevocationSource? = nil,
-        evaluationCache: EvaluationCache? = nil,
-        applicationProtocols: [String] = [],
-        clientEvaluator: (any ServerTrustEvaluating)? = nil
-    ) throws {
-        // An evaluator replaces the built-in rule, so pins or a cache given beside it would not be applied:
-        // refused here rather than silently ignored.
-        let policy = clientEvaluator as? SecurityPolicy ?? (clientEvaluator as? CachingTrustEvaluator)?.policy
-        if let policy, policy.allowInvalidCertificates {
+    public init(configuration: Configuration, validationTime: Date? = nil, clock: @escaping @Sendable () -> Date) throws {
+        if case .evaluator(let evaluator) = configuration.clientRule, evaluator.acceptsChainsWithoutValidatedPath {
             throw ConfigurationError(
-                problem: "a clientEvaluator with allowInvalidCertificates would let in clients that no client CA vouches for: a mutual-TLS server does not accept it"
+                problem: "a client evaluator with allowInvalidCertificates would let in clients that no client CA vouches for: a mutual-TLS server does not accept it"
             )
         }
-        if clientEvaluator != nil, !allowedClientPins.isEmpty || evaluationCache != nil {
-            throw ConfigurationError(
-                problem: !allowedClientPins.isEmpty
-                    ? "allowedClientPins and a clientEvaluator cannot be combined: put the pins in the evaluator (SecurityPolicy(pinningMode: .publicKey, pins:))"
-                    : "evaluationCache and a clientEvaluator cannot be combined: wrap the policy in CachingTrustEvaluator(policy, cache:) instead"
-            )
-        }
-        self.clientEvaluator = clientEvaluator
-        self.identity = identity
-        self.revocation = revocation
-        self.evaluationCache = evaluationCache
-        self.clientCertificateAuthorities = clientCertificateAuthorities
-        self.allowedClientPins = allowedClientPins
-        self.clientTrust = ServerTrust(
-            certificates: [],
-            anchors: clientCertificateAuthorities,
-            anchorsOnly: true,
-            validationTime: validationTime,
-            purpose: .clientAuthentication
+        self.serverConfiguration = configuration
+        self.clientSettings = TrustSettings(anchors: configuration.clientCertificateAuthorities, anchorsOnly: true, purpose: .clientAuthentication)
+            .validatingAt(validationTime)
+        var tls = try TLSConfiguration.makeMutualTLSServerConfiguration(
+            identity: configuration.identity,
+            clientCertificateAuthorities: configuration.clientCertificateAuthorities
         )
-        var configuration = try TLSConfiguration.makeMutualTLSServerConfiguration(
-            identity: identity,
-            clientCertificateAuthorities: clientCertificateAuthorities
-        )
-        configuration.applicationProtocols = applicationProtocols
-        self.configuration = keyLog?.applied(to: configuration) ?? configuration
-        self.clientCheck = clientCheck
+        tls.applicationProtocols = configuration.applicationProtocols
+        self.configuration = configuration.keyLog?.applied(to: tls) ?? tls
         self.clock = clock
         // Fails at configuration time, not at the first connection.
         self.sessions = ServerSessions(context: try NIOSSLContext(configuration: self.configuration))
         // The configuration above converted every client CA already, so this cannot fail.
         self.handover = NIOSSLPathHandover(
-            anchors: try clientCertificateAuthorities.map { ($0, try NIOSSLCertificate(bytes: $0.derBytes, format: .der)) })
+            anchors: try configuration.clientCertificateAuthorities.map { ($0, try NIOSSLCertificate(bytes: $0.derBytes, format: .der)) })
     }
 
     /// Validates a client chain as the handshake does (at the fixed validation time, or now).
     public func evaluateClient(_ presented: [Certificate]) async -> TrustEvaluation {
-        var trust = self.clientTrust(for: presented)
-        if let evaluator = self.clientEvaluator {
+        let trust = self.clientTrust(for: presented)
+        switch self.clientRule {
+        case .evaluator(let evaluator):
             // The evaluator narrows, never widens: whatever it trusts must rest on a validated path.
             return await evaluator.evaluate(trust, forDomain: nil).requiringValidatedPath(whose: "a client chain")
+        case .builtIn(let pins, let cache?):
+            // The cache judges at its clock's now (or the fixed instant) and re-checks validity on every hit.
+            return await trust.evaluate(.basicX509, pins: Self.requirement(pins), cache: cache)
+        case .builtIn(let pins, nil):
+            return await trust.evaluate(.basicX509, pins: Self.requirement(pins))
         }
-        if let cache = self.evaluationCache {
-            // No fixed time set: the cache judges at its clock's now and re-checks validity on every hit.
-            return await trust.evaluate(.basicX509, pins: self.clientPins, cache: cache)
-        }
-        trust.validationTime = self.clientTrust.validationTime ?? self.clock()
-        return await trust.evaluate(.basicX509, pins: self.clientPins)
     }
 
-    /// The trust a presented client chain is judged with: the client CAs, and the CRLs in force right now.
-    private func clientTrust(for presented: [Certificate]) -> ServerTrust {
-        var trust = self.clientTrust
-        trust.certificates = presented
-        trust.revocation = self.revocation?.current
-        return trust
-    }
-
-    private var clientPins: PinRequirement? {
-        self.allowedClientPins.isEmpty ? nil : .publicKeys(self.allowedClientPins)
-    }
-
-    /// The decision ``evaluationCache`` (or the ``clientEvaluator``'s own cache) already holds for `presented`,
+    /// The decision the rule's cache (the built-in one, or the evaluator's own) already holds for `presented`,
     /// answered on the event loop without a task; nil when there is no cache, no entry that still counts, or a
-    /// ``clientCheck`` (which is async, and must run on every connection). A trusted verdict is recorded for the
-    /// client's resumed sessions as ``decideClient(_:recordsSession:)`` does when `recordsSession`.
+    /// ``Configuration/clientCheck`` (which is async, and must run on every connection). A trusted verdict is
+    /// recorded for the client's resumed sessions as ``decideClient(_:recordsSession:)`` does when
+    /// `recordsSession`.
     func immediateClientDecision(_ presented: [Certificate], recordsSession: Bool) -> TrustEvaluation? {
-        guard self.clientCheck == nil, self.clientEvaluator != nil || self.evaluationCache != nil else { return nil }
+        guard self.serverConfiguration.clientCheck == nil else { return nil }
         let trust = self.clientTrust(for: presented)
         let stored: TrustEvaluation?
-        if let evaluator = self.clientEvaluator {
+        switch self.clientRule {
+        case .evaluator(let evaluator):
             stored = evaluator.immediateEvaluation(trust, forDomain: nil)?.requiringValidatedPath(whose: "a client chain")
-        } else if let cache = self.evaluationCache {
-            stored = trust.storedEvaluation(.basicX509, pins: self.clientPins, cache: cache)
-        } else {
+        case .builtIn(let pins, let cache?):
+            stored = trust.storedEvaluation(.basicX509, pins: Self.requirement(pins), cache: cache)
+        case .builtIn(_, nil):
             stored = nil
         }
         guard let evaluation = stored else { return nil }
@@ -259,9 +170,24 @@ public struct MutualTLSServer: Sendable {
         return evaluation
     }
 
-    /// Decides a client at a full handshake: the chain's validation, then ``clientCheck``; a trusted chain is
-    /// recorded for the client's resumed sessions when `recordsSession` (when this server's own handlers re-decide
-    /// them; a framework's context that never resumes has nothing to record).
+    /// The trust a presented client chain is judged with: the client settings, the CRLs in force right now, and
+    /// the instant (the fixed one, else the clock's; a cache judges at its own clock's).
+    private func clientTrust(for presented: [Certificate]) -> ServerTrust {
+        var trust = self.clientSettings.trust(for: presented)
+        trust.revocation = self.serverConfiguration.revocation?.current
+        if case .builtIn(_, nil) = self.clientRule, trust.validationTime == nil {
+            trust.validationTime = self.clock()
+        }
+        return trust
+    }
+
+    private static func requirement(_ pins: [Pin]) -> PinRequirement? {
+        pins.isEmpty ? nil : .publicKeys(pins)
+    }
+
+    /// Decides a client at a full handshake: the chain's validation, then ``Configuration/clientCheck``; a trusted
+    /// chain is recorded for the client's resumed sessions when `recordsSession` (when this server's own handlers
+    /// re-decide them; a framework's context that never resumes has nothing to record).
     func decideClient(_ presented: [Certificate], recordsSession: Bool) async -> PeerDecision {
         let decision = await self.decide(presented, resumed: false)
         if recordsSession, case .evaluation(.trusted) = decision, let leaf = presented.first {
@@ -272,14 +198,15 @@ public struct MutualTLSServer: Sendable {
 
     /// Decides the client of a resumed session again, from the leaf certificate the session carries: the chain
     /// recorded for that leaf at its full handshake (the leaf alone if none is recorded) is validated anew at the
-    /// current time and under the current policy, then ``clientCheck`` runs with `resumedSession` true.
+    /// current time and under the current policy, then ``Configuration/clientCheck`` runs with `resumedSession`
+    /// true.
     func decideResumedClient(_ leaf: Certificate) async -> PeerDecision {
         await self.decide(self.sessions.recordedChain(for: leaf) ?? [leaf], resumed: true)
     }
 
     private func decide(_ presented: [Certificate], resumed: Bool) async -> PeerDecision {
         let evaluation = await self.evaluateClient(presented)
-        guard case .trusted(let chain) = evaluation, let clientCheck = self.clientCheck else {
+        guard case .trusted(let chain) = evaluation, let clientCheck = self.serverConfiguration.clientCheck else {
             return .evaluation(evaluation)
         }
         let path = chain.path.isEmpty ? chain.presentedChain : chain.path
@@ -317,8 +244,8 @@ public struct MutualTLSServer: Sendable {
 
     /// NIOSSL's verification callback making this server's decision, for a server whose TLS handler a framework
     /// builds itself (Vapor's `customCertificateVerifyCallbackWithMetadata`): the client's chain judged as
-    /// ``makeServerTLSHandlers()`` judges it (client CAs, clientAuth, pins, CRLs, `clientCheck`, the verdict
-    /// cache, or the ``clientEvaluator``), the validated path handed back as the verification metadata, `.failed`
+    /// ``makeServerTLSHandlers()`` judges it (client CAs, clientAuth, the ``ClientRule``, CRLs, `clientCheck`),
+    /// the validated path handed back as the verification metadata, `.failed`
     /// for any refusal.
     ///
     /// What it cannot do without ``PinningHandshakeHandler`` behind it: judge a *resumed* session again (NIOSSL
@@ -367,17 +294,6 @@ public struct MutualTLSServer: Sendable {
             throw PinningConnectionError(code: .handshakeFailed, host: nil, message: "the pinning handler was not added")
         }
         return handshake
-    }
-}
-
-extension MutualTLSServer {
-    /// A server configuration that cannot work as given (options that exclude each other).
-    public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-        /// What is wrong, in words.
-        public var problem: String
-
-        /// The problem.
-        public var description: String { self.problem }
     }
 }
 

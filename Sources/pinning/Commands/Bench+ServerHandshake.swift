@@ -65,7 +65,7 @@ struct ServerHandshakeBenchmark {
         let mutual = try MutualTLSServer(
             identity: serverIdentity,
             clientCertificateAuthorities: [chain.root.certificate],
-            evaluationCache: self.cached ? EvaluationCache(maximumEntries: max(1024, self.clients)) : nil
+            clientRule: .builtIn(cache: self.cached ? EvaluationCache(maximumEntries: max(1024, self.clients)) : nil)
         )
         var verifying = TLSConfiguration.makeServerConfiguration(
             certificateChain: serverIdentity.certificateSources,

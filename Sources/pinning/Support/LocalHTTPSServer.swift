@@ -113,10 +113,11 @@ private struct TLSSetup: Sendable {
             configuration.applicationProtocols = LocalHTTPSServer.applicationProtocols
             self.mode = .plain(try NIOSSLContext(configuration: configuration))
         } else {
-            self.mode = .mutual(
-                try MutualTLSServer(
-                    identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, keyLog: keyLog, revocation: revocation,
-                    applicationProtocols: LocalHTTPSServer.applicationProtocols))
+            var mutual = MutualTLSServer.Configuration(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities)
+            mutual.keyLog = keyLog
+            mutual.revocation = revocation
+            mutual.applicationProtocols = LocalHTTPSServer.applicationProtocols
+            self.mode = .mutual(try MutualTLSServer(configuration: mutual))
         }
     }
 

@@ -22,16 +22,16 @@ struct ClosedWhileJudgingTests {
             identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
             clientCertificateAuthorities: [clientChain.root.certificate])
         configuration.clientCheck = { _, _ in
-                // A decision that would accept, but only after the client has left: it waits for the test to kill
-                // the client and then for its own cancellation (the server abandons it when the connection goes
-                // inactive), or 120 s. A fixed 5 s sleep raced the test on CI's loaded machine: the test's polling
-                // task woke after the decision had accepted, so the handshake succeeded before the client was killed.
-                judged.set()
-                let deadline = ContinuousClock.now + .seconds(120)
-                while !Task.isCancelled && ContinuousClock.now < deadline {
-                    try? await Task.sleep(for: .milliseconds(20))
-                }
-                return nil
+            // A decision that would accept, but only after the client has left: it waits for the test to kill
+            // the client and then for its own cancellation (the server abandons it when the connection goes
+            // inactive), or 120 s. A fixed 5 s sleep raced the test on CI's loaded machine: the test's polling
+            // task woke after the decision had accepted, so the handshake succeeded before the client was killed.
+            judged.set()
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !Task.isCancelled && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
         }
         let server = try MutualTLSServer(configuration: configuration)
         let testServer = try await MutualTLSTestServer(server)

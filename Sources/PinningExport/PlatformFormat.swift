@@ -48,6 +48,10 @@ public struct TranslationProblem: Sendable, Hashable, CustomStringConvertible {
 
 /// The configuration could not be translated without changing its meaning, or the input was unusable.
 public struct TranslationError: Error, Sendable, CustomStringConvertible {
+    /// The error's stable code (for logs, metrics and JSON; the words may change): `unreadableInput` when the
+    /// input itself cannot be read, `untranslatable` when features cannot be expressed (see ``problems``).
+    public var code: String { self.inputProblem == nil ? "untranslatable" : "unreadableInput" }
+
     /// Every problem found, not only the first.
     public let problems: [TranslationProblem]
     /// Set when the input itself is unreadable (not a property list, not XML, a wrong shape).

@@ -327,6 +327,11 @@ public final class ProxyCertificateAuthority: Sendable {
 
 /// Why the proxy cannot start or reload: one message in words, naming the file or option.
 public struct ProxyError: Error, Sendable, CustomStringConvertible {
+    /// `proxySetupFailed`: the error's stable code (for logs, metrics and JSON; the words may change). Every
+    /// ProxyError is a proxy that cannot start or reload (its CA, its listener, its configuration); connection
+    /// failures are ``PinningNIO/PinningConnectionError``s with their own codes.
+    public var code: String { "proxySetupFailed" }
+
     /// The message.
     public var message: String
 

@@ -10,6 +10,10 @@
 ///   domains["*.com"]: too broad: a wildcard or includeSubdomains needs a suffix of at least two labels …
 /// ```
 public struct PinningConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The first problem's kind, e.g. `unknownField`: the error's stable code (for logs, metrics and JSON; each
+    /// problem has its own ``Problem/kind``).
+    public var code: String { self.problems.first.map { $0.kind.description } ?? "invalidConfiguration" }
+
     /// One thing wrong with a configuration.
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
         /// What kind of problem. New kinds may be added.

@@ -64,6 +64,9 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
 
 /// A host name that cannot be checked against a certificate.
 public struct PeerNameError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// `invalidHost`: the error's stable code (for logs, metrics and JSON; the words may change).
+    public var code: String { "invalidHost" }
+
     /// The text that was given.
     public var text: String
     /// What is wrong with it.

@@ -107,6 +107,9 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
 
 /// A pin string that is not an SPKI SHA-256 pin.
 public struct PinError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// `invalidPin`: the error's stable code (for logs, metrics and JSON; the words may change).
+    public var code: String { "invalidPin" }
+
     /// The text that was given.
     public var text: String
     /// What is wrong with it.

@@ -1,6 +1,9 @@
 /// Why a TUF client refused metadata or a target: which role, which rule, and the versions or key ids involved,
 /// in one line of words (``description``).
 public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The broken rule's name, e.g. `rollback`: the error's stable code (for logs, metrics and JSON).
+    public var code: String { self.rule.rawValue }
+
     /// The rule that was broken.
     public enum Rule: String, Sendable, Equatable {
         /// Not JSON, or a field missing or of the wrong kind.

@@ -103,6 +103,9 @@ public struct TUFJSONObject: Sendable, Equatable {
 
 /// Why bytes are not JSON, or a value has no canonical form.
 public struct TUFJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `invalidJSON`: the error's stable code (for logs, metrics and JSON; the words may change).
+    public var code: String { "invalidJSON" }
+
     public var message: String
     /// The byte offset where reading stopped, when reading.
     public var offset: Int?

@@ -4,6 +4,9 @@ import X509
 
 /// Why a configuration entry's `clientIdentity` cannot be used, in words naming the entry and the file.
 public struct ClientIdentityError: Error, Sendable, CustomStringConvertible {
+    /// `clientIdentityUnusable`: the error's stable code (for logs, metrics and JSON; the words may change).
+    public var code: String { "clientIdentityUnusable" }
+
     /// The entry whose identity failed.
     public var entry: String
     /// What is wrong.

@@ -22,6 +22,9 @@ public import X509
 public final class CRLFetcher: Sendable {
     /// Why a download failed, in words.
     public struct FetchError: Error, Sendable, CustomStringConvertible {
+        /// `crlFetchFailed`: the error's stable code (for logs, metrics and JSON; the words may change).
+        public var code: String { "crlFetchFailed" }
+
         public let url: URL
         public let message: String
         public var description: String { "\(self.url.absoluteString): \(self.message)" }

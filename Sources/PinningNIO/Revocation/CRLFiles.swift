@@ -10,6 +10,9 @@ public import Pinning
 public enum CRLFiles {
     /// Why a CRL path could not be read, naming the file.
     public struct LoadError: Error, Sendable, CustomStringConvertible {
+        /// `crlFileUnusable`: the error's stable code (for logs, metrics and JSON; the words may change).
+        public var code: String { "crlFileUnusable" }
+
         /// The file or directory.
         public let path: String
         /// What is wrong with it, in words.

@@ -62,6 +62,9 @@ extension MutualTLSServer {
 
     /// A server configuration that cannot work as given.
     public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+        /// `invalidServerConfiguration`: the error's stable code (for logs, metrics and JSON; the words may change).
+        public var code: String { "invalidServerConfiguration" }
+
         /// What is wrong, in words.
         public var problem: String
 

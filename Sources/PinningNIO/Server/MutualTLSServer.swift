@@ -77,6 +77,7 @@ public struct MutualTLSServer: Sendable {
     /// A mutual-TLS server.
     ///
     /// <!-- snippet: given(serverIdentity: TLSIdentity, deviceCA: Certificate, revocation: RevocationSource)
+    /// import Pinning
     /// import X509
     /// -->
     /// ```swift

@@ -134,6 +134,9 @@ public final class TLSKeyLog: Sendable, Hashable {
 
 /// Why a key log file cannot be used, naming the file.
 public struct TLSKeyLogError: Error, Sendable, CustomStringConvertible {
+    /// `keyLogUnusable`: the error's stable code (for logs, metrics and JSON; the words may change).
+    public var code: String { "keyLogUnusable" }
+
     /// The path as given.
     public let path: String
     /// What is wrong, in words.

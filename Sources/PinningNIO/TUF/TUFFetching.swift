@@ -12,6 +12,15 @@ public protocol TUFFetching: Sendable {
 
 /// Why a fetch failed, in words.
 public struct TUFFetchError: Error, Sendable, CustomStringConvertible {
+    /// The error's stable code (for logs, metrics and JSON; the words may change): `notFound` (403 or 404) or
+    /// `fetchFailed`.
+    public var code: String {
+        switch self.kind {
+        case .notFound: "notFound"
+        case .failed: "fetchFailed"
+        }
+    }
+
     public enum Kind: Sendable, Equatable {
         /// The server answered 403 or 404: the file does not exist (yet).
         case notFound

@@ -141,6 +141,13 @@ public struct TUFRepositoryWriter: Sendable {
         public var snapshot: Int
         public var timestamp: Int
 
+        public init(root: Int, targets: Int, snapshot: Int, timestamp: Int) {
+            self.root = root
+            self.targets = targets
+            self.snapshot = snapshot
+            self.timestamp = timestamp
+        }
+
         public var description: String { "root v\(self.root), targets v\(self.targets), snapshot v\(self.snapshot), timestamp v\(self.timestamp)" }
     }
 

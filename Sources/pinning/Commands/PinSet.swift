@@ -92,23 +92,32 @@ struct ExpiryOptions: ParsableArguments {
     }
 }
 
-/// `--targets-key`, `--snapshot-key`, `--timestamp-key`: the online roles' keys of `publish`.
+/// `--targets-key`, `--snapshot-key`, `--timestamp-key`: the keys of the roles `init` and `publish` sign. Each is
+/// required; a missing one is refused in this CLI's words (one line naming it), not argument-parser's usage text.
 struct OnlineKeyOptions: ParsableArguments {
-    @Option(name: .customLong("targets-key"), help: ArgumentHelp("The targets role's private key (PEM).", valueName: "file"))
-    var targetsKey: String
+    @Option(name: .customLong("targets-key"), help: ArgumentHelp("The targets role's private key (PEM). Required.", valueName: "file"))
+    var targetsKey: String?
 
-    @Option(name: .customLong("snapshot-key"), help: ArgumentHelp("The snapshot role's private key (PEM).", valueName: "file"))
-    var snapshotKey: String
+    @Option(name: .customLong("snapshot-key"), help: ArgumentHelp("The snapshot role's private key (PEM). Required.", valueName: "file"))
+    var snapshotKey: String?
 
-    @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM).", valueName: "file"))
-    var timestampKey: String
+    @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM). Required.", valueName: "file"))
+    var timestampKey: String?
+
+    func validate() throws {
+        _ = try self.paths()
+    }
+
+    func paths() throws(InputError) -> [(option: String, path: String)] {
+        let given = [("--targets-key", self.targetsKey), ("--snapshot-key", self.snapshotKey), ("--timestamp-key", self.timestampKey)]
+        return try given.map { (option, path) throws(InputError) in
+            guard let path else { throw InputError("pinset: \(option) FILE is required") }
+            return (option, path)
+        }
+    }
 
     func load(passphrase: String?) throws(InputError) -> [(option: String, path: String, key: TUFSigningKey)] {
-        [
-            ("--targets-key", self.targetsKey, try PinningCommand.PinSet.key(self.targetsKey, option: "--targets-key", passphrase: passphrase)),
-            ("--snapshot-key", self.snapshotKey, try PinningCommand.PinSet.key(self.snapshotKey, option: "--snapshot-key", passphrase: passphrase)),
-            ("--timestamp-key", self.timestampKey, try PinningCommand.PinSet.key(self.timestampKey, option: "--timestamp-key", passphrase: passphrase)),
-        ]
+        try self.paths().map { (option, path) throws(InputError) in (option, path, try PinningCommand.PinSet.key(path, option: option, passphrase: passphrase)) }
     }
 }
 
@@ -201,22 +210,27 @@ extension PinningCommand.PinSet {
         @Argument(help: ArgumentHelp("The repository directory.", valueName: "repo"))
         var repository: String
 
-        @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM).", valueName: "file"))
-        var timestampKey: String
+        @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM). Required.", valueName: "file"))
+        var timestampKey: String?
 
         @OptionGroup var expiry: ExpiryOptions
 
         @OptionGroup var passphraseOptions: PassphraseOptions
 
+        func validate() throws {
+            guard self.timestampKey != nil else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+        }
+
         func run() async throws {
+            guard let timestampKey = self.timestampKey else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
             let writer = try PinningCommand.PinSet.repository(self.repository, command: "timestamp")
-            let key = try PinningCommand.PinSet.key(self.timestampKey, option: "--timestamp-key", passphrase: try self.passphraseOptions.passphrase())
+            let key = try PinningCommand.PinSet.key(timestampKey, option: "--timestamp-key", passphrase: try self.passphraseOptions.passphrase())
             do {
                 if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
                 let versions = try writer.renewTimestamp(timestampKey: key)
                 print("pinning pinset: \(self.repository): timestamp v\(versions.timestamp) (\(versions))")
             } catch let error as TUFRepositoryError {
-                throw PinningCommand.PinSet.fail(error, command: "timestamp", keyFiles: [("--timestamp-key", self.timestampKey, key)])
+                throw PinningCommand.PinSet.fail(error, command: "timestamp", keyFiles: [("--timestamp-key", timestampKey, key)])
             }
         }
     }

@@ -97,6 +97,12 @@ public struct TUFRoleKeys: Sendable, Equatable {
     public var keyIDs: [String]
     public var threshold: Int
 
+    /// A role's key ids and threshold, as a repository writes them.
+    public init(keyIDs: [String], threshold: Int) {
+        self.keyIDs = keyIDs
+        self.threshold = threshold
+    }
+
     init(json: TUFJSON?, role: String, context: String) throws(TUFError) {
         guard let object = json?.objectValue else { throw TUFError(role: role, rule: .malformed, "\(context) is not an object") }
         guard let list = object["keyids"]?.arrayValue else { throw TUFError(role: role, rule: .malformed, "\(context) has no \"keyids\" array") }
@@ -157,6 +163,14 @@ public struct TUFTargetFile: Sendable, Equatable {
     public var hashes: [String: String]
     /// The `custom` value, if any.
     public var custom: TUFJSON?
+
+    /// The entry a repository lists for a target with these contents: its length and SHA-256.
+    public init(path: String, contents: [UInt8], custom: TUFJSON? = nil) {
+        self.path = path
+        self.length = contents.count
+        self.hashes = ["sha256": TUFHex.encode(SHA256.hash(data: contents))]
+        self.custom = custom
+    }
 
     init(path: String, json: TUFJSON, role: String) throws(TUFError) {
         let context = "target \(TUFError.printable(path))"
@@ -235,6 +249,25 @@ enum TUFTime {
         else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60, second < 60 else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+    }
+
+    /// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ` (the inverse of ``parse(_:)``; years 0 to 9999).
+    static func format(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rest = seconds - days * 86_400
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(yearText)-\(two(month))-\(two(day))T\(two(rest / 3_600)):\(two(rest % 3_600 / 60)):\(two(rest % 60))Z"
     }
 
     static func daysIn(month: Int64, year: Int64) -> Int64 {

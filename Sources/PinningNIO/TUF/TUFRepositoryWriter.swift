@@ -1,0 +1,642 @@
+public import Foundation
+public import Pinning
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// How long each top-level role's metadata stays valid after it is signed, in days.
+public struct TUFExpiryPeriods: Sendable, Equatable {
+    public var root: Int
+    public var targets: Int
+    public var snapshot: Int
+    public var timestamp: Int
+
+    /// The defaults: root a year; targets and snapshot 90 days (renewed by each publish); timestamp one day
+    /// (renewed by `pinning pinset timestamp` from a scheduler: it bounds how long a network attacker can keep a
+    /// client on an old pin set without the client noticing).
+    public init(root: Int = 365, targets: Int = 90, snapshot: Int = 90, timestamp: Int = 1) {
+        self.root = root
+        self.targets = targets
+        self.snapshot = snapshot
+        self.timestamp = timestamp
+    }
+
+    /// The longest period accepted: 100 years.
+    public static let maximumDays = 36_500
+
+    /// The period of a top-level role.
+    public subscript(role: String) -> Int? {
+        get {
+            switch role {
+            case TUFRoleName.root: self.root
+            case TUFRoleName.targets: self.targets
+            case TUFRoleName.snapshot: self.snapshot
+            case TUFRoleName.timestamp: self.timestamp
+            default: nil
+            }
+        }
+        set {
+            guard let newValue else { return }
+            switch role {
+            case TUFRoleName.root: self.root = newValue
+            case TUFRoleName.targets: self.targets = newValue
+            case TUFRoleName.snapshot: self.snapshot = newValue
+            case TUFRoleName.timestamp: self.timestamp = newValue
+            default: break
+            }
+        }
+    }
+}
+
+/// Why a repository operation was refused or failed, in one line.
+public struct TUFRepositoryError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// The directory holds no repository (no `metadata/1.root.json`).
+        case notARepository
+        /// `initialize` on a directory that already holds one.
+        case alreadyARepository
+        /// A key that the root does not list for the role it was given for, or a threshold the keys cannot meet.
+        case wrongKey
+        /// A target path or option value that cannot be written.
+        case invalidInput
+        /// The repository's files do not verify as a client would check them (damaged, expired, inconsistent).
+        case inconsistent
+        /// Another writer holds the repository's lock.
+        case busy
+        /// A file could not be read or written.
+        case io
+    }
+
+    public var code: Code
+    public var message: String
+    /// For ``Code/wrongKey``: the key id of the key refused, when one key is (so a caller can name its file).
+    public var keyID: String?
+
+    public init(_ code: Code, _ message: String, keyID: String? = nil) {
+        self.code = code
+        self.message = message
+        self.keyID = keyID
+    }
+
+    public var description: String { self.message }
+}
+
+/// Writes a TUF repository of static files that any HTTPS server, object store or CDN can serve: the
+/// publishing side of pin sets (issue 29). The client side is ``TUFUpdater``; every file this writer produces is
+/// first checked, in memory, the way ``TUFTrustedSet`` checks it for a fresh client and for one that holds the
+/// previous version, and only then written.
+///
+/// Layout under ``directory`` (consistent snapshots, so every file but two is immutable and a CDN may cache it
+/// forever):
+/// - `metadata/N.root.json` for every root version, and `metadata/root.json`, a copy of the newest (the file an
+///   operator ships with clients as their trusted root);
+/// - `metadata/N.targets.json` and `metadata/N.snapshot.json`, one per version;
+/// - `metadata/timestamp.json`, the one file clients fetch first, replaced at each publish and renewal (serve it
+///   with a short cache lifetime);
+/// - `targets/DIR/SHA256.NAME` for a target `DIR/NAME`, named by the SHA-256 of its contents;
+/// - `pinset.json`: the expiry periods (``TUFExpiryPeriods``); not metadata, nothing secret.
+///
+/// Every file is written atomically and durably (a temporary file, fsync, rename, fsync of the directory), in an
+/// order that keeps the served repository consistent at every instant: targets, then targets metadata, then the
+/// snapshot, and the timestamp last, so a client sees the new set only once all of it is there. A crash leaves at
+/// most unreferenced files; the next write picks versions above them. Writers take `.pinset.lock` (`flock`), so
+/// two commands never interleave.
+///
+/// <!-- snippet: given(repo: String, root: TUFSigningKey, targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, pins: [UInt8])
+/// import Pinning
+/// -->
+/// ```swift
+/// let writer = try TUFRepositoryWriter.initialize(
+///     directory: repo, rootKeys: [root], rootThreshold: 1,
+///     targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
+/// let versions = try writer.publishPinSet(
+///     pins, name: "pinning.json", files: [:],
+///     targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
+/// print("published targets version \(versions.targets)")
+/// try writer.renewTimestamp(timestampKey: timestampKey)   // from a scheduler, more often than the timestamp expires
+/// ```
+public struct TUFRepositoryWriter: Sendable {
+    /// A target to publish: its path in the repository, its contents and its optional `custom` value.
+    public struct Target: Sendable {
+        public var path: String
+        public var contents: [UInt8]
+        public var custom: TUFJSON?
+
+        public init(path: String, contents: [UInt8], custom: TUFJSON? = nil) {
+            self.path = path
+            self.contents = contents
+            self.custom = custom
+        }
+    }
+
+    /// The version of each top-level role after an operation.
+    public struct Versions: Sendable, Equatable, CustomStringConvertible {
+        public var root: Int
+        public var targets: Int
+        public var snapshot: Int
+        public var timestamp: Int
+
+        public init(root: Int, targets: Int, snapshot: Int, timestamp: Int) {
+            self.root = root
+            self.targets = targets
+            self.snapshot = snapshot
+            self.timestamp = timestamp
+        }
+
+        public var description: String { "root v\(self.root), targets v\(self.targets), snapshot v\(self.snapshot), timestamp v\(self.timestamp)" }
+    }
+
+    /// The repository's directory.
+    public let directory: String
+    public var metadataDirectory: String { self.directory + "/metadata" }
+    public var targetsDirectory: String { self.directory + "/targets" }
+
+    /// Opens an existing repository (one with `metadata/1.root.json`).
+    ///
+    /// - Throws: ``TUFRepositoryError/Code/notARepository``.
+    public init(directory: String) throws(TUFRepositoryError) {
+        self.directory = directory
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw TUFRepositoryError(.notARepository, "\(directory): not a directory")
+        }
+        guard FileManager.default.fileExists(atPath: self.metadataDirectory + "/1.root.json") else {
+            throw TUFRepositoryError(.notARepository, "\(directory): not a pin-set repository (no metadata/1.root.json); make one with pinning pinset init")
+        }
+    }
+
+    /// The expiry periods kept in `pinset.json` (the defaults when it is absent).
+    public func expiryPeriods() throws(TUFRepositoryError) -> TUFExpiryPeriods {
+        guard let bytes = try self.read(self.directory + "/pinset.json", maximumLength: 64 * 1024) else { return TUFExpiryPeriods() }
+        var periods = TUFExpiryPeriods()
+        guard let json = try? TUFJSON.parse(bytes), let expires = json.objectValue?["expires"]?.objectValue else {
+            throw TUFRepositoryError(.inconsistent, "\(self.directory)/pinset.json: not {\"expires\": {ROLE: DAYS, …}}")
+        }
+        for member in expires.members {
+            guard periods[member.key] != nil, let days = member.value.intValue, (1...TUFExpiryPeriods.maximumDays).contains(days) else {
+                throw TUFRepositoryError(.inconsistent, "\(self.directory)/pinset.json: expires.\(member.key) is not a top-level role with 1 to \(TUFExpiryPeriods.maximumDays) days")
+            }
+            periods[member.key] = days
+        }
+        return periods
+    }
+
+    /// Replaces the expiry periods kept in `pinset.json` (used by the next writes).
+    public func setExpiryPeriods(_ periods: TUFExpiryPeriods) throws(TUFRepositoryError) {
+        try Self.checkPeriods(periods)
+        let members: [(String, TUFJSON)] = [TUFRoleName.root, TUFRoleName.targets, TUFRoleName.snapshot, TUFRoleName.timestamp].map {
+            ($0, .integer(String(periods[$0]!)))
+        }
+        let json = TUFJSON.object(TUFJSONObject([("expires", .object(TUFJSONObject(members)!))])!)
+        try self.write(json.jsonBytes() + [0x0A], directory: self.directory, name: "pinset.json")
+    }
+
+    // MARK: - Initialize
+
+    /// Makes a new repository in `directory` (created if needed; it must not hold one already): root version 1
+    /// listing the four roles' keys (root with `rootThreshold`, the others with threshold 1), empty targets,
+    /// a snapshot and a timestamp, each version 1, with `consistent_snapshot` on.
+    ///
+    /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/alreadyARepository``,
+    ///   ``TUFRepositoryError/Code/invalidInput`` (a threshold above the number of distinct root keys, a period out
+    ///   of range), ``TUFRepositoryError/Code/io``.
+    @discardableResult
+    public static func initialize(
+        directory: String, rootKeys: [TUFSigningKey], rootThreshold: Int = 1, targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey,
+        timestampKey: TUFSigningKey, expiry: TUFExpiryPeriods = TUFExpiryPeriods(), now: Date = Date()
+    ) throws(TUFRepositoryError) -> TUFRepositoryWriter {
+        try Self.checkPeriods(expiry)
+        var distinctRoot: [TUFSigningKey] = []
+        for key in rootKeys where !distinctRoot.contains(where: { $0.keyID == key.keyID }) { distinctRoot.append(key) }
+        guard !distinctRoot.isEmpty else { throw TUFRepositoryError(.invalidInput, "a root needs at least one root key") }
+        guard (1...distinctRoot.count).contains(rootThreshold) else {
+            throw TUFRepositoryError(.invalidInput, "the root threshold \(rootThreshold) is not between 1 and the \(distinctRoot.count) distinct root key\(distinctRoot.count == 1 ? "" : "s") given")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/targets", withIntermediateDirectories: true)
+        } catch {
+            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(error.localizedDescription)")
+        }
+        let writer = TUFRepositoryWriter(unchecked: directory)
+        return try writer.locked { () throws(TUFRepositoryError) -> TUFRepositoryWriter in
+            guard !FileManager.default.fileExists(atPath: writer.metadataDirectory + "/1.root.json") else {
+                throw TUFRepositoryError(.alreadyARepository, "\(directory): already a pin-set repository (metadata/1.root.json exists)")
+            }
+            var keys: [String: TUFJSON] = [:]
+            for key in distinctRoot + [targetsKey, snapshotKey, timestampKey] { keys[key.keyID] = key.publicKeyJSON }
+            let roles: [String: TUFRoleKeys] = [
+                TUFRoleName.root: TUFRoleKeys(keyIDs: distinctRoot.map(\.keyID), threshold: rootThreshold),
+                TUFRoleName.targets: TUFRoleKeys(keyIDs: [targetsKey.keyID], threshold: 1),
+                TUFRoleName.snapshot: TUFRoleKeys(keyIDs: [snapshotKey.keyID], threshold: 1),
+                TUFRoleName.timestamp: TUFRoleKeys(keyIDs: [timestampKey.keyID], threshold: 1),
+            ]
+            let start = Self.seconds(now)
+            let root = try Self.sign(
+                TUFMetadataBuilder.root(version: 1, expires: start + Int64(expiry.root) * 86_400, keys: keys, roles: roles), with: distinctRoot)
+            let targets = try Self.sign(TUFMetadataBuilder.targets(version: 1, expires: start + Int64(expiry.targets) * 86_400, targets: []), with: [targetsKey])
+            let snapshot = try Self.sign(
+                TUFMetadataBuilder.snapshot(version: 1, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: 1, targetsFile: targets), with: [snapshotKey])
+            let timestamp = try Self.sign(
+                TUFMetadataBuilder.timestamp(version: 1, expires: start + Int64(expiry.timestamp) * 86_400, snapshotVersion: 1, snapshotFile: snapshot),
+                with: [timestampKey])
+            let state = State(roots: [root], timestamp: timestamp, snapshot: snapshot, targets: targets)
+            try writer.verifyAsClients(state, previous: nil, targetFiles: [:], now: now)
+            try writer.setExpiryPeriods(expiry)
+            try writer.write(targets, directory: writer.metadataDirectory, name: "1.targets.json")
+            try writer.write(snapshot, directory: writer.metadataDirectory, name: "1.snapshot.json")
+            try writer.write(timestamp, directory: writer.metadataDirectory, name: "timestamp.json")
+            try writer.write(root, directory: writer.metadataDirectory, name: "root.json")
+            // Last: 1.root.json is what makes the directory a repository, so an interrupted init can be run again.
+            try writer.write(root, directory: writer.metadataDirectory, name: "1.root.json")
+            return writer
+        }
+    }
+
+    private init(unchecked directory: String) {
+        self.directory = directory
+    }
+
+    // MARK: - Publish
+
+    /// Publishes targets: each target file written under its SHA-256, a new targets version listing them (with the
+    /// targets already listed, minus `removing` and minus the paths republished), a new snapshot and a new
+    /// timestamp, each signed by the role's key.
+    ///
+    /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/wrongKey`` (a key the root does not list for
+    ///   that role), ``TUFRepositoryError/Code/invalidInput`` (a target path that is empty, absolute, has an empty,
+    ///   `.` or `..` part, a backslash or a control character), ``TUFRepositoryError/Code/inconsistent``,
+    ///   ``TUFRepositoryError/Code/io``, ``TUFRepositoryError/Code/busy``.
+    @discardableResult
+    public func publish(
+        _ targets: [Target], removing: [String] = [], targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, now: Date = Date()
+    ) throws(TUFRepositoryError) -> Versions {
+        for target in targets { try Self.checkTargetPath(target.path) }
+        return try self.locked { () throws(TUFRepositoryError) -> Versions in
+            let expiry = try self.expiryPeriods()
+            let current = try self.load()
+            let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try Self.checkKey(targetsKey, role: TUFRoleName.targets, root: root)
+            try Self.checkKey(snapshotKey, role: TUFRoleName.snapshot, root: root)
+            try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
+            let oldTargets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
+            let replaced = Set(removing + targets.map(\.path))
+            var listed = oldTargets.targets.values.filter { !replaced.contains($0.path) }
+            var files: [String: [UInt8]] = [:]
+            for target in targets {
+                let entry = TUFTargetFile(path: target.path, contents: target.contents, custom: target.custom)
+                listed.append(entry)
+                files[Self.storedTargetPath(entry)] = target.contents
+            }
+            listed.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+            let start = Self.seconds(now)
+            let targetsVersion = max(oldTargets.version, self.highestVersion(of: TUFRoleName.targets)) + 1
+            let targetsFile = try Self.sign(
+                TUFMetadataBuilder.targets(version: targetsVersion, expires: start + Int64(expiry.targets) * 86_400, targets: listed), with: [targetsKey])
+            let oldSnapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
+            let snapshotVersion = max(oldSnapshot.version, self.highestVersion(of: TUFRoleName.snapshot)) + 1
+            let snapshotFile = try Self.sign(
+                TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: targetsVersion, targetsFile: targetsFile),
+                with: [snapshotKey])
+            let oldTimestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
+            let timestampFile = try Self.sign(
+                TUFMetadataBuilder.timestamp(
+                    version: oldTimestamp.version + 1, expires: start + Int64(expiry.timestamp) * 86_400, snapshotVersion: snapshotVersion, snapshotFile: snapshotFile),
+                with: [timestampKey])
+            let next = State(roots: current.roots, timestamp: timestampFile, snapshot: snapshotFile, targets: targetsFile)
+            try self.verifyAsClients(next, previous: current, targetFiles: files, now: now)
+
+            for (stored, contents) in files.sorted(by: { $0.key < $1.key }) {
+                let path = self.targetsDirectory + "/" + stored
+                let directory = String(path[..<path.lastIndex(of: "/")!])
+                do {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                } catch {
+                    throw TUFRepositoryError(.io, "\(directory): cannot create: \(error.localizedDescription)")
+                }
+                // Content-addressed: a file already there under its hash is the same file.
+                if try self.read(path, maximumLength: contents.count) == contents { continue }
+                try self.write(contents, directory: directory, name: String(path[path.index(after: path.lastIndex(of: "/")!)...]))
+            }
+            try self.write(targetsFile, directory: self.metadataDirectory, name: "\(targetsVersion).targets.json")
+            try self.write(snapshotFile, directory: self.metadataDirectory, name: "\(snapshotVersion).snapshot.json")
+            try self.write(timestampFile, directory: self.metadataDirectory, name: "timestamp.json")
+            return Versions(root: root.version, targets: targetsVersion, snapshot: snapshotVersion, timestamp: oldTimestamp.version + 1)
+        }
+    }
+
+    /// Publishes a pin set: the configuration as target `name`, and the files it references (anchors, CRLs; keyed
+    /// by the path the configuration writes, relative to its own directory) beside it, as one consistent set. The
+    /// configuration's target carries `"custom": {"pinset": {"files": {PATH: TARGET}}}`, mapping each referenced
+    /// path to its target path, so a client can download all of them and lay them out as the configuration expects.
+    /// The files the previous version of `name` referenced are no longer listed.
+    @discardableResult
+    public func publishPinSet(
+        _ configuration: [UInt8], name: String = "pinning.json", files: [String: [UInt8]], targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey,
+        timestampKey: TUFSigningKey, now: Date = Date()
+    ) throws(TUFRepositoryError) -> Versions {
+        try Self.checkTargetPath(name)
+        let base = name.contains("/") ? String(name[...name.lastIndex(of: "/")!]) : ""
+        var targets: [Target] = []
+        var references: [(String, TUFJSON)] = []
+        for (path, contents) in files.sorted(by: { $0.key < $1.key }) {
+            try Self.checkTargetPath(path)
+            targets.append(Target(path: base + path, contents: contents))
+            references.append((path, .string(base + path)))
+        }
+        guard let referenceObject = TUFJSONObject(references) else {
+            throw TUFRepositoryError(.invalidInput, "two referenced files have the same path")
+        }
+        let custom = TUFJSON.object(TUFJSONObject([("pinset", .object(TUFJSONObject([("files", .object(referenceObject))])!))])!)
+        targets.append(Target(path: name, contents: configuration, custom: custom))
+        var removing: [String] = []
+        if let current = try? self.load(), let old = try? TUFTargets(bytes: current.targets, role: TUFRoleName.targets).target(name),
+            let previous = old.custom?.objectValue?["pinset"]?.objectValue?["files"]?.objectValue
+        {
+            removing = previous.members.compactMap(\.value.stringValue)
+        }
+        return try self.publish(targets, removing: removing, targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey, now: now)
+    }
+
+    // MARK: - Timestamp
+
+    /// A new timestamp version naming the current snapshot, expiring one timestamp period from `now`: what a
+    /// scheduler runs so clients keep accepting the repository.
+    ///
+    /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/inconsistent`` when the snapshot or targets have
+    ///   expired (a new timestamp would not help clients: publish again), and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
+    @discardableResult
+    public func renewTimestamp(timestampKey: TUFSigningKey, now: Date = Date()) throws(TUFRepositoryError) -> Versions {
+        try self.locked { () throws(TUFRepositoryError) -> Versions in
+            let expiry = try self.expiryPeriods()
+            let current = try self.load()
+            let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
+            let old = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
+            let timestampFile = try Self.sign(
+                TUFMetadataBuilder.timestamp(
+                    version: old.version + 1, expires: Self.seconds(now) + Int64(expiry.timestamp) * 86_400, snapshotVersion: old.snapshotMeta.version,
+                    snapshotFile: current.snapshot),
+                with: [timestampKey])
+            let next = State(roots: current.roots, timestamp: timestampFile, snapshot: current.snapshot, targets: current.targets)
+            try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            try self.write(timestampFile, directory: self.metadataDirectory, name: "timestamp.json")
+            let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
+            let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
+            return Versions(root: root.version, targets: targets.version, snapshot: snapshot.version, timestamp: old.version + 1)
+        }
+    }
+
+    // MARK: - Root rotation
+
+    /// A new root version whose root keys are `newKeys` with `threshold`, the other roles' keys unchanged, signed by
+    /// `oldKeys` (which must meet the current root's threshold) and by `newKeys` (which must meet the new one), so
+    /// every client walks from the current root to it (§5.3.4).
+    ///
+    /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/wrongKey`` (an old key that is not a root key
+    ///   of the current version, too few old or new keys for a threshold), ``TUFRepositoryError/Code/invalidInput``,
+    ///   and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
+    @discardableResult
+    public func rotateRoot(oldKeys: [TUFSigningKey], newKeys: [TUFSigningKey], threshold: Int, now: Date = Date()) throws(TUFRepositoryError) -> Versions {
+        try self.locked { () throws(TUFRepositoryError) -> Versions in
+            let expiry = try self.expiryPeriods()
+            let current = try self.load()
+            let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            guard let rootRole = root.roleKeys(TUFRoleName.root) else { throw TUFRepositoryError(.inconsistent, "root version \(root.version) has no root role") }
+            for key in oldKeys where !rootRole.keyIDs.contains(key.keyID) {
+                throw TUFRepositoryError(.wrongKey, "key \(key.keyID.prefix(12))… is not a root key of root version \(root.version)", keyID: key.keyID)
+            }
+            let oldIDs = Set(oldKeys.map(\.keyID))
+            guard oldIDs.count >= rootRole.threshold else {
+                throw TUFRepositoryError(
+                    .wrongKey, "\(oldIDs.count) distinct old root key\(oldIDs.count == 1 ? "" : "s") given; root version \(root.version) needs \(rootRole.threshold) to sign its successor")
+            }
+            var distinctNew: [TUFSigningKey] = []
+            for key in newKeys where !distinctNew.contains(where: { $0.keyID == key.keyID }) { distinctNew.append(key) }
+            guard (1...max(1, distinctNew.count)).contains(threshold), !distinctNew.isEmpty else {
+                throw TUFRepositoryError(.invalidInput, "the root threshold \(threshold) is not between 1 and the \(distinctNew.count) distinct new root key\(distinctNew.count == 1 ? "" : "s") given")
+            }
+            guard let rootSigned = try self.parse({ () throws(TUFError) in try TUFEnvelope.signedObject(of: current.roots.last!) }).objectValue,
+                let oldKeyObjects = rootSigned["keys"]?.objectValue
+            else { throw TUFRepositoryError(.inconsistent, "root version \(root.version) has no keys or roles object") }
+            // Keep every other role's keys (as written) and drop the root keys that are no longer used by any role.
+            var roles: [String: TUFRoleKeys] = [:]
+            for name in [TUFRoleName.targets, TUFRoleName.snapshot, TUFRoleName.timestamp] {
+                guard let role = root.roleKeys(name) else { throw TUFRepositoryError(.inconsistent, "root version \(root.version) has no \(name) role") }
+                roles[name] = role
+            }
+            roles[TUFRoleName.root] = TUFRoleKeys(keyIDs: distinctNew.map(\.keyID), threshold: threshold)
+            let used = Set(roles.values.flatMap(\.keyIDs))
+            var keys: [String: TUFJSON] = [:]
+            for member in oldKeyObjects.members where used.contains(member.key) { keys[member.key] = member.value }
+            for key in distinctNew { keys[key.keyID] = key.publicKeyJSON }
+            let version = root.version + 1
+            let rootFile = try Self.sign(
+                TUFMetadataBuilder.root(
+                    version: version, expires: Self.seconds(now) + Int64(expiry.root) * 86_400, keys: keys, roles: roles, consistentSnapshot: root.consistentSnapshot),
+                with: oldKeys + distinctNew)
+            let next = State(roots: current.roots + [rootFile], timestamp: current.timestamp, snapshot: current.snapshot, targets: current.targets)
+            try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            try self.write(rootFile, directory: self.metadataDirectory, name: "\(version).root.json")
+            try self.write(rootFile, directory: self.metadataDirectory, name: "root.json")
+            let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
+            let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
+            let timestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
+            return Versions(root: version, targets: targets.version, snapshot: snapshot.version, timestamp: timestamp.version)
+        }
+    }
+
+    // MARK: - State
+
+    /// The served metadata: every root version, and the timestamp, snapshot and targets it leads to.
+    struct State {
+        var roots: [[UInt8]]
+        var timestamp: [UInt8]
+        var snapshot: [UInt8]
+        var targets: [UInt8]
+    }
+
+    /// Reads the metadata a client would fetch: `1.root.json`, `2.root.json`, … while they exist (the files
+    /// clients walk, whatever `root.json` says), `timestamp.json`, the snapshot it names and the targets that
+    /// names.
+    func load() throws(TUFRepositoryError) -> State {
+        let limits = TUFLimits()
+        var roots: [[UInt8]] = []
+        while let bytes = try self.read(self.metadataDirectory + "/\(roots.count + 1).root.json", maximumLength: limits.rootMaxLength) {
+            roots.append(bytes)
+        }
+        guard !roots.isEmpty else { throw TUFRepositoryError(.notARepository, "\(self.directory): not a pin-set repository (no metadata/1.root.json)") }
+        guard let timestamp = try self.read(self.metadataDirectory + "/timestamp.json", maximumLength: limits.timestampMaxLength) else {
+            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/timestamp.json is missing")
+        }
+        let snapshotVersion = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: timestamp).snapshotMeta.version }
+        guard let snapshot = try self.read(self.metadataDirectory + "/\(snapshotVersion).snapshot.json", maximumLength: limits.snapshotMaxLength) else {
+            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/\(snapshotVersion).snapshot.json, which the timestamp names, is missing")
+        }
+        let targetsVersion = try self.parse { () throws(TUFError) -> Int in
+            guard let entry = try TUFSnapshot(bytes: snapshot).entry(forRole: TUFRoleName.targets) else {
+                throw TUFError(role: TUFRoleName.snapshot, rule: .malformed, "no targets.json entry")
+            }
+            return entry.version
+        }
+        guard let targets = try self.read(self.metadataDirectory + "/\(targetsVersion).targets.json", maximumLength: limits.targetsMaxLength) else {
+            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/\(targetsVersion).targets.json, which the snapshot names, is missing")
+        }
+        return State(roots: roots, timestamp: timestamp, snapshot: snapshot, targets: targets)
+    }
+
+    /// Checks `state` as ``TUFTrustedSet`` does for a fresh client (from version 1 of the root) and, with
+    /// `previous`, for a client that trusts the previous state (rollback rules), and every target against the
+    /// bytes it will be served as (`targetFiles`, then the files already in `targets/`).
+    func verifyAsClients(_ state: State, previous: State?, targetFiles: [String: [UInt8]], now: Date) throws(TUFRepositoryError) {
+        do {
+            for prior in [nil] + (previous.map { [$0] } ?? []) {
+                var set = try TUFTrustedSet(trustedRoot: state.roots[0], updateStartTime: now)
+                for root in state.roots.dropFirst() { try set.updateRoot(root) }
+                try set.checkRootNotExpired()
+                if let prior {
+                    try set.updateTimestamp(prior.timestamp)
+                    try set.updateTimestamp(state.timestamp)
+                    try set.checkTimestampFinal()
+                    try set.updateSnapshot(prior.snapshot, isLocalCopy: true)
+                } else {
+                    try set.updateTimestamp(state.timestamp)
+                    try set.checkTimestampFinal()
+                }
+                try set.updateSnapshot(state.snapshot, isLocalCopy: false)
+                try set.checkSnapshotFinal()
+                let targets = try set.updateTargets(state.targets)
+                guard prior == nil else { continue }
+                for target in targets.targets.values {
+                    let stored = Self.storedTargetPath(target)
+                    guard let bytes = try targetFiles[stored] ?? self.readTarget(stored, maximumLength: target.length) else {
+                        throw TUFError(role: target.path, rule: .unavailable, "targets/\(stored) is missing")
+                    }
+                    try target.verify(bytes)
+                }
+            }
+        } catch let error as TUFError {
+            throw TUFRepositoryError(.inconsistent, "\(self.directory): a client would refuse the result: \(error)")
+        } catch let error as TUFRepositoryError {
+            throw error
+        } catch {
+            throw TUFRepositoryError(.inconsistent, "\(self.directory): \(error)")
+        }
+    }
+
+    private func readTarget(_ stored: String, maximumLength: Int) throws -> [UInt8]? {
+        do {
+            return try TUFFiles.readFile(self.targetsDirectory + "/" + stored, maximumLength: maximumLength, role: stored)
+        } catch {
+            throw TUFError(role: stored, rule: .unavailable, "targets/\(stored): \(error.message)")
+        }
+    }
+
+    /// The highest N of the `N.ROLE.json` files in `metadata/` (0 when none), so a version written by an
+    /// interrupted run (never referenced, but maybe cached) is never written again with other contents.
+    func highestVersion(of role: String) -> Int {
+        let suffix = "." + role + ".json"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.metadataDirectory)) ?? []
+        return names.compactMap { $0.hasSuffix(suffix) ? Int($0.dropLast(suffix.count)) : nil }.max() ?? 0
+    }
+
+    // MARK: - Helpers
+
+    /// Where a target is stored under `targets/`: `DIR/SHA256.NAME`, as clients fetch it under consistent snapshots.
+    static func storedTargetPath(_ target: TUFTargetFile) -> String {
+        let hash = target.hashes["sha256"] ?? ""
+        guard let slash = target.path.lastIndex(of: "/") else { return hash + "." + target.path }
+        return String(target.path[...slash]) + hash + "." + String(target.path[target.path.index(after: slash)...])
+    }
+
+    /// Target paths this writer lays out as files: relative, `/`-separated, no empty, `.` or `..` part, no
+    /// backslash or control character (each would name another file, or none, on some server).
+    static func checkTargetPath(_ path: String) throws(TUFRepositoryError) {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard !path.isEmpty, !path.hasPrefix("/"), parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
+            throw TUFRepositoryError(.invalidInput, "target path \"\(path)\" must be relative, with no empty, . or .. part")
+        }
+        guard !path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) else {
+            throw TUFRepositoryError(.invalidInput, "target path \"\(path.debugDescription)\" has a control character or a backslash")
+        }
+    }
+
+    static func checkKey(_ key: TUFSigningKey, role: String, root: TUFRoot) throws(TUFRepositoryError) {
+        guard let roleKeys = root.roleKeys(role), roleKeys.keyIDs.contains(key.keyID) else {
+            let listed = root.roleKeys(role)?.keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ") ?? "none"
+            throw TUFRepositoryError(
+                .wrongKey, "key \(key.keyID.prefix(12))… is not a \(role) key of root version \(root.version) (its \(role) keys: \(listed))", keyID: key.keyID)
+        }
+    }
+
+    static func checkPeriods(_ periods: TUFExpiryPeriods) throws(TUFRepositoryError) {
+        for role in [TUFRoleName.root, TUFRoleName.targets, TUFRoleName.snapshot, TUFRoleName.timestamp] {
+            let days = periods[role]!
+            guard (1...TUFExpiryPeriods.maximumDays).contains(days) else {
+                throw TUFRepositoryError(.invalidInput, "the \(role) expiry of \(days) days is not between 1 and \(TUFExpiryPeriods.maximumDays)")
+            }
+        }
+    }
+
+    static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
+
+    static func sign(_ signed: TUFJSONObject, with keys: [TUFSigningKey]) throws(TUFRepositoryError) -> [UInt8] {
+        do {
+            return try TUFMetadataBuilder.sign(signed, with: keys)
+        } catch {
+            throw TUFRepositoryError(.invalidInput, error.message)
+        }
+    }
+
+    func parse<Value>(_ body: () throws(TUFError) -> Value) throws(TUFRepositoryError) -> Value {
+        do {
+            return try body()
+        } catch {
+            throw TUFRepositoryError(.inconsistent, "\(self.directory): \(error)")
+        }
+    }
+
+    func read(_ path: String, maximumLength: Int) throws(TUFRepositoryError) -> [UInt8]? {
+        do {
+            return try TUFFiles.readFile(path, maximumLength: maximumLength, role: path)
+        } catch {
+            throw TUFRepositoryError(.io, error.message)
+        }
+    }
+
+    func write(_ bytes: [UInt8], directory: String, name: String) throws(TUFRepositoryError) {
+        do {
+            try TUFFiles.writeFileAtomically(bytes, directory: directory, name: name, role: name)
+        } catch {
+            throw TUFRepositoryError(.io, error.message)
+        }
+    }
+
+    /// Runs `body` holding the repository's lock (`.pinset.lock`, `flock`, not waited for).
+    func locked<Value>(_ body: () throws(TUFRepositoryError) -> Value) throws(TUFRepositoryError) -> Value {
+        let path = self.directory + "/.pinset.lock"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw TUFRepositoryError(.io, "\(path): cannot open: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            throw TUFRepositoryError(.busy, "\(self.directory): another pinning pinset command is writing this repository (\(path) is locked)")
+        }
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+}
+
+extension TUFEnvelope {
+    /// The `signed` object of a metadata file, as written (for rewriting parts of it).
+    static func signedObject(of bytes: [UInt8]) throws(TUFError) -> TUFJSON {
+        guard let signed = (try? TUFJSON.parse(bytes))?.objectValue?["signed"] else {
+            throw TUFError(role: TUFRoleName.root, rule: .malformed, "no \"signed\" object")
+        }
+        return signed
+    }
+}

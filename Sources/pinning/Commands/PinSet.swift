@@ -1,0 +1,301 @@
+import ArgumentParser
+import Foundation
+import Pinning
+import PinningNIO
+
+extension PinningCommand {
+    /// `pinning pinset`: publish pin sets as a TUF repository of static files (issue 29), on the library's
+    /// `TUFRepositoryWriter`.
+    struct PinSet: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "pinset",
+            abstract: "Publish pinning configurations as a TUF repository of static files that clients follow.",
+            discussion: """
+                A repository (REPO) holds metadata/ (N.root.json, root.json, N.targets.json, N.snapshot.json, timestamp.json) \
+                and targets/ (each file as DIR/SHA256.NAME); serve REPO's two folders from any HTTPS server, object store or CDN. \
+                Only metadata/timestamp.json and metadata/root.json change in place: give timestamp.json a short cache lifetime.
+
+                Keys are PEM private keys as openssl genpkey writes them (Ed25519, EC P-256, RSA of 2048 bits or more), or \
+                made by `pinning pinset keygen`. Keep root and targets keys offline; the timestamp key signs from a scheduler.
+
+                Exit status: 0 success; 1 the command failed (the repository is damaged or expired, another command holds \
+                its lock, a file cannot be written; status: a client would refuse the repository); 2 bad input or usage \
+                (a key file, a configuration that would break clients, a REPO that is not a repository).
+                """,
+            subcommands: [Keygen.self, Init.self, Publish.self, RotateRoot.self, Timestamp.self, Status.self]
+        )
+
+        /// Reads a key file for `option`, naming the option and the file in any refusal.
+        static func key(_ path: String, option: String, passphrase: String?) throws(InputError) -> TUFSigningKey {
+            do {
+                return try TUFSigningKey.load(file: path, passphrase: passphrase)
+            } catch {
+                throw InputError("\(option) \(error.description)")
+            }
+        }
+
+        /// A repository error as this CLI reports it: bad input exits 2 (an InputError), failures exit 1. A refused
+        /// key is named by its option and file.
+        static func fail(_ error: TUFRepositoryError, command: String, keyFiles: [(option: String, path: String, key: TUFSigningKey)] = []) -> any Error {
+            switch error.code {
+            case .notARepository, .alreadyARepository, .invalidInput:
+                return InputError("pinset \(command): \(error.message)")
+            case .wrongKey:
+                if let keyID = error.keyID, let file = keyFiles.first(where: { $0.key.keyID == keyID }) {
+                    return InputError("pinset \(command): \(file.option) \(file.path): \(error.message)")
+                }
+                return InputError("pinset \(command): \(error.message)")
+            case .inconsistent, .io, .busy:
+                FileHandle.standardError.write(Data("pinning pinset \(command): \(error.message)\n".utf8))
+                return ExitCode(1)
+            }
+        }
+
+        /// The repository at `path`, or a refusal naming it.
+        static func repository(_ path: String, command: String) throws -> TUFRepositoryWriter {
+            do {
+                return try TUFRepositoryWriter(directory: path)
+            } catch {
+                throw Self.fail(error, command: command)
+            }
+        }
+    }
+}
+
+/// `--expires ROLE=DAYS` (repeatable): how long each role's metadata stays valid.
+struct ExpiryOptions: ParsableArguments {
+    @Option(
+        name: .customLong("expires"),
+        help: ArgumentHelp(
+            "How long a role's metadata stays valid, in days: root, targets, snapshot or timestamp (defaults 365, 90, 90, 1). Repeatable; kept in REPO/pinset.json for later commands.",
+            valueName: "role=days"))
+    var expires: [String] = []
+
+    /// `periods` with the options applied.
+    func applied(to periods: TUFExpiryPeriods) throws(InputError) -> TUFExpiryPeriods {
+        var result = periods
+        for entry in self.expires {
+            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, result[String(parts[0])] != nil else {
+                throw InputError("--expires \(entry): expected ROLE=DAYS with ROLE root, targets, snapshot or timestamp")
+            }
+            guard let days = Int(parts[1]), (1...TUFExpiryPeriods.maximumDays).contains(days) else {
+                throw InputError("--expires \(entry): DAYS must be a whole number from 1 to \(TUFExpiryPeriods.maximumDays)")
+            }
+            result[String(parts[0])] = days
+        }
+        return result
+    }
+
+    func validate() throws {
+        _ = try self.applied(to: TUFExpiryPeriods())
+    }
+}
+
+/// `--targets-key`, `--snapshot-key`, `--timestamp-key`: the keys of the roles `init` and `publish` sign. Each is
+/// required; a missing one is refused in this CLI's words (one line naming it), not argument-parser's usage text.
+struct OnlineKeyOptions: ParsableArguments {
+    @Option(name: .customLong("targets-key"), help: ArgumentHelp("The targets role's private key (PEM). Required.", valueName: "file"))
+    var targetsKey: String?
+
+    @Option(name: .customLong("snapshot-key"), help: ArgumentHelp("The snapshot role's private key (PEM). Required.", valueName: "file"))
+    var snapshotKey: String?
+
+    @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM). Required.", valueName: "file"))
+    var timestampKey: String?
+
+    func validate() throws {
+        _ = try self.paths()
+    }
+
+    func paths() throws(InputError) -> [(option: String, path: String)] {
+        let given = [("--targets-key", self.targetsKey), ("--snapshot-key", self.snapshotKey), ("--timestamp-key", self.timestampKey)]
+        return try given.map { (option, path) throws(InputError) in
+            guard let path else { throw InputError("pinset: \(option) FILE is required") }
+            return (option, path)
+        }
+    }
+
+    func load(passphrase: String?) throws(InputError) -> [(option: String, path: String, key: TUFSigningKey)] {
+        try self.paths().map { (option, path) throws(InputError) in (option, path, try PinningCommand.PinSet.key(path, option: option, passphrase: passphrase)) }
+    }
+}
+
+extension PinningCommand.PinSet {
+    /// `pinning pinset keygen --type ed25519|ecdsa-p256|rsa --out FILE`.
+    struct Keygen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "keygen",
+            abstract: "Make a signing key: PKCS#8 PEM, mode 0600, never overwriting a file.",
+            discussion: "RSA keys are 3072 bits. With --passphrase-env or --passphrase-file the key is encrypted (PBES2, AES-256-CBC), as openssl pkcs8 -topk8 writes it. Prints the key id."
+        )
+
+        @Option(name: .long, help: ArgumentHelp("ed25519, ecdsa-p256 or rsa.", valueName: "type"), transform: KeyTypeArgument.parser(option: "--type"))
+        var type: KeyTypeArgument
+
+        @Option(name: .long, help: ArgumentHelp("The key file to create.", valueName: "file"))
+        var out: String
+
+        @OptionGroup var passphraseOptions: PassphraseOptions
+
+        func run() async throws {
+            let passphrase = try self.passphraseOptions.passphrase()
+            let key: TUFSigningKey
+            do {
+                key = try TUFSigningKey.generate(self.type.keyType)
+                try key.write(toNewFile: self.out, passphrase: passphrase)
+            } catch let error as TUFKeyFileError {
+                throw InputError("--out \(error.description)")
+            }
+            print("pinning pinset: wrote an \(self.type.rawValue) key to \(self.out) (key id \(key.keyID))")
+        }
+    }
+
+    /// `pinning pinset init REPO --root-key K… [--root-threshold N] --targets-key K --snapshot-key K --timestamp-key K`.
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "init",
+            abstract: "Make a repository: root version 1 (metadata/1.root.json and root.json), empty targets, a snapshot and a timestamp.",
+            discussion: "Ship REPO/metadata/root.json with every client as its trusted root."
+        )
+
+        @Argument(help: ArgumentHelp("The repository directory (created; it must not hold a repository).", valueName: "repo"))
+        var repository: String
+
+        @Option(name: .customLong("root-key"), help: ArgumentHelp("A root private key (repeat for several).", valueName: "file"))
+        var rootKeys: [String] = []
+
+        @Option(name: .customLong("root-threshold"), help: ArgumentHelp("How many root keys must sign a new root (default 1).", valueName: "n"))
+        var rootThreshold: Int = 1
+
+        @OptionGroup var keys: OnlineKeyOptions
+
+        @OptionGroup var expiry: ExpiryOptions
+
+        @OptionGroup var passphraseOptions: PassphraseOptions
+
+        func validate() throws {
+            guard !self.rootKeys.isEmpty else { throw InputError("pinset init: give at least one --root-key") }
+            guard self.rootThreshold >= 1 && self.rootThreshold <= self.rootKeys.count else {
+                throw InputError("--root-threshold \(self.rootThreshold): must be between 1 and the \(self.rootKeys.count) --root-key given")
+            }
+        }
+
+        func run() async throws {
+            let passphrase = try self.passphraseOptions.passphrase()
+            let periods = try self.expiry.applied(to: TUFExpiryPeriods())
+            let roots = try self.rootKeys.map { path throws(InputError) in try PinningCommand.PinSet.key(path, option: "--root-key", passphrase: passphrase) }
+            let online = try self.keys.load(passphrase: passphrase)
+            do {
+                let writer = try TUFRepositoryWriter.initialize(
+                    directory: self.repository, rootKeys: roots, rootThreshold: self.rootThreshold, targetsKey: online[0].key, snapshotKey: online[1].key,
+                    timestampKey: online[2].key, expiry: periods)
+                print(
+                    "pinning pinset: initialized \(self.repository): root v1 (\(roots.count) root key\(roots.count == 1 ? "" : "s"), threshold \(self.rootThreshold)); ship \(writer.metadataDirectory)/root.json with clients"
+                )
+            } catch {
+                throw PinningCommand.PinSet.fail(error, command: "init")
+            }
+        }
+    }
+
+    /// `pinning pinset timestamp REPO --timestamp-key K`.
+    struct Timestamp: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "timestamp",
+            abstract: "Sign a new timestamp version (a new expiry), for a scheduler: run it well within the timestamp period.",
+            discussion: "Exit status 1 when the snapshot or targets have expired (a new timestamp would not help clients: publish again)."
+        )
+
+        @Argument(help: ArgumentHelp("The repository directory.", valueName: "repo"))
+        var repository: String
+
+        @Option(name: .customLong("timestamp-key"), help: ArgumentHelp("The timestamp role's private key (PEM). Required.", valueName: "file"))
+        var timestampKey: String?
+
+        @OptionGroup var expiry: ExpiryOptions
+
+        @OptionGroup var passphraseOptions: PassphraseOptions
+
+        func validate() throws {
+            guard self.timestampKey != nil else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+        }
+
+        func run() async throws {
+            guard let timestampKey = self.timestampKey else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+            let writer = try PinningCommand.PinSet.repository(self.repository, command: "timestamp")
+            let key = try PinningCommand.PinSet.key(timestampKey, option: "--timestamp-key", passphrase: try self.passphraseOptions.passphrase())
+            do {
+                if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
+                let versions = try writer.renewTimestamp(timestampKey: key)
+                print("pinning pinset: \(self.repository): timestamp v\(versions.timestamp) (\(versions))")
+            } catch let error as TUFRepositoryError {
+                throw PinningCommand.PinSet.fail(error, command: "timestamp", keyFiles: [("--timestamp-key", timestampKey, key)])
+            }
+        }
+    }
+
+    /// `pinning pinset rotate-root REPO --old-key K… --new-key K… [--root-threshold N]`.
+    struct RotateRoot: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-root",
+            abstract: "Sign a new root version with new root keys, signed by a threshold of the old root keys and of the new.",
+            discussion: "--new-key lists every root key of the new version (repeat an old key to keep it). The other roles' keys are unchanged."
+        )
+
+        @Argument(help: ArgumentHelp("The repository directory.", valueName: "repo"))
+        var repository: String
+
+        @Option(name: .customLong("old-key"), help: ArgumentHelp("A root private key of the current root version (repeat).", valueName: "file"))
+        var oldKeys: [String] = []
+
+        @Option(name: .customLong("new-key"), help: ArgumentHelp("A root private key of the new root version (repeat).", valueName: "file"))
+        var newKeys: [String] = []
+
+        @Option(name: .customLong("root-threshold"), help: ArgumentHelp("How many new root keys must sign the root after this one (default 1).", valueName: "n"))
+        var rootThreshold: Int = 1
+
+        @OptionGroup var expiry: ExpiryOptions
+
+        @OptionGroup var passphraseOptions: PassphraseOptions
+
+        func validate() throws {
+            guard !self.oldKeys.isEmpty else { throw InputError("pinset rotate-root: give at least one --old-key") }
+            guard !self.newKeys.isEmpty else { throw InputError("pinset rotate-root: give at least one --new-key") }
+            guard self.rootThreshold >= 1 && self.rootThreshold <= self.newKeys.count else {
+                throw InputError("--root-threshold \(self.rootThreshold): must be between 1 and the \(self.newKeys.count) --new-key given")
+            }
+        }
+
+        func run() async throws {
+            let writer = try PinningCommand.PinSet.repository(self.repository, command: "rotate-root")
+            let passphrase = try self.passphraseOptions.passphrase()
+            let old = try self.oldKeys.map { path throws(InputError) in ("--old-key", path, try PinningCommand.PinSet.key(path, option: "--old-key", passphrase: passphrase)) }
+            let new = try self.newKeys.map { path throws(InputError) in ("--new-key", path, try PinningCommand.PinSet.key(path, option: "--new-key", passphrase: passphrase)) }
+            do {
+                if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
+                let versions = try writer.rotateRoot(oldKeys: old.map(\.2), newKeys: new.map(\.2), threshold: self.rootThreshold)
+                print("pinning pinset: \(self.repository): root v\(versions.root) (\(Set(new.map(\.2.keyID)).count) root keys, threshold \(self.rootThreshold))")
+            } catch let error as TUFRepositoryError {
+                throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old.map { ($0.0, $0.1, $0.2) } + new.map { ($0.0, $0.1, $0.2) })
+            }
+        }
+    }
+}
+
+/// `keygen --type`.
+enum KeyTypeArgument: String, EnumeratedArgument {
+    case ed25519
+    case ecdsaP256 = "ecdsa-p256"
+    case rsa
+
+    static let valueKind = "key type"
+
+    var keyType: TUFSigningKey.KeyType {
+        switch self {
+        case .ed25519: .ed25519
+        case .ecdsaP256: .ecdsaP256
+        case .rsa: .rsa
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import Testing
+
+/// Serves a repository directory as `https://repo.test/…` to a ``TUFUpdater``, without a network: the URL's path
+/// is the file's path under the directory. Every request is recorded.
+final class DirectoryTUFFetcher: TUFFetching, @unchecked Sendable {
+    let directory: String
+    private let lock = NSLock()
+    private var recorded: [String] = []
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    var requests: [String] { self.lock.withLock { self.recorded } }
+
+    func fetch(_ url: URL, maximumLength: Int) async throws(TUFFetchError) -> [UInt8] {
+        let name = url.absoluteString.replacingOccurrences(of: "https://repo.test/", with: "")
+        self.lock.withLock { self.recorded.append(name) }
+        guard !name.contains(".."), let data = FileManager.default.contents(atPath: self.directory + "/" + name) else {
+            throw TUFFetchError(kind: .notFound, message: "\(name): HTTP 404")
+        }
+        guard data.count <= maximumLength else { throw TUFFetchError(kind: .failed, message: "\(name): over \(maximumLength) bytes") }
+        return Array(data)
+    }
+}
+
+/// A client of a repository in a directory: its own metadata and target directories.
+struct DirectoryClient {
+    let repository: String
+    let metadata: TemporaryDirectory
+    let targets: TemporaryDirectory
+    let fetcher: DirectoryTUFFetcher
+
+    init(repository: String, trustedRoot: [UInt8]) throws {
+        self.repository = repository
+        self.metadata = try TemporaryDirectory(prefix: "pinset-client-metadata")
+        self.targets = try TemporaryDirectory(prefix: "pinset-client-targets")
+        self.fetcher = DirectoryTUFFetcher(directory: repository)
+        try TUFUpdater.initialize(metadataDirectory: self.metadata.path, trustedRoot: trustedRoot)
+    }
+
+    /// Refreshes and downloads `name`: the trusted versions and the target's bytes as stored by the client.
+    func update(_ name: String) async throws -> (TUFTrustedSet, [UInt8]) {
+        var updater = TUFUpdater(metadataDirectory: self.metadata.path, metadataURL: URL(string: "https://repo.test/metadata/")!, fetcher: self.fetcher)
+        let trusted = try await updater.refresh()
+        let target = try await updater.targetInfo(name)
+        let path = try await updater.download(target, from: URL(string: "https://repo.test/targets/")!, into: self.targets.path)
+        return (trusted, Array(FileManager.default.contents(atPath: path) ?? Data()))
+    }
+
+    func remove() {
+        self.metadata.remove()
+        self.targets.remove()
+    }
+}
+
+@Suite("TUF repository writer")
+struct TUFRepositoryWriterTests {
+    /// Keys as a publisher keeps them: generated, written as PEM, read back.
+    static func key(_ type: TUFSigningKey.KeyType, in directory: TemporaryDirectory, _ name: String) throws -> TUFSigningKey {
+        let path = directory.path(name)
+        try TUFSigningKey.generate(type).write(toNewFile: path)
+        return try TUFSigningKey.load(file: path)
+    }
+
+    @Test("init, publish, publish again, rotate root, renew the timestamp: our client follows each step", arguments: TUFSigningKey.KeyType.allCases)
+    func roundTrip(type: TUFSigningKey.KeyType) async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let root = try Self.key(type, in: directory, "root.pem")
+        let targetsKey = try Self.key(type, in: directory, "targets.pem")
+        let snapshotKey = try Self.key(type, in: directory, "snapshot.pem")
+        let timestampKey = try Self.key(type, in: directory, "timestamp.pem")
+        let repo = directory.path("repo")
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: repo, rootKeys: [root], targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
+        let rootBytes = try #require(FileManager.default.contents(atPath: repo + "/metadata/1.root.json"))
+        #expect(FileManager.default.contents(atPath: repo + "/metadata/root.json") == rootBytes)
+        #expect(try TUFRoot(bytes: Array(rootBytes)).keys[root.keyID]?.keyType == (type == .ecdsaP256 ? "ecdsa" : type.rawValue))
+
+        let first = Array(#"{"version": 1, "domains": {}}"#.utf8)
+        let anchor = Array("-----BEGIN CERTIFICATE-----\nnot parsed by the writer\n-----END CERTIFICATE-----\n".utf8)
+        var versions = try writer.publishPinSet(
+            first, name: "pins/pinning.json", files: ["fleet-root.pem": anchor], targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
+        #expect(versions == TUFRepositoryWriter.Versions(root: 1, targets: 2, snapshot: 2, timestamp: 2))
+
+        let client = try DirectoryClient(repository: repo, trustedRoot: Array(rootBytes))
+        defer { client.remove() }
+        var (trusted, bytes) = try await client.update("pins/pinning.json")
+        #expect(bytes == first)
+        #expect(trusted.targets?.version == 2)
+        let listed = try #require(trusted.targets?.target("pins/pinning.json"))
+        #expect(listed.custom?.objectValue?["pinset"]?.objectValue?["files"]?.objectValue?["fleet-root.pem"]?.stringValue == "pins/fleet-root.pem")
+        // The companion file is a target of the same version, and a CDN can cache every file but timestamp.json.
+        (_, bytes) = try await client.update("pins/fleet-root.pem")
+        #expect(bytes == anchor)
+        #expect(client.fetcher.requests.contains { $0.hasPrefix("targets/pins/") && $0.hasSuffix(".pinning.json") && $0.count > 80 })
+
+        // A new pin set: the client sees the new version; the companion file the new set no longer references is gone.
+        let second = Array(#"{"version": 1, "unlistedHosts": "reject", "domains": {}}"#.utf8)
+        versions = try writer.publishPinSet(second, name: "pins/pinning.json", files: [:], targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
+        #expect(versions.targets == 3 && versions.timestamp == 3)
+        (trusted, bytes) = try await client.update("pins/pinning.json")
+        #expect(bytes == second)
+        #expect(trusted.targets?.version == 3)
+        #expect(trusted.targets?.target("pins/fleet-root.pem") == nil)
+
+        // Root rotation to two new keys (threshold 2): the client walks from version 1 to 2.
+        let newRoots = [try Self.key(type, in: directory, "root2.pem"), try Self.key(.ed25519, in: directory, "root3.pem")]
+        versions = try writer.rotateRoot(oldKeys: [root], newKeys: newRoots, threshold: 2)
+        #expect(versions.root == 2)
+        (trusted, _) = try await client.update("pins/pinning.json")
+        #expect(trusted.root.version == 2)
+        #expect(trusted.root.roleKeys("root")?.threshold == 2)
+
+        // A renewed timestamp: a later expiry and a new version, same snapshot.
+        let before = try #require(trusted.timestamp)
+        versions = try writer.renewTimestamp(timestampKey: timestampKey, now: Date().addingTimeInterval(3_600))
+        (trusted, _) = try await client.update("pins/pinning.json")
+        #expect(trusted.timestamp?.version == before.version + 1)
+        #expect(trusted.timestamp?.snapshotMeta.version == before.snapshotMeta.version)
+        #expect((trusted.timestamp?.envelope.expires ?? 0) > before.envelope.expires)
+
+        let status = try writer.status()
+        #expect(status.clientRefusal == nil)
+        #expect(status.roles.map(\.name) == ["root", "targets", "snapshot", "timestamp"])
+        #expect(status.roles.allSatisfy { $0.meetsThreshold })
+        #expect(status.roles[0].otherSignatures == [root.keyID])
+    }
+
+    @Test("keys the root does not list for a role, too few old root keys, and a bad target path are refused before anything is written")
+    func refusals() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let repo = directory.path("repo")
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: repo, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let listing = { try FileManager.default.contentsOfDirectory(atPath: repo + "/metadata").sorted() }
+        let before = try listing()
+        #expect(throws: TUFRepositoryError.self) {
+            try writer.publish([.init(path: "a.json", contents: [1])], targetsKey: keys[2], snapshotKey: keys[2], timestampKey: keys[3])
+        }
+        do {
+            try writer.renewTimestamp(timestampKey: keys[0])
+            Issue.record("a root key renewed the timestamp")
+        } catch {
+            #expect(error.code == .wrongKey && error.keyID == keys[0].keyID, "\(error)")
+        }
+        do {
+            try writer.rotateRoot(oldKeys: [keys[1]], newKeys: [keys[1]], threshold: 1)
+            Issue.record("a targets key rotated the root")
+        } catch {
+            #expect(error.code == .wrongKey, "\(error)")
+        }
+        for path in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a\\b", "a\nb"] {
+            #expect(throws: TUFRepositoryError.self, "\(path.debugDescription)") {
+                try writer.publish([.init(path: path, contents: [1])], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            }
+        }
+        #expect(try listing() == before)
+        #expect(throws: TUFRepositoryError.self) {
+            try TUFRepositoryWriter.initialize(directory: repo, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        }
+        #expect(throws: TUFRepositoryError.self) { try TUFRepositoryWriter(directory: directory.path) }
+    }
+
+    @Test("an expired snapshot: renewing the timestamp is refused (clients would refuse the result), and status says why")
+    func expiredSnapshot() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ecdsaP256, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3],
+            expiry: TUFExpiryPeriods(root: 365, targets: 30, snapshot: 2, timestamp: 1))
+        let later = Date().addingTimeInterval(3 * 86_400)
+        do {
+            try writer.renewTimestamp(timestampKey: keys[3], now: later)
+            Issue.record("a timestamp over an expired snapshot was written")
+        } catch {
+            #expect(error.code == .inconsistent && error.message.contains("snapshot: version 1 expired"), "\(error)")
+        }
+        let status = try writer.status(at: later)
+        #expect(status.clientRefusal?.contains("timestamp: version 1 expired") == true, "\(status.clientRefusal ?? "accepted")")
+        #expect(status.roles.first { $0.name == "snapshot" }?.expired == true)
+    }
+
+    @Test("keys as openssl genpkey writes them: Ed25519, P-256, RSA 2048; refused: RSA 1024, P-384, encrypted without a passphrase", .enabled(if: TestTools.opensslAvailable))
+    func opensslKeys() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-openssl")
+        defer { directory.remove() }
+        let made: [(String, [String])] = [
+            ("ed.pem", ["-algorithm", "ed25519"]), ("p256.pem", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]),
+            ("rsa.pem", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]), ("rsa1024.pem", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"]),
+            ("p384.pem", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]), ("enc.pem", ["-algorithm", "ed25519", "-aes256", "-pass", "pass:s3cret"]),
+        ]
+        for (name, arguments) in made {
+            let run = try await TestTools.openssl(["genpkey"] + arguments + ["-out", directory.path(name)])
+            try #require(run.status == 0, "\(run)")
+        }
+        #expect(try TUFSigningKey.load(file: directory.path("ed.pem")).type == .ed25519)
+        #expect(try TUFSigningKey.load(file: directory.path("p256.pem")).type == .ecdsaP256)
+        #expect(try TUFSigningKey.load(file: directory.path("rsa.pem")).type == .rsa)
+        #expect(try TUFSigningKey.load(file: directory.path("enc.pem"), passphrase: "s3cret").type == .ed25519)
+        let refusals: [(String, TUFKeyError.Code, String)] = [
+            ("rsa1024.pem", .rsaTooSmall, "1024 bits"), ("p384.pem", .unsupportedCurve, "P-384"), ("enc.pem", .encrypted, "encrypted"),
+        ]
+        for (name, code, words) in refusals {
+            do {
+                _ = try TUFSigningKey.load(file: directory.path(name))
+                Issue.record("\(name) was accepted")
+            } catch {
+                #expect(error.code == code && error.description.hasPrefix(directory.path(name)) && error.description.contains(words), "\(error)")
+            }
+        }
+        // The key id is the SHA-256 of the canonical public key object, as securesystemslib computes it; openssl
+        // gives the same Ed25519 public key bytes.
+        let key = try TUFSigningKey.load(file: directory.path("ed.pem"))
+        let der = try await TestTools.openssl(["pkey", "-in", directory.path("ed.pem"), "-pubout", "-outform", "DER"])
+        let publicHex = der.stdoutData.suffix(32).map { String(format: "%02x", $0) }.joined()
+        #expect(key.publicKeyJSON.objectValue?["keyval"]?.objectValue?["public"]?.stringValue == publicHex)
+        let canonical = #"{"keytype":"ed25519","keyval":{"public":"\#(publicHex)"},"scheme":"ed25519"}"#
+        let digest = try await TestTools.run("/usr/bin/sha256sum", [], input: Data(canonical.utf8))
+        #expect(digest.stdout.hasPrefix(key.keyID), "\(digest)")
+    }
+}

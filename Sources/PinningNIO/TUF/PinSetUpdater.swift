@@ -238,7 +238,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
             base = min(retry, options.refreshInterval)
         }
         let spread = max(-1, min(1, random)) * max(0, min(1, options.jitter))
-        return base * (1 + spread)
+        let seconds = Double(base.components.seconds) + Double(base.components.attoseconds) / 1e18
+        return .milliseconds(Int64((seconds * (1 + spread) * 1000).rounded()))
     }
 
     private func performRefresh() async -> Outcome {
@@ -344,10 +345,13 @@ public actor PinSetUpdater: PinningConfigurationSource {
         try? FileManager.default.removeItem(atPath: staging + "/.download")
 
         var configuration: PinningConfiguration
+        let base = (staging + "/" + name as NSString).deletingLastPathComponent
         do {
-            configuration = try PinningConfiguration(contentsOfFile: staging + "/" + name)
+            configuration = try PinningConfiguration(data: Data(configurationBytes), baseDirectory: base, origin: "\(name) of pin set version \(version)")
         } catch {
-            throw PinSetError("invalid pinning configuration in pin set version \(version) (\(name)): \(error.description)")
+            // One line: the problems one after another.
+            let count = error.problems.count == 1 ? "1 problem" : "\(error.problems.count) problems"
+            throw PinSetError("invalid pinning configuration \(error.origin): \(count): " + error.problems.map(\.description).joined(separator: "; "))
         }
         if let entry = configuration.entries.first(where: { $0.clientIdentity != nil }) {
             throw PinSetError("\(name): entry \"\(entry.key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")

@@ -444,6 +444,11 @@ public actor PinSetUpdater: PinningConfigurationSource {
         return paths
     }
 
+    /// Refuses a target name that is not a relative path inside the repository's targets (``Options/targetName``).
+    public static func validateTargetName(_ name: String) throws(PinSetError) {
+        try Self.checkTargetPath(name, what: "the target name")
+    }
+
     /// A path inside the repository's targets: relative, no empty, `.` or `..` component, no backslash or control
     /// character. Anything else could name a file outside the pin set on this machine.
     static func checkTargetPath(_ path: String, what: String) throws(PinSetError) {

@@ -340,6 +340,35 @@ public final class PinningProxy: Sendable {
             var failedReloads: Int
             var listening: String?
             var tunnels: [String]
+            /// Only when following a pin set.
+            var pinset: PinSetJSON?
+        }
+        struct PinSetJSON: Encodable {
+            var version: Int?
+            var targetName: String
+            var sha256: String?
+            var refreshed: String?
+            var stale: Bool
+            var secondsStale: Int
+            var lastError: String?
+            var lastAttempt: String?
+
+            enum CodingKeys: String, CodingKey {
+                case version, targetName, sha256, refreshed, stale, secondsStale, lastError, lastAttempt
+            }
+
+            // null, not absent: a reader sees that there was no error rather than wondering.
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(self.version, forKey: .version)
+                try container.encode(self.targetName, forKey: .targetName)
+                try container.encode(self.sha256, forKey: .sha256)
+                try container.encode(self.refreshed, forKey: .refreshed)
+                try container.encode(self.stale, forKey: .stale)
+                try container.encode(self.secondsStale, forKey: .secondsStale)
+                try container.encode(self.lastError, forKey: .lastError)
+                try container.encode(self.lastAttempt, forKey: .lastAttempt)
+            }
         }
         let formatter = ISO8601DateFormatter()
         let reloads = self.statistics.reloads
@@ -358,6 +387,12 @@ public final class PinningProxy: Sendable {
             listening: self.listening.map(Self.describe),
             tunnels: zip(self.settings.tunnels, self.tunnelAddresses.withLockedValue { $0 }).map { tunnel, address in
                 "\(Self.describe(address)) -> \(tunnel.host):\(tunnel.port)"
+            },
+            pinset: self.settings.pinSetStatus.map { read in
+                let pinSet = read()
+                return PinSetJSON(
+                    version: pinSet.version, targetName: pinSet.targetName, sha256: pinSet.sha256, refreshed: pinSet.refreshed.map(formatter.string(from:)),
+                    stale: pinSet.stale, secondsStale: pinSet.secondsStale, lastError: pinSet.lastError, lastAttempt: pinSet.lastAttempt.map(formatter.string(from:)))
             }
         )
         let encoder = JSONEncoder()
@@ -383,6 +418,9 @@ public final class PinningProxy: Sendable {
             }
         }
         self.statistics.recordExpiries(expiries)
+        if let read = self.settings.pinSetStatus {
+            self.statistics.recordPinSet(read())
+        }
         return exposition()
     }
 

@@ -1,6 +1,7 @@
 public import CoreMetrics
 public import Foundation
 import NIOConcurrencyHelpers
+import PinningNIO
 
 /// What the proxy counts. Metrics go through swift-metrics, to the factory the embedding program gives (the
 /// `pinning` CLI gives swift-prometheus's, and serves its registry at `/metrics`); `/status` reads the few
@@ -14,7 +15,9 @@ import NIOConcurrencyHelpers
 /// - `pinning_proxy_upstream_handshake_seconds`: connecting to an upstream plus its TLS handshake, policy included
 ///   (a swift-metrics timer; a histogram in Prometheus);
 /// - `pinning_proxy_reloads_total{result}`: configuration reloads, `succeeded` or `failed`;
-/// - `pinning_proxy_seconds_until_expiry{kind,entry}`: the local CA, each client identity and each pin set.
+/// - `pinning_proxy_seconds_until_expiry{kind,entry}`: the local CA, each client identity and each pin set;
+/// - `pinning_proxy_pinset_version`, `…_pinset_last_refresh_seconds`, `…_pinset_seconds_stale`,
+///   `…_pinset_refresh_failing`: the followed pin set (`--pinset`), see ``recordPinSet(_:)``.
 public final class ProxyStatistics: Sendable {
     struct State {
         var active = 0
@@ -91,6 +94,17 @@ public final class ProxyStatistics: Sendable {
     /// Reloads so far: (succeeded, failed).
     public var reloads: (succeeded: Int, failed: Int) {
         self.state.withLockedValue { ($0.reloads, $0.failedReloads) }
+    }
+
+    /// Sets the pin-set gauges: `pinning_proxy_pinset_version` (0 without one), `pinning_proxy_pinset_last_refresh_seconds`
+    /// (Unix time of the last successful refresh, 0 before one), `pinning_proxy_pinset_seconds_stale`,
+    /// `pinning_proxy_pinset_refresh_failing` (1 while the last refresh failed; its words are in `/status`).
+    func recordPinSet(_ status: PinSetStatus) {
+        Gauge(label: "pinning_proxy_pinset_version", dimensions: [], factory: self.factory).record(status.version ?? 0)
+        Gauge(label: "pinning_proxy_pinset_last_refresh_seconds", dimensions: [], factory: self.factory)
+            .record(status.refreshed.map { $0.timeIntervalSince1970 } ?? 0)
+        Gauge(label: "pinning_proxy_pinset_seconds_stale", dimensions: [], factory: self.factory).record(status.secondsStale)
+        Gauge(label: "pinning_proxy_pinset_refresh_failing", dimensions: [], factory: self.factory).record(status.lastError == nil ? 0 : 1)
     }
 
     /// Sets the expiry gauges: seconds until each named expiry (`kind` and `entry` labels).

@@ -29,6 +29,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private var statuses: [Int]
     private var stopped = false
     private var body: [UInt8] = []
+    private var served: [String: [UInt8]]?
 
     /// What a 200 answer carries (CRL downloads); other answers carry nothing. Empty by default.
     public var responseBody: [UInt8] {
@@ -40,6 +41,21 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         set {
             self.lock.lock()
             self.body = newValue
+            self.lock.unlock()
+        }
+    }
+
+    /// When set, the server is a static file server instead: `GET /PATH` answers 200 with `files["PATH"]`
+    /// (without the leading slash), or 404 when there is none; `statuses` and `responseBody` are not used.
+    public var files: [String: [UInt8]]? {
+        get {
+            self.lock.lock()
+            defer { self.lock.unlock() }
+            return self.served
+        }
+        set {
+            self.lock.lock()
+            self.served = newValue
             self.lock.unlock()
         }
     }
@@ -189,11 +205,21 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
         }
         let body = Array(data[end..<min(data.count, end + contentLength)])
-        let status = self.nextStatus()
+        let requestLine = lines.first ?? ""
+        var status: Int
+        var payload: [UInt8]
+        if let files = self.files {
+            let target = requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let path = String(target.drop { $0 == "/" }.prefix { $0 != "?" })
+            payload = files[path] ?? []
+            status = files[path] == nil ? 404 : 200
+        } else {
+            status = self.nextStatus()
+            payload = status == 200 ? self.responseBody : []
+        }
         self.lock.lock()
-        self.received.append(Request(requestLine: lines.first ?? "", headers: headers, body: body))
+        self.received.append(Request(requestLine: requestLine, headers: headers, body: body))
         self.lock.unlock()
-        let payload = status == 200 ? self.responseBody : []
         let response = Array("HTTP/1.1 \(status) Test\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n\r\n".utf8) + payload
         var sent = 0
         while sent < response.count {

@@ -1,5 +1,6 @@
 import Foundation
 import Pinning
+import PinningTestSupport
 import Testing
 
 @Suite("TUF canonical JSON")

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Pinning
+import PinningTestSupport
 import Testing
 
 @Suite("TUF keys and thresholds")

@@ -22,7 +22,8 @@ import X509
 /// Deliberate deviations, each because the fields of RFC 7469 assume a browser's pin store:
 /// `noted-hostname` is the configuration key that matched (`*.cdn.example.com`), and
 /// `effective-expiration-date` is the entry's `expires`, or null when its pins never expire.
-/// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`.
+/// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`. `pinset-version`, present only for a
+/// configuration that came from a signed pin set, is the version of the pin set the connection was judged under.
 public struct PinFailureReport: Sendable, Hashable, Codable {
     /// When the failure happened (the validation instant).
     public var dateTime: Date
@@ -44,6 +45,9 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     public var knownPins: [String]
     /// The failing stage: `pinMismatch`.
     public var validationResult: String
+    /// The version of the pin set the failure was judged under (`pinset-version`), or nil (and absent from the
+    /// JSON) for a configuration read from a local file.
+    public var pinsetVersion: Int?
 
     /// A report with every field given.
     public init(
@@ -56,7 +60,8 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         servedCertificateChain: [String],
         validatedCertificateChain: [String],
         knownPins: [String],
-        validationResult: String
+        validationResult: String,
+        pinsetVersion: Int? = nil
     ) {
         self.dateTime = dateTime
         self.hostname = hostname
@@ -68,6 +73,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         self.validatedCertificateChain = validatedCertificateChain
         self.knownPins = knownPins
         self.validationResult = validationResult
+        self.pinsetVersion = pinsetVersion
     }
 
     enum CodingKeys: String, CodingKey {
@@ -81,6 +87,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         case validatedCertificateChain = "validated-certificate-chain"
         case knownPins = "known-pins"
         case validationResult = "validation-result"
+        case pinsetVersion = "pinset-version"
     }
 
     /// Decodes a report in the HPKP/TrustKit JSON shape (`date-time`, `hostname`, `served-certificate-chain`, …).
@@ -103,6 +110,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         self.validatedCertificateChain = try container.decode([String].self, forKey: .validatedCertificateChain)
         self.knownPins = try container.decode([String].self, forKey: .knownPins)
         self.validationResult = try container.decode(String.self, forKey: .validationResult)
+        self.pinsetVersion = try container.decodeIfPresent(Int.self, forKey: .pinsetVersion)
     }
 
     private static func date(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Date {
@@ -113,7 +121,8 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         return date
     }
 
-    /// Every key is always present; `effective-expiration-date` is null when the pins never expire.
+    /// Every key of RFC 7469 is always present; `effective-expiration-date` is null when the pins never expire.
+    /// `pinset-version` is present only when known, so reports of a configuration read from a file are unchanged.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(RFC3339.format(self.dateTime), forKey: .dateTime)
@@ -130,6 +139,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         try container.encode(self.validatedCertificateChain, forKey: .validatedCertificateChain)
         try container.encode(self.knownPins, forKey: .knownPins)
         try container.encode(self.validationResult, forKey: .validationResult)
+        try container.encodeIfPresent(self.pinsetVersion, forKey: .pinsetVersion)
     }
 
     /// The report as the JSON body that is POSTed (keys sorted, slashes unescaped).

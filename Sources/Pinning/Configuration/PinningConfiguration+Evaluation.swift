@@ -174,7 +174,7 @@ extension PinningConfiguration: ServerTrustEvaluating {
         }
 
         if !expired {
-            let report = Self.report(failure, entry: entry, host: host, port: port, time: time)
+            let report = Self.report(failure, entry: entry, host: host, port: port, time: time, pinsetVersion: self.pinsetVersion)
             result.failureReport = report
             if let queue = self.reportQueue, !entry.reportURIs.isEmpty {
                 result.reportSubmitted = await queue.submit(report, to: entry.reportURIs)
@@ -237,7 +237,7 @@ extension PinningConfiguration: ServerTrustEvaluating {
         return .trusted(chain)
     }
 
-    static func report(_ failure: TrustFailure, entry: Entry, host: String, port: Int, time: Date) -> PinFailureReport {
+    static func report(_ failure: TrustFailure, entry: Entry, host: String, port: Int, time: Date, pinsetVersion: Int? = nil) -> PinFailureReport {
         PinFailureReport(
             dateTime: time,
             hostname: host,
@@ -248,7 +248,8 @@ extension PinningConfiguration: ServerTrustEvaluating {
             servedCertificateChain: failure.presentedChain.map(PinFailureReport.pem),
             validatedCertificateChain: (failure.validatedPath ?? []).map(PinFailureReport.pem),
             knownPins: entry.pins.map(PinFailureReport.knownPin),
-            validationResult: failure.code.description
+            validationResult: failure.code.description,
+            pinsetVersion: pinsetVersion
         )
     }
 }

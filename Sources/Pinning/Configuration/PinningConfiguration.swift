@@ -103,6 +103,12 @@ public struct PinningConfiguration: Sendable {
     /// background and sends the same report at most once per day.
     public var reportQueue: (any PinFailureReporting)?
 
+    /// The version of the signed pin set this configuration was published as (`PinningNIO`'s `PinSetUpdater`
+    /// sets it), or nil for a configuration read from a local file. Failure reports carry it
+    /// (``PinFailureReport/pinsetVersion``), so a report says which pins it was judged under. It is not part of
+    /// the file format.
+    public var pinsetVersion: Int?
+
     /// Entry policies already combined with a trust's CRLs (see ``revocationPolicy(for:forDomain:)``).
     private(set) var combinedRevocation = RevocationPolicyMemo()
 
@@ -111,6 +117,7 @@ public struct PinningConfiguration: Sendable {
         self.unlistedHosts = unlistedHosts
         self.entries = entries.sorted { $0.key < $1.key }
         self.reportQueue = nil
+        self.pinsetVersion = nil
     }
 
     /// Reads and validates a configuration file. Anchor paths are relative to the file's directory.

@@ -94,6 +94,28 @@ public struct PinnedTLSClient: Sendable {
         self.sslContext = try NIOSSLContext(configuration: configuration)
     }
 
+    /// A client whose every handshake is judged by the configuration `source` holds when the handshake happens
+    /// (a ``PinSetUpdater`` following a signed pin set): a new configuration applies to the next connection, and
+    /// connections already open are left as they are. With no configuration yet, every handshake is refused.
+    ///
+    /// - Parameters: as ``init(evaluator:settings:identity:configuration:keyLog:)``, the evaluator being
+    ///   ``Pinning/SourcedConfigurationEvaluator`` on `source`.
+    public init(
+        configurationSource source: any PinningConfigurationSource,
+        settings: TrustSettings = .default,
+        identity: TLSIdentity? = nil,
+        configuration: TLSConfiguration? = nil,
+        keyLog: TLSKeyLog? = nil
+    ) throws {
+        try self.init(
+            evaluator: SourcedConfigurationEvaluator(source: source), settings: settings, identity: identity, configuration: configuration, keyLog: keyLog)
+        self.configurationSource = source
+    }
+
+    /// The source the evaluator reads, when the client was made with one (clients that pool connections compare
+    /// its generation to know a connection was trusted under an older configuration).
+    public private(set) var configurationSource: (any PinningConfigurationSource)?
+
     /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
     ///
     /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``: that would

@@ -16,6 +16,9 @@ struct HTTPConnection: Sendable {
     let events: ConnectionEvents
     /// Set when the server chose HTTP/2: requests are streams of this connection, which many share at once.
     var multiplexer: NIOHTTP2Handler.StreamMultiplexer? = nil
+    /// The generation of the client's configuration source read before the handshake (never newer than the
+    /// configuration that judged it); nil for a client with a fixed evaluator.
+    var generation: Int? = nil
 
     /// Starts closing without waiting: NIOSSL waits up to its shutdown timeout (5 s) for the peer's
     /// close_notify, which must not delay the caller's result.
@@ -92,6 +95,19 @@ final class HTTPConnectionPool: Sendable {
             if connection.channel.isActive { return connection }
             state.shared[key] = nil
             return nil
+        }
+    }
+
+    /// Takes `connection` out of the shared HTTP/2 connections (it was trusted under an older configuration):
+    /// new requests get a new connection; its streams in flight finish, then it closes (GOAWAY).
+    func retireShared(_ connection: HTTPConnection, for key: Key) {
+        let retired = self.state.withLockedValue { state -> Bool in
+            guard let current = state.shared[key], current.channel === connection.channel else { return false }
+            state.shared[key] = nil
+            return true
+        }
+        if retired {
+            connection.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
     }
 

@@ -62,13 +62,26 @@ public final class PinnedHTTPClient: Sendable {
     ///   - configuration: Timeouts, redirects and limits.
     ///   - group: The event loops; default NIO's shared singleton.
     /// - Throws: when NIOSSL cannot build the TLS context.
-    public init(
+    public convenience init(
         evaluator: any ServerTrustEvaluating,
         settings: TrustSettings = .default,
         identity: TLSIdentity? = nil,
         tlsConfiguration: TLSConfiguration? = nil,
         configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        try self.init(
+            tls: { base in
+                try PinnedTLSClient(evaluator: evaluator, settings: settings, identity: identity, configuration: base, keyLog: configuration.keyLog)
+            }, identity: identity, tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
+    }
+
+    private init(
+        tls: (TLSConfiguration?) throws -> PinnedTLSClient,
+        identity: TLSIdentity?,
+        tlsConfiguration: TLSConfiguration?,
+        configuration: PinnedHTTPClientConfiguration,
+        group: any EventLoopGroup
     ) throws {
         var base = tlsConfiguration
         if configuration.httpVersions == .automatic {
@@ -77,11 +90,33 @@ public final class PinnedHTTPClient: Sendable {
             if offering.applicationProtocols.isEmpty { offering.applicationProtocols = Self.alpnProtocols }
             base = offering
         }
-        self.tls = try PinnedTLSClient(
-            evaluator: evaluator, settings: settings, identity: identity, configuration: base, keyLog: configuration.keyLog)
+        self.tls = try tls(base)
         self.configuration = configuration
         self.group = group
         self.pool = HTTPConnectionPool(maximumIdlePerKey: configuration.maximumIdleConnectionsPerHost)
+    }
+
+    /// A client whose every new connection is judged by the configuration `source` holds when its handshake
+    /// happens (a ``PinSetUpdater`` following a signed pin set).
+    ///
+    /// A new configuration applies to the next connection; requests in flight finish on the connection they
+    /// have. A pooled connection trusted under an older configuration is not reused: an idle HTTP/1.1 connection
+    /// is closed when next taken, a shared HTTP/2 connection stops taking new streams and closes once its open
+    /// ones finish. So a pin the new configuration withdrew stops being trusted for new requests at once.
+    ///
+    /// - Parameters: as ``init(evaluator:settings:identity:tlsConfiguration:configuration:group:)``.
+    public convenience init(
+        configurationSource source: any PinningConfigurationSource,
+        settings: TrustSettings = .default,
+        identity: TLSIdentity? = nil,
+        tlsConfiguration: TLSConfiguration? = nil,
+        configuration: PinnedHTTPClientConfiguration = PinnedHTTPClientConfiguration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        try self.init(
+            tls: { base in
+                try PinnedTLSClient(configurationSource: source, settings: settings, identity: identity, configuration: base, keyLog: configuration.keyLog)
+            }, identity: identity, tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
     }
 
     /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
@@ -258,18 +293,28 @@ public final class PinnedHTTPClient: Sendable {
             throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
         }
         if let shared = self.pool.shared(key) {
-            do {
-                return try await self.sendHTTP2(target, request: request, headers: headers, on: shared)
-            } catch let error where error.code == .connectionClosed && request.isIdempotent {
-                // The server went away (GOAWAY, close) between requests: a new connection below.
+            if !self.mayReuse(shared) {
+                self.pool.retireShared(shared, for: key)
+            } else {
+                do {
+                    return try await self.sendHTTP2(target, request: request, headers: headers, on: shared)
+                } catch let error where error.code == .connectionClosed && request.isIdempotent {
+                    // The server went away (GOAWAY, close) between requests: a new connection below.
+                }
             }
         }
-        if let idle = self.pool.take(key) {
+        while let idle = self.pool.take(key) {
+            guard self.mayReuse(idle) else {
+                // Trusted under an older configuration than the source's current one: not for a new request.
+                idle.closeInBackground()
+                continue
+            }
             do {
                 return try await self.send(target, request: request, headers: headers, on: idle, key: key)
             } catch let error where error.code == .connectionClosed && request.isIdempotent {
                 // The server closed the idle connection: use a fresh one.
             }
+            break
         }
         guard self.configuration.httpVersions == .automatic else {
             let connection = try await self.connect(target, address: address)
@@ -302,7 +347,18 @@ public final class PinnedHTTPClient: Sendable {
         return try await self.send(target, request: request, headers: headers, on: own, key: key)
     }
 
+    /// Whether a pooled connection may carry a new request: always with a fixed evaluator; with a configuration
+    /// source, only when the connection was trusted under the source's current configuration.
+    private func mayReuse(_ connection: HTTPConnection) -> Bool {
+        guard let source = self.tls.configurationSource else { return true }
+        guard let generation = connection.generation, let current = source.currentConfiguration() else { return false }
+        return generation == current.generation
+    }
+
     private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
+        // Read before the handshake: the configuration that judges it is this one or a newer one, never older, so
+        // a connection is never taken for newer than it is.
+        let generation = self.tls.configurationSource?.currentConfiguration()?.generation
         let maximumBodySize = self.configuration.maximumBodySize
         let events = ConnectionEvents()
         let negotiates = self.configuration.httpVersions == .automatic
@@ -353,6 +409,7 @@ public final class PinnedHTTPClient: Sendable {
         )
         self.pool.countOpened()
         var http = HTTPConnection(channel: connection.channel, handshake: connection.handshake, events: events)
+        http.generation = generation
         if let chosen = protocolChosen.withLockedValue({ $0 }) {
             do {
                 http.multiplexer = try await chosen.get()

@@ -17,7 +17,7 @@ extension PinningCommand {
             discussion: """
                 SNI and the checked name are the URL's host; --resolve HOST:PORT:ADDR connects to ADDR instead (as curl).
 
-                The policy flags are those of `pinning evaluate` (or --config FILE: the host pinning configuration).
+                The policy flags are those of `pinning evaluate` (or --config FILE: the host pinning configuration; or --pinset METADATA_URL --pinset-root ROOT.json --pinset-dir DIR: a pin set followed in a TUF repository, refreshed before connecting; the last good one is used when the refresh fails, and with none the check refuses to connect, exit 3).
 
                 A client identity for mutual TLS: --identity FILE.p12 (with --passphrase-env VAR or --passphrase-file FILE), or --identity-cert CHAIN --identity-key KEY.
 
@@ -31,6 +31,8 @@ extension PinningCommand {
         var url: String
 
         @OptionGroup var policyOptions: PolicyOptions
+
+        @OptionGroup var pinSetOptions: PinSetOptions
 
         @OptionGroup var revocationOptions: RevocationOptions
 
@@ -86,9 +88,18 @@ extension PinningCommand {
         /// Option combinations, refused before any file is read or any connection made. (The timeouts' range,
         /// 0.001 to 604800 seconds, is checked while parsing: see ``NumericOption``.)
         func validate() throws {
-            if self.policyOptions.config != nil {
+            if self.pinSetOptions.isGiven {
+                if self.policyOptions.config != nil {
+                    throw InputError("--pinset cannot be combined with --config: the pin set is the configuration")
+                }
+                let used = self.policyOptions.flagsConflictingWithConfiguration
+                if !used.isEmpty {
+                    throw InputError("\(used.joined(separator: ", ")) cannot be combined with --pinset: the pin set decides pins, anchors and validation")
+                }
+            } else if self.policyOptions.config != nil {
                 try self.policyOptions.checkNoConflictWithConfiguration()
             }
+            try self.pinSetOptions.check()
             _ = try self.identitySource()
         }
 
@@ -101,15 +112,27 @@ extension PinningCommand {
             let evaluator: any ServerTrustEvaluating
             var trust: ServerTrust
             let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
-            if let path = self.policyOptions.config {
-                let configuration = try self.policyOptions.loadConfiguration(path)
+            var pinSetReport: PinSetReport?
+            let configured: (configuration: PinningConfiguration, option: String)?
+            if self.pinSetOptions.isGiven {
+                let followed = try await self.followPinSet()
+                configured = (followed.configuration, "--pinset")
+                pinSetReport = followed.report
+            } else if let path = self.policyOptions.config {
+                configured = (try self.policyOptions.loadConfiguration(path), "--config \(path)")
+            } else {
+                configured = nil
+            }
+            if let configured {
+                let configuration = configured.configuration
+                let option = configured.option
                 evaluator = configuration
                 // The entry's clientIdentity, unless an identity was given on the command line (which wins).
                 if identity == nil, let entry = configuration.entry(forHost: host), let source = entry.clientIdentity {
                     do {
                         identity = try TLSIdentity.load(source, entry: entry.key, environment: ProcessInfo.processInfo.environment)
                     } catch {
-                        throw InputError("--config \(path): \(error.description)")
+                        throw InputError("\(option): \(error.description)")
                     }
                 }
                 trust = ServerTrust(
@@ -175,6 +198,7 @@ extension PinningCommand {
             await client.shutdown()
 
             var report = CheckReport(url: url.absoluteString)
+            report.pinset = pinSetReport
             // The one line an error gets on stderr (exit 3), and what --verbose adds before it.
             var errorLine: String?
             var errorDetail: String?
@@ -241,6 +265,31 @@ extension PinningCommand {
 
         static func warn(_ text: String) {
             FileHandle.standardError.write(Data("pinning: check: \(text)\n".utf8))
+        }
+
+        /// `--pinset`: the last good pin set, refreshed once first. With none (nothing stored and the refresh failed)
+        /// the check refuses to connect: exit 3, saying so.
+        func followPinSet() async throws -> (configuration: PinningConfiguration, report: PinSetReport) {
+            let verbose = self.verbose
+            let updater = try self.pinSetOptions.makeUpdater { line in
+                if verbose { Self.warn(line) }
+            }
+            let outcome = await updater.refresh()
+            guard let current = updater.currentConfiguration() else {
+                let why = updater.status.lastError ?? "no pin set"
+                Self.warn("refusing to connect: no pin set to judge by (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))")
+                throw ExitCode(3)
+            }
+            if case .failed(let line) = outcome {
+                Self.warn("warning: the pin set was not refreshed; version \(current.generation) stays enforced: \(line)")
+            }
+            let status = updater.status
+            if status.stale {
+                Self.warn(
+                    "warning: pin set version \(current.generation) is stale: its metadata expired \(status.secondsStale) s ago and no refresh has succeeded since; its pins are still enforced"
+                )
+            }
+            return (current.configuration, PinSetReport(status))
         }
 
         /// The error in one line of words, naming the host, with a hint when the server's alert says what to do.
@@ -405,6 +454,8 @@ struct CheckReport: Encodable {
     }
 
     var url: String
+    /// With `--pinset`: the pin set the connection was judged by.
+    var pinset: PinSetReport?
     var evaluation: EvaluationReport?
     var finalURL: String?
     var status: Int?
@@ -423,6 +474,9 @@ struct CheckReport: Encodable {
 
     var humanReadable: String {
         var lines = ["GET \(self.url)"]
+        if let pinset {
+            lines.append(pinset.humanReadable)
+        }
         if let evaluation {
             lines.append(evaluation.humanReadable)
         }

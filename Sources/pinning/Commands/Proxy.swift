@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Pinning
@@ -25,12 +26,22 @@ extension PinningCommand {
 
                 Deadlines: a request head (the CONNECT, or a request inside an intercepted session) must arrive whole within --request-head-timeout seconds (default 30) of the connection being ready, or for a later request of a kept-alive session of its first byte (408 Request Timeout when part of it came); an intercepted client's TLS handshake must complete within --handshake-timeout seconds (default 10). A kept-alive connection with nothing under way is closed after --idle-timeout. Either is one log line saying which deadline the client missed.
 
-                Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen.
+                A pin set instead of a file (--pinset METADATA_URL --pinset-root ROOT.json --pinset-dir DIR): the configuration is the pin set a TUF repository publishes, verified (signatures, thresholds, versions, expiry, hashes) and kept in DIR. It is refreshed every --pinset-refresh seconds (default 3600, ±10 %; sooner, backing off, after a failure) and on SIGHUP; a new version applies to new connections as a reload does. A refresh that fails or is refused changes nothing and is one line on stderr; the last good pin set stays enforced, stale or not (/status and /metrics show its version, last refresh, last error and seconds stale).
+
+                Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen (or, with --pinset, no pin set to enforce: none kept and the first refresh failed).
                 """
         )
 
         @Option(name: .long, help: ArgumentHelp("The pinning configuration (JSON): entries, pins, anchors, unlistedHosts.", valueName: "file"))
-        var config: String
+        var config: String?
+
+        @OptionGroup var pinSetOptions: PinSetOptions
+
+        @Option(
+            name: .customLong("pinset-refresh"),
+            help: ArgumentHelp("With --pinset: seconds between refreshes (0.001 to 604,800; default 3600, ±10 %).", valueName: "seconds"),
+            transform: NumericOption.seconds(NumericOption.timeoutRange))
+        var pinsetRefresh: Double?
 
         @Option(name: .long, help: ArgumentHelp("Where the forward proxy listens (HOST:PORT; port 0 picks one).", valueName: "host:port"))
         var listen: String = "127.0.0.1:8080"
@@ -93,8 +104,40 @@ extension PinningCommand {
             }
         }
 
+        func validate() throws {
+            switch (self.config, self.pinSetOptions.isGiven) {
+            case (nil, false):
+                throw InputError("give --config FILE, or --pinset URL with --pinset-root and --pinset-dir")
+            case (_?, true):
+                throw InputError("--pinset cannot be combined with --config: the pin set is the configuration")
+            default:
+                break
+            }
+            if self.pinsetRefresh != nil && !self.pinSetOptions.isGiven {
+                throw InputError("--pinset-refresh needs --pinset")
+            }
+            try self.pinSetOptions.check()
+        }
+
         func run() async throws {
-            let configuration = try self.loadConfiguration()
+            let json = self.logFormat == .json
+            let updater: PinSetUpdater?
+            let configuration: PinningConfiguration
+            if self.pinSetOptions.isGiven {
+                let following = try self.pinSetOptions.makeUpdater(refreshInterval: self.pinsetRefresh) { line in Self.pinSetLog(line, json: json) }
+                await following.refresh()
+                guard let current = following.currentConfiguration() else {
+                    let why = following.status.lastError ?? "no pin set"
+                    FileHandle.standardError.write(
+                        Data("pinning: proxy: no pin set to enforce (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))\n".utf8))
+                    throw ExitCode(3)
+                }
+                configuration = current.configuration
+                updater = following
+            } else {
+                configuration = try self.loadConfiguration()
+                updater = nil
+            }
             let listen = try Self.address(self.listen, option: "--listen", allowRemote: self.allowRemote)
             let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
             let resolve = try self.parsedResolve()
@@ -109,9 +152,10 @@ extension PinningCommand {
             if case .reissued(let reason) = authority.event {
                 Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
             }
-            let identities = try Self.identities(configuration, file: self.config)
+            // A pin set carries no client identities (PinSetUpdater refuses one that names any).
+            let identities = try self.config.map { file throws(InputError) in try Self.identities(configuration, file: file) } ?? [:]
             let keyLog = try self.keyLogOptions.open(command: "proxy")
-            let settings = ProxySettings(
+            var settings = ProxySettings(
                 configuration: configuration,
                 trustSettings: TrustSettings(platformRoots: roots),
                 identities: identities,
@@ -125,7 +169,9 @@ extension PinningCommand {
                 handshakeTimeout: .nanoseconds(Int64(self.handshakeTimeout * 1e9)),
                 requestHeadTimeout: .nanoseconds(Int64(self.requestHeadTimeout * 1e9))
             )
-            let json = self.logFormat == .json
+            if let updater {
+                settings.pinSetStatus = { updater.status }
+            }
             let proxy: PinningProxy
             do {
                 proxy = try PinningProxy(settings: settings, authority: authority, group: MultiThreadedEventLoopGroup.singleton) { record in
@@ -154,10 +200,26 @@ extension PinningCommand {
             lines.append("local CA: \(authority.certificatePath) (\(authority.pin))")
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
+            // With a pin set: refreshed on its schedule in the background; each new version is applied as a reload.
+            let applied = NIOLockedValueBox(updater?.currentConfiguration()?.generation ?? 0)
+            let follower = updater.map { updater in
+                Task {
+                    await updater.run { _ in Self.apply(updater, to: proxy, directory: directory, json: json, applied: applied) }
+                }
+            }
             for await number in events {
                 if number != SIGHUP { break }
-                self.reload(proxy, directory: directory, json: json)
+                if let updater {
+                    // SIGHUP refreshes the pin set now (a refresh under way is joined).
+                    Task {
+                        await updater.refresh()
+                        Self.apply(updater, to: proxy, directory: directory, json: json, applied: applied)
+                    }
+                } else {
+                    self.reload(proxy, directory: directory, json: json)
+                }
             }
+            follower?.cancel()
             await proxy.stop()
             await proxy.drain(timeout: .seconds(10))
             for source in signals { source.cancel() }
@@ -168,7 +230,7 @@ extension PinningCommand {
             let outcome: Result<PinningConfiguration, InputError>
             do throws(InputError) {
                 let configuration = try self.loadConfiguration()
-                let identities = try Self.identities(configuration, file: self.config)
+                let identities = try Self.identities(configuration, file: self.config ?? "")
                 let authority: ProxyCertificateAuthority
                 do {
                     authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
@@ -199,7 +261,7 @@ extension PinningCommand {
                 line =
                     json
                     ? #"{"event":"reload","result":"succeeded","entries":\#(count)}"#
-                    : "reload succeeded: \(self.config), \(count) entr\(count == 1 ? "y" : "ies")"
+                    : "reload succeeded: \(self.config ?? ""), \(count) entr\(count == 1 ? "y" : "ies")"
             case .failure(let error):
                 if json {
                     let encoded = (try? JSONEncoder().encode(["event": "reload", "result": "refused", "problems": error.message])).map { String(decoding: $0, as: UTF8.self) }
@@ -209,6 +271,50 @@ extension PinningCommand {
                 }
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// Applies the updater's current pin set to the proxy when it is not the one applied yet (a new version, or
+        /// one whose earlier application failed): as a reload, new connections and the next request of open ones
+        /// use it. A failure keeps the old policy whole and is logged.
+        static func apply(_ updater: PinSetUpdater, to proxy: PinningProxy, directory: String, json: Bool, applied: NIOLockedValueBox<Int>) {
+            guard let current = updater.currentConfiguration(), current.generation != applied.withLockedValue({ $0 }) else { return }
+            let configuration = current.configuration
+            let line: String
+            do {
+                let authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
+                try proxy.reload(configuration: configuration, identities: [:], authority: authority)
+                applied.withLockedValue { $0 = current.generation }
+                proxy.statistics.reloaded(succeeded: true)
+                let count = configuration.entries.count
+                line =
+                    json
+                    ? #"{"event":"reload","result":"succeeded","entries":\#(count),"pinsetVersion":\#(current.generation)}"#
+                    : "reload succeeded: pin set version \(current.generation), \(count) entr\(count == 1 ? "y" : "ies")"
+                if case .reissued(let reason) = authority.event {
+                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
+                }
+            } catch {
+                proxy.statistics.reloaded(succeeded: false)
+                let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
+                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(message)"
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// One line about the pin set (a refresh refused, a version applied) on stderr.
+        @Sendable static func pinSetLog(_ line: String, json: Bool) {
+            let text = json ? Self.jsonLine(["event": "pinset", "message": line]) : "pinning: proxy: \(line)"
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        }
+
+        static func jsonLine(_ fields: [String: String]) -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            do {
+                return String(decoding: try encoder.encode(fields), as: UTF8.self)
+            } catch {
+                return #"{"event":"pinset"}"#
+            }
         }
 
         /// The client identities the configuration's entries name, loaded (passphrases from the environment).
@@ -226,8 +332,9 @@ extension PinningCommand {
         }
 
         func loadConfiguration() throws(InputError) -> PinningConfiguration {
+            guard let config = self.config else { throw InputError("give --config FILE") }
             do {
-                return try PinningConfiguration(contentsOfFile: self.config)
+                return try PinningConfiguration(contentsOfFile: config)
             } catch {
                 throw InputError(error.description)
             }

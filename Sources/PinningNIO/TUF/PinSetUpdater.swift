@@ -1,0 +1,587 @@
+import Crypto
+public import Foundation
+import NIOConcurrencyHelpers
+public import Pinning
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Follows a pin set published in a TUF repository: a pinning configuration (the format `pinning check --config`
+/// reads) and the files it names (anchors, CRLs), all targets of one repository, verified by ``TUFUpdater``, and
+/// handed to clients as the ``PinningConfigurationSource`` they judge new connections by.
+///
+/// <!-- snippet: given(rootJSON: [UInt8], client: PinnedHTTPClient)
+/// import Foundation
+/// -->
+/// ```swift
+/// let updater = try PinSetUpdater(
+///     bootstrapRoot: rootJSON, directory: "/var/lib/myapp/pins",
+///     metadataURL: URL(string: "https://pins.example.com/metadata/")!, fetcher: TUFHTTPFetcher(client: client))
+/// await updater.refresh()
+/// let api = try PinnedHTTPClient(configurationSource: updater)
+/// Task { await updater.run() }   // every hour (± 10 %), sooner after a failure
+/// ```
+///
+/// The rules it keeps:
+/// - **Last good, never fail open.** A refresh that fails (no connection) or is refused (a bad signature, a
+///   rollback, a freeze, an oversized file, a hash mismatch, an invalid configuration) changes nothing: the last
+///   good configuration stays enforced, and ``status`` says what went wrong in one line. When the metadata that
+///   vouched for it has expired and no refresh succeeded since, it is still enforced and reported stale
+///   (``PinSetStatus/stale``, ``PinSetStatus/secondsStale``). Pins are never dropped for want of an update.
+/// - **One consistent set.** The configuration and every file it names are targets of the same trusted targets
+///   metadata, fetched in one refresh and loaded together; a file it names that is not such a target, or a path
+///   leaving the pin set's directory, refuses the whole set. A pin set carries no client identity (private keys
+///   are not published): one that names one is refused.
+/// - **Persisted.** The accepted set is kept in `directory` (`pinsets/`, committed by an atomic write of
+///   `current.json`), so a restart enforces it before any network access. TUF's own metadata is in `metadata/`.
+/// - **Monotonic.** A pin set whose targets version is older than the last good one's is refused even if the
+///   metadata directory was lost (the TUF rollback checks need it).
+///
+/// The version of a pin set is the version of the top-level targets metadata that vouched for it: it changes
+/// with every publication and never goes back. Failure reports carry it (``PinFailureReport/pinsetVersion``).
+public actor PinSetUpdater: PinningConfigurationSource {
+    /// Where and how often.
+    public struct Options: Sendable {
+        /// The target that holds the configuration (a path in the repository).
+        public var targetName: String
+        /// Where targets are downloaded from; nil: the `targets/` folder beside the metadata URL's last path segment
+        /// (`https://h/repo/metadata/` → `https://h/repo/targets/`), as a repository `pinning pinset` writes.
+        public var targetsURL: URL?
+        /// The time between refreshes that succeed (default one hour); each is spread by ``jitter``.
+        public var refreshInterval: Duration
+        /// The fraction by which each delay is spread at random, both ways (default 0.1: ±10 %), so a fleet started
+        /// together does not ask the repository at the same instant.
+        public var jitter: Double
+        /// The delay after a first failure; it doubles with each further one, up to ``refreshInterval`` (a failing
+        /// repository is asked less and less often, and never less often than when it works).
+        public var firstRetryDelay: Duration
+        /// Caps for metadata (TUF's endless-data protection).
+        public var limits: TUFLimits
+        /// The largest file the pin set may name (an anchor, a CRL); the configuration itself is capped at
+        /// ``Pinning/PinningConfiguration/maximumFileSize``.
+        public var maximumReferencedFileSize: Int
+        /// Set as the ``Pinning/PinningConfiguration/reportQueue`` of every configuration published.
+        public var reportQueue: (any PinFailureReporting)?
+
+        public init(
+            targetName: String = "pinning.json", targetsURL: URL? = nil, refreshInterval: Duration = .seconds(3600), jitter: Double = 0.1,
+            firstRetryDelay: Duration = .seconds(60), limits: TUFLimits = TUFLimits(), maximumReferencedFileSize: Int = 16 * 1024 * 1024,
+            reportQueue: (any PinFailureReporting)? = nil
+        ) {
+            self.targetName = targetName
+            self.targetsURL = targetsURL
+            self.refreshInterval = refreshInterval
+            self.jitter = jitter
+            self.firstRetryDelay = firstRetryDelay
+            self.limits = limits
+            self.maximumReferencedFileSize = maximumReferencedFileSize
+            self.reportQueue = reportQueue
+        }
+    }
+
+    /// What one refresh did.
+    public enum Outcome: Sendable, Equatable {
+        /// A new pin set was verified, stored and published.
+        case updated(version: Int)
+        /// The metadata was verified and names the pin set already enforced.
+        case unchanged(version: Int)
+        /// Nothing changed: the line says why (which role, which rule, or which file or connection).
+        case failed(String)
+    }
+
+    /// The directory of this updater's state.
+    public nonisolated let directory: String
+    public nonisolated let metadataURL: URL
+    /// ``Options/targetsURL``, or the default beside the metadata URL.
+    public nonisolated let targetsURL: URL
+    public nonisolated let options: Options
+    nonisolated let fetcher: any TUFFetching
+    nonisolated let clock: @Sendable () -> Date
+    nonisolated let log: (@Sendable (String) -> Void)?
+    private nonisolated let state: NIOLockedValueBox<State>
+    private var inFlight: Task<Outcome, Never>?
+
+    struct State {
+        var current: CurrentConfiguration?
+        var record: PinSetRecord?
+        var lastError: String?
+        var lastAttempt: Date?
+        var consecutiveFailures = 0
+    }
+
+    /// An updater that enforces the pin set stored in `directory`, if any, at once (no network), and takes the
+    /// bootstrap root as its trust in the repository the first time (afterwards the stored, possibly rotated,
+    /// root is used).
+    ///
+    /// - Parameters:
+    ///   - bootstrapRoot: The repository's `root.json` shipped with the client (verified at the first refresh:
+    ///     it must be signed by a threshold of its own keys).
+    ///   - directory: Where the state lives (created when missing).
+    ///   - metadataURL: The repository's metadata URL.
+    ///   - fetcher: How to fetch (``TUFHTTPFetcher``).
+    ///   - clock: The time: each refresh's TUF start time, and staleness. Tests move it.
+    ///   - log: Told what was refused, applied or skipped, one line each.
+    /// - Throws: ``PinSetError`` when the directory cannot be made or the bootstrap root cannot be stored.
+    public init(
+        bootstrapRoot: [UInt8], directory: String, metadataURL: URL, options: Options = Options(), fetcher: any TUFFetching,
+        clock: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil
+    ) throws(PinSetError) {
+        try Self.checkTargetPath(options.targetName, what: "the target name")
+        self.directory = directory
+        var text = metadataURL.absoluteString
+        if !text.hasSuffix("/") { text += "/" }
+        self.metadataURL = URL(string: text) ?? metadataURL
+        self.targetsURL = options.targetsURL ?? Self.defaultTargetsURL(metadataURL: self.metadataURL)
+        self.options = options
+        self.fetcher = fetcher
+        self.clock = clock
+        self.log = log
+        self.state = NIOLockedValueBox(State())
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/pinsets", withIntermediateDirectories: true)
+        } catch {
+            throw PinSetError("\(directory): cannot create the state directory: \((error as NSError).localizedDescription)")
+        }
+        if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
+            do {
+                try TUFUpdater.initialize(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
+            } catch {
+                throw PinSetError("\(directory): cannot store the bootstrap root: \(error)")
+            }
+        }
+        self.loadStored()
+    }
+
+    /// `…/metadata/` → `…/targets/`: the metadata URL's last path segment replaced.
+    public static func defaultTargetsURL(metadataURL: URL) -> URL {
+        guard var components = URLComponents(url: metadataURL, resolvingAgainstBaseURL: false) else { return metadataURL }
+        var segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        if !segments.isEmpty { segments.removeLast() }
+        components.percentEncodedPath = "/" + (segments + ["targets"]).joined(separator: "/") + "/"
+        return components.url ?? metadataURL
+    }
+
+    // MARK: - What clients read
+
+    /// The configuration new connections are judged by: the last good pin set, whatever later refreshes did.
+    public nonisolated func currentConfiguration() -> CurrentConfiguration? {
+        self.state.withLockedValue { $0.current }
+    }
+
+    /// Version, target, digest, last refresh, staleness and the last error, judged at the clock's now.
+    public nonisolated var status: PinSetStatus {
+        let now = self.clock()
+        return self.state.withLockedValue { state in
+            let freshUntil = state.record?.freshUntil
+            let secondsStale = freshUntil.map { max(0, Int(now.timeIntervalSince($0).rounded(.down))) } ?? 0
+            return PinSetStatus(
+                version: state.record?.version,
+                targetName: state.record?.targetName ?? self.options.targetName,
+                sha256: state.record?.sha256,
+                refreshed: state.record?.refreshed,
+                freshUntil: freshUntil,
+                stale: freshUntil.map { now >= $0 } ?? false,
+                secondsStale: secondsStale,
+                lastError: state.lastError,
+                lastAttempt: state.lastAttempt,
+                consecutiveFailures: state.consecutiveFailures
+            )
+        }
+    }
+
+    // MARK: - Refreshing
+
+    /// Refreshes now. A refresh already under way is joined, not repeated.
+    @discardableResult
+    public func refresh() async -> Outcome {
+        if let inFlight = self.inFlight {
+            return await inFlight.value
+        }
+        let task = Task { await self.performRefresh() }
+        self.inFlight = task
+        let outcome = await task.value
+        self.inFlight = nil
+        return outcome
+    }
+
+    /// Refreshes on the schedule until the task is cancelled: ``Options/refreshInterval`` after a success,
+    /// ``nextDelay(afterFailures:options:random:)`` after failures, each spread by the jitter. `onOutcome` is told
+    /// the outcome of every refresh (a new configuration is already published when it is called).
+    public func run(onOutcome: (@Sendable (Outcome) async -> Void)? = nil) async {
+        var generator = SystemRandomNumberGenerator()
+        while !Task.isCancelled {
+            let failures = self.state.withLockedValue { $0.consecutiveFailures }
+            let delay = Self.nextDelay(afterFailures: failures, options: self.options, random: Double.random(in: -1...1, using: &generator))
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                return
+            }
+            let outcome = await self.refresh()
+            await onOutcome?(outcome)
+        }
+    }
+
+    /// The delay before the next refresh: the interval after a success, `firstRetryDelay × 2^(failures−1)` (at
+    /// most the interval) after failures; spread by `random × jitter` (`random` in −1…1).
+    public static func nextDelay(afterFailures failures: Int, options: Options, random: Double) -> Duration {
+        var base = options.refreshInterval
+        if failures > 0 {
+            let doublings = min(failures - 1, 30)
+            let retry = options.firstRetryDelay * (1 << doublings)
+            base = min(retry, options.refreshInterval)
+        }
+        let spread = max(-1, min(1, random)) * max(0, min(1, options.jitter))
+        let seconds = Double(base.components.seconds) + Double(base.components.attoseconds) / 1e18
+        return .milliseconds(Int64((seconds * (1 + spread) * 1000).rounded()))
+    }
+
+    private func performRefresh() async -> Outcome {
+        let start = self.clock()
+        do {
+            let outcome = try await self.attempt(startTime: start)
+            self.state.withLockedValue { state in
+                state.lastError = nil
+                state.lastAttempt = start
+                state.consecutiveFailures = 0
+            }
+            return outcome
+        } catch {
+            let line = error.message
+            self.state.withLockedValue { state in
+                state.lastError = line
+                state.lastAttempt = start
+                state.consecutiveFailures += 1
+            }
+            let version = self.state.withLockedValue { $0.record?.version }
+            self.log?("pin set refresh refused, \(version.map { "version \($0) stays enforced" } ?? "no pin set is enforced"): \(line)")
+            return .failed(line)
+        }
+    }
+
+    private func attempt(startTime: Date) async throws(PinSetError) -> Outcome {
+        var tuf = TUFUpdater(
+            metadataDirectory: self.directory + "/metadata", metadataURL: self.metadataURL, fetcher: self.fetcher, limits: self.options.limits, log: nil)
+        let trusted: TUFTrustedSet
+        do {
+            trusted = try await tuf.refresh(startTime: startTime)
+        } catch {
+            throw PinSetError(error.description)
+        }
+        guard let targets = trusted.targets, let timestamp = trusted.timestamp, let snapshot = trusted.snapshot else {
+            throw PinSetError("targets: not trusted after the refresh")
+        }
+        let version = targets.version
+        let freshUntil = Date(
+            timeIntervalSince1970: TimeInterval(min(trusted.root.envelope.expires, timestamp.envelope.expires, snapshot.envelope.expires, targets.envelope.expires)))
+        let previous = self.state.withLockedValue { $0.record }
+        if let previous, version < previous.version {
+            throw PinSetError("targets: version \(version) is older than the pin set enforced (version \(previous.version))")
+        }
+
+        let name = self.options.targetName
+        let main = try await self.targetInfo(&tuf, name)
+        guard main.length <= PinningConfiguration.maximumFileSize else {
+            throw PinSetError("\(name): the repository lists \(main.length) bytes, over the \(PinningConfiguration.maximumFileSize)-byte cap of a configuration")
+        }
+        guard let mainDigest = main.hashes["sha256"] else {
+            throw PinSetError("\(name): the repository lists no sha256 for it")
+        }
+
+        // Nothing new: the same configuration and the same files, by their trusted hashes.
+        if let previous, previous.sha256 == mainDigest {
+            var same = true
+            for (path, digest) in previous.files where path != name {
+                let info = try await self.targetInfo(&tuf, path)
+                if info.hashes["sha256"] != digest { same = false }
+            }
+            if same {
+                var record = previous
+                record.version = version
+                record.refreshed = startTime
+                record.freshUntil = freshUntil
+                try self.commit(record)
+                self.state.withLockedValue { state in
+                    state.record = record
+                    if let current = state.current, current.generation != version {
+                        var configuration = current.configuration
+                        configuration.pinsetVersion = version
+                        state.current = CurrentConfiguration(configuration: configuration, generation: version)
+                    }
+                }
+                return .unchanged(version: version)
+            }
+        }
+
+        // Download into a staging directory laid out as the repository's target paths.
+        let pinsets = self.directory + "/pinsets"
+        let staging = pinsets + "/.staging-" + TUFFiles.randomSuffix()
+        do {
+            try FileManager.default.createDirectory(atPath: staging + "/.download", withIntermediateDirectories: true)
+        } catch {
+            throw PinSetError("\(staging): cannot create: \((error as NSError).localizedDescription)")
+        }
+        var committed = false
+        defer {
+            if !committed { try? FileManager.default.removeItem(atPath: staging) }
+        }
+        let configurationBytes = try await self.download(&tuf, main, into: staging)
+        var files = [name: mainDigest]
+        for reference in try Self.referencedFiles(configurationBytes, targetName: name) {
+            let info = try await self.targetInfo(&tuf, reference)
+            guard info.length <= self.options.maximumReferencedFileSize else {
+                throw PinSetError("\(reference): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
+            }
+            guard let digest = info.hashes["sha256"] else { throw PinSetError("\(reference): the repository lists no sha256 for it") }
+            _ = try await self.download(&tuf, info, into: staging)
+            files[reference] = digest
+        }
+        try? FileManager.default.removeItem(atPath: staging + "/.download")
+
+        var configuration: PinningConfiguration
+        let base = (staging + "/" + name as NSString).deletingLastPathComponent
+        do {
+            configuration = try PinningConfiguration(data: Data(configurationBytes), baseDirectory: base, origin: "\(name) of pin set version \(version)")
+        } catch {
+            // One line: the problems one after another.
+            let count = error.problems.count == 1 ? "1 problem" : "\(error.problems.count) problems"
+            throw PinSetError("invalid pinning configuration \(error.origin): \(count): " + error.problems.map(\.description).joined(separator: "; "))
+        }
+        if let entry = configuration.entries.first(where: { $0.clientIdentity != nil }) {
+            throw PinSetError("\(name): entry \"\(entry.key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")
+        }
+
+        // Commit: the set's directory, then current.json naming it (the commit point), then the old sets go.
+        let final = "v\(version)-" + String(mainDigest.prefix(16))
+        let destination = pinsets + "/" + final
+        try? FileManager.default.removeItem(atPath: destination)
+        guard rename(staging, destination) == 0 else {
+            throw PinSetError("\(destination): cannot store the pin set: \(String(cString: strerror(errno)))")
+        }
+        committed = true
+        let record = PinSetRecord(
+            version: version, targetName: name, sha256: mainDigest, directory: "pinsets/" + final, files: files, refreshed: startTime, freshUntil: freshUntil)
+        try self.commit(record)
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: pinsets)) ?? [] where entry != final {
+            try? FileManager.default.removeItem(atPath: pinsets + "/" + entry)
+        }
+        // The configuration was read from the staging path; its anchors and CRLs are values already loaded.
+        configuration.pinsetVersion = version
+        configuration.reportQueue = self.options.reportQueue
+        let published = CurrentConfiguration(configuration: configuration, generation: version)
+        self.state.withLockedValue { state in
+            state.record = record
+            state.current = published
+        }
+        self.log?("pin set version \(version) applied (\(name), sha256 \(mainDigest.prefix(16))…, \(configuration.entries.count) entr\(configuration.entries.count == 1 ? "y" : "ies"))")
+        return .updated(version: version)
+    }
+
+    private func targetInfo(_ tuf: inout TUFUpdater, _ path: String) async throws(PinSetError) -> TUFTargetFile {
+        do {
+            return try await tuf.targetInfo(path)
+        } catch {
+            throw PinSetError(error.description)
+        }
+    }
+
+    /// Downloads and verifies `target` (length, every hash), moves it to its target path under `staging`, and
+    /// returns its bytes.
+    private func download(_ tuf: inout TUFUpdater, _ target: TUFTargetFile, into staging: String) async throws(PinSetError) -> [UInt8] {
+        let stored: String
+        do {
+            stored = try await tuf.download(target, from: self.targetsURL, into: staging + "/.download")
+        } catch {
+            throw PinSetError(error.description)
+        }
+        let destination = staging + "/" + target.path
+        let parent = (destination as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        } catch {
+            throw PinSetError("\(parent): cannot create: \((error as NSError).localizedDescription)")
+        }
+        guard rename(stored, destination) == 0 else {
+            throw PinSetError("\(destination): cannot store: \(String(cString: strerror(errno)))")
+        }
+        do {
+            return try TUFFiles.readFile(destination, maximumLength: target.length, role: target.path) ?? []
+        } catch {
+            throw PinSetError(error.description)
+        }
+    }
+
+    // MARK: - Files the configuration names
+
+    /// The target paths of the files the configuration names (anchors, CRLs), relative to the configuration's
+    /// own directory in the repository. Only what has the expected shape is collected: anything else is the
+    /// loader's to refuse, with its own words.
+    static func referencedFiles(_ bytes: [UInt8], targetName: String) throws(PinSetError) -> [String] {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any], let domains = root["domains"] as? [String: Any] else {
+            return []
+        }
+        var written: [String] = []
+        for key in domains.keys.sorted() {
+            guard let entry = domains[key] as? [String: Any] else { continue }
+            written += (entry["anchors"] as? [Any] ?? []).compactMap { $0 as? String }
+            if let revocation = entry["revocation"] as? [String: Any] {
+                written += (revocation["crls"] as? [Any] ?? []).compactMap { $0 as? String }
+            }
+        }
+        let slash = targetName.lastIndex(of: "/")
+        let base = slash.map { String(targetName[...$0]) } ?? ""
+        var paths: [String] = []
+        for path in written where !paths.contains(base + path) {
+            try Self.checkTargetPath(path, what: "a file the configuration names")
+            paths.append(base + path)
+        }
+        return paths
+    }
+
+    /// Refuses a target name that is not a relative path inside the repository's targets (``Options/targetName``).
+    public static func validateTargetName(_ name: String) throws(PinSetError) {
+        try Self.checkTargetPath(name, what: "the target name")
+    }
+
+    /// A path inside the repository's targets: relative, no empty, `.` or `..` component, no backslash or control
+    /// character. Anything else could name a file outside the pin set on this machine.
+    static func checkTargetPath(_ path: String, what: String) throws(PinSetError) {
+        let components = path.split(separator: "/", omittingEmptySubsequences: false)
+        let bad =
+            path.isEmpty || path.hasPrefix("/") || path.contains("\\")
+            || path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+            || components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
+        if bad {
+            let shown = String(path.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }.prefix(200))
+            throw PinSetError("\(what) \"\(shown)\" is not a relative path inside the repository's targets")
+        }
+    }
+
+    // MARK: - Persistence
+
+    private nonisolated func commit(_ record: PinSetRecord) throws(PinSetError) {
+        let bytes: [UInt8]
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            encoder.dateEncodingStrategy = .secondsSince1970
+            bytes = Array(try encoder.encode(record))
+        } catch {
+            throw PinSetError("cannot encode the pin set record: \(error)")
+        }
+        do {
+            try TUFFiles.writeFileAtomically(bytes, directory: self.directory, name: "current.json", role: "current.json")
+        } catch {
+            throw PinSetError(error.description)
+        }
+    }
+
+    /// Loads the last good pin set from `current.json`: every file must still have the digest recorded when it was
+    /// verified, and the configuration must load. Anything else leaves no pin set enforced (fail closed) and says why.
+    private nonisolated func loadStored() {
+        let path = self.directory + "/current.json"
+        let record: PinSetRecord
+        do {
+            guard let bytes = try TUFFiles.readFile(path, maximumLength: 4 * 1024 * 1024, role: "current.json") else { return }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .secondsSince1970
+            record = try decoder.decode(PinSetRecord.self, from: Data(bytes))
+        } catch {
+            self.rejectStored("\(path): \(error)")
+            return
+        }
+        do throws(PinSetError) {
+            try Self.checkTargetPath(record.directory, what: "the stored directory")
+            for (file, digest) in record.files {
+                try Self.checkTargetPath(file, what: "a stored file")
+                let filePath = self.directory + "/" + record.directory + "/" + file
+                let bytes: [UInt8]?
+                do {
+                    bytes = try TUFFiles.readFile(filePath, maximumLength: max(self.options.maximumReferencedFileSize, PinningConfiguration.maximumFileSize), role: file)
+                } catch {
+                    throw PinSetError(error.description)
+                }
+                guard let bytes, Self.sha256(bytes) == digest else {
+                    throw PinSetError("\(filePath) is missing or not the file that was verified")
+                }
+            }
+            var configuration: PinningConfiguration
+            do {
+                configuration = try PinningConfiguration(contentsOfFile: self.directory + "/" + record.directory + "/" + record.targetName)
+            } catch {
+                throw PinSetError(error.description)
+            }
+            configuration.pinsetVersion = record.version
+            configuration.reportQueue = self.options.reportQueue
+            let published = CurrentConfiguration(configuration: configuration, generation: record.version)
+            self.state.withLockedValue { state in
+                state.record = record
+                state.current = published
+            }
+            self.log?("pin set version \(record.version) loaded from \(self.directory) (\(record.targetName), refreshed \(RFC3339.format(record.refreshed)))")
+        } catch {
+            self.rejectStored(error.message)
+        }
+    }
+
+    private nonisolated func rejectStored(_ why: String) {
+        let line = "the stored pin set is not used, no pin set is enforced until a refresh succeeds: \(why)"
+        self.state.withLockedValue { $0.lastError = line }
+        self.log?(line)
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// What is known of a followed pin set, for `/status`, `/metrics` and reports.
+public struct PinSetStatus: Sendable, Equatable {
+    /// The version enforced (the top-level targets version that vouched for it), nil when none is.
+    public var version: Int?
+    /// The target that holds the configuration.
+    public var targetName: String
+    /// The configuration's SHA-256 (hex), nil when none is enforced.
+    public var sha256: String?
+    /// When a refresh last succeeded (the metadata verified, the set current).
+    public var refreshed: Date?
+    /// The earliest expiry of the metadata trusted at that refresh: after it, with no newer refresh, the pins are
+    /// still enforced but stale.
+    public var freshUntil: Date?
+    /// Whether ``freshUntil`` has passed without a refresh succeeding since.
+    public var stale: Bool
+    /// How long ago ``freshUntil`` passed (0 when not stale).
+    public var secondsStale: Int
+    /// The last refresh's failure in one line, nil once one succeeds.
+    public var lastError: String?
+    /// When a refresh was last tried.
+    public var lastAttempt: Date?
+    /// Refreshes failed in a row.
+    public var consecutiveFailures: Int
+}
+
+/// A pin set refused or not fetched: one line of words.
+public struct PinSetError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}
+
+/// `current.json`: the last good pin set, written after its files.
+struct PinSetRecord: Codable, Sendable, Equatable {
+    var version: Int
+    var targetName: String
+    var sha256: String
+    /// Under the state directory: `pinsets/vN-DIGEST`.
+    var directory: String
+    /// Every file of the set by target path, with its SHA-256 as the trusted metadata named it.
+    var files: [String: String]
+    var refreshed: Date
+    var freshUntil: Date
+}

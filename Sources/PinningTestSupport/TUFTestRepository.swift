@@ -1,0 +1,259 @@
+import Crypto
+public import Foundation
+public import Pinning
+import _CryptoExtras
+
+/// A signing key made at test time, in the form TUF metadata lists it.
+public struct TUFTestSigner: @unchecked Sendable {
+    public enum Kind: Sendable { case ed25519, ecdsaP256, rsaPSS }
+
+    public let kind: Kind
+    public let keyJSON: TUFJSON
+    public let keyID: String
+    private let signer: ([UInt8]) -> [UInt8]
+
+    public init(_ kind: Kind) {
+        self.kind = kind
+        let keyType: String
+        let scheme: String
+        let publicValue: String
+        switch kind {
+        case .ed25519:
+            let key = Curve25519.Signing.PrivateKey()
+            (keyType, scheme, publicValue) = ("ed25519", "ed25519", key.publicKey.rawRepresentation.map { String(format: "%02x", $0) }.joined())
+            self.signer = { try! Array(key.signature(for: $0)) }
+        case .ecdsaP256:
+            let key = P256.Signing.PrivateKey()
+            (keyType, scheme, publicValue) = ("ecdsa", "ecdsa-sha2-nistp256", key.publicKey.pemRepresentation + "\n")
+            self.signer = { try! Array(key.signature(for: $0).derRepresentation) }
+        case .rsaPSS:
+            let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+            (keyType, scheme, publicValue) = ("rsa", "rsassa-pss-sha256", key.publicKey.pemRepresentation + "\n")
+            self.signer = { try! Array(key.signature(for: $0, padding: .PSS).rawRepresentation) }
+        }
+        self.keyJSON = tufObject(["keytype": .string(keyType), "scheme": .string(scheme), "keyval": tufObject(["public": .string(publicValue)])])
+        // The key id as the specification defines it: SHA-256 of the key's canonical JSON.
+        self.keyID = SHA256.hash(data: try! self.keyJSON.canonicalBytes()).map { String(format: "%02x", $0) }.joined()
+    }
+
+    public func sign(_ message: [UInt8]) -> String {
+        self.signer(message).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+public func tufObject(_ members: [String: TUFJSON]) -> TUFJSON {
+    .object(TUFJSONObject(members.map { ($0.key, $0.value) })!)
+}
+
+public func tufInt(_ value: Int) -> TUFJSON { .integer(String(value)) }
+
+/// Builds and signs the metadata of a small repository, as a repository tool would.
+public struct TUFTestRepository: Sendable {
+    public static let future = "2099-01-01T00:00:00Z"
+    public static let past = "2000-01-01T00:00:00Z"
+    /// The update start time the tests use: 2026-01-01.
+    public static let now = Date(timeIntervalSince1970: 1_767_225_600)
+
+    public var rootSigners: [TUFTestSigner]
+    public var rootThreshold = 1
+    /// The thresholds of the other top-level roles (1 unless a test raises one).
+    public var timestampThreshold = 1
+    public var snapshotThreshold = 1
+    public var targetsThreshold = 1
+    public var timestampSigners: [TUFTestSigner]
+    public var snapshotSigners: [TUFTestSigner]
+    public var targetsSigners: [TUFTestSigner]
+    public var consistentSnapshot = true
+
+    public init(kind: TUFTestSigner.Kind = .ed25519) {
+        self.rootSigners = [TUFTestSigner(kind)]
+        self.timestampSigners = [TUFTestSigner(kind)]
+        self.snapshotSigners = [TUFTestSigner(kind)]
+        self.targetsSigners = [TUFTestSigner(kind)]
+    }
+
+    public static func signed(_ signed: TUFJSON, by signers: [TUFTestSigner], extraSignatures: [TUFJSON] = []) -> [UInt8] {
+        let message = try! signed.canonicalBytes()
+        let signatures = signers.map { tufObject(["keyid": .string($0.keyID), "sig": .string($0.sign(message))]) } + extraSignatures
+        return tufObject(["signatures": .array(signatures), "signed": signed]).jsonBytes()
+    }
+
+    public static func common(_ type: String, version: Int, expires: String) -> [String: TUFJSON] {
+        ["_type": .string(type), "spec_version": .string("1.0.31"), "version": tufInt(version), "expires": .string(expires)]
+    }
+
+    public static func role(_ signers: [TUFTestSigner], threshold: Int) -> TUFJSON {
+        tufObject(["keyids": .array(signers.map { .string($0.keyID) }), "threshold": tufInt(threshold)])
+    }
+
+    public func rootSigned(version: Int, expires: String = Self.future) -> TUFJSON {
+        var keys: [String: TUFJSON] = [:]
+        for signer in self.rootSigners + self.timestampSigners + self.snapshotSigners + self.targetsSigners {
+            keys[signer.keyID] = signer.keyJSON
+        }
+        var fields = Self.common("root", version: version, expires: expires)
+        fields["consistent_snapshot"] = .bool(self.consistentSnapshot)
+        fields["keys"] = tufObject(keys)
+        fields["roles"] = tufObject([
+            "root": Self.role(self.rootSigners, threshold: self.rootThreshold),
+            "timestamp": Self.role(self.timestampSigners, threshold: self.timestampThreshold),
+            "snapshot": Self.role(self.snapshotSigners, threshold: self.snapshotThreshold),
+            "targets": Self.role(self.targetsSigners, threshold: self.targetsThreshold),
+        ])
+        return tufObject(fields)
+    }
+
+    public func root(version: Int, expires: String = Self.future, signers: [TUFTestSigner]? = nil) -> [UInt8] {
+        Self.signed(self.rootSigned(version: version, expires: expires), by: signers ?? self.rootSigners)
+    }
+
+    public static func metaEntry(version: Int, of bytes: [UInt8]? = nil) -> TUFJSON {
+        var entry: [String: TUFJSON] = ["version": tufInt(version)]
+        if let bytes {
+            entry["length"] = tufInt(bytes.count)
+            entry["hashes"] = tufObject(["sha256": .string(SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined())])
+        }
+        return tufObject(entry)
+    }
+
+    public func timestamp(version: Int, snapshotVersion: Int, snapshotBytes: [UInt8]? = nil, expires: String = Self.future) -> [UInt8] {
+        var fields = Self.common("timestamp", version: version, expires: expires)
+        fields["meta"] = tufObject(["snapshot.json": Self.metaEntry(version: snapshotVersion, of: snapshotBytes)])
+        return Self.signed(tufObject(fields), by: self.timestampSigners)
+    }
+
+    public func snapshot(version: Int, meta: [String: TUFJSON], expires: String = Self.future) -> [UInt8] {
+        var fields = Self.common("snapshot", version: version, expires: expires)
+        fields["meta"] = tufObject(meta)
+        return Self.signed(tufObject(fields), by: self.snapshotSigners)
+    }
+
+    public static func targetsSigned(version: Int, targets: [String: [UInt8]] = [:], delegations: TUFJSON? = nil, expires: String = Self.future) -> TUFJSON {
+        var fields = Self.common("targets", version: version, expires: expires)
+        var entries: [String: TUFJSON] = [:]
+        for (path, content) in targets {
+            entries[path] = tufObject([
+                "length": tufInt(content.count),
+                "hashes": tufObject(["sha256": .string(SHA256.hash(data: content).map { String(format: "%02x", $0) }.joined())]),
+            ])
+        }
+        fields["targets"] = tufObject(entries)
+        if let delegations { fields["delegations"] = delegations }
+        return tufObject(fields)
+    }
+
+    public static func delegations(keys: [TUFTestSigner], roles: [TUFJSON]) -> TUFJSON {
+        var keyMap: [String: TUFJSON] = [:]
+        for key in keys { keyMap[key.keyID] = key.keyJSON }
+        return tufObject(["keys": tufObject(keyMap), "roles": .array(roles)])
+    }
+
+    public static func delegatedRole(_ name: String, signers: [TUFTestSigner], paths: [String]? = nil, hashPrefixes: [String]? = nil, terminating: Bool = false) -> TUFJSON {
+        var fields: [String: TUFJSON] = [
+            "name": .string(name), "keyids": .array(signers.map { .string($0.keyID) }), "threshold": tufInt(1), "terminating": .bool(terminating),
+        ]
+        if let paths { fields["paths"] = .array(paths.map { .string($0) }) }
+        if let hashPrefixes { fields["path_hash_prefixes"] = .array(hashPrefixes.map { .string($0) }) }
+        return tufObject(fields)
+    }
+
+    /// A trusted set brought up to version 1 of every top-level role.
+    public func trustedSet(targets: TUFJSON? = nil, extraSnapshotMeta: [String: TUFJSON] = [:]) throws -> TUFTrustedSet {
+        var set = try TUFTrustedSet(trustedRoot: self.root(version: 1), updateStartTime: Self.now)
+        let targetsBytes = Self.signed(targets ?? Self.targetsSigned(version: 1), by: self.targetsSigners)
+        var meta = extraSnapshotMeta
+        meta["targets.json"] = Self.metaEntry(version: 1)
+        try set.updateTimestamp(self.timestamp(version: 1, snapshotVersion: 1))
+        try set.checkTimestampFinal()
+        try set.updateSnapshot(self.snapshot(version: 1, meta: meta), isLocalCopy: false)
+        try set.checkSnapshotFinal()
+        try set.updateTargets(targetsBytes)
+        return set
+    }
+}
+
+/// A repository that publishes pin sets as a repository tool would (consistent snapshots): every publication bumps
+/// the targets, snapshot and timestamp versions and adds the targets under `targets/HASH.NAME`. The files are
+/// served by a ``LoopbackHTTPServer`` (`files`), so tests can also serve back older ones, tamper or go away.
+public final class TUFTestPublisher: @unchecked Sendable {
+    public let server: LoopbackHTTPServer
+    public private(set) var repository: TUFTestRepository
+    public private(set) var targetsVersion = 0
+    public private(set) var snapshotVersion = 0
+    public private(set) var timestampVersion = 0
+    /// The files served after each publication (index 0: after the first), for replay attacks.
+    public private(set) var history: [[String: [UInt8]]] = []
+    /// Signers of new targets metadata (default: the repository's targets signers).
+    public var targetsSigners: [TUFTestSigner]?
+    private let lock = NSLock()
+
+    /// A repository with `repository`'s keys; root version 1 served at once (`metadata/1.root.json`).
+    public init(repository: TUFTestRepository = TUFTestRepository()) throws {
+        self.repository = repository
+        self.server = try LoopbackHTTPServer(statuses: [200])
+        self.server.files = ["metadata/1.root.json": repository.root(version: 1), "metadata/root.json": repository.root(version: 1)]
+    }
+
+    /// The root to ship with a client (version 1).
+    public var bootstrapRoot: [UInt8] { self.repository.root(version: 1) }
+    /// `http://127.0.0.1:PORT/metadata/`.
+    public var metadataURL: URL { self.server.url("/metadata/") }
+
+    /// Publishes `targets` (path → bytes) as the next targets version, with a new snapshot and timestamp. Each role's
+    /// expiry is `expires` (RFC 3339), the timestamp's `timestampExpires` when given.
+    @discardableResult
+    public func publish(_ targets: [String: [UInt8]], expires: String = TUFTestRepository.future, timestampExpires: String? = nil) -> [String: [UInt8]] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        self.targetsVersion += 1
+        self.snapshotVersion += 1
+        self.timestampVersion += 1
+        let targetsBytes = TUFTestRepository.signed(
+            TUFTestRepository.targetsSigned(version: self.targetsVersion, targets: targets, expires: expires), by: self.targetsSigners ?? self.repository.targetsSigners)
+        let snapshot = self.repository.snapshot(
+            version: self.snapshotVersion, meta: ["targets.json": TUFTestRepository.metaEntry(version: self.targetsVersion)], expires: expires)
+        let timestamp = self.repository.timestamp(
+            version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot, expires: timestampExpires ?? expires)
+        var files = self.server.files ?? [:]
+        files["metadata/timestamp.json"] = timestamp
+        files["metadata/\(self.snapshotVersion).snapshot.json"] = snapshot
+        files["metadata/\(self.targetsVersion).targets.json"] = targetsBytes
+        for (path, content) in targets {
+            let hash = SHA256.hash(data: content).map { String(format: "%02x", $0) }.joined()
+            let slash = path.lastIndex(of: "/")
+            let directory = slash.map { String(path[...$0]) } ?? ""
+            let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+            files["targets/" + directory + hash + "." + name] = content
+        }
+        self.server.files = files
+        self.history.append(files)
+        return files
+    }
+
+    /// Only a new timestamp (a new expiry), as a scheduler re-signs it.
+    public func timestamp(expires: String) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        self.timestampVersion += 1
+        var files = self.server.files ?? [:]
+        let snapshot = files["metadata/\(self.snapshotVersion).snapshot.json"]
+        files["metadata/timestamp.json"] = self.repository.timestamp(
+            version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot, expires: expires)
+        self.server.files = files
+    }
+
+    /// Serves `bytes` as `path` (tampering, replays).
+    public func serve(_ path: String, _ bytes: [UInt8]) {
+        var files = self.server.files ?? [:]
+        files[path] = bytes
+        self.server.files = files
+    }
+
+    /// `date` as TUF writes it.
+    public static func rfc3339(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}

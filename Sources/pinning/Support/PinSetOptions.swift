@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import Pinning
+import PinningNIO
+
+/// `--pinset URL --pinset-root ROOT.json --pinset-dir DIR [--pinset-target NAME] [--pinset-targets URL]`: the
+/// configuration is a pin set followed in a TUF repository (``PinSetUpdater``) instead of a `--config` file.
+struct PinSetOptions: ParsableArguments {
+    @Option(
+        name: .customLong("pinset"),
+        help: ArgumentHelp("Follow a pin set: the TUF repository's metadata URL (http or https), in place of --config.", valueName: "url"))
+    var metadataURL: String?
+
+    @Option(
+        name: .customLong("pinset-root"),
+        help: ArgumentHelp("The repository's root.json shipped with the client (trusted at the first refresh only).", valueName: "file"))
+    var root: String?
+
+    @Option(
+        name: .customLong("pinset-dir"),
+        help: ArgumentHelp("Where the verified metadata and the last good pin set are kept (created when missing).", valueName: "dir"))
+    var directory: String?
+
+    @Option(name: .customLong("pinset-target"), help: ArgumentHelp("The target holding the configuration (default pinning.json).", valueName: "name"))
+    var target: String?
+
+    @Option(
+        name: .customLong("pinset-targets"),
+        help: ArgumentHelp("Where targets are downloaded (default: targets/ beside the metadata URL's last path segment).", valueName: "url"))
+    var targetsURL: String?
+
+    var isGiven: Bool { self.metadataURL != nil }
+
+    /// Refuses incomplete or malformed options, naming the option.
+    func check() throws(InputError) {
+        guard let text = self.metadataURL else {
+            let stray = [(self.root, "--pinset-root"), (self.directory, "--pinset-dir"), (self.target, "--pinset-target"), (self.targetsURL, "--pinset-targets")]
+                .filter { $0.0 != nil }.map(\.1)
+            if let first = stray.first {
+                throw InputError("\(first) needs --pinset URL")
+            }
+            return
+        }
+        _ = try Self.url(text, option: "--pinset")
+        if let targets = self.targetsURL { _ = try Self.url(targets, option: "--pinset-targets") }
+        guard self.root != nil else { throw InputError("--pinset needs --pinset-root ROOT.json (the repository's root, shipped with the client)") }
+        guard self.directory != nil else { throw InputError("--pinset needs --pinset-dir DIR (where the last good pin set is kept)") }
+        if let target = self.target {
+            do {
+                try PinSetUpdater.validateTargetName(target)
+            } catch {
+                throw InputError("--pinset-target \(target): not a relative path inside the repository's targets")
+            }
+        }
+    }
+
+    static func url(_ text: String, option: String) throws(InputError) -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
+            throw InputError("\(option) \(text): not an http or https URL")
+        }
+        return url
+    }
+
+    /// The updater, with the last good pin set (if any) already loaded from `--pinset-dir`.
+    func makeUpdater(refreshInterval: Double? = nil, log: @escaping @Sendable (String) -> Void) throws(InputError) -> PinSetUpdater {
+        try self.check()
+        guard let text = self.metadataURL, let rootPath = self.root, let directory = self.directory else {
+            throw InputError("--pinset needs --pinset-root and --pinset-dir")
+        }
+        let metadataURL = try Self.url(text, option: "--pinset")
+        let limits = TUFLimits()
+        guard let handle = FileHandle(forReadingAtPath: rootPath) else {
+            throw InputError("--pinset-root \(rootPath): cannot open the file (missing or not readable)")
+        }
+        defer { try? handle.close() }
+        let bytes: Data
+        do {
+            bytes = try handle.read(upToCount: limits.rootMaxLength + 1) ?? Data()
+        } catch {
+            throw InputError("--pinset-root \(rootPath): cannot read the file")
+        }
+        guard bytes.count <= limits.rootMaxLength else {
+            throw InputError("--pinset-root \(rootPath): larger than \(limits.rootMaxLength) bytes")
+        }
+        var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
+        if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
+        if let refreshInterval { options.refreshInterval = .milliseconds(Int64((refreshInterval * 1000).rounded())) }
+        // The repository's server is judged by the platform's roots with no pins (as `pinning tuf`): TUF's
+        // signatures, versions, expiries and hashes are what protect the pin set. Plain http is allowed for
+        // repositories served that way: an attacker on the path can withhold updates (reported as staleness once
+        // the metadata expires) but cannot change them.
+        let client: PinnedHTTPClient
+        do {
+            client = try PinnedHTTPClient(
+                evaluator: SecurityPolicy.defaultEvaluation, settings: .default,
+                configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
+        } catch {
+            throw InputError("--pinset: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
+        }
+        do {
+            return try PinSetUpdater(
+                bootstrapRoot: Array(bytes), directory: directory, metadataURL: metadataURL, options: options,
+                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+        } catch {
+            throw InputError("--pinset-dir \(error.message)")
+        }
+    }
+}
+
+/// The `pinset` object of `pinning check --json`.
+struct PinSetReport: Encodable {
+    var version: Int?
+    var targetName: String
+    var sha256: String?
+    var refreshed: String?
+    var stale: Bool
+
+    init(_ status: PinSetStatus) {
+        self.version = status.version
+        self.targetName = status.targetName
+        self.sha256 = status.sha256
+        self.refreshed = status.refreshed.map { RFC3339.format($0) }
+        self.stale = status.stale
+    }
+
+    var humanReadable: String {
+        var line = "pin set: version \(self.version.map(String.init) ?? "none") (\(self.targetName)"
+        if let sha256 { line += ", sha256 \(sha256.prefix(16))…" }
+        line += ")"
+        if let refreshed { line += ", refreshed \(refreshed)" }
+        if self.stale { line += ", STALE" }
+        return line
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import Pinning
 import PinningNIO
+import PinningTestSupport
 import Testing
 
 // Issue 28, item 5: every public error type has a stable code, beside words that may change. These are the
@@ -28,7 +29,13 @@ struct ErrorCodeTests {
         #expect(TUFFetchError(kind: .notFound, message: "404").code == "notFound")
         #expect(TUFFetchError(kind: .failed, message: "refused").code == "fetchFailed")
         #expect(TLSKeyLogError(path: "/nonexistent/keys.log", reason: "no such directory").code == "keyLogUnusable")
-        #expect(MutualTLSServer.ConfigurationError(problem: "x").code == "invalidServerConfiguration")
+        var relaxed = SecurityPolicy(pinningMode: .none)
+        relaxed.allowInvalidCertificates = true
+        let chain = try TestChain(host: "codes.example")
+        let refused = #expect(throws: MutualTLSServer.ConfigurationError.self) {
+            try MutualTLSServer(identity: try chain.leaf.tlsIdentity(chain: []), clientCertificateAuthorities: [chain.root.certificate], clientRule: .evaluator(relaxed))
+        }
+        #expect(refused?.code == "invalidServerConfiguration")
         let missing = #expect(throws: CRLFiles.LoadError.self) { try CRLFiles.load(["/nonexistent/crl-ü.pem"]) }
         #expect(missing?.code == "crlFileUnusable")
     }

@@ -115,6 +115,16 @@ extension PinningConfiguration: ServerTrustEvaluating {
         // One instant for every evaluation and the report.
         let time = trust.validationTime ?? Date()
         trust.validationTime = time
+        var evaluation = await self.evaluateEntry(trust, forHost: host, port: port, time: time)
+        // Verdicts made here without an evaluation (an unlisted host refused) record the trust as given; the
+        // others recorded the settings their entry applied.
+        evaluation.verdict = evaluation.verdict.judged(under: trust.settings, at: time)
+        return evaluation
+    }
+
+    /// The body of ``evaluate(_:forHost:port:)``, with `trust`'s instant fixed at `time`.
+    private func evaluateEntry(_ trust: ServerTrust, forHost host: String, port: Int, time: Date) async -> HostEvaluation {
+        var trust = trust
 
         guard let entry = self.entry(forHost: host) else {
             return await self.evaluateUnlisted(trust, host: host, port: port, time: time)

@@ -142,6 +142,8 @@ public final class EvaluationCache: Sendable {
             return nil
         }
         chain.presentedChain = trust.certificates
+        // Judged now, from the stored verdict: the settings are the stored ones (equal, by the key).
+        chain.validationTime = trust.validationTime ?? now
         return .trusted(chain)
     }
 

@@ -122,16 +122,16 @@ public struct ServerTrust: Sendable {
         )
         switch result {
         case .success(let path):
-            return .trusted(
+            return TrustEvaluation.trusted(
                 TrustedChain(
                     presentedChain: self.certificates,
                     validatedChain: path,
                     basis: .validatedPath,
                     revocation: validation.revocationReport(for: Array(path))
                 )
-            )
+            ).judged(under: self.settings, at: time)
         case .failure(let failure):
-            return .untrusted(failure)
+            return TrustEvaluation.untrusted(failure).judged(under: self.settings, at: time)
         }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import X509
 
 /// The verdict of an evaluation: trusted, with the path that earned it, or untrusted, with why.
@@ -70,6 +70,13 @@ public struct TrustedChain: Sendable {
     /// The revocation status of each certificate in scope on ``path``; nil when the settings check no
     /// revocation (or nothing was validated).
     public internal(set) var revocation: RevocationReport?
+    /// The settings the chain was judged under (anchors, roots, purpose, profile, limits, revocation): what a
+    /// report of this verdict shows, without the caller rebuilding them. Nil only for a verdict made outside this
+    /// package's evaluations.
+    public internal(set) var settings: TrustSettings?
+    /// The instant the chain was judged at (the fixed one, or the moment of evaluation; for a verdict answered
+    /// from an ``EvaluationCache``, the moment it was answered). Nil only with ``settings``.
+    public internal(set) var validationTime: Date?
     /// When every certificate on the paths that earned this verdict is valid; nil when no path was validated
     /// (the verdict does not depend on the clock). ``EvaluationCache`` bounds an entry's life by it.
     var validityWindow: ValidityWindow?
@@ -84,6 +91,8 @@ public struct TrustedChain: Sendable {
     ) {
         self.presentedChain = presentedChain
         self.validatedChain = validatedChain
+        self.settings = nil
+        self.validationTime = nil
         self.linkedPath = linkedPath
         self.basis = basis
         // Soft mode accepted an unknown status: say so on every verdict that rests on it.
@@ -123,9 +132,45 @@ extension TrustEvaluation {
                 code: .insecurePolicy,
                 reason: "\(whose) must be validated to an anchor, and the evaluator trusted it on the basis \(chain.basis) (allowInvalidCertificates), which is not accepted here",
                 host: nil,
-                validationTime: Date(),
-                presentedChain: chain.presentedChain
+                validationTime: chain.validationTime ?? Date(),
+                presentedChain: chain.presentedChain,
+                settings: chain.settings
             )
         )
+    }
+
+    /// The trust as it was judged: the presented chain under the settings the verdict records, at its instant;
+    /// nil for a verdict made outside this package's evaluations (which records no settings). What a report of
+    /// the verdict shows, without the caller rebuilding the settings.
+    public var judgedTrust: ServerTrust? {
+        switch self {
+        case .trusted(let chain):
+            guard let settings = chain.settings else { return nil }
+            var trust = ServerTrust(certificates: chain.presentedChain, settings: settings)
+            trust.validationTime = chain.validationTime
+            return trust
+        case .untrusted(let failure):
+            guard let settings = failure.settings else { return nil }
+            var trust = ServerTrust(certificates: failure.presentedChain, settings: settings)
+            trust.validationTime = failure.validationTime
+            return trust
+        }
+    }
+
+    /// This verdict with the settings and instant it was judged under recorded, unless an inner evaluation
+    /// recorded them already (the innermost evaluation knows the exact settings it applied: a configuration
+    /// entry's revocation policy combined with the client's, for one).
+    func judged(under settings: TrustSettings, at time: Date) -> TrustEvaluation {
+        switch self {
+        case .trusted(var chain):
+            guard chain.settings == nil else { return self }
+            chain.settings = settings
+            chain.validationTime = time
+            return .trusted(chain)
+        case .untrusted(var failure):
+            guard failure.settings == nil else { return self }
+            failure.settings = settings
+            return .untrusted(failure)
+        }
     }
 }

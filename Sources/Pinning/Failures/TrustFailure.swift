@@ -132,6 +132,9 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     /// For ``Code/revoked`` and ``Code/revocationUnknown``: the status of every certificate in scope on the path
     /// that failed.
     public internal(set) var revocation: RevocationReport?
+    /// The settings the chain was judged under (anchors, roots, purpose, profile, limits, revocation); the instant
+    /// is ``validationTime``. Nil only for a failure made outside this package's evaluations.
+    public internal(set) var settings: TrustSettings?
     /// Where the failure was created: the source file (`#fileID`).
     public internal(set) var file: String
     /// Where the failure was created: the line in ``file``.
@@ -150,9 +153,11 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         expectedPins: [Pin] = [],
         details: [String] = [],
         revocation: RevocationReport? = nil,
+        settings: TrustSettings? = nil,
         file: String = #fileID,
         line: Int = #line
     ) {
+        self.settings = settings
         self.code = code
         self.reason = reason
         self.host = host

@@ -135,6 +135,11 @@ extension SecurityPolicy {
     /// attack defeats in exactly that configuration.
     public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         let time = serverTrust.validationTime ?? Date()
+        return await self.evaluate(serverTrust, forDomain: domain, at: time).judged(under: serverTrust.settings, at: time)
+    }
+
+    /// The steps of ``evaluate(_:forDomain:)`` at `time`.
+    private func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, at time: Date) async -> TrustEvaluation {
         let validation = PathValidation(trust: serverTrust, validationTime: time)
         let expected = self.pinningMode == .none ? [] : self.acceptedPins
 

@@ -112,6 +112,9 @@ extension PinningCommand {
             let evaluator: any ServerTrustEvaluating
             var trust: ServerTrust
             let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
+            // Each verdict records the settings and instant it was judged under (a configuration entry's revocation
+            // policy combined with the client's, for one); the report shows those. `presented` (this command's
+            // template with the chain the server sent) stands in only for a verdict that records none.
             var pinSetReport: PinSetReport?
             let configured: (configuration: PinningConfiguration, option: String)?
             if self.pinSetOptions.isGiven {
@@ -142,18 +145,15 @@ extension PinningCommand {
                 )
                 // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
                 let pins = configuration.entry(forHost: host)?.pins ?? []
-                describe = { verdict, trust in
-                    // The entry's revocation policy combined with the trust's, as in the evaluation.
-                    var judged = trust
-                    judged.revocation = configuration.revocationPolicy(for: trust, forDomain: host)
-                    return EvaluationReport(verdict: verdict, trust: judged, mode: "configuration", expectedPins: pins, host: host)
+                describe = { verdict, presented in
+                    EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, mode: "configuration", expectedPins: pins, host: host)
                 }
             } else {
                 let made = try self.policyOptions.makePolicy(presented: [], host: host)
                 evaluator = made.policy
                 trust = made.trust
                 let policy = made.policy
-                describe = { verdict, trust in EvaluationReport(verdict: verdict, trust: trust, policy: policy, host: host) }
+                describe = { verdict, presented in EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, policy: policy, host: host) }
             }
             // Without --at, each handshake is judged at its own time. With it (a one-shot replay, the use the SPI is
             // for), the client's settings carry the instant; `trust` keeps it only for the report.

@@ -432,8 +432,8 @@ public final class PinningProxy: Sendable {
 }
 
 /// One client connection's bookkeeping: admitted against the cap, and logged exactly once when it ends.
-final class ProxyConnection: @unchecked Sendable {
-    // Mutated on the client channel's event loop only.
+final class ProxyConnection {
+    // Lives on the client channel's event loop: not Sendable; closures that leave the loop carry it in an NIOLoopBound.
     let proxy: PinningProxy
     let client: String
     let started = ContinuousClock.now

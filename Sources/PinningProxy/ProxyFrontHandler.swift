@@ -249,8 +249,10 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             connected = bootstrap.connect(host: host, port: port)
         }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        let connectionBound = NIOLoopBound(connection, eventLoop: context.eventLoop)
         connected.whenComplete { result in
             let (handler, context) = bound.value
+            let connection = connectionBound.value
             switch result {
             case .success:
                 do {
@@ -258,7 +260,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
                     let (downstreamGlue, upstreamGlue) = glues.value
                     try context.pipeline.syncOperations.addHandler(downstreamGlue)
                     downstreamGlue.pair(with: upstreamGlue)
-                    channel.closeFuture.whenComplete { _ in connection.finish(verdict: "-") }
+                    channel.closeFuture.whenComplete { _ in connectionBound.value.finish(verdict: "-") }
                     handler.leave(context: context)
                 } catch {
                     connection.finish(verdict: "error", failure: "internal", message: ConnectionFailureWords.words(error))

@@ -36,7 +36,7 @@ final class InterceptHandler: ChannelInboundHandler {
     private var upstreamError: (any Error)?
     /// Body bytes of the response being relayed.
     private var responseBodyBytes = 0
-    private var verdict = "-"
+    private var verdict = ProxyLogRecord.Verdict.notJudged
     private var failure: String?
     private var message: String?
 
@@ -134,7 +134,7 @@ final class InterceptHandler: ChannelInboundHandler {
             return
         }
         self.upstream = channel
-        self.verdict = self.verdict == "-" ? "trusted" : self.verdict
+        self.verdict = self.verdict == .notJudged ? .trusted : self.verdict
         guard channel.isActive else {
             // The upstream closed between its handshake and now (a server refusing our client certificate).
             self.upstreamClosed(channel, midResponse: false)
@@ -153,7 +153,7 @@ final class InterceptHandler: ChannelInboundHandler {
         self.refused = true
         self.buffered.removeAll()
         let code = PinningProxy.failureCode(error)
-        self.verdict = error.trustFailure == nil ? "error" : "untrusted"
+        self.verdict = error.trustFailure == nil ? .error : .untrusted
         self.failure = code
         self.message = error.message
         guard let context = self.context else { return }

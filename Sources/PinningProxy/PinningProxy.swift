@@ -195,7 +195,7 @@ public final class PinningProxy: Sendable {
 
     private func configureFront(_ channel: any Channel) throws {
         let connection = ProxyConnection(proxy: self, client: channel.remoteAddress)
-        guard connection.admit(kind: "proxy") else {
+        guard connection.admit(kind: .proxy) else {
             // Over the cap: one clear status, then close.
             try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
             try channel.pipeline.syncOperations.addHandler(RefuseOverloadHandler(limit: self.settings.maximumConnections))
@@ -219,8 +219,8 @@ public final class PinningProxy: Sendable {
         let connection = ProxyConnection(proxy: self, client: channel.remoteAddress)
         connection.host = tunnel.host
         connection.upstream = "\(tunnel.host):\(tunnel.port)"
-        guard connection.admit(kind: "tunnel") else {
-            connection.finish(verdict: "-", failure: "tooManyConnections", message: "more than \(self.settings.maximumConnections) connections are open")
+        guard connection.admit(kind: .tunnel) else {
+            connection.finish(verdict: .notJudged, failure: "tooManyConnections", message: "more than \(self.settings.maximumConnections) connections are open")
             channel.close(promise: nil)
             return
         }
@@ -437,7 +437,7 @@ final class ProxyConnection {
     let proxy: PinningProxy
     let client: String
     let started = ContinuousClock.now
-    var kind = "local"
+    var kind = ProxyLogRecord.Kind.local
     var host: String?
     var upstream: String?
     var entry: String?
@@ -453,14 +453,14 @@ final class ProxyConnection {
     }
 
     /// Counts the connection; false when the cap is reached (it is then not counted as open).
-    func admit(kind: String) -> Bool {
+    func admit(kind: ProxyLogRecord.Kind) -> Bool {
         self.kind = kind
         guard self.proxy.statistics.active < self.proxy.settings.maximumConnections else { return false }
         self.admitted = self.proxy.statistics.opened(kind)
         return true
     }
 
-    func finish(verdict: String, failure: String? = nil, message: String? = nil) {
+    func finish(verdict: ProxyLogRecord.Verdict, failure: String? = nil, message: String? = nil) {
         guard !self.finished else { return }
         self.finished = true
         if self.admitted { self.proxy.statistics.closed() }

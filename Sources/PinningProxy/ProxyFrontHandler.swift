@@ -104,7 +104,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .none:
             self.reply(context: context, .badRequest, "pinning proxy: no request\n")
         case .refuse(let status, let message):
-            self.connection.kind = "refused"
+            self.connection.kind = .refused
             self.reply(context: context, status, "pinning proxy: \(message)\n", failure: "\(status.code)")
         case .local(let head):
             self.serveLocal(context: context, head: head)
@@ -117,7 +117,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func serveLocal(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        self.connection.kind = "local"
+        self.connection.kind = .local
         self.connection.host = path
         switch path {
         case "/proxy.pac":
@@ -145,7 +145,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         failure: String? = nil
     ) {
         self.handedOver = true
-        self.connection.finish(verdict: "-", failure: failure, message: failure == nil ? nil : body.trimmingCharacters(in: .whitespacesAndNewlines))
+        self.connection.finish(verdict: .notJudged, failure: failure, message: failure == nil ? nil : body.trimmingCharacters(in: .whitespacesAndNewlines))
         HTTPReply.send(context: context, status: status, headers: headers, contentType: contentType, body: body, wrap: self.wrapOutboundOut, close: true)
     }
 
@@ -162,7 +162,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.connection.entry = entry.key
             guard policy.authority.permits(name) else {
                 // An IP-address entry: the local CA excludes every address, so it cannot vouch for one.
-                self.connection.kind = "refused"
+                self.connection.kind = .refused
                 self.reply(
                     context: context, .forbidden,
                     "pinning proxy: \(host) is covered by \"\(entry.key)\", but the local CA vouches for DNS names only; reach it through a --tunnel\n",
@@ -175,7 +175,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         switch configuration.unlistedHosts {
         case .reject:
-            self.connection.kind = "refused"
+            self.connection.kind = .refused
             self.reply(
                 context: context, .forbidden,
                 "pinning proxy: \(host) is not in the configuration, and its unlistedHosts is \"reject\"\n",
@@ -196,7 +196,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.reply(context: context, .internalServerError, "pinning proxy: \(error.message)\n", failure: "localCA")
             return
         }
-        self.connection.kind = "intercept"
+        self.connection.kind = .intercept
         self.handedOver = true
         do {
             let operations = context.pipeline.syncOperations
@@ -218,14 +218,14 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
             try operations.addHandler(InterceptHandler(proxy: self.proxy, connection: self.connection, host: host, port: port, policy: policy))
             self.leave(context: context)
         } catch {
-            self.connection.finish(verdict: "error", failure: "internal", message: "cannot set up the interception: \(ConnectionFailureWords.words(error))")
+            self.connection.finish(verdict: .error, failure: "internal", message: "cannot set up the interception: \(ConnectionFailureWords.words(error))")
             context.close(promise: nil)
         }
     }
 
     /// An unlisted host under `"unlistedHosts": "default"`: bytes both ways, the client's TLS untouched.
     private func passThrough(context: ChannelHandlerContext, host: String, port: Int) {
-        self.connection.kind = "passthrough"
+        self.connection.kind = .passthrough
         self.handedOver = true
         let channel = context.channel
         let connection = self.connection
@@ -260,10 +260,10 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
                     let (downstreamGlue, upstreamGlue) = glues.value
                     try context.pipeline.syncOperations.addHandler(downstreamGlue)
                     downstreamGlue.pair(with: upstreamGlue)
-                    channel.closeFuture.whenComplete { _ in connectionBound.value.finish(verdict: "-") }
+                    channel.closeFuture.whenComplete { _ in connectionBound.value.finish(verdict: .notJudged) }
                     handler.leave(context: context)
                 } catch {
-                    connection.finish(verdict: "error", failure: "internal", message: ConnectionFailureWords.words(error))
+                    connection.finish(verdict: .error, failure: "internal", message: ConnectionFailureWords.words(error))
                     channel.close(promise: nil)
                 }
             case .failure(let error):
@@ -307,13 +307,13 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
-            self.connection.finish(verdict: "-", failure: "idleTimeout", message: "idle for \(self.proxy.settings.idleTimeout)")
+            self.connection.finish(verdict: .notJudged, failure: "idleTimeout", message: "idle for \(self.proxy.settings.idleTimeout)")
             context.close(promise: nil)
             return
         }
         if let expired = event as? ConnectionDeadlineExpired, !self.handedOver {
             // The deadline answers (408 when part of a head came) and closes.
-            self.connection.finish(verdict: "-", failure: expired.code, message: expired.description)
+            self.connection.finish(verdict: .notJudged, failure: expired.code, message: expired.description)
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -329,14 +329,14 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else if error is HTTPParserError {
             self.reply(context: context, .badRequest, "pinning proxy: not an HTTP/1.1 request\n", failure: "400")
         } else {
-            self.connection.finish(verdict: "-", failure: "error", message: ConnectionFailureWords.words(error))
+            self.connection.finish(verdict: .notJudged, failure: "error", message: ConnectionFailureWords.words(error))
             context.close(promise: nil)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         if !self.handedOver {
-            self.connection.finish(verdict: "-")
+            self.connection.finish(verdict: .notJudged)
         }
         context.fireChannelInactive()
     }

@@ -2,18 +2,44 @@ import Foundation
 
 /// One connection's outcome, logged once when it ends: who, where to, the verdict and the traffic.
 public struct ProxyLogRecord: Sendable, Encodable {
-    /// `intercept` (a covered host, TLS terminated and re-originated), `passthrough` (an unlisted host tunnelled
-    /// as bytes), `tunnel` (a `--tunnel` listener), `local` (the proxy's own paths), `refused` (answered with an
-    /// error before any upstream).
-    public var kind: String
+    /// What kind of connection it was. Logged (text and JSON) as its raw value.
+    public enum Kind: String, Sendable, Encodable {
+        /// A covered host: TLS terminated and re-originated.
+        case intercept
+        /// An unlisted host tunnelled as bytes.
+        case passthrough
+        /// A `--tunnel` listener's connection.
+        case tunnel
+        /// The proxy's own paths (`/status`, `/metrics`, the PAC file, the CA).
+        case local
+        /// Answered with an error before any upstream.
+        case refused
+        /// A proxy-port connection that ended before it asked for anything.
+        case proxy
+    }
+
+    /// What was decided about the upstream. Logged (text and JSON) as its raw value.
+    public enum Verdict: String, Sendable, Encodable {
+        /// The upstream's chain was trusted.
+        case trusted
+        /// The upstream's chain was refused.
+        case untrusted
+        /// The connection failed before or after a verdict (see ``ProxyLogRecord/failure``).
+        case error
+        /// No upstream was judged (`-`).
+        case notJudged = "-"
+    }
+
+    /// See ``Kind``.
+    public var kind: Kind
     /// The client's address.
     public var client: String
     /// The host the client asked for (CONNECT target, tunnel upstream), if any.
     public var host: String?
     /// `HOST:PORT` connected to, if any.
     public var upstream: String?
-    /// `trusted`, `untrusted`, `error`, or `-` when no upstream was judged.
-    public var verdict: String
+    /// See ``Verdict``.
+    public var verdict: Verdict
     /// What went wrong, and on whose side: the upstream's (its TrustFailure code or connection error code,
     /// `upstreamClosed` for a response it cut short) or the client's (`400`/`431` for a request that does not parse,
     /// `clientTLS`, `clientError`, `handshakeTimeout`, `requestHeadTimeout`, `idleTimeout`, `clientClosed`), or the
@@ -41,11 +67,11 @@ public struct ProxyLogRecord: Sendable, Encodable {
                 return String(decoding: data, as: UTF8.self)
             }
         }
-        var parts = ["\(self.kind)", "client=\(self.client)"]
+        var parts = [self.kind.rawValue, "client=\(self.client)"]
         if let host { parts.append("host=\(host)") }
         if let upstream { parts.append("upstream=\(upstream)") }
         if let entry { parts.append("entry=\(entry)") }
-        parts.append("verdict=\(self.verdict)")
+        parts.append("verdict=\(self.verdict.rawValue)")
         if let failure { parts.append("failure=\(failure)") }
         parts.append("requests=\(self.requests)")
         parts.append("bytes_up=\(self.bytesUp)")

@@ -49,8 +49,8 @@ public final class ProxyStatistics: Sendable {
     }
 
     /// A connection of `kind` (`proxy`, `tunnel`) began.
-    func opened(_ kind: String) -> Bool {
-        Counter(label: "pinning_proxy_connections_total", dimensions: [("kind", kind)], factory: self.factory).increment()
+    func opened(_ kind: ProxyLogRecord.Kind) -> Bool {
+        Counter(label: "pinning_proxy_connections_total", dimensions: [("kind", kind.rawValue)], factory: self.factory).increment()
         let active = self.state.withLockedValue { state in
             state.active += 1
             return state.active

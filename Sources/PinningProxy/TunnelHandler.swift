@@ -70,7 +70,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                     let (handler, context) = bound.value
                     guard context.channel.isActive else {
                         // The client left while the upstream was being reached: said in the log, not silently.
-                        connectionBound.value.finish(verdict: "-", failure: "clientClosed", message: "the client closed the connection before the upstream was ready")
+                        connectionBound.value.finish(verdict: .notJudged, failure: "clientClosed", message: "the client closed the connection before the upstream was ready")
                         pinned.channel.close(promise: nil)
                         return
                     }
@@ -78,7 +78,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                         let downstreamGlue = downstreamGlueBound.value
                         try context.pipeline.syncOperations.addHandler(downstreamGlue)
                         downstreamGlue.pair(with: upstreamGlueBound.value)
-                        context.channel.closeFuture.whenComplete { _ in connectionBound.value.finish(verdict: "trusted") }
+                        context.channel.closeFuture.whenComplete { _ in connectionBound.value.finish(verdict: .trusted) }
                         // The client's first bytes, read before the upstream was trusted, go on now, in order.
                         let early = handler.early
                         handler.early = []
@@ -87,7 +87,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                         context.pipeline.syncOperations.removeHandler(handler, promise: nil)
                         context.channel.setOption(.autoRead, value: true).whenFailure { _ in }
                     } catch {
-                        connectionBound.value.finish(verdict: "error", failure: "internal", message: ConnectionFailureWords.words(error))
+                        connectionBound.value.finish(verdict: .error, failure: "internal", message: ConnectionFailureWords.words(error))
                         context.close(promise: nil)
                         pinned.channel.close(promise: nil)
                     }
@@ -96,7 +96,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                 loop.execute {
                     let (_, context) = bound.value
                     connectionBound.value.finish(
-                        verdict: error.trustFailure == nil ? "error" : "untrusted", failure: PinningProxy.failureCode(error),
+                        verdict: error.trustFailure == nil ? .error : .untrusted, failure: PinningProxy.failureCode(error),
                         message: error.message
                     )
                     context.close(promise: nil)

@@ -90,7 +90,7 @@ struct AsyncHTTPClientThroughProxyTests {
         try await client.shutdown()
         await proxy.stop()
         let logged = records.withLockedValue { $0 }
-        #expect(logged.contains { $0.host == "api.example.com" && $0.verdict == "trusted" }, "\(logged)")
+        #expect(logged.contains { $0.host == "api.example.com" && $0.verdict == .trusted }, "\(logged)")
         #expect(logged.contains { $0.host == "bad.example.com" && $0.failure == "pinMismatch" }, "\(logged)")
     }
 }

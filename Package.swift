@@ -436,6 +436,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The proxy's and the exporter's libraries, without the CLI (issue 28 item 6).
+        .testTarget(
+            name: "PinningProxyTests",
+            dependencies: [
+                "Pinning",
+                "PinningProxy",
+                "PinningTestSupport",
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PinningExportTests",
+            dependencies: ["Pinning", "PinningExport", "PinningTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PinningCLITests",
             dependencies: [

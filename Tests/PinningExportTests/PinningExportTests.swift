@@ -1,0 +1,82 @@
+import Foundation
+import Pinning
+import PinningExport
+import PinningTestSupport
+import Testing
+
+// PinningExport's own suite (issue 28 item 6): the library, without the CLI. The end-to-end checks with software
+// we did not write (OkHttp compiling and running the exported pins, Android's and TrustKit's formats read back)
+// are in PinningCLITests; these pin down the library's contract: what each format says, what is refused, what a
+// round trip keeps.
+
+@Suite("PinningExport: the library")
+struct PinningExportTests {
+    static let pins = [
+        "sha256/" + Data(repeating: 0x41, count: 32).base64EncodedString(),
+        "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString(),
+    ]
+
+    static func configuration(_ entry: String, directory: TemporaryDirectory) throws -> PinningConfiguration {
+        try PinningConfiguration(data: Data(#"{"version": 1, "domains": {\#(entry)}}"#.utf8), baseDirectory: directory.path)
+    }
+
+    // ATS places a pin as a CA or a leaf identity, so it needs the pinned certificates: without them it refuses
+    // (the CLI tests export with them).
+    @Test("every format but ATS writes both pins of a plain entry", arguments: PlatformFormat.allCases.filter { $0 != .ats })
+    func plainEntry(format: PlatformFormat) throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-export")
+        defer { directory.remove() }
+        let configuration = try Self.configuration(#""api.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"]}"#, directory: directory)
+        let translation = try ConfigurationExporter(format: format).export(configuration)
+        #expect(translation.warnings.isEmpty, "\(translation.warnings)")
+        #expect(translation.text.contains("api.example.com"), "\(translation.text)")
+        for pin in Self.pins {
+            // The base64 digest appears in every format (OkHttp and ours prefix `sha256/`, the plists and the
+            // XML hold the digest alone).
+            #expect(translation.text.contains(String(pin.dropFirst("sha256/".count))), "\(format): \(translation.text)")
+        }
+    }
+
+    @Test("report-only pins cannot be said on Android: an error naming the entry and the platform, a warning with lossy")
+    func reportOnlyOnAndroid() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-export")
+        defer { directory.remove() }
+        let configuration = try Self.configuration(
+            #""api.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"], "enforce": false}"#, directory: directory)
+        let refused = #expect(throws: TranslationError.self) { try ConfigurationExporter(format: .androidNSC).export(configuration) }
+        #expect(refused?.code == "untranslatable")
+        #expect(refused?.problems.first?.entry == "api.example.com")
+        #expect(refused?.problems.first?.format == .androidNSC)
+        let lossy = try ConfigurationExporter(format: .androidNSC, lossy: true).export(configuration)
+        #expect(lossy.warnings.count == 1 && lossy.warnings.first?.entry == "api.example.com", "\(lossy.warnings)")
+    }
+
+    @Test("Android and TrustKit read back what they wrote: the same hosts, pins and subdomain coverage", arguments: ConfigurationImporter.importable)
+    func roundTrip(format: PlatformFormat) throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-export")
+        defer { directory.remove() }
+        let configuration = try Self.configuration(
+            #""api.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"]}, "**.cdn.example.com": {"pins": ["\#(Self.pins[1])", "\#(Self.pins[0])"]}"#,
+            directory: directory)
+        let written = try ConfigurationExporter(format: format).export(configuration)
+        let read = try ConfigurationImporter(format: format).importConfiguration(Array(written.text.utf8), baseDirectory: directory.path)
+        let back = try PinningConfiguration(data: Data(read.text.utf8), baseDirectory: directory.path)
+        // `**.cdn.example.com` comes back as `cdn.example.com` with includeSubdomains: the same coverage, spelt
+        // the platform's way.
+        #expect(Set(back.entries.map(\.coverage)) == Set(configuration.entries.map(\.coverage)), "\(read.text)")
+        for entry in configuration.entries {
+            let other = try #require(back.entries.first { $0.coverage == entry.coverage })
+            #expect(Set(other.pins) == Set(entry.pins), "\(entry.key)")
+        }
+    }
+
+    @Test("input that is not the format: one unreadableInput error, never a crash (non-ASCII bytes included)", arguments: ConfigurationImporter.importable)
+    func unreadableInput(format: PlatformFormat) throws {
+        for bytes in [Array("not a document".utf8), Array("<?xml version=\"1.0\"?><gerät/>".utf8), [0xFF, 0xFE, 0x00]] {
+            let refused = #expect(throws: TranslationError.self) {
+                try ConfigurationImporter(format: format).importConfiguration(bytes, baseDirectory: "/nonexistent")
+            }
+            #expect(refused?.code == "unreadableInput", "\(String(describing: refused))")
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Pinning
+@testable import PinningProxy
+import PinningTestSupport
+import Testing
+import X509
+
+// PinningProxy's own suite (issue 28 item 6): the library's pieces without a running proxy. The proxy itself is
+// driven end to end (curl, Python requests, headless Chromium, psql, AsyncHTTPClient) by PinningCLITests and
+// PinningAsyncHTTPClientTests.
+
+@Suite("PinningProxy: the library")
+struct PinningProxyTests {
+    static let pins = [
+        "sha256/" + Data(repeating: 0x41, count: 32).base64EncodedString(),
+        "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString(),
+    ]
+
+    static func configuration(directory: TemporaryDirectory) throws -> PinningConfiguration {
+        try PinningConfiguration(
+            data: Data(
+                #"{"version": 1, "domains": {"api.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"]}, "**.bücher.example": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"]}}}"#
+                    .utf8),
+            baseDirectory: directory.path)
+    }
+
+    @Test("a log record's text and JSON lines say the kind and verdict as they always did")
+    func logLines() throws {
+        var record = ProxyLogRecord(
+            kind: .intercept, client: "127.0.0.1:5000", host: "api.example.com", upstream: "127.0.0.1:443", verdict: .untrusted,
+            failure: "pinMismatch", entry: "api.example.com", bytesUp: 10, bytesDown: 20, requests: 1, durationMilliseconds: 7,
+            message: #"the "pin" did not match"#)
+        let text = record.line(json: false)
+        #expect(text.hasPrefix("intercept client=127.0.0.1:5000 host=api.example.com upstream=127.0.0.1:443 entry=api.example.com verdict=untrusted failure=pinMismatch"))
+        #expect(text.hasSuffix(#"message="the 'pin' did not match""#), "\(text)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(record.line(json: true).utf8)) as? [String: Any])
+        #expect(json["kind"] as? String == "intercept" && json["verdict"] as? String == "untrusted")
+        record.verdict = .notJudged
+        record.kind = .refused
+        #expect(record.line(json: false).contains("verdict=-") && record.line(json: false).hasPrefix("refused "))
+    }
+
+    @Test("the PAC file sends the configured hosts through the proxy in their A-label form, everything else DIRECT")
+    func pacFile() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-proxy-lib")
+        defer { directory.remove() }
+        let script = PACFile.script(entries: try Self.configuration(directory: directory).entries, proxy: "127.0.0.1:8080")
+        #expect(script.contains("function FindProxyForURL"))
+        #expect(script.contains("\"api.example.com\""))
+        #expect(script.contains("xn--bcher-kva.example"), "\(script)")
+        #expect(script.contains("PROXY 127.0.0.1:8080") && script.contains("DIRECT"))
+    }
+
+    @Test("the local CA is made once (key 0600), kept on the next load, and refuses a configuration that covers no name")
+    func localCA() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-proxy-lib")
+        defer { directory.remove() }
+        let coverage = try Self.configuration(directory: directory).entries.map(\.coverage)
+        let made = try ProxyCertificateAuthority.load(directory: directory.path("ca"), coverage: coverage)
+        let mode = try FileManager.default.attributesOfItem(atPath: directory.path("ca/ca.key"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let again = try ProxyCertificateAuthority.load(directory: directory.path("ca"), coverage: coverage)
+        #expect(again.pin == made.pin)
+        _ = try again.serverContext(for: "api.example.com")
+        let none = #expect(throws: ProxyError.self) { try ProxyCertificateAuthority.load(directory: directory.path("other"), coverage: []) }
+        #expect(none?.code == "proxySetupFailed")
+    }
+}

@@ -1,9 +1,10 @@
 import Foundation
 import Pinning
-@testable import PinningProxy
 import PinningTestSupport
 import Testing
 import X509
+
+@testable import PinningProxy
 
 // PinningProxy's own suite (issue 28 item 6): the library's pieces without a running proxy. The proxy itself is
 // driven end to end (curl, Python requests, headless Chromium, psql, AsyncHTTPClient) by PinningCLITests and

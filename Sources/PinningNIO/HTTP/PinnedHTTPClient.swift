@@ -424,39 +424,26 @@ public final class PinnedHTTPClient: Sendable {
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
-        let maximumBodySize = self.configuration.maximumBodySize
+        let limit = request.maximumBodySize ?? self.configuration.maximumBodySize
         let events = ConnectionEvents()
+        let opened = channel.eventLoop.flatSubmit {
+            multiplexer.createStreamChannel { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                    try stream.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: host, maximumBodySize: limit, events: events))
+                }
+            }
+        }
         let collected: CollectedResponse
         do {
-            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
-                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                let collector = NIOLoopBound(
-                    HTTPResponseCollector(host: host, maximumBodySize: request.maximumBodySize ?? maximumBodySize, events: events), eventLoop: channel.eventLoop)
-                collector.value.begin(promise, statusOnly: request.statusOnly)
-                multiplexer.createStreamChannel { stream in
-                    stream.eventLoop.makeCompletedFuture {
-                        try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                        try stream.pipeline.syncOperations.addHandler(collector.value)
-                    }
-                }.whenComplete { result in
-                    switch result {
-                    case .success(let stream):
-                        HTTP1Exchange.write(head, body: request.body, to: stream)
-                        let timer = stream.eventLoop.scheduleTask(in: timeout) {
-                            collector.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(PinnedTLSClient.words(timeout))"))
-                            stream.close(promise: nil)
-                        }
-                        promise.futureResult.whenComplete { _ in
-                            timer.cancel()
-                            // A status-only request does not read the body: the stream is reset, the connection stays.
-                            if request.statusOnly { stream.close(promise: nil) }
-                        }
-                    case .failure(let error):
-                        let code: PinningConnectionError.Code = channel.isActive ? .httpFailed : .connectionClosed
-                        collector.value.fail(PinningConnectionError(code: code, host: host, message: "an HTTP/2 stream could not be opened", underlying: error))
-                    }
+            collected = try await opened.flatMapError { error -> EventLoopFuture<any Channel> in
+                let code: PinningConnectionError.Code = channel.isActive ? .httpFailed : .connectionClosed
+                return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: code, host: host, message: "an HTTP/2 stream could not be opened", underlying: error))
+            }.flatMap { stream in
+                HTTP1Exchange.run(head, request: request, on: stream, events: events, host: host, timeout: timeout).always { _ in
+                    // A status-only request does not read the body: the stream is reset, the connection stays.
+                    if request.statusOnly { stream.close(promise: nil) }
                 }
-                return promise.futureResult
             }.get()
         } catch {
             var failure =

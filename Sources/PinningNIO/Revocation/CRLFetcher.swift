@@ -9,8 +9,10 @@ public import X509
 /// Downloads CRLs from certificates' distribution points (RFC 5280 §4.2.1.13) and keeps them until their
 /// nextUpdate. Off unless a caller makes one: `check --fetch-crls`, or a ``RevocationFetchingEvaluator``.
 ///
-/// - `http://` is fetched in the clear (CRLs are signed, and that is how CAs publish them); `https://` over a
-///   ``PinnedTLSClient`` judged by the platform roots, so a CRL is never blocked by the pins it serves.
+/// - Downloads go through this package's own client path, a ``PinnedHTTPClient`` (its one HTTP/1.1 exchange, on a
+///   TLS context shared with every client of equal TLS settings). `http://` is fetched in the clear (RFC 5280 CRLs
+///   are signed, and that is how CAs publish them); `https://` over a pinned connection judged by the platform
+///   roots, so a CRL is never blocked by the pins it serves.
 /// - Each download is bounded: ``timeout`` for connecting and for the whole response, ``maximumSize`` bytes,
 ///   a 200 answer only, no redirects.
 /// - A downloaded CRL is kept until its nextUpdate. Within ``refreshMargin`` of it, the cached CRL is still

@@ -158,6 +158,25 @@ struct ClientTLSContextsTests {
         #expect(contexts.contextsMade == 1)
     }
 
+    @Test("N CRL downloads make one context (a download's client is made each time; its context is not)")
+    func crlDownloadsShareOneContext() async throws {
+        let server = try LoopbackHTTPServer(statuses: [200])
+        defer { server.stop() }
+        let chain = try TestChain()
+        server.responseBody = try TestCRL(
+            issuer: chain.intermediate, entries: [], number: 1, thisUpdate: Date().addingTimeInterval(-60), nextUpdate: Date().addingTimeInterval(86400)
+        ).der
+        let contexts = ClientTLSContexts(capacity: 4)
+        let fetcher = CRLFetcher(timeout: .seconds(30), group: testGroup, contexts: contexts)
+        for index in 1...3 {
+            // Another URL each time: the fetcher's own cache of CRLs cannot answer it.
+            let fetched = await fetcher.crls(at: server.url("/\(index).crl"))
+            #expect(try fetched.get().crls.count == 1)
+        }
+        #expect(fetcher.downloadCount == 3)
+        #expect(contexts.contextsMade == 1)
+    }
+
     @Test("N challenge connections with equal settings make one context; another identity or base configuration makes another")
     func challengeConnectionsShareOneContext() async throws {
         let contexts = ClientTLSContexts(capacity: 4)

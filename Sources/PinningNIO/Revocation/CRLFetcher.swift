@@ -42,6 +42,8 @@ public final class CRLFetcher: Sendable {
     public let failureBackoff: TimeInterval
 
     private let group: any EventLoopGroup
+    /// Where the client of each download takes its TLS context.
+    private let contexts: ClientTLSContexts
     private let clock: @Sendable () -> Date
     private let state = NIOLockedValueBox(State())
 
@@ -75,18 +77,32 @@ public final class CRLFetcher: Sendable {
     ///   - maximumSize: Default 16 MiB (a 100,000-entry CRL is about 5 MiB).
     ///   - refreshMargin: Default one hour.
     ///   - failureBackoff: Default 30 seconds.
-    public init(
+    public convenience init(
         timeout: TimeAmount = .seconds(5),
         maximumSize: Int = 16 * 1024 * 1024,
         refreshMargin: TimeInterval = 3600,
         failureBackoff: TimeInterval = 30,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.init(timeout: timeout, maximumSize: maximumSize, refreshMargin: refreshMargin, failureBackoff: failureBackoff, group: group, contexts: .shared)
+    }
+
+    /// As ``init(timeout:maximumSize:refreshMargin:failureBackoff:group:)``, `https` downloads taking their TLS
+    /// context from `contexts`.
+    package init(
+        timeout: TimeAmount = .seconds(5),
+        maximumSize: Int = 16 * 1024 * 1024,
+        refreshMargin: TimeInterval = 3600,
+        failureBackoff: TimeInterval = 30,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        contexts: ClientTLSContexts
+    ) {
         self.timeout = timeout
         self.maximumSize = min(max(maximumSize, 1), CertificateRevocationList.maximumSize)
         self.refreshMargin = refreshMargin
         self.failureBackoff = failureBackoff
         self.group = group
+        self.contexts = contexts
         self.clock = { Date() }
     }
 
@@ -194,7 +210,11 @@ public final class CRLFetcher: Sendable {
             connectTimeout: self.timeout, requestTimeout: self.timeout, maximumRedirects: 0, maximumBodySize: self.maximumSize, httpVersions: .http1Only)
         let client: PinnedHTTPClient
         do {
-            client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(), configuration: configuration, group: self.group)
+            let contexts = self.contexts
+            client = try PinnedHTTPClient(
+                tls: { base in
+                    try PinnedTLSClient(evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(), identity: nil, configuration: base, keyLog: nil, contexts: contexts)
+                }, identity: nil, tlsConfiguration: nil, configuration: configuration, group: self.group)
         } catch {
             throw FetchError(url: url, message: "no TLS context for the download: \(ConnectionFailureWords.words(error))")
         }

@@ -22,6 +22,9 @@ public struct ChallengeTLSClient: Sendable {
     public var settings: TrustSettings
     /// A base TLS configuration (versions, ALPN); its certificate and key are replaced per connection.
     public var configuration: TLSConfiguration
+    /// Where each connection's TLS context comes from: connections whose challenge picked the same identity share
+    /// one context.
+    package var contexts: ClientTLSContexts = .shared
 
     /// A client whose server-trust challenges carry each presented chain judged with `settings`
     /// (``Pinning/TrustSettings``).
@@ -71,7 +74,8 @@ public struct ChallengeTLSClient: Sendable {
             var configuration = self.configuration
             configuration.certificateChain = []
             configuration.privateKey = nil
-            client = try PinnedTLSClient(evaluator: handler.policy, settings: self.settings, identity: identity, configuration: configuration)
+            client = try PinnedTLSClient(
+                evaluator: handler.policy, settings: self.settings, identity: identity, configuration: configuration, keyLog: nil, contexts: self.contexts)
         } catch {
             throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the TLS configuration cannot be built", underlying: error)
         }

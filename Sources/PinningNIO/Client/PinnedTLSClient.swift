@@ -29,7 +29,8 @@ import X509
 ///   and the evaluator's ``TrustFailure``, through ``PinningHandshakeHandler``.
 /// - Session resumption cannot skip the policy: NIOSSL offers no client session cache (every connection is a
 ///   full handshake, so the callback always runs), and ``PinningHandshakeHandler`` refuses any handshake that
-///   completes without the callback having trusted that very connection.
+///   completes without the callback having trusted that very connection. So clients with equal TLS settings share
+///   one NIOSSL context (made in one place, `ClientTLSContexts`): the callback is each connection's own.
 public struct PinnedTLSClient: Sendable {
     /// Decides trust for each handshake.
     public let evaluator: any ServerTrustEvaluating
@@ -43,7 +44,7 @@ public struct PinnedTLSClient: Sendable {
     public let identity: TLSIdentity?
     /// The TLS configuration the context was built from.
     public let configuration: TLSConfiguration
-    /// The shared NIOSSL context.
+    /// The NIOSSL context, shared with every client of equal TLS settings (`ClientTLSContexts`).
     public let sslContext: NIOSSLContext
     /// When set (by ``ChallengeTLSClient``), decides each handshake instead of ``evaluator``: the server-trust
     /// challenge, which may refuse with its own error.
@@ -62,12 +63,27 @@ public struct PinnedTLSClient: Sendable {
     ///   - keyLog: Where to write each handshake's session secrets (NSS key log format), for decrypting a
     ///     capture while debugging; nil (the default) leaves the configuration's own callback, if any.
     /// - Throws: when NIOSSL cannot build the context.
+    ///
+    /// Clients with equal TLS settings (configuration, identity, key log) share one context
+    /// (``sslContext``); the evaluator and the settings belong to each handshake, never to the context.
     public init(
         evaluator: any ServerTrustEvaluating,
         settings: TrustSettings = .default,
         identity: TLSIdentity? = nil,
         configuration: TLSConfiguration? = nil,
         keyLog: TLSKeyLog? = nil
+    ) throws {
+        try self.init(evaluator: evaluator, settings: settings, identity: identity, configuration: configuration, keyLog: keyLog, contexts: .shared)
+    }
+
+    /// As ``init(evaluator:settings:identity:configuration:keyLog:)``, the context taken from `contexts`.
+    package init(
+        evaluator: any ServerTrustEvaluating,
+        settings: TrustSettings,
+        identity: TLSIdentity?,
+        configuration: TLSConfiguration?,
+        keyLog: TLSKeyLog?,
+        contexts: ClientTLSContexts
     ) throws {
         var configuration = configuration ?? .makePinnedClientConfiguration(identity: identity)
         configuration.certificateVerification = .noHostnameVerification
@@ -83,15 +99,14 @@ public struct PinnedTLSClient: Sendable {
             configuration.certificateChain = identity.certificateSources
             configuration.privateKey = identity.privateKeySource
         }
-        if let keyLog {
-            configuration = keyLog.applied(to: configuration)
-        }
+        // The key log is applied by the cache, which keys on it.
+        let made = try contexts.context(for: configuration, keyLog: keyLog)
         self.evaluator = evaluator
         self.judge = RevocationFetchingEvaluator.wrapping(evaluator)
         self.settings = settings
         self.identity = identity
-        self.configuration = configuration
-        self.sslContext = try NIOSSLContext(configuration: configuration)
+        self.configuration = made.configuration
+        self.sslContext = made.context
     }
 
     /// A client whose every handshake is judged by the configuration `source` holds when the handshake happens

@@ -82,6 +82,9 @@ public struct PinningConnectionError: Error, CustomStringConvertible, CustomDebu
     /// When the failure came after a trusted handshake (an HTTP error, or a server that refused our client
     /// certificate once the handshake had completed, as TLS 1.3 servers do): that handshake.
     public var handshake: PinnedHandshake?
+    /// When the failure is a response body longer than the request's cap: that cap (a CRL download says so in
+    /// its own words).
+    var exceededBodyLimit: Int?
 
     /// Creates an error.
     public init(code: Code, host: String?, message: String, trustFailure: TrustFailure? = nil, underlying: (any Error)? = nil) {

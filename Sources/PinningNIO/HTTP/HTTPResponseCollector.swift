@@ -74,6 +74,9 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
     private var inactive = false
     /// The server closed the TCP connection without a TLS close_notify.
     private var uncleanShutdown = false
+    /// The request wants the status and headers only: the response completes at its head, and the body that
+    /// follows is not read (the exchange closes the connection).
+    private var statusOnly = false
 
     init(host: String, maximumBodySize: Int, events: ConnectionEvents) {
         self.host = host
@@ -82,10 +85,11 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         self.events = events
     }
 
-    func begin(_ promise: EventLoopPromise<CollectedResponse>, maximumBodySize: Int? = nil) {
+    func begin(_ promise: EventLoopPromise<CollectedResponse>, maximumBodySize: Int? = nil, statusOnly: Bool = false) {
         self.head = nil
         self.body = []
         self.maximumBodySize = maximumBodySize ?? self.defaultMaximumBodySize
+        self.statusOnly = statusOnly
         if self.inactive {
             promise.fail(self.events.failure ?? PinningConnectionError(code: .connectionClosed, host: self.host, message: "the server closed the connection before the request was sent"))
             return
@@ -104,9 +108,16 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
+            if self.statusOnly, let promise = self.promise {
+                self.promise = nil
+                promise.succeed(CollectedResponse(head: head, body: [], bodyMayBeTruncated: false))
+            }
         case .body(var buffer):
+            guard !self.statusOnly else { return }
             guard self.body.count + buffer.readableBytes <= self.maximumBodySize else {
-                self.fail(PinningConnectionError(code: .httpFailed, host: self.host, message: "the response body exceeds \(self.maximumBodySize) bytes"))
+                var error = PinningConnectionError(code: .httpFailed, host: self.host, message: "the response body exceeds \(self.maximumBodySize) bytes")
+                error.exceededBodyLimit = self.maximumBodySize
+                self.fail(error)
                 context.close(promise: nil)
                 return
             }

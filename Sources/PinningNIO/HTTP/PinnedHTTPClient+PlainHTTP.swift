@@ -1,8 +1,6 @@
 public import Foundation
-import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOHTTP1
-import NIOPosix
 
 /// A response fetched over plain HTTP by ``PinnedHTTPClient/getPlainHTTP(_:headers:maximumBodySize:resolve:)``:
 /// nothing authenticated the server or protected the bytes, so there is no handshake to show.
@@ -46,67 +44,33 @@ extension PinnedHTTPClient {
         if self.pool.isShutDown {
             throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
         }
-        let limit = maximumBodySize ?? self.configuration.maximumBodySize
-        let events = ConnectionEvents()
-        let host = target.host
-        let address = resolve(target.host, target.port)
-        let connectTimeout = self.configuration.connectTimeout
-        let bootstrap = ClientBootstrap(group: self.group)
-            .connectTimeout(connectTimeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try Self.addHTTP1Handlers(to: channel.pipeline.syncOperations, host: host, maximumBodySize: limit, events: events)
-                }
-            }
-        var closing = self.requestHead(target, request: RequestLine(method: .GET, body: nil), headers: headers, dropping: ["content-length", "transfer-encoding"])
-        closing.headers.replaceOrAdd(name: "connection", value: "close")
-        let head = closing
-        let timeout = self.configuration.requestTimeout
-        let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
-        let connected = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: target.host, port: target.port)
-        // Connect, send and collect are one chain on the channel's event loop: the request is written the moment
-        // the connection is up, not after this task is scheduled again. (On a loaded machine a task can wait many
-        // seconds for a thread of the cooperative pool, and a server that saw a silent connection for that long
-        // closed it.)
-        let exchange =
-            connected
-            .flatMapErrorThrowing { error -> any Channel in
-                if let error = error as? ChannelError, case .connectTimeout = error {
-                    throw PinningConnectionError(
-                        code: .timedOut, host: host, message: "cannot connect to \(shown) port \(target.port) within \(PinnedTLSClient.words(connectTimeout)): timed out",
-                        underlying: error)
-                }
-                throw PinningConnectionError(code: .connectFailed, host: host, message: ConnectionFailureWords.connectProblem(error, host: shown, port: target.port), underlying: error)
-            }
-            .flatMap { channel -> EventLoopFuture<CollectedResponse> in
-                channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
-                    let collector: HTTPResponseCollector
-                    do {
-                        collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
-                    } catch {
-                        return channel.eventLoop.makeFailedFuture(
-                            events.failure
-                                ?? PinningConnectionError(code: .connectionClosed, host: host, message: "the server closed the connection before the request was sent", underlying: error))
-                    }
-                    let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                    collector.begin(promise, maximumBodySize: limit)
-                    Self.write(head, body: nil, to: channel)
-                    let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
-                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                        bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(PinnedTLSClient.words(timeout))"))
-                        channel.close(promise: nil)
-                    }
-                    promise.futureResult.whenComplete { _ in timer.cancel() }
-                    return promise.futureResult
-                }
-                .always { _ in channel.close(promise: nil) }
-            }
-        let collected: CollectedResponse
-        do {
-            collected = try await exchange.get()
-        } catch {
-            throw (error as? PinningConnectionError) ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
-        }
+        let collected = try await HTTP1Exchange.plain(
+            target, request: RequestLine(method: .GET, body: nil, maximumBodySize: maximumBodySize), headers: headers, address: resolve(target.host, target.port),
+            configuration: self.configuration, group: self.group)
         return PlainHTTPResponse(url: url, version: collected.head.version, status: collected.head.status, headers: collected.head.headers, body: collected.body)
+    }
+
+    /// One request for the module's own callers (failure reports, CRL downloads), as it is: redirects are returned,
+    /// not followed. An `https` URL goes over this client's pinned connections (``send(_:_:headers:body:resolve:)``);
+    /// an `http` URL is sent in the clear, as by ``getPlainHTTP(_:headers:maximumBodySize:resolve:)``, and only
+    /// when `allowsPlainHTTP` (the caller decided the content needs no transport protection, or that the clear is
+    /// all the destination offers).
+    ///
+    /// - Returns: The response head and body, and the handshake for `https`.
+    /// - Throws: ``PinningConnectionError``; ``PinningConnectionError/Code/invalidRequest`` for any other scheme.
+    func perform(
+        _ url: URL, request: RequestLine, headers: HTTPHeaders, allowsPlainHTTP: Bool
+    ) async throws(PinningConnectionError) -> (response: CollectedResponse, handshake: PinnedHandshake?) {
+        if allowsPlainHTTP, url.scheme?.lowercased() == "http" {
+            let target = try RequestTarget(url, plainHTTP: true)
+            if self.pool.isShutDown {
+                throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+            }
+            let collected = try await HTTP1Exchange.plain(target, request: request, headers: headers, address: nil, configuration: self.configuration, group: self.group)
+            return (collected, nil)
+        }
+        let target = try RequestTarget(url)
+        let exchange = try await self.exchange(target, request: request, headers: headers, resolve: { _, _ in nil })
+        return (CollectedResponse(head: exchange.head, body: exchange.body, bodyMayBeTruncated: exchange.bodyMayBeTruncated), exchange.handshake)
     }
 }

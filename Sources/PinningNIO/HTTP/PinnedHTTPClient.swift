@@ -76,7 +76,8 @@ public final class PinnedHTTPClient: Sendable {
             }, identity: identity, tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
     }
 
-    private init(
+    /// A client over the ``PinnedTLSClient`` `tls` makes from the base TLS configuration (ALPN added for `.automatic`).
+    init(
         tls: (TLSConfiguration?) throws -> PinnedTLSClient,
         identity: TLSIdentity?,
         tlsConfiguration: TLSConfiguration?,
@@ -227,30 +228,9 @@ public final class PinnedHTTPClient: Sendable {
         }
     }
 
-    /// The request head: the caller's headers with `Host` and `User-Agent` set and `dropping` removed (the
-    /// client frames the request itself).
+    /// The request head for this client (its `User-Agent`); see ``HTTP1Exchange/head(_:request:headers:userAgent:dropping:)``.
     func requestHead(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, dropping: [String]) -> HTTPRequestHead {
-        var head = HTTPRequestHead(version: .http1_1, method: request.method, uri: target.pathAndQuery)
-        head.headers = headers
-        head.headers.replaceOrAdd(name: "host", value: target.hostHeader)
-        head.headers.replaceOrAdd(name: "user-agent", value: self.configuration.userAgent)
-        for name in dropping {
-            head.headers.remove(name: name)
-        }
-        // The body is sent whole, so its length is known: Content-Length (HTTP/2 allows it too, RFC 9113 §8.2.2).
-        if let body = request.body {
-            head.headers.replaceOrAdd(name: "content-length", value: String(body.count))
-        }
-        return head
-    }
-
-    /// Writes the request: its head, the body if any, the end.
-    static func write(_ head: HTTPRequestHead, body: [UInt8]?, to channel: any Channel) {
-        channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        if let body, !body.isEmpty {
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
-        }
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        HTTP1Exchange.head(target, request: request, headers: headers, userAgent: self.configuration.userAgent, dropping: dropping)
     }
 
     /// A request's method and body.
@@ -259,6 +239,9 @@ public final class PinnedHTTPClient: Sendable {
         var body: [UInt8]?
         /// This request's cap on the response body (nil: the configuration's).
         var maximumBodySize: Int? = nil
+        /// Only the status and headers matter (a failure report): the exchange ends at the response head, the
+        /// body is not read, and the connection is closed after it (`Connection: close` is sent).
+        var statusOnly = false
 
         /// Safe to send again when a reused connection turns out closed (RFC 9110 §9.2.2).
         var isIdempotent: Bool {
@@ -286,7 +269,7 @@ public final class PinnedHTTPClient: Sendable {
 
     /// One request on a pooled or new connection. A reused connection that the server closed while idle is
     /// replaced once (GET is idempotent).
-    private func exchange(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, resolve: Resolve) async throws(PinningConnectionError) -> HTTPExchange {
+    func exchange(_ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, resolve: Resolve) async throws(PinningConnectionError) -> HTTPExchange {
         let address = resolve(target.host, target.port)
         let key = HTTPConnectionPool.Key(host: target.host.lowercased(), port: target.port, address: address?.description)
         if self.pool.isShutDown {
@@ -441,35 +424,26 @@ public final class PinnedHTTPClient: Sendable {
         let channel = connection.channel
         let timeout = self.configuration.requestTimeout
         let host = target.host
-        let maximumBodySize = self.configuration.maximumBodySize
+        let limit = request.maximumBodySize ?? self.configuration.maximumBodySize
         let events = ConnectionEvents()
+        let opened = channel.eventLoop.flatSubmit {
+            multiplexer.createStreamChannel { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                    try stream.pipeline.syncOperations.addHandler(HTTPResponseCollector(host: host, maximumBodySize: limit, events: events))
+                }
+            }
+        }
         let collected: CollectedResponse
         do {
-            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
-                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                let collector = NIOLoopBound(
-                    HTTPResponseCollector(host: host, maximumBodySize: request.maximumBodySize ?? maximumBodySize, events: events), eventLoop: channel.eventLoop)
-                collector.value.begin(promise)
-                multiplexer.createStreamChannel { stream in
-                    stream.eventLoop.makeCompletedFuture {
-                        try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                        try stream.pipeline.syncOperations.addHandler(collector.value)
-                    }
-                }.whenComplete { result in
-                    switch result {
-                    case .success(let stream):
-                        Self.write(head, body: request.body, to: stream)
-                        let timer = stream.eventLoop.scheduleTask(in: timeout) {
-                            collector.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))
-                            stream.close(promise: nil)
-                        }
-                        promise.futureResult.whenComplete { _ in timer.cancel() }
-                    case .failure(let error):
-                        let code: PinningConnectionError.Code = channel.isActive ? .httpFailed : .connectionClosed
-                        collector.value.fail(PinningConnectionError(code: code, host: host, message: "an HTTP/2 stream could not be opened", underlying: error))
-                    }
+            collected = try await opened.flatMapError { error -> EventLoopFuture<any Channel> in
+                let code: PinningConnectionError.Code = channel.isActive ? .httpFailed : .connectionClosed
+                return channel.eventLoop.makeFailedFuture(PinningConnectionError(code: code, host: host, message: "an HTTP/2 stream could not be opened", underlying: error))
+            }.flatMap { stream in
+                HTTP1Exchange.run(head, request: request, on: stream, events: events, host: host, timeout: timeout).always { _ in
+                    // A status-only request does not read the body: the stream is reset, the connection stays.
+                    if request.statusOnly { stream.close(promise: nil) }
                 }
-                return promise.futureResult
             }.get()
         } catch {
             var failure =
@@ -484,44 +458,25 @@ public final class PinnedHTTPClient: Sendable {
     private func send(
         _ target: RequestTarget, request: RequestLine, headers: HTTPHeaders, on connection: HTTPConnection, key: HTTPConnectionPool.Key
     ) async throws(PinningConnectionError) -> HTTPExchange {
-        let head = self.requestHead(target, request: request, headers: headers, dropping: ["connection", "content-length", "transfer-encoding"])
-        let channel = connection.channel
-        let timeout = self.configuration.requestTimeout
-        let host = target.host
-        let events = connection.events
+        var head = self.requestHead(target, request: request, headers: headers, dropping: ["connection", "content-length", "transfer-encoding"])
+        if request.statusOnly {
+            // The body will not be read, so the connection cannot carry another request: say so.
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        }
         let collected: CollectedResponse
         do {
-            collected = try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<CollectedResponse> in
-                let collector: HTTPResponseCollector
-                do {
-                    collector = try channel.pipeline.syncOperations.handler(type: HTTPResponseCollector.self)
-                } catch {
-                    // The connection closed before the request (a TLS 1.3 server's alert refusing our client
-                    // certificate arrives right after the handshake): report what closed it.
-                    return channel.eventLoop.makeFailedFuture(
-                        events.failure ?? PinningConnectionError(code: .connectionClosed, host: host, message: "the server closed the connection before the request was sent", underlying: error)
-                    )
-                }
-                let promise = channel.eventLoop.makePromise(of: CollectedResponse.self)
-                collector.begin(promise, maximumBodySize: request.maximumBodySize)
-                Self.write(head, body: request.body, to: channel)
-                let bound = NIOLoopBound(collector, eventLoop: channel.eventLoop)
-                let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    bound.value.fail(PinningConnectionError(code: .timedOut, host: host, message: "no complete response within \(timeout)"))
-                    channel.close(promise: nil)
-                }
-                promise.futureResult.whenComplete { _ in timer.cancel() }
-                return promise.futureResult
-            }.get()
+            collected = try await HTTP1Exchange.run(
+                head, request: request, on: connection.channel, events: connection.events, host: target.host, timeout: self.configuration.requestTimeout
+            ).get()
         } catch {
             connection.closeInBackground()
             var failure =
                 (error as? PinningConnectionError)
-                ?? PinningConnectionError(code: .httpFailed, host: host, message: "the request failed", underlying: error)
+                ?? PinningConnectionError(code: .httpFailed, host: target.host, message: "the request failed", underlying: error)
             failure.handshake = connection.handshake
             throw failure
         }
-        if collected.head.isKeepAlive && channel.isActive {
+        if collected.head.isKeepAlive && connection.channel.isActive && !request.statusOnly {
             if !self.pool.put(connection, for: key) {
                 connection.closeInBackground()
             }

@@ -1,15 +1,18 @@
 public import Foundation
 public import NIOCore
+import NIOHTTP1
 public import NIOPosix
 public import Pinning
 
 /// Delivers pin failure reports with an HTTP POST (`Content-Type: application/json`) over NIO, with a
 /// bounded timeout per attempt and a bounded number of attempts.
 ///
-/// `https://` report URIs go through this package's own ``PinnedTLSClient`` with the reporter's own
-/// ``evaluator`` and ``trust``: by default ``SecurityPolicy/defaultEvaluation`` against the platform roots,
+/// Reports go through this package's own client path, a ``PinnedHTTPClient`` (one per ``send(_:to:)``, on a TLS
+/// context shared with every reporter of equal settings). `https://` collectors are judged by the reporter's own
+/// ``evaluator`` and ``settings``: by default ``SecurityPolicy/defaultEvaluation`` against the platform roots,
 /// and never the pins whose failure is being reported, so a report about a pin failure is not blocked by that
-/// pin. `http://` URIs are posted in the clear, as RFC 7469 collectors sometimes are.
+/// pin. `http://` URIs are posted in the clear, as RFC 7469 collectors sometimes are. Only the status of the
+/// answer is read (`Connection: close`; the body is not waited for), and redirects are not followed.
 ///
 /// A 2xx status is a delivery; anything else (or no answer) is retried after ``retryDelay``, doubled each
 /// time, until ``maximumAttempts``. Hand the reporter to a ``PinFailureReportQueue`` to rate-limit it and to
@@ -49,6 +52,8 @@ public struct HTTPPinFailureReporter: Sendable {
     public var group: any EventLoopGroup
     /// Called with the outcome for each URI (a diagnostic hook; keep it fast).
     public var onOutcome: (@Sendable (Outcome) -> Void)?
+    /// Where the client of each batch takes its TLS context (tests count them).
+    package var contexts: ClientTLSContexts = .shared
 
     /// A reporter with the given bounds.
     ///
@@ -117,9 +122,9 @@ public struct HTTPPinFailureReporter: Sendable {
             }
             return
         }
-        let tls: PinnedTLSClient
+        let client: PinnedHTTPClient
         do {
-            tls = try PinnedTLSClient(evaluator: self.evaluator, settings: self.settings)
+            client = try self.makeClient()
         } catch {
             for uri in uris {
                 self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "no TLS context for the report: \(error)"))
@@ -128,31 +133,44 @@ public struct HTTPPinFailureReporter: Sendable {
         }
         await withTaskGroup(of: Void.self) { group in
             for uri in uris {
-                group.addTask { await self.deliver(body, to: uri, tls: tls) }
+                group.addTask { await self.deliver(body, to: uri, with: client) }
             }
         }
+        await client.shutdown()
     }
 
-    private func deliver(_ body: [UInt8], to uri: URL, tls: PinnedTLSClient) async {
-        let target: ReportTarget
-        switch ReportTarget.parse(uri) {
-        case .success(let parsed):
-            target = parsed
-        case .failure(let problem):
-            self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: problem.message))
+    /// The client of one batch: ``timeout`` for connecting (with the handshake) and for the status, no redirects,
+    /// HTTP/1.1, the reporter's own evaluator and settings.
+    func makeClient() throws -> PinnedHTTPClient {
+        let timeout = Self.timeAmount(self.timeout)
+        let configuration = PinnedHTTPClientConfiguration(connectTimeout: timeout, requestTimeout: timeout, maximumRedirects: 0, httpVersions: .http1Only)
+        let (evaluator, settings, contexts) = (self.evaluator, self.settings, self.contexts)
+        return try PinnedHTTPClient(
+            tls: { base in
+                try PinnedTLSClient(evaluator: evaluator, settings: settings, identity: nil, configuration: base, keyLog: nil, contexts: contexts)
+            }, identity: nil, tlsConfiguration: nil, configuration: configuration, group: self.group)
+    }
+
+    private func deliver(_ body: [UInt8], to uri: URL, with client: PinnedHTTPClient) async {
+        let scheme = uri.scheme?.lowercased()
+        guard scheme == "https" || scheme == "http" else {
+            self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "not an https:// or http:// URI"))
             return
         }
-        let timeout = Self.timeAmount(self.timeout)
+        guard let host = uri.host, !host.isEmpty else {
+            self.onOutcome?(Outcome(uri: uri, delivered: false, attempts: 0, status: nil, message: "the URI has no host"))
+            return
+        }
         // The properties are public vars: whatever a caller stored, at least one attempt, and a pause that stays
         // within an hour (doubling an extreme Duration would otherwise overflow).
         let maximumAttempts = max(1, self.maximumAttempts)
         let longestDelay = Duration.seconds(3600)
         var delay = min(max(self.retryDelay, .zero), longestDelay)
-        var last = ReportPoster.Response(status: nil, message: "not attempted")
+        var last: (status: Int?, message: String) = (nil, "not attempted")
         var attempts = 0
         for attempt in 1...maximumAttempts {
             attempts = attempt
-            last = await ReportPoster.post(body, to: target, tls: tls, group: self.group, timeout: timeout)
+            last = await Self.post(body, to: uri, with: client)
             if let status = last.status, (200..<300).contains(status) {
                 self.onOutcome?(Outcome(uri: uri, delivered: true, attempts: attempt, status: status, message: last.message))
                 return
@@ -170,6 +188,20 @@ public struct HTTPPinFailureReporter: Sendable {
             Outcome(uri: uri, delivered: false, attempts: attempts, status: last.status, message: last.message)
         )
     }
+
+    /// One POST of the report: the status, or why there is none (a refused collector with its trust failure,
+    /// "untrusted: …").
+    private static func post(_ body: [UInt8], to uri: URL, with client: PinnedHTTPClient) async -> (status: Int?, message: String) {
+        let request = PinnedHTTPClient.RequestLine(method: .POST, body: body, statusOnly: true)
+        do {
+            let (response, _) = try await client.perform(uri, request: request, headers: HTTPHeaders([("content-type", "application/json")]), allowsPlainHTTP: true)
+            let status = Int(response.head.status.code)
+            return (status, "HTTP \(status)")
+        } catch {
+            return (nil, error.trustFailure != nil ? error.description : error.message)
+        }
+    }
+
     /// `duration` as NIO's nanosecond count, saturating instead of trapping: a negative duration is zero, one
     /// beyond `Int64.max` nanoseconds (about 292 years) is `Int64.max`.
     static func timeAmount(_ duration: Duration) -> TimeAmount {

@@ -9,8 +9,10 @@ public import X509
 /// Downloads CRLs from certificates' distribution points (RFC 5280 §4.2.1.13) and keeps them until their
 /// nextUpdate. Off unless a caller makes one: `check --fetch-crls`, or a ``RevocationFetchingEvaluator``.
 ///
-/// - `http://` is fetched in the clear (CRLs are signed, and that is how CAs publish them); `https://` over a
-///   ``PinnedTLSClient`` judged by the platform roots, so a CRL is never blocked by the pins it serves.
+/// - Downloads go through this package's own client path, a ``PinnedHTTPClient`` (its one HTTP/1.1 exchange, on a
+///   TLS context shared with every client of equal TLS settings). `http://` is fetched in the clear (RFC 5280 CRLs
+///   are signed, and that is how CAs publish them); `https://` over a pinned connection judged by the platform
+///   roots, so a CRL is never blocked by the pins it serves.
 /// - Each download is bounded: ``timeout`` for connecting and for the whole response, ``maximumSize`` bytes,
 ///   a 200 answer only, no redirects.
 /// - A downloaded CRL is kept until its nextUpdate. Within ``refreshMargin`` of it, the cached CRL is still
@@ -40,6 +42,8 @@ public final class CRLFetcher: Sendable {
     public let failureBackoff: TimeInterval
 
     private let group: any EventLoopGroup
+    /// Where the client of each download takes its TLS context.
+    private let contexts: ClientTLSContexts
     private let clock: @Sendable () -> Date
     private let state = NIOLockedValueBox(State())
 
@@ -73,18 +77,32 @@ public final class CRLFetcher: Sendable {
     ///   - maximumSize: Default 16 MiB (a 100,000-entry CRL is about 5 MiB).
     ///   - refreshMargin: Default one hour.
     ///   - failureBackoff: Default 30 seconds.
-    public init(
+    public convenience init(
         timeout: TimeAmount = .seconds(5),
         maximumSize: Int = 16 * 1024 * 1024,
         refreshMargin: TimeInterval = 3600,
         failureBackoff: TimeInterval = 30,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.init(timeout: timeout, maximumSize: maximumSize, refreshMargin: refreshMargin, failureBackoff: failureBackoff, group: group, contexts: .shared)
+    }
+
+    /// As ``init(timeout:maximumSize:refreshMargin:failureBackoff:group:)``, `https` downloads taking their TLS
+    /// context from `contexts`.
+    package init(
+        timeout: TimeAmount = .seconds(5),
+        maximumSize: Int = 16 * 1024 * 1024,
+        refreshMargin: TimeInterval = 3600,
+        failureBackoff: TimeInterval = 30,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        contexts: ClientTLSContexts
+    ) {
         self.timeout = timeout
         self.maximumSize = min(max(maximumSize, 1), CertificateRevocationList.maximumSize)
         self.refreshMargin = refreshMargin
         self.failureBackoff = failureBackoff
         self.group = group
+        self.contexts = contexts
         self.clock = { Date() }
     }
 
@@ -179,137 +197,46 @@ public final class CRLFetcher: Sendable {
 
     // MARK: - HTTP
 
+    /// `url`'s body, through the module's client path: `http` in the clear (RFC 5280's distribution points publish
+    /// signed CRLs over plain HTTP, and the signature is what counts), `https` over a pinned connection judged by
+    /// the platform roots and the host name, no pins (a CRL is never blocked by the policy of the connection it is
+    /// about). A 200 answer only, no redirects, at most ``maximumSize`` bytes.
     private func get(_ url: URL) async throws(FetchError) -> [UInt8] {
         let scheme = url.scheme?.lowercased()
-        guard scheme == "http" || scheme == "https", var host = url.host, !host.isEmpty else {
+        guard scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
             throw FetchError(url: url, message: "not an http:// or https:// URL")
         }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        let secure = scheme == "https"
-        let port = url.port ?? (secure ? 443 : 80)
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?" + query }
-        let maximumSize = self.maximumSize
-        let configure: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                try channel.pipeline.syncOperations.addHandler(CRLDownloadHandler(maximumSize: maximumSize))
-            }
-        }
-        let channel: any Channel
+        let configuration = PinnedHTTPClientConfiguration(
+            connectTimeout: self.timeout, requestTimeout: self.timeout, maximumRedirects: 0, maximumBodySize: self.maximumSize, httpVersions: .http1Only)
+        let client: PinnedHTTPClient
         do {
-            if secure {
-                // The platform roots and the host name, no pins: a CRL is signed, and is never blocked by the
-                // policy of the connection it is about.
-                let tls = try PinnedTLSClient(evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings())
-                channel = try await tls.connect(host: host, port: port, group: self.group, timeout: self.timeout, configure: configure).channel
-            } else {
-                channel = try await ClientBootstrap(group: self.group)
-                    .connectTimeout(self.timeout)
-                    .channelInitializer(configure)
-                    .connect(host: host, port: port)
-                    .get()
-            }
-        } catch let error as PinningConnectionError {
-            throw FetchError(url: url, message: error.message)
+            let contexts = self.contexts
+            client = try PinnedHTTPClient(
+                tls: { base in
+                    try PinnedTLSClient(evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(), identity: nil, configuration: base, keyLog: nil, contexts: contexts)
+                }, identity: nil, tlsConfiguration: nil, configuration: configuration, group: self.group)
         } catch {
-            throw FetchError(url: url, message: ConnectionFailureWords.connectProblem(error, host: host, port: port))
+            throw FetchError(url: url, message: "no TLS context for the download: \(ConnectionFailureWords.words(error))")
         }
-        defer { channel.close(promise: nil) }
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
-        head.headers.add(name: "host", value: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
-        head.headers.add(name: "user-agent", value: "swift-pinning")
-        head.headers.add(name: "accept", value: "application/pkix-crl, application/x-pkcs7-crl, */*")
-        head.headers.add(name: "connection", value: "close")
-        let requestHead = head
-        let timeout = self.timeout
+        let result: Result<CollectedResponse, PinningConnectionError>
         do {
-            return try await channel.eventLoop.flatSubmit { () -> EventLoopFuture<[UInt8]> in
-                let handler: CRLDownloadHandler
-                do {
-                    handler = try channel.pipeline.syncOperations.handler(type: CRLDownloadHandler.self)
-                } catch {
-                    return channel.eventLoop.makeFailedFuture(CRLDownloadHandler.Failure(message: "the server closed the connection"))
-                }
-                let promise = channel.eventLoop.makePromise(of: [UInt8].self)
-                handler.begin(promise)
-                channel.write(HTTPClientRequestPart.head(requestHead), promise: nil)
-                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-                let timer = channel.eventLoop.scheduleTask(in: timeout) {
-                    promise.fail(CRLDownloadHandler.Failure(message: "no complete answer within \(timeout.nanoseconds / 1_000_000) ms"))
-                    channel.close(promise: nil)
-                }
-                promise.futureResult.whenComplete { _ in timer.cancel() }
-                return promise.futureResult
-            }.get()
-        } catch let failure as CRLDownloadHandler.Failure {
-            throw FetchError(url: url, message: failure.message)
+            let accept = HTTPHeaders([("accept", "application/pkix-crl, application/x-pkcs7-crl, */*")])
+            result = .success(try await client.perform(url, request: .init(method: .GET, body: nil), headers: accept, allowsPlainHTTP: true).response)
         } catch {
-            throw FetchError(url: url, message: ConnectionFailureWords.words(error))
+            result = .failure(error)
         }
-    }
-}
-
-/// Collects one HTTP response body, refusing anything but 200 and anything over the size limit.
-final class CRLDownloadHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-
-    struct Failure: Error {
-        var message: String
-    }
-
-    private let maximumSize: Int
-    private var promise: EventLoopPromise<[UInt8]>?
-    private var body: [UInt8] = []
-    private var status: HTTPResponseStatus?
-
-    init(maximumSize: Int) {
-        self.maximumSize = maximumSize
-    }
-
-    func begin(_ promise: EventLoopPromise<[UInt8]>) {
-        self.promise = promise
-    }
-
-    private func finish(_ result: Result<[UInt8], Failure>, context: ChannelHandlerContext) {
-        guard let promise = self.promise else { return }
-        self.promise = nil
+        await client.shutdown()
         switch result {
-        case .success(let bytes): promise.succeed(bytes)
-        case .failure(let failure):
-            promise.fail(failure)
-            context.close(promise: nil)
-        }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch self.unwrapInboundIn(data) {
-        case .head(let head):
-            self.status = head.status
-            guard head.status == .ok else {
-                self.finish(.failure(Failure(message: "the server answered HTTP \(head.status.code) \(head.status.reasonPhrase)")), context: context)
-                return
+        case .success(let response) where response.head.status == .ok:
+            return response.body
+        case .success(let response):
+            throw FetchError(url: url, message: "the server answered HTTP \(response.head.status.code) \(response.head.status.reasonPhrase)")
+        case .failure(let error):
+            if let limit = error.exceededBodyLimit {
+                throw FetchError(url: url, message: "the CRL is larger than \(limit) bytes")
             }
-        case .body(var buffer):
-            guard self.status == .ok else { return }
-            if self.body.count + buffer.readableBytes > self.maximumSize {
-                self.finish(.failure(Failure(message: "the CRL is larger than \(self.maximumSize) bytes")), context: context)
-                return
-            }
-            self.body += buffer.readBytes(length: buffer.readableBytes) ?? []
-        case .end:
-            guard self.status == .ok else { return }
-            self.finish(.success(self.body), context: context)
+            throw FetchError(url: url, message: error.message)
         }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.finish(.failure(Failure(message: "the connection closed before the CRL was complete")), context: context)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.finish(.failure(Failure(message: ConnectionFailureWords.words(error))), context: context)
     }
 }
 

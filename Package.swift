@@ -476,6 +476,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The report collector (issue 30): in process on a real SQLite file and a real PostgreSQL server on the
+        // loopback, and as the built executable (signals, restarts, headless Chromium on the dashboard).
+        .testTarget(
+            name: "PinningCollectorTests",
+            dependencies: [
+                "Pinning",
+                "PinningCollector",
+                "PinningTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PinningCLITests",
             dependencies: [

@@ -73,6 +73,11 @@ public struct ListenAddress: Sendable, Equatable {
     public var host: String
     public var port: Int
 
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
     public static func parse(_ text: String) throws(CollectorOptionError) -> ListenAddress {
         let host: Substring
         let portText: Substring

@@ -72,9 +72,15 @@ public actor IngestWriter: Service {
     }
 
     public func run() async throws {
-        await withGracefulShutdownHandler {
-            await self.loop()
-        } onGracefulShutdown: {
+        // A graceful shutdown and a cancellation both stop the intake and drain the queue: what was accepted is
+        // stored either way.
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await self.loop()
+            } onGracefulShutdown: {
+                Task { await self.beginStopping() }
+            }
+        } onCancel: {
             Task { await self.beginStopping() }
         }
     }

@@ -30,6 +30,13 @@ public struct CollectorSummary: Sendable, Equatable, Codable {
     public var occurrences: Int64
     public var hosts: Int64
     public var sources: Int64
+
+    public init(reports: Int64, occurrences: Int64, hosts: Int64, sources: Int64) {
+        self.reports = reports
+        self.occurrences = occurrences
+        self.hosts = hosts
+        self.sources = sources
+    }
 }
 
 /// One host of `GET /api/hosts`.

@@ -49,9 +49,15 @@ public final class SQLiteReportDatabase: SQLDatabase {
     }
 
     public func close() async {
-        // A failed close leaves nothing to do at shutdown; SQLite's WAL is checkpointed by the next open.
-        try? await self.reader.close()
-        try? await self.writer.close()
+        // In a task of its own: closing happens on the way out of a cancelled task too (the collector stopped by
+        // cancellation), and SQLiteNIO's close must still run. A failed close leaves nothing to do at shutdown;
+        // SQLite's WAL is checkpointed by the next open.
+        let reader = self.reader
+        let writer = self.writer
+        await Task {
+            try? await reader.close()
+            try? await writer.close()
+        }.value
     }
 
     private struct Session: SQLSession {

@@ -484,6 +484,8 @@ let package = Package(
                 "Pinning",
                 "PinningCollector",
                 "PinningTestSupport",
+                // Built for the process tests (signals, restarts, Chromium), which run the executable.
+                "pinning-collector",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -55,7 +55,14 @@ struct CollectorCommand: AsyncParsableCommand {
     static func main() async {
         let command: CollectorCommand
         do {
-            command = try parseAsRoot() as? CollectorCommand ?? CollectorCommand.parse([])
+            let parsed = try parseAsRoot()
+            guard let collector = parsed as? CollectorCommand else {
+                // `--help` and friends parse to ArgumentParser's own commands, which print and return.
+                var other = parsed
+                try other.run()
+                Foundation.exit(0)
+            }
+            command = collector
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
             // ArgumentParser's own words (the option, its help line, the usage), as every `pinning` command

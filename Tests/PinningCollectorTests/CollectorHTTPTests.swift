@@ -54,6 +54,11 @@ struct CollectorHTTPTests {
         #expect(Set(served.compactMap { $0["pin"] as? String }) == Set(self.fixtures.intercepting.presented.map { Pin(spkiOf: $0).base64 }))
         #expect(served.allSatisfy { $0["sources"] as? Int == 1 && $0["occurrences"] as? Int == 1 })
         #expect(www["knownPins"] as? [String] == [Pin(spkiOf: self.fixtures.genuine.root.certificate).base64])
+        // TrustKit sends only the validated chain (the server's chain as the device saw it): its keys are the served ones.
+        let api = try #require(hosts.first { $0["host"] as? String == "api.example.test" })
+        let apiServed = try #require(api["servedPins"] as? [[String: Any]])
+        #expect(Set(apiServed.compactMap { $0["pin"] as? String }) == Set(self.fixtures.intercepting.all.map { Pin(spkiOf: $0).base64 }))
+        #expect(apiServed.allSatisfy { $0["occurrences"] as? Int == 3 })
 
         // Filters, paging with the cursor, the CSV.
         let first = try await collector.json("/api/reports?limit=2")

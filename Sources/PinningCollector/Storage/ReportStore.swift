@@ -286,6 +286,10 @@ public struct ReportStore: Sendable {
     }
 
     /// The hosts with the most occurrences first.
+    ///
+    /// `servedPins` are the keys the server presented: the served chain's, or, for a report without one (TrustKit
+    /// sends only `validated-certificate-chain`, which is the server's chain as the device validated it), the
+    /// validated chain's.
     public func hosts(since: Int64?, limit: Int, host: String? = nil) async throws -> [HostSummary] {
         let since = since ?? Int64.min
         var filter = "received_at >= ?"
@@ -335,7 +339,7 @@ public struct ReportStore: Sendable {
             """
             SELECT r.host, p.pin, CAST(MIN(p.position) AS BIGINT), COUNT(DISTINCT r.source_hash), CAST(SUM(r.occurrences) AS BIGINT), CAST(MAX(r.id) AS BIGINT)
             FROM report_pins p JOIN reports r ON r.id = p.report_id
-            WHERE p.role = 'served' AND r.received_at >= ? AND r.host IN (\(inList))
+            WHERE (p.role = 'served' OR (p.role = 'validated' AND r.served_pins = '')) AND r.received_at >= ? AND r.host IN (\(inList))
             GROUP BY r.host, p.pin ORDER BY 5 DESC, p.pin
             """,
             hostBinds

@@ -53,6 +53,18 @@ struct CollectorCommand: AsyncParsableCommand {
     var verbose = false
 
     static func main() async {
+        // `pinning-collector bench …` (what `pinning bench collector` runs): the benchmark, not the server.
+        if CommandLine.arguments.dropFirst().first == "bench" {
+            do {
+                let bench = try CollectorBench.parse(Array(CommandLine.arguments.dropFirst(2)))
+                try await bench.run()
+                Foundation.exit(0)
+            } catch {
+                if exitCode(for: error) == .success { CollectorBench.exit(withError: error) }
+                FileHandle.standardError.write(Data(("pinning bench collector: " + CollectorBench.fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+        }
         let command: CollectorCommand
         do {
             let parsed = try parseAsRoot()

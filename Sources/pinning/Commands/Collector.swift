@@ -38,13 +38,18 @@ extension PinningCommand {
         }
 
         func run() throws {
+            try Self.handOver(self.arguments)
+        }
+
+        /// Replaces this process with `pinning-collector ARGUMENTS`; returns only by throwing.
+        static func handOver(_ arguments: [String]) throws {
             let path = Self.collectorPath()
             guard FileManager.default.isExecutableFile(atPath: path) else {
                 throw InputError(
                     "collector: \(path) is not there; the collector is its own executable: build it with `swift build --product pinning-collector` and install it beside pinning"
                 )
             }
-            let argv = [path] + self.arguments
+            let argv = [path] + arguments
             var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
             cArguments.append(nil)
             fflush(nil)

@@ -104,6 +104,10 @@ public struct CollectorRoutes: Sendable {
         } catch is NIOTooManyBytesError {
             self.metrics.refuse(.tooLarge)
             return Self.text(.contentTooLarge, "the body is larger than \(limit) bytes")
+        } catch {
+            // The client stopped sending (or broke the framing) part-way: its doing, so a 400, not a 500.
+            self.metrics.refuse(.malformed)
+            return Self.text(.badRequest, "the body could not be read whole")
         }
         let reports: [NormalizedReport]
         do {

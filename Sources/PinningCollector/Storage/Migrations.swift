@@ -55,9 +55,11 @@ enum Migrations {
                 """,
                 // De-duplication: one row per identical report per window (the upsert's conflict target).
                 "CREATE UNIQUE INDEX reports_identity ON reports (fingerprint, window_start)",
-                "CREATE INDEX reports_received ON reports (received_at)",
+                // Covering indexes: the summary, the host list and the chart read only these, never the wide rows
+                // (raw JSON and PEM chains), which keeps them fast with a million stored reports.
+                "CREATE INDEX reports_received ON reports (received_at, host, source_hash, occurrences, last_seen_at, enforced, result)",
                 "CREATE INDEX reports_last_seen ON reports (last_seen_at)",
-                "CREATE INDEX reports_host ON reports (host, received_at)",
+                "CREATE INDEX reports_host ON reports (host, received_at, occurrences)",
                 // Each pin of a stored report, for the per-host views (served keys against known pins).
                 """
                 CREATE TABLE report_pins (

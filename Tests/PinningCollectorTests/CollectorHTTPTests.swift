@@ -196,7 +196,9 @@ struct CollectorHTTPTests {
         #expect(page.body.contains("rotation: a pinned key is on the same chain") || page.body.contains("rotation: chains to a known CA"))
         #expect(page.body.contains("possible interception"))
         #expect(page.body.contains("add sha256/\(Pin(spkiOf: rotated.certificate).base64)"))
+        #expect(!page.body.contains("type=\"hidden\""), "no host was asked for")
         let one = try await collector.request(.GET, "/?host=mitm.example.test", authorized: true)
+        #expect(one.body.contains("<input type=\"hidden\" name=\"host\" value=\"mitm.example.test\">"))
         #expect(one.body.contains("do not add sha256/\(Pin(spkiOf: self.fixtures.intercepting.leaf.certificate).base64)"))
         #expect(try await collector.request(.GET, "/?since=garbage", authorized: true).status == 400)
     }

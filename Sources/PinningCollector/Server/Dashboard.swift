@@ -73,7 +73,7 @@ struct Dashboard: Sendable {
         for summary in hosts.prefix(selectedHost == nil ? 5 : 1) {
             details.append(try await self.detail(summary, store: store, from: from, now: nowMilliseconds))
         }
-        let context: [String: Any] = [
+        var context: [String: Any] = [
             "since": ReportStore.time(from),
             "summary": [
                 "reports": summary.reports, "occurrences": summary.occurrences, "hosts": summary.hosts, "sources": summary.sources,
@@ -81,8 +81,9 @@ struct Dashboard: Sendable {
             "hosts": hostRows,
             "noHosts": hostRows.isEmpty,
             "details": details,
-            "selectedHost": selectedHost.map { ["host": $0] } as Any,
         ]
+        // Only when a host was asked for: the template's section is rendered for any value present.
+        if let selectedHost { context["selectedHost"] = ["host": selectedHost] }
         return self.library.render(context, withTemplate: "page") ?? ""
     }
 

@@ -252,6 +252,9 @@ let package = Package(
             dependencies: [
                 "Pinning",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // --tls-identity: HTTPS through Hummingbird's own TLS channel (NIOSSL, already in the graph).
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -491,6 +494,7 @@ let package = Package(
                 // Built for the process tests (signals, restarts, Chromium), which run the executable.
                 "pinning-collector",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,7 +1,10 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 public import Logging
 import NIOCore
+import NIOSSL
 import Prometheus
 import ServiceLifecycle
 public import UnixSignals
@@ -23,6 +26,9 @@ public struct Collector: Sendable {
     public var database: DatabaseURL
     public var settings: CollectorSettings
     public var anchors: [Certificate] = []
+    /// `--tls-identity`: a PEM file holding the certificate chain (leaf first) and its unencrypted private key;
+    /// nil serves plain HTTP.
+    public var tlsIdentity: String?
     public var logger: Logger
 
     public init(listen: ListenAddress, database: DatabaseURL, settings: CollectorSettings, logger: Logger) {
@@ -38,6 +44,7 @@ public struct Collector: Sendable {
     ///   (database: sqlite)`) and the bound port.
     public func run(signals: [UnixSignal] = [.sigterm, .sigint], started: @escaping @Sendable (String, Int) -> Void) async throws {
         let metrics = CollectorMetrics()
+        let server = try self.serverBuilder()
         switch self.database {
         case .sqlite(let path):
             let database: SQLiteReportDatabase
@@ -47,7 +54,7 @@ public struct Collector: Sendable {
                 throw StartError(description: "--database sqlite:\(path): cannot open the file (\(Self.words(error)))", exitStatus: 2)
             }
             do {
-                try await self.serve(database: database, metrics: metrics, signals: signals, started: started)
+                try await self.serve(database: database, metrics: metrics, server: server, signals: signals, started: started)
             } catch {
                 await database.close()
                 throw error
@@ -58,7 +65,7 @@ public struct Collector: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
                 do {
-                    try await self.serve(database: database, metrics: metrics, signals: signals, started: started)
+                    try await self.serve(database: database, metrics: metrics, server: server, signals: signals, started: started)
                 } catch {
                     group.cancelAll()
                     throw error
@@ -68,7 +75,37 @@ public struct Collector: Sendable {
         }
     }
 
-    private func serve(database: any SQLDatabase, metrics: CollectorMetrics, signals: [UnixSignal], started: @escaping @Sendable (String, Int) -> Void) async throws {
+    /// Plain HTTP/1.1, or HTTPS with `--tls-identity` (its chain and key read and checked before anything else).
+    private func serverBuilder() throws -> HTTPServerBuilder {
+        guard let path = self.tlsIdentity else { return .http1() }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw StartError(description: "--tls-identity \(path): cannot read the file", exitStatus: 2)
+        }
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): no PEM certificate could be read", exitStatus: 2)
+        }
+        guard !chain.isEmpty else { throw StartError(description: "--tls-identity \(path): no CERTIFICATE block", exitStatus: 2) }
+        do {
+            key = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): no unencrypted PEM private key could be read", exitStatus: 2)
+        }
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        do {
+            return try .tls(.http1(), tlsConfiguration: configuration)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): the certificate and key do not make a TLS server (\(Self.words(error)))", exitStatus: 2)
+        }
+    }
+
+    private func serve(database: any SQLDatabase, metrics: CollectorMetrics, server: HTTPServerBuilder, signals: [UnixSignal], started: @escaping @Sendable (String, Int) -> Void) async throws {
         let store = ReportStore(database: database, deduplicationWindowMilliseconds: Int64(self.settings.deduplicationSeconds) * 1000)
         let salt: [UInt8]
         do {
@@ -83,11 +120,15 @@ public struct Collector: Sendable {
         }
         let writer = IngestWriter(store: store, metrics: metrics, logger: self.logger)
         let retention = RetentionService(writer: writer, days: self.settings.retentionDays, metrics: metrics, logger: self.logger)
-        let routes = CollectorRoutes(settings: self.settings, store: store, writer: writer, metrics: metrics, sourceSalt: salt, anchors: KnownAuthorities(certificates: self.anchors))
+        var settings = self.settings
+        // Over HTTPS the dashboard's cookie is Secure.
+        settings.secure = settings.secure || self.tlsIdentity != nil
+        let routes = CollectorRoutes(settings: settings, store: store, writer: writer, metrics: metrics, sourceSalt: salt, anchors: KnownAuthorities(certificates: self.anchors))
         let kind = database.kind.rawValue
-        let scheme = self.settings.secure ? "https" : "http"
+        let scheme = self.tlsIdentity == nil ? "http" : "https"
         let app = Application(
             router: routes.router(),
+            server: server,
             configuration: .init(address: .hostname(self.listen.host, port: self.listen.port), serverName: nil),
             services: [writer, retention],
             onServerRunning: { channel in

@@ -31,7 +31,7 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-file"), help: ArgumentHelp("A file whose first line is the API and dashboard token (16 characters or more).", valueName: "file"))
     var tokenFile: String
 
-    @Option(name: .customLong("tls-identity"), help: ArgumentHelp("Serve HTTPS: a PEM file with the certificate chain and its private key.", valueName: "file"))
+    @Option(name: .customLong("tls-identity"), help: ArgumentHelp("Serve HTTPS: a PEM file with the certificate chain (leaf first) and its unencrypted private key.", valueName: "file"))
     var tlsIdentity: String?
 
     @Option(name: .customLong("retention-days"), help: ArgumentHelp("Delete reports last seen more than this many days ago (1 to 36,500; hourly).", valueName: "days"))
@@ -115,9 +115,8 @@ struct CollectorCommand: AsyncParsableCommand {
         settings.maxReportBytes = try Self.integer(self.maxReportBytes, option: "--max-report-bytes", range: 1024...16_777_216)
         settings.ratePerMinute = try RateOption.parse(self.rate).perMinute
         settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
-        if self.tlsIdentity != nil {
-            throw CollectorOptionError("--tls-identity: HTTPS is not implemented yet; put the collector behind a TLS-terminating proxy")
-        }
+        // HTTPS: the dashboard's cookie is then Secure.
+        settings.secure = self.tlsIdentity != nil
         var anchors: [Certificate] = []
         if let path = self.anchors {
             do throws(CertificateLoadingError) {
@@ -130,6 +129,7 @@ struct CollectorCommand: AsyncParsableCommand {
         logger.logLevel = self.verbose ? .info : .warning
         var collector = Collector(listen: listen, database: database, settings: settings, logger: logger)
         collector.anchors = anchors
+        collector.tlsIdentity = self.tlsIdentity
         try await collector.run { line, _ in
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }

@@ -1,5 +1,7 @@
+import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
+import NIOSSL
 import Pinning
 import PinningCollector
 import PinningTestSupport
@@ -201,5 +203,39 @@ struct CollectorHTTPTests {
         #expect(one.body.contains("<input type=\"hidden\" name=\"host\" value=\"mitm.example.test\">"))
         #expect(one.body.contains("do not add sha256/\(Pin(spkiOf: self.fixtures.intercepting.leaf.certificate).base64)"))
         #expect(try await collector.request(.GET, "/?since=garbage", authorized: true).status == 400)
+    }
+}
+
+@Suite("Collector over HTTPS (--tls-identity)")
+struct CollectorHTTPSTests {
+    @Test("with a PEM identity it serves HTTPS that a client trusting the CA accepts; the sign-in cookie is Secure")
+    func https() async throws {
+        let chain = try TestChain(host: "localhost", rootName: "Collector Root", intermediateName: "Collector Issuing CA")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-tls")
+        defer { directory.remove() }
+        let identity = try directory.write("identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + chain.leaf.privateKeyPEM)
+        var client = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
+        client.tlsConfiguration = tls
+        let collector = try await CollectorHarness(tlsIdentity: identity, clientConfiguration: client)
+        defer { Task { await collector.stop() } }
+        #expect(try await collector.request(.GET, "/status").status == 200)
+        #expect(try await collector.post(try ReportFixtures.json(["hostname": "tls.example.test"])).status == 204)
+        let signedIn = try await collector.request(.POST, "/login", body: Data("token=\(collector.token)".utf8), headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        #expect(signedIn.header("Set-Cookie")?.contains("Secure") == true)
+    }
+
+    @Test("an identity file without a key is refused naming the option, before anything listens")
+    func noKey() async throws {
+        let chain = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-tls")
+        defer { directory.remove() }
+        let identity = try directory.write("identity.pem", TestPKI.pemBundle([chain.leaf.certificate]))
+        await #expect {
+            _ = try await CollectorHarness(tlsIdentity: identity)
+        } throws: { error in
+            (error as? Collector.StartError)?.description.contains("--tls-identity") == true && (error as? Collector.StartError)?.exitStatus == 2
+        }
     }
 }

@@ -102,12 +102,15 @@ final class CollectorHarness: @unchecked Sendable {
     let port: Int
     let token = "test-token-0123456789abcdef"
     let client: HTTPClient
+    let scheme: String
     private let task: Task<Void, any Error>
 
     init(
         database: DatabaseURL? = nil,
         configure: (inout CollectorSettings) -> Void = { _ in },
-        anchors: [Certificate] = []
+        anchors: [Certificate] = [],
+        tlsIdentity: String? = nil,
+        clientConfiguration: HTTPClient.Configuration? = nil
     ) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-collector")
         self.directory = directory
@@ -117,6 +120,8 @@ final class CollectorHarness: @unchecked Sendable {
         logger.logLevel = .critical
         var collector = Collector(listen: ListenAddress(host: "127.0.0.1", port: 0), database: database ?? .sqlite(path: directory.path("reports.db")), settings: settings, logger: logger)
         collector.anchors = anchors
+        collector.tlsIdentity = tlsIdentity
+        self.scheme = tlsIdentity == nil ? "http" : "https"
         let ports = AsyncStream<Int>.makeStream()
         self.task = Task {
             defer { ports.continuation.finish() }
@@ -135,7 +140,7 @@ final class CollectorHarness: @unchecked Sendable {
             throw CollectorTestError("the collector stopped before it listened")
         }
         self.port = port
-        var configuration = HTTPClient.Configuration()
+        var configuration = clientConfiguration ?? HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
         configuration.redirectConfiguration = .disallow
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -156,7 +161,7 @@ final class CollectorHarness: @unchecked Sendable {
     }
 
     func request(_ method: HTTPMethod, _ path: String, body: Data? = nil, headers: [(String, String)] = [], authorized: Bool = false) async throws -> Reply {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(self.port)\(path)")
+        var request = HTTPClientRequest(url: "\(self.scheme)://127.0.0.1:\(self.port)\(path)")
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if authorized { request.headers.add(name: "Authorization", value: "Bearer \(self.token)") }

@@ -29,6 +29,10 @@ let package = Package(
         .library(name: "PinningVapor", targets: ["PinningVapor"]),
         .library(name: "PinningGRPC", targets: ["PinningGRPC"]),
         .executable(name: "pinning", targets: ["pinning"]),
+        // The report collector (issue 30): its own executable, installed beside `pinning`, which hands
+        // `pinning collector …` over to it. Its HTTP server, SQLite and PostgreSQL drivers and templates stay out of
+        // the `pinning` binary (size and start-up).
+        .executable(name: "pinning-collector", targets: ["pinning-collector"]),
         // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
         // product, so `swift run limbo` works here and users never see it.
     ],
@@ -60,6 +64,14 @@ let package = Package(
         // transport. No protobuf: the examples and tests use their own message serializers.
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        // The report collector (issue 30) only: SQLite (its own amalgamation, no system library) and PostgreSQL
+        // drivers on SwiftNIO, and Mustache templates that HTML-escape every value for the dashboard.
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        // Already in the graph through Hummingbird and PostgresNIO: the collector's services (the writer, retention,
+        // the PostgreSQL pool) stop in order on SIGTERM/SIGINT.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The pure core: X509 + ASN.1 + Crypto only. No NIO, no logging.
@@ -235,6 +247,48 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The report collector (issue 30): ingest, storage (SQLite or PostgreSQL, one set of versioned migrations),
+        // the JSON API, the dashboard and /metrics, on Hummingbird. A library so that tests and the benchmark drive it
+        // in process; the `pinning-collector` executable is its command line.
+        .target(
+            name: "PinningCollector",
+            dependencies: [
+                "Pinning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                // --tls-identity: HTTPS through Hummingbird's own TLS channel (NIOSSL, already in the graph).
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "pinning-collector",
+            dependencies: [
+                "PinningCollector",
+                "Pinning",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                // `pinning bench collector` drives a child collector over the loopback with AsyncHTTPClient.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
@@ -450,6 +504,25 @@ let package = Package(
         .testTarget(
             name: "PinningExportTests",
             dependencies: ["Pinning", "PinningExport", "PinningTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // The report collector (issue 30): in process on a real SQLite file and a real PostgreSQL server on the
+        // loopback, and as the built executable (signals, restarts, headless Chromium on the dashboard).
+        .testTarget(
+            name: "PinningCollectorTests",
+            dependencies: [
+                "Pinning",
+                "PinningCollector",
+                "PinningTestSupport",
+                // Built for the process tests (signals, restarts, Chromium), which run the executable.
+                "pinning-collector",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -15,7 +15,7 @@ struct PinningCommand: AsyncParsableCommand {
         abstract: "HTTPS trust control: evaluate chains against a pinning policy, inspect certificates, compute pins.",
         discussion: "Exit status: 0 trusted / success, 1 not trusted, 2 bad input (unreadable file, bad pin, bad date, bad option), 3 connection, TLS or HTTP error (check, serve).",
         version: PinningCommand.version,
-        subcommands: [Evaluate.self, Check.self, Serve.self, Proxy.self, Inspect.self, Pins.self, Config.self, PKI.self, Bench.self, Demo.self, TUF.self, PinSet.self]
+        subcommands: [Evaluate.self, Check.self, Serve.self, Proxy.self, Inspect.self, Pins.self, Config.self, PKI.self, Bench.self, Demo.self, TUF.self, PinSet.self, Collector.self]
     )
 
     /// Parses and runs. Every refusal of the command line exits 2 (argument-parser's own default is 64): ours

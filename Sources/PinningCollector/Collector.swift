@@ -1,0 +1,208 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+public import Logging
+import NIOCore
+import NIOSSL
+import Prometheus
+import ServiceLifecycle
+public import UnixSignals
+public import X509
+
+/// Starts and runs a collector: opens the database and applies the migrations, then serves until a signal (or
+/// the task's cancellation) and stops gracefully: the server first (no new request; requests in flight finish),
+/// then retention, then the writer, which stores every report already accepted, then the database.
+public struct Collector: Sendable {
+    /// Why the collector did not start, with the exit status the command line gives it.
+    public struct StartError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        /// 2 bad input (an option, a file, a database that is not ours), 3 cannot listen or cannot reach the
+        /// database.
+        public var exitStatus: Int32
+    }
+
+    public var listen: ListenAddress
+    public var database: DatabaseURL
+    public var settings: CollectorSettings
+    public var anchors: [Certificate] = []
+    /// `--tls-identity`: a PEM file holding the certificate chain (leaf first) and its unencrypted private key;
+    /// nil serves plain HTTP.
+    public var tlsIdentity: String?
+    public var logger: Logger
+
+    public init(listen: ListenAddress, database: DatabaseURL, settings: CollectorSettings, logger: Logger) {
+        self.listen = listen
+        self.database = database
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Runs until one of `signals` (graceful) or cancellation.
+    ///
+    /// - Parameter started: Called once with the start-up line (`collector listening on http://HOST:PORT
+    ///   (database: sqlite)`) and the bound port.
+    public func run(signals: [UnixSignal] = [.sigterm, .sigint], started: @escaping @Sendable (String, Int) -> Void) async throws {
+        let metrics = CollectorMetrics()
+        let server = try self.serverBuilder()
+        switch self.database {
+        case .sqlite(let path):
+            let database: SQLiteReportDatabase
+            do {
+                database = try await SQLiteReportDatabase(path: path, logger: self.logger)
+            } catch {
+                throw StartError(description: "--database sqlite:\(path): cannot open the file (\(Self.words(error)))", exitStatus: 2)
+            }
+            do {
+                try await self.serve(database: database, metrics: metrics, server: server, signals: signals, started: started)
+            } catch {
+                await database.close()
+                throw error
+            }
+            await database.close()
+        case .postgres(let url):
+            let database = PostgresReportDatabase(url: url, logger: self.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await database.run() }
+                do {
+                    try await self.serve(database: database, metrics: metrics, server: server, signals: signals, started: started)
+                } catch {
+                    group.cancelAll()
+                    throw error
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Plain HTTP/1.1, or HTTPS with `--tls-identity` (its chain and key read and checked before anything else).
+    private func serverBuilder() throws -> HTTPServerBuilder {
+        guard let path = self.tlsIdentity else { return .http1() }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw StartError(description: "--tls-identity \(path): cannot read the file", exitStatus: 2)
+        }
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): no PEM certificate could be read", exitStatus: 2)
+        }
+        guard !chain.isEmpty else { throw StartError(description: "--tls-identity \(path): no CERTIFICATE block", exitStatus: 2) }
+        do {
+            key = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): no unencrypted PEM private key could be read", exitStatus: 2)
+        }
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        do {
+            return try .tls(.http1(), tlsConfiguration: configuration)
+        } catch {
+            throw StartError(description: "--tls-identity \(path): the certificate and key do not make a TLS server (\(Self.words(error)))", exitStatus: 2)
+        }
+    }
+
+    private func serve(database: any SQLDatabase, metrics: CollectorMetrics, server: HTTPServerBuilder, signals: [UnixSignal], started: @escaping @Sendable (String, Int) -> Void) async throws {
+        let store = ReportStore(database: database, deduplicationWindowMilliseconds: Int64(self.settings.deduplicationSeconds) * 1000)
+        let salt: [UInt8]
+        do {
+            try await Self.withTimeout(seconds: 60, what: "the database") {
+                try await store.migrate(now: Self.milliseconds(Date()))
+            }
+            salt = try await store.sourceSalt()
+        } catch let error as StoreError {
+            throw StartError(description: "--database: \(error.description)", exitStatus: 2)
+        } catch {
+            throw StartError(description: "--database: cannot prepare the \(database.kind.rawValue) database: \(Self.words(error))", exitStatus: 3)
+        }
+        let writer = IngestWriter(store: store, metrics: metrics, logger: self.logger)
+        let retention = RetentionService(writer: writer, days: self.settings.retentionDays, metrics: metrics, logger: self.logger)
+        var settings = self.settings
+        // Over HTTPS the dashboard's cookie is Secure.
+        settings.secure = settings.secure || self.tlsIdentity != nil
+        let routes = CollectorRoutes(settings: settings, store: store, writer: writer, metrics: metrics, sourceSalt: salt, anchors: KnownAuthorities(certificates: self.anchors))
+        let kind = database.kind.rawValue
+        let scheme = self.tlsIdentity == nil ? "http" : "https"
+        let app = Application(
+            router: routes.router(),
+            server: server,
+            configuration: .init(address: .hostname(self.listen.host, port: self.listen.port), serverName: nil),
+            services: [writer, retention],
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let host = self.listen.host.contains(":") ? "[\(self.listen.host)]" : self.listen.host
+                started("collector listening on \(scheme)://\(host):\(port) (database: \(kind))", port)
+            },
+            logger: self.logger
+        )
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: signals, logger: self.logger))
+        do {
+            try await group.run()
+        } catch {
+            throw StartError(description: "--listen \(self.listen.host):\(self.listen.port): \(Self.words(error))", exitStatus: 3)
+        }
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// An error in words: NIO's and the drivers' descriptions, without Swift type names.
+    static func words(_ error: any Error) -> String {
+        let text = String(describing: error)
+        return text.count > 300 ? String(text.prefix(300)) + "…" : text
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func withTimeout(seconds: Int, what: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                throw Timeout(description: "\(what) did not answer within \(seconds) s")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+}
+
+/// Deletes expired reports at start-up and then hourly, through the writer (never beside it).
+struct RetentionService: Service {
+    let writer: IngestWriter
+    let days: Int
+    let metrics: CollectorMetrics
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let cutoff = Collector.milliseconds(Date()) - Int64(self.days) * 86_400_000
+                let metrics = self.metrics
+                let logger = self.logger
+                await self.writer.perform { store in
+                    do {
+                        let deleted = try await store.deleteReports(lastSeenBefore: cutoff)
+                        if deleted > 0 {
+                            metrics.retained.increment(by: deleted)
+                            logger.info("retention: deleted \(deleted) reports last seen before \(ReportStore.time(cutoff))")
+                        }
+                    } catch {
+                        logger.error("retention failed (it runs again in an hour): \(error)")
+                    }
+                }
+                do {
+                    try await Task.sleep(for: .seconds(3600))
+                } catch {
+                    return
+                }
+            }
+        }
+    }
+}

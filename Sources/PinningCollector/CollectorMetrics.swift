@@ -1,0 +1,52 @@
+import Foundation
+import Prometheus
+
+/// `/metrics`, in Prometheus's text format (swift-prometheus's registry, no global metrics system).
+public final class CollectorMetrics: Sendable {
+    /// Why a request's reports were refused (the `reason` label).
+    public enum RefusalReason: String, Sendable, CaseIterable {
+        case malformed
+        case tooLarge = "too_large"
+        case rateLimited = "rate_limited"
+        case busy
+        case storageFailed = "storage_failed"
+    }
+
+    let registry = PrometheusCollectorRegistry()
+    let received: Counter
+    let stored: Counter
+    let deduplicated: Counter
+    let storageFailures: Counter
+    let queueDepth: Gauge
+    let retained: Counter
+    private let refused: [RefusalReason: Counter]
+
+    public init() {
+        self.received = self.registry.makeCounter(name: "collector_reports_received_total", help: "Reports received in POST /reports bodies that parsed.")
+        self.stored = self.registry.makeCounter(name: "collector_reports_stored_total", help: "Reports stored as new rows.")
+        self.deduplicated = self.registry.makeCounter(name: "collector_reports_deduplicated_total", help: "Reports counted on an identical row within the window.")
+        self.storageFailures = self.registry.makeCounter(name: "collector_storage_failures_total", help: "Requests whose transaction the database refused.")
+        self.queueDepth = self.registry.makeGauge(name: "collector_ingest_queue_reports", help: "Reports waiting for the writer.")
+        self.retained = self.registry.makeCounter(name: "collector_reports_expired_total", help: "Reports deleted by retention.")
+        var refused: [RefusalReason: Counter] = [:]
+        for reason in RefusalReason.allCases {
+            refused[reason] = self.registry.makeCounter(
+                name: "collector_requests_refused_total",
+                labels: [("reason", reason.rawValue)],
+                help: "POST /reports requests refused, by reason."
+            )
+        }
+        self.refused = refused
+    }
+
+    func refuse(_ reason: RefusalReason) {
+        self.refused[reason]?.increment()
+    }
+
+    /// The text exposition.
+    public func render() -> String {
+        var buffer: [UInt8] = []
+        self.registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+public import Logging
+import Prometheus
+public import ServiceLifecycle
+
+/// The one writer: every accepted report goes through it, in batches, each batch one transaction (group commit),
+/// and a request is answered `204` only after its batch committed. Retention runs here too, between batches, so
+/// SQLite never sees two writers.
+///
+/// Bounded: at most ``capacity`` reports wait at once; beyond that ``submit(_:)`` refuses at once
+/// (``Refusal/busy``) instead of queueing without limit under a flood. On graceful shutdown it stops taking new
+/// reports and stores every one already queued before returning (nothing answered `204` is lost, nothing queued
+/// is dropped).
+public actor IngestWriter: Service {
+    public enum Refusal: Error, Sendable, Equatable {
+        /// The queue is full.
+        case busy
+        /// The collector is stopping.
+        case stopping
+    }
+
+    private struct Pending {
+        var items: [IngestItem]
+        var continuation: CheckedContinuation<[IngestOutcome], any Error>
+    }
+
+    private let store: ReportStore
+    private let logger: Logger
+    private let metrics: CollectorMetrics
+    public let capacity: Int
+    public let batchSize: Int
+    private var queue: [Pending] = []
+    private var queued = 0
+    private var stopping = false
+    private var finished = false
+    private var wakeup: CheckedContinuation<Void, Never>?
+    private var jobs: [@Sendable (ReportStore) async -> Void] = []
+
+    public init(store: ReportStore, metrics: CollectorMetrics, logger: Logger, capacity: Int = 20_000, batchSize: Int = 512) {
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.capacity = capacity
+        self.batchSize = batchSize
+    }
+
+    /// Queues reports and returns once they are committed.
+    ///
+    /// - Throws: ``Refusal`` when full or stopping; the database's error when its transaction failed.
+    public func submit(_ items: [IngestItem]) async throws -> [IngestOutcome] {
+        guard !self.stopping else { throw Refusal.stopping }
+        guard self.queued + items.count <= self.capacity else { throw Refusal.busy }
+        self.queued += items.count
+        self.metrics.queueDepth.set(Int64(self.queued))
+        return try await withCheckedThrowingContinuation { continuation in
+            self.queue.append(Pending(items: items, continuation: continuation))
+            self.wake()
+        }
+    }
+
+    /// Runs `job` on the writer between batches (retention).
+    public func perform(_ job: @escaping @Sendable (ReportStore) async -> Void) {
+        self.jobs.append(job)
+        self.wake()
+    }
+
+    private func wake() {
+        if let wakeup = self.wakeup {
+            self.wakeup = nil
+            wakeup.resume()
+        }
+    }
+
+    public func run() async throws {
+        // A graceful shutdown and a cancellation both stop the intake and drain the queue: what was accepted is
+        // stored either way.
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await self.loop()
+            } onGracefulShutdown: {
+                Task { await self.beginStopping() }
+            }
+        } onCancel: {
+            Task { await self.beginStopping() }
+        }
+    }
+
+    /// Stops taking reports; ``run()`` returns once the queue is empty.
+    public func beginStopping() {
+        self.stopping = true
+        self.wake()
+    }
+
+    private func loop() async {
+        while true {
+            if self.queue.isEmpty && self.jobs.isEmpty {
+                if self.stopping { break }
+                await withCheckedContinuation { self.wakeup = $0 }
+                continue
+            }
+            let jobs = self.jobs
+            self.jobs = []
+            for job in jobs { await job(self.store) }
+            if !self.queue.isEmpty { await self.writeBatch() }
+        }
+        self.finished = true
+    }
+
+    private func writeBatch() async {
+        var batch: [Pending] = []
+        var count = 0
+        while let first = self.queue.first, batch.isEmpty || count + first.items.count <= self.batchSize {
+            batch.append(self.queue.removeFirst())
+            count += first.items.count
+        }
+        let items = batch.flatMap(\.items)
+        do {
+            let outcomes = try await self.store.ingest(items)
+            var offset = 0
+            for pending in batch {
+                pending.continuation.resume(returning: Array(outcomes[offset..<offset + pending.items.count]))
+                offset += pending.items.count
+            }
+        } catch {
+            // One request's reports must not fail another's: retry each request in a transaction of its own, so
+            // only the one the database refuses is answered with the error.
+            self.logger.warning("a batch of \(items.count) reports failed; retrying each request alone: \(error)")
+            for pending in batch {
+                do {
+                    pending.continuation.resume(returning: try await self.store.ingest(pending.items))
+                } catch {
+                    self.metrics.storageFailures.increment()
+                    pending.continuation.resume(throwing: error)
+                }
+            }
+        }
+        self.queued -= count
+        self.metrics.queueDepth.set(Int64(self.queued))
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// A JSON document as Foundation's `JSONDecoder` read it: the parser and its escaping are Foundation's, this type
+/// only keeps what it produced so that each key of a report can be checked for its type and named in a refusal.
+///
+/// Foundation's decoder refuses invalid UTF-8, unescaped control characters and nesting deeper than its limit
+/// before any of this runs, and keeps booleans and numbers apart (`true` never decodes as `1`).
+enum JSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            var values: [JSONValue] = []
+            while !array.isAtEnd {
+                values.append(try array.decode(JSONValue.self))
+            }
+            self = .array(values)
+            return
+        }
+        if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            var values: [String: JSONValue] = [:]
+            for key in object.allKeys {
+                values[key.stringValue] = try object.decode(JSONValue.self, forKey: key)
+            }
+            self = .object(values)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() {
+            self = .null
+        } else if let value = try? single.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? single.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? single.decode(Double.self) {
+            self = .number(value)
+        } else {
+            self = .string(try single.decode(String.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var single = encoder.singleValueContainer()
+            try single.encodeNil()
+        case .bool(let value):
+            var single = encoder.singleValueContainer()
+            try single.encode(value)
+        case .integer(let value):
+            var single = encoder.singleValueContainer()
+            try single.encode(value)
+        case .number(let value):
+            var single = encoder.singleValueContainer()
+            try single.encode(value)
+        case .string(let value):
+            var single = encoder.singleValueContainer()
+            try single.encode(value)
+        case .array(let values):
+            var array = encoder.unkeyedContainer()
+            for value in values { try array.encode(value) }
+        case .object(let values):
+            var object = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in values { try object.encode(value, forKey: AnyKey(stringValue: key)) }
+        }
+    }
+
+    /// What a refusal calls the value's type.
+    var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .integer, .number: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}

@@ -1,0 +1,394 @@
+import Crypto
+public import Foundation
+import Pinning
+import X509
+
+/// One certificate of a reported chain: its PEM as sent and the SPKI pin computed here (never taken from the
+/// report), with its names for the dashboard.
+public struct ReportedCertificate: Sendable, Hashable, Codable {
+    /// The SHA-256 SPKI pin, base64.
+    public var pin: String
+    /// The subject distinguished name (RFC 4514 text).
+    public var subject: String
+    /// The issuer distinguished name.
+    public var issuer: String
+    /// The certificate, PEM, as the report carried it.
+    public var pem: String
+}
+
+/// A failure report after parsing: every format's keys mapped onto one set of columns.
+public struct NormalizedReport: Sendable, Hashable {
+    /// The shape the report came in.
+    public enum Format: String, Sendable, Hashable {
+        /// RFC 7469 §3 (HPKP), as browsers sent it: no `validation-result`, no app keys.
+        case rfc7469
+        /// TrustKit (`TSKPinFailureReport`): app keys, `trustkit-version`, an integer `validation-result`.
+        case trustkit
+        /// swift-pinning's `PinFailureReport`: RFC 7469's keys plus a `validation-result` name.
+        case pinning
+    }
+
+    public var format: Format
+    /// `date-time`: when the client saw the failure (the client's clock).
+    public var dateTime: Date?
+    public var host: String
+    public var port: Int?
+    public var notedHost: String?
+    public var includeSubdomains: Bool?
+    /// True when the client blocked the connection, false for report-only, nil when the report does not say.
+    public var enforced: Bool?
+    public var result: String
+    public var appId: String?
+    public var appVersion: String?
+    public var platform: String?
+    public var platformVersion: String?
+    public var libraryVersion: String?
+    public var pinsetVersion: String?
+    /// `effective-expiration-date` or TrustKit's `known-pins-expiration-date`, as sent.
+    public var pinsExpiration: String?
+    /// SHA-256 of TrustKit's `app-vendor-id` (a per-device identifier, never stored in clear).
+    public var deviceHash: String?
+    public var servedChain: [ReportedCertificate]
+    public var validatedChain: [ReportedCertificate]
+    /// The known pins, base64 (the `pin-sha256="…"` wrapper removed).
+    public var knownPins: [String]
+    /// The report's JSON, re-serialised by Foundation with sorted keys.
+    public var raw: String
+
+    /// The served chain's pins, leaf first.
+    public var servedPins: [String] { self.servedChain.map(\.pin) }
+    /// The validated chain's pins, leaf first.
+    public var validatedPins: [String] { self.validatedChain.map(\.pin) }
+
+    /// What makes two reports "identical" for de-duplication: every normalised field except the client's
+    /// `date-time` (TrustKit's own limiter compares the noted host, host, port, chain, pins and result the
+    /// same way), plus the source, so that the same failure seen by two devices stays two rows and the
+    /// dashboard can count distinct sources.
+    public func fingerprint(source: String) -> String {
+        var hasher = SHA256()
+        func add(_ text: String?) {
+            // Length-prefixed, so that no two different field lists hash the same bytes.
+            let bytes = Array((text ?? "\u{1}<nil>").utf8)
+            var length = UInt32(bytes.count).bigEndian
+            withUnsafeBytes(of: &length) { hasher.update(bufferPointer: $0) }
+            hasher.update(data: bytes)
+        }
+        add(source)
+        add(self.format.rawValue)
+        add(self.host)
+        add(self.port.map(String.init))
+        add(self.notedHost)
+        add(self.includeSubdomains.map { $0 ? "1" : "0" })
+        add(self.enforced.map { $0 ? "1" : "0" })
+        add(self.result)
+        for value in [self.appId, self.appVersion, self.platform, self.platformVersion, self.libraryVersion, self.pinsetVersion, self.pinsExpiration, self.deviceHash] {
+            add(value)
+        }
+        add(self.servedPins.joined(separator: ","))
+        add(self.validatedPins.joined(separator: ","))
+        add(self.knownPins.joined(separator: ","))
+        return Data(hasher.finalize()).base64EncodedString()
+    }
+}
+
+/// Why a report was refused: one line, naming the key (a `400` answer's body).
+public struct ReportRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public var description: String { self.message }
+    init(_ message: String) { self.message = message }
+}
+
+/// Reads `POST /reports` bodies: one report object or an array of them, in RFC 7469 §3's, TrustKit's or
+/// swift-pinning's shape.
+///
+/// Every value is attacker-controlled. The body's size is capped before this runs (``CollectorLimits``); here each
+/// string, chain and array has a cap of its own, every certificate is parsed by swift-certificates (through the
+/// core's `CertificateLoader`) and its pin computed here, and a key of the wrong type is refused with its name.
+/// Keys this parser does not know are kept in `raw` only.
+public struct ReportParser: Sendable {
+    /// The most reports one body may carry.
+    public var maximumReportsPerBody = 1000
+    /// The most certificates a chain may have (the core's own cap on presented chains is of the same order).
+    public var maximumChainLength = 16
+    /// The most known pins a report may list.
+    public var maximumKnownPins = 64
+    /// The longest text field, in UTF-8 bytes (a PEM certificate is a chain element, not a text field).
+    public var maximumFieldBytes = 1024
+    /// The longest PEM certificate, in UTF-8 bytes.
+    public var maximumCertificateBytes = 16 * 1024
+
+    public init() {}
+
+    /// Parses a body.
+    ///
+    /// - Throws: ``ReportRefusal`` naming the first problem (and the report's index when the body is an array).
+    public func parse(_ body: [UInt8]) throws(ReportRefusal) -> [NormalizedReport] {
+        let document: JSONValue
+        do {
+            document = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+        } catch {
+            throw ReportRefusal(Self.jsonProblem(error))
+        }
+        switch document {
+        case .object:
+            return [try self.report(document, label: "the report")]
+        case .array(let elements):
+            guard !elements.isEmpty else { throw ReportRefusal("the body is an empty array: send one report or an array of reports") }
+            guard elements.count <= self.maximumReportsPerBody else {
+                throw ReportRefusal("the body has \(elements.count) reports; at most \(self.maximumReportsPerBody) are accepted in one request")
+            }
+            var reports: [NormalizedReport] = []
+            reports.reserveCapacity(elements.count)
+            for (index, element) in elements.enumerated() {
+                reports.append(try self.report(element, label: "report [\(index)]"))
+            }
+            return reports
+        default:
+            throw ReportRefusal("the body is \(document.typeName), not a report object or an array of them")
+        }
+    }
+
+    private static func jsonProblem(_ error: any Error) -> String {
+        // DecodingError's context names Foundation's reason ("Unexpected character … around line 1, column 3",
+        // "Invalid UTF-8 …"); its debug text stays out of the answer, the reason in words does not.
+        if case DecodingError.dataCorrupted(let context) = error {
+            let reason = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            return "the body is not valid JSON: " + Self.oneLine(reason, limit: 160)
+        }
+        return "the body is not valid JSON"
+    }
+
+    static func oneLine(_ text: String, limit: Int) -> String {
+        let flat = String(text.unicodeScalars.map { CharacterSet.controlCharacters.contains($0) ? " " : Character($0) })
+        return flat.count > limit ? String(flat.prefix(limit)) + "…" : flat
+    }
+
+    private func report(_ value: JSONValue, label: String) throws(ReportRefusal) -> NormalizedReport {
+        guard case .object(let fields) = value else {
+            throw ReportRefusal("\(label) is \(value.typeName), not an object")
+        }
+        let reader = FieldReader(fields: fields, label: label, maximumFieldBytes: self.maximumFieldBytes)
+
+        let isTrustKit =
+            fields["trustkit-version"] != nil || fields["app-bundle-id"] != nil
+            || {
+                if case .integer = fields["validation-result"] { return true }
+                return false
+            }()
+        let format: NormalizedReport.Format = isTrustKit ? .trustkit : (fields["validation-result"] != nil ? .pinning : .rfc7469)
+
+        guard let host = try reader.string("hostname"), !host.isEmpty else {
+            throw ReportRefusal("\(label) has no `hostname`")
+        }
+        var port: Int?
+        if let number = try reader.integer("port") {
+            guard (0...65535).contains(number) else { throw ReportRefusal("\(label): `port` \(number) is not a TCP port (0-65535)") }
+            port = Int(number)
+        }
+        var dateTime: Date?
+        if let text = try reader.string("date-time") {
+            guard let date = Self.date(text) else { throw ReportRefusal("\(label): `date-time` is not an RFC 3339 date-time") }
+            dateTime = date
+        }
+
+        let result: String
+        switch fields["validation-result"] {
+        case nil, .null?:
+            // RFC 7469 §3: a report is sent on a pin validation failure, so an HPKP report is a pin mismatch.
+            result = "pinMismatch"
+        case .integer(let code)?:
+            result = Self.trustKitResult(code)
+        case .string?:
+            result = try reader.string("validation-result") ?? "pinMismatch"
+        case let other?:
+            throw ReportRefusal("\(label): `validation-result` is \(other.typeName), not a string or an integer")
+        }
+
+        var enforced = try reader.bool("enforce-pinning")
+        if enforced == nil, let reportOnly = try reader.bool("report-only") {
+            enforced = !reportOnly
+        }
+
+        let vendor = try reader.string("app-vendor-id")
+        let deviceHash = vendor.map { Data(SHA256.hash(data: Array($0.utf8))).base64EncodedString() }
+
+        var libraryVersion = try reader.string("library-version")
+        if let version = try reader.string("trustkit-version") { libraryVersion = "TrustKit " + version }
+
+        let raw: String
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            raw = String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch {
+            throw ReportRefusal("\(label) could not be re-serialised")
+        }
+
+        return NormalizedReport(
+            format: format,
+            dateTime: dateTime,
+            host: host,
+            port: port,
+            notedHost: try reader.string("noted-hostname"),
+            includeSubdomains: try reader.bool("include-subdomains"),
+            enforced: enforced,
+            result: result,
+            appId: try reader.firstString("app-bundle-id", "app-id"),
+            appVersion: try reader.string("app-version"),
+            platform: try reader.string("app-platform"),
+            platformVersion: try reader.string("app-platform-version"),
+            libraryVersion: libraryVersion,
+            pinsetVersion: try reader.versionText("pinset-version"),
+            pinsExpiration: try reader.firstString("effective-expiration-date", "known-pins-expiration-date"),
+            deviceHash: deviceHash,
+            servedChain: try self.chain(reader, "served-certificate-chain"),
+            validatedChain: try self.chain(reader, "validated-certificate-chain"),
+            knownPins: try self.knownPins(reader),
+            raw: raw
+        )
+    }
+
+    /// TrustKit's `TSKTrustEvaluationResult` (TSKTrustDecision.h), by position, named as the core names its
+    /// failures where one matches (`pinMismatch`).
+    static func trustKitResult(_ code: Int64) -> String {
+        switch code {
+        case 0: return "success"
+        case 1: return "pinMismatch"
+        case 2: return "invalidCertificateChain"
+        case 3: return "invalidParameters"
+        case 4: return "userDefinedTrustAnchor"
+        case 5: return "couldNotGenerateSpkiHash"
+        default: return "trustkit-\(code)"
+        }
+    }
+
+    /// RFC 3339 (`date-time`). TrustKit's date-only `known-pins-expiration-date` (`yyyy-MM-dd`) is kept as text.
+    static func date(_ text: String) -> Date? {
+        RFC3339.parse(text)
+    }
+
+    private func chain(_ reader: FieldReader, _ key: String) throws(ReportRefusal) -> [ReportedCertificate] {
+        guard let elements = try reader.array(key) else { return [] }
+        guard elements.count <= self.maximumChainLength else {
+            throw ReportRefusal("\(reader.label): `\(key)` has \(elements.count) certificates; at most \(self.maximumChainLength) are accepted")
+        }
+        var certificates: [ReportedCertificate] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let pem) = element else {
+                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] is \(element.typeName), not a PEM certificate")
+            }
+            guard pem.utf8.count <= self.maximumCertificateBytes else {
+                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] is longer than \(self.maximumCertificateBytes) bytes")
+            }
+            guard !pem.utf8.contains(0) else { throw ReportRefusal("\(reader.label): `\(key)`[\(index)] contains a NUL character") }
+            let parsed: [Certificate]
+            do {
+                parsed = try CertificateLoader.certificates(from: Array(pem.utf8), origin: key)
+            } catch {
+                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] is not a PEM certificate swift-certificates can read")
+            }
+            guard parsed.count == 1, let certificate = parsed.first else {
+                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] holds \(parsed.count) certificates, not one")
+            }
+            certificates.append(
+                ReportedCertificate(
+                    pin: Pin(spkiOf: certificate).base64,
+                    subject: String(describing: certificate.subject),
+                    issuer: String(describing: certificate.issuer),
+                    pem: pem
+                )
+            )
+        }
+        return certificates
+    }
+
+    private func knownPins(_ reader: FieldReader) throws(ReportRefusal) -> [String] {
+        guard let elements = try reader.array("known-pins") else { return [] }
+        guard elements.count <= self.maximumKnownPins else {
+            throw ReportRefusal("\(reader.label): `known-pins` has \(elements.count) pins; at most \(self.maximumKnownPins) are accepted")
+        }
+        var pins: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let text) = element else {
+                throw ReportRefusal("\(reader.label): `known-pins`[\(index)] is \(element.typeName), not a pin")
+            }
+            // RFC 7469 §2.1: `pin-sha256="BASE64"` (the directive's form, as HPKP and TrustKit send it); the
+            // core's `sha256/BASE64` and bare base64 are accepted too.
+            var candidate = text.trimmingCharacters(in: .whitespaces)
+            if candidate.lowercased().hasPrefix("pin-sha256=") {
+                candidate = String(candidate.dropFirst("pin-sha256=".count))
+                if candidate.count >= 2, candidate.hasPrefix("\""), candidate.hasSuffix("\"") {
+                    candidate = String(candidate.dropFirst().dropLast())
+                }
+            }
+            let pin: Pin
+            do {
+                pin = try Pin(candidate)
+            } catch {
+                throw ReportRefusal("\(reader.label): `known-pins`[\(index)] is not a SHA-256 pin (pin-sha256=\"BASE64\" of 32 bytes)")
+            }
+            pins.append(pin.base64)
+        }
+        return pins
+    }
+}
+
+/// Typed access to a report's keys, refusing a wrong type or an over-long text with the key's name.
+private struct FieldReader {
+    var fields: [String: JSONValue]
+    var label: String
+    var maximumFieldBytes: Int
+
+    func string(_ key: String) throws(ReportRefusal) -> String? {
+        switch self.fields[key] {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard text.utf8.count <= self.maximumFieldBytes else {
+                throw ReportRefusal("\(self.label): `\(key)` is longer than \(self.maximumFieldBytes) bytes")
+            }
+            // PostgreSQL's text cannot hold U+0000, and no report field has a use for it: refused on both
+            // databases alike rather than accepted by one and failing in the other.
+            guard !text.utf8.contains(0) else { throw ReportRefusal("\(self.label): `\(key)` contains a NUL character") }
+            return text
+        case let other?: throw ReportRefusal("\(self.label): `\(key)` is \(other.typeName), not a string")
+        }
+    }
+
+    /// The first of `keys` that is present.
+    func firstString(_ keys: String...) throws(ReportRefusal) -> String? {
+        for key in keys {
+            if let value = try self.string(key) { return value }
+        }
+        return nil
+    }
+
+    /// A version may be sent as a string or an integer (the pin-set version is a number in signed pin sets).
+    func versionText(_ key: String) throws(ReportRefusal) -> String? {
+        if case .integer(let number)? = self.fields[key] { return String(number) }
+        return try self.string(key)
+    }
+
+    func integer(_ key: String) throws(ReportRefusal) -> Int64? {
+        switch self.fields[key] {
+        case nil, .null?: return nil
+        case .integer(let number)?: return number
+        case let other?: throw ReportRefusal("\(self.label): `\(key)` is \(other.typeName), not an integer")
+        }
+    }
+
+    func bool(_ key: String) throws(ReportRefusal) -> Bool? {
+        switch self.fields[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?: throw ReportRefusal("\(self.label): `\(key)` is \(other.typeName), not a boolean")
+        }
+    }
+
+    func array(_ key: String) throws(ReportRefusal) -> [JSONValue]? {
+        switch self.fields[key] {
+        case nil, .null?: return nil
+        case .array(let values)?: return values
+        case let other?: throw ReportRefusal("\(self.label): `\(key)` is \(other.typeName), not an array")
+        }
+    }
+}

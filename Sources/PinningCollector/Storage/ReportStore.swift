@@ -1,0 +1,504 @@
+import Foundation
+
+/// A report accepted for storage, with what the collector adds: when and from whom (hashed) it arrived.
+public struct IngestItem: Sendable {
+    public var report: NormalizedReport
+    /// Milliseconds since 1970 when the collector received it.
+    public var receivedAt: Int64
+    /// SHA-256 of the source address (with the collector's salt): distinct sources are countable, addresses are
+    /// not stored.
+    public var sourceHash: String
+
+    public init(report: NormalizedReport, receivedAt: Int64, sourceHash: String) {
+        self.report = report
+        self.receivedAt = receivedAt
+        self.sourceHash = sourceHash
+    }
+}
+
+/// What happened to one ingested report.
+public enum IngestOutcome: Sendable, Equatable {
+    /// A new row.
+    case stored(id: Int64)
+    /// An identical report within the window: its row's count went up.
+    case deduplicated(id: Int64)
+}
+
+/// `GET /api/summary`.
+public struct CollectorSummary: Sendable, Equatable, Codable {
+    public var reports: Int64
+    public var occurrences: Int64
+    public var hosts: Int64
+    public var sources: Int64
+
+    public init(reports: Int64, occurrences: Int64, hosts: Int64, sources: Int64) {
+        self.reports = reports
+        self.occurrences = occurrences
+        self.hosts = hosts
+        self.sources = sources
+    }
+}
+
+/// One host of `GET /api/hosts`.
+public struct HostSummary: Sendable, Equatable, Codable {
+    public struct ServedPin: Sendable, Equatable, Codable {
+        public var pin: String
+        public var sources: Int64
+        public var occurrences: Int64
+        /// Whether the pin is among the host's known pins.
+        public var known: Bool
+        /// The chain position it was served at (0 is the leaf).
+        public var position: Int64
+        /// The id of the newest report that served it (its chain is how the dashboard judges the key).
+        public var exampleReport: Int64
+    }
+    public var host: String
+    public var reports: Int64
+    public var occurrences: Int64
+    public var lastSeen: String
+    public var results: [String: Int64]
+    public var servedPins: [ServedPin]
+    public var knownPins: [String]
+    public var enforced: Int64
+    public var reportOnly: Int64
+}
+
+/// One row of `GET /api/reports` and the CSV.
+public struct StoredReport: Sendable, Equatable, Codable {
+    public var id: Int64
+    public var receivedAt: String
+    public var lastSeen: String
+    public var dateTime: String?
+    public var host: String
+    public var port: Int64?
+    public var notedHost: String?
+    public var result: String
+    public var enforced: Bool?
+    public var appId: String?
+    public var appVersion: String?
+    public var platform: String?
+    public var platformVersion: String?
+    public var libraryVersion: String?
+    public var pinsetVersion: String?
+    public var format: String
+    public var servedPins: [String]
+    public var validatedPins: [String]
+    public var knownPins: [String]
+    public var occurrences: Int64
+
+    /// Every key is written, null ones included (the API's documented shape).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.id, forKey: .id)
+        try container.encode(self.receivedAt, forKey: .receivedAt)
+        try container.encode(self.lastSeen, forKey: .lastSeen)
+        try container.encode(self.dateTime, forKey: .dateTime)
+        try container.encode(self.host, forKey: .host)
+        try container.encode(self.port, forKey: .port)
+        try container.encode(self.notedHost, forKey: .notedHost)
+        try container.encode(self.result, forKey: .result)
+        try container.encode(self.enforced, forKey: .enforced)
+        try container.encode(self.appId, forKey: .appId)
+        try container.encode(self.appVersion, forKey: .appVersion)
+        try container.encode(self.platform, forKey: .platform)
+        try container.encode(self.platformVersion, forKey: .platformVersion)
+        try container.encode(self.libraryVersion, forKey: .libraryVersion)
+        try container.encode(self.pinsetVersion, forKey: .pinsetVersion)
+        try container.encode(self.format, forKey: .format)
+        try container.encode(self.servedPins, forKey: .servedPins)
+        try container.encode(self.validatedPins, forKey: .validatedPins)
+        try container.encode(self.knownPins, forKey: .knownPins)
+        try container.encode(self.occurrences, forKey: .occurrences)
+    }
+}
+
+/// Filters of `GET /api/reports`.
+public struct ReportQuery: Sendable, Equatable {
+    public var host: String?
+    public var result: String?
+    public var app: String?
+    public var since: Int64?
+    public var limit: Int = 100
+    /// Rows with an id below this one (the previous page's `next`).
+    public var before: Int64?
+    public init() {}
+}
+
+/// Every statement the collector runs, written once for both databases (bound values only).
+public struct ReportStore: Sendable {
+    public let database: any SQLDatabase
+    /// Identical reports within one window of this length are counted on one row.
+    public let deduplicationWindow: Int64
+
+    public init(database: any SQLDatabase, deduplicationWindowMilliseconds: Int64) {
+        self.database = database
+        self.deduplicationWindow = max(1, deduplicationWindowMilliseconds)
+    }
+
+    /// Creates or updates the schema; refuses a database written by a newer collector.
+    public func migrate(now: Int64) async throws {
+        try await Migrations.apply(to: self.database, now: now)
+        let rows = try await self.database.query("SELECT CAST(MAX(version) AS BIGINT) FROM collector_migrations", [])
+        let version = rows.first?.first?.integer ?? 0
+        guard version <= Migrations.latest else {
+            throw StoreError("the database's schema is version \(version), newer than this collector's \(Migrations.latest): upgrade the collector")
+        }
+    }
+
+    /// The salt of the source hashes: made once (32 random bytes from the system's generator) and kept in the
+    /// database, so distinct sources are counted alike across restarts and by every collector sharing it.
+    public func sourceSalt() async throws -> [UInt8] {
+        if let text = try await self.database.query("SELECT value FROM collector_settings WHERE name = 'source_salt'", []).first?.first?.text,
+            let data = Data(base64Encoded: text), data.count == 32
+        {
+            return Array(data)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let salt = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let stored = try await self.database.transaction { session -> String? in
+            _ = try await session.query(
+                "INSERT INTO collector_settings (name, value) VALUES ('source_salt', ?) ON CONFLICT (name) DO NOTHING",
+                [.text(Data(salt).base64EncodedString())]
+            )
+            return try await session.query("SELECT value FROM collector_settings WHERE name = 'source_salt'", []).first?.first?.text
+        }
+        guard let stored, let data = Data(base64Encoded: stored), data.count == 32 else {
+            throw StoreError("collector_settings.source_salt is not 32 bytes of base64")
+        }
+        return Array(data)
+    }
+
+    // MARK: Ingest
+
+    static let upsert = """
+        INSERT INTO reports (fingerprint, window_start, received_at, last_seen_at, occurrences, format, date_time, host, port,
+            noted_host, include_subdomains, enforced, result, app_id, app_version, platform, platform_version, library_version,
+            pinset_version, pins_expiration, device_hash, source_hash, served_pins, validated_pins, known_pins, served_chain,
+            validated_chain, raw)
+        VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (fingerprint, window_start) DO UPDATE SET occurrences = reports.occurrences + 1, last_seen_at = excluded.last_seen_at
+        RETURNING id, occurrences
+        """
+
+    /// Stores a batch in one transaction (the ingest writer's group commit).
+    public func ingest(_ items: [IngestItem]) async throws -> [IngestOutcome] {
+        let window = self.deduplicationWindow
+        return try await self.database.transaction { session in
+            var outcomes: [IngestOutcome] = []
+            outcomes.reserveCapacity(items.count)
+            for item in items {
+                let report = item.report
+                let binds: [SQLValue] = [
+                    .text(report.fingerprint(source: item.sourceHash)),
+                    .integer(item.receivedAt / window * window),
+                    .integer(item.receivedAt),
+                    .integer(item.receivedAt),
+                    .text(report.format.rawValue),
+                    SQLValue(report.dateTime.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
+                    .text(report.host),
+                    SQLValue(report.port),
+                    SQLValue(report.notedHost),
+                    SQLValue(report.includeSubdomains),
+                    SQLValue(report.enforced),
+                    .text(report.result),
+                    SQLValue(report.appId),
+                    SQLValue(report.appVersion),
+                    SQLValue(report.platform),
+                    SQLValue(report.platformVersion),
+                    SQLValue(report.libraryVersion),
+                    SQLValue(report.pinsetVersion),
+                    SQLValue(report.pinsExpiration),
+                    SQLValue(report.deviceHash),
+                    .text(item.sourceHash),
+                    .text(report.servedPins.joined(separator: ",")),
+                    .text(report.validatedPins.joined(separator: ",")),
+                    .text(report.knownPins.joined(separator: ",")),
+                    .text(try Self.json(report.servedChain)),
+                    .text(try Self.json(report.validatedChain)),
+                    .text(report.raw),
+                ]
+                let rows = try await session.query(Self.upsert, binds)
+                guard let row = rows.first, let id = row.first?.integer, let count = row.dropFirst().first?.integer else {
+                    throw StoreError("the database returned no row for an upsert")
+                }
+                if count > 1 {
+                    outcomes.append(.deduplicated(id: id))
+                    continue
+                }
+                var pins: [(String, Int, String)] = []
+                for (position, pin) in report.servedPins.enumerated() { pins.append(("served", position, pin)) }
+                for (position, pin) in report.validatedPins.enumerated() { pins.append(("validated", position, pin)) }
+                for (position, pin) in report.knownPins.enumerated() { pins.append(("known", position, pin)) }
+                if !pins.isEmpty {
+                    let values = Array(repeating: "(?, ?, ?, ?)", count: pins.count).joined(separator: ", ")
+                    var pinBinds: [SQLValue] = []
+                    pinBinds.reserveCapacity(pins.count * 4)
+                    for (role, position, pin) in pins {
+                        pinBinds += [.integer(id), .text(role), .integer(Int64(position)), .text(pin)]
+                    }
+                    _ = try await session.query("INSERT INTO report_pins (report_id, role, position, pin) VALUES " + values, pinBinds)
+                }
+                outcomes.append(.stored(id: id))
+            }
+            return outcomes
+        }
+    }
+
+    static func json(_ chain: [ReportedCertificate]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(chain), as: UTF8.self)
+    }
+
+    // MARK: Retention
+
+    /// Deletes the reports last seen before `cutoff`, in batches so that ingest is never held up for long.
+    ///
+    /// - Returns: How many reports were deleted.
+    public func deleteReports(lastSeenBefore cutoff: Int64, batch: Int = 5000) async throws -> Int64 {
+        var deleted: Int64 = 0
+        while true {
+            let count = try await self.database.transaction { session -> Int64 in
+                let ids = try await session.query("SELECT id FROM reports WHERE last_seen_at < ? ORDER BY id LIMIT ?", [.integer(cutoff), .integer(Int64(batch))])
+                    .compactMap { $0.first?.integer }
+                guard let first = ids.first, let last = ids.last else { return 0 }
+                _ = try await session.query(
+                    "DELETE FROM report_pins WHERE report_id >= ? AND report_id <= ? AND report_id IN (SELECT id FROM reports WHERE last_seen_at < ?)",
+                    [.integer(first), .integer(last), .integer(cutoff)])
+                _ = try await session.query("DELETE FROM reports WHERE id >= ? AND id <= ? AND last_seen_at < ?", [.integer(first), .integer(last), .integer(cutoff)])
+                return Int64(ids.count)
+            }
+            deleted += count
+            if count < batch { return deleted }
+        }
+    }
+
+    // MARK: Reads
+
+    public func summary(since: Int64?) async throws -> CollectorSummary {
+        let rows = try await self.database.query(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(occurrences), 0) AS BIGINT), COUNT(DISTINCT host), COUNT(DISTINCT source_hash) FROM reports WHERE received_at >= ?",
+            [.integer(since ?? Int64.min)]
+        )
+        let row = rows.first ?? []
+        func value(_ index: Int) -> Int64 { index < row.count ? (row[index].integer ?? 0) : 0 }
+        return CollectorSummary(reports: value(0), occurrences: value(1), hosts: value(2), sources: value(3))
+    }
+
+    /// The hosts with the most occurrences first.
+    ///
+    /// `servedPins` are the keys the server presented: the served chain's, or, for a report without one (TrustKit
+    /// sends only `validated-certificate-chain`, which is the server's chain as the device validated it), the
+    /// validated chain's.
+    public func hosts(since: Int64?, limit: Int, host: String? = nil) async throws -> [HostSummary] {
+        let since = since ?? Int64.min
+        var filter = "received_at >= ?"
+        var binds: [SQLValue] = [.integer(since)]
+        if let host {
+            filter += " AND host = ?"
+            binds.append(.text(host))
+        }
+        let base = try await self.database.query(
+            """
+            SELECT host, COUNT(*), CAST(SUM(occurrences) AS BIGINT), CAST(MAX(last_seen_at) AS BIGINT),
+                CAST(SUM(CASE WHEN enforced = 1 THEN occurrences ELSE 0 END) AS BIGINT),
+                CAST(SUM(CASE WHEN enforced = 0 THEN occurrences ELSE 0 END) AS BIGINT)
+            FROM reports WHERE \(filter) GROUP BY host ORDER BY 3 DESC, host LIMIT ?
+            """,
+            binds + [.integer(Int64(max(1, limit)))]
+        )
+        var hosts: [HostSummary] = base.compactMap { row in
+            guard row.count == 6, let host = row[0].text else { return nil }
+            return HostSummary(
+                host: host,
+                reports: row[1].integer ?? 0,
+                occurrences: row[2].integer ?? 0,
+                lastSeen: Self.time(row[3].integer ?? 0),
+                results: [:],
+                servedPins: [],
+                knownPins: [],
+                enforced: row[4].integer ?? 0,
+                reportOnly: row[5].integer ?? 0
+            )
+        }
+        guard !hosts.isEmpty else { return [] }
+        let names = hosts.map(\.host)
+        let inList = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        let hostBinds: [SQLValue] = [.integer(since)] + names.map(SQLValue.text)
+        var index: [String: Int] = [:]
+        for (position, summary) in hosts.enumerated() { index[summary.host] = position }
+
+        for row in try await self.database.query(
+            "SELECT host, result, CAST(SUM(occurrences) AS BIGINT) FROM reports WHERE received_at >= ? AND host IN (\(inList)) GROUP BY host, result",
+            hostBinds
+        ) {
+            guard row.count == 3, let host = row[0].text, let result = row[1].text, let position = index[host] else { continue }
+            hosts[position].results[result] = row[2].integer ?? 0
+        }
+        for row in try await self.database.query(
+            """
+            SELECT r.host, p.pin, CAST(MIN(p.position) AS BIGINT), COUNT(DISTINCT r.source_hash), CAST(SUM(r.occurrences) AS BIGINT), CAST(MAX(r.id) AS BIGINT)
+            FROM report_pins p JOIN reports r ON r.id = p.report_id
+            WHERE (p.role = 'served' OR (p.role = 'validated' AND r.served_pins = '')) AND r.received_at >= ? AND r.host IN (\(inList))
+            GROUP BY r.host, p.pin ORDER BY 5 DESC, p.pin
+            """,
+            hostBinds
+        ) {
+            guard row.count == 6, let host = row[0].text, let pin = row[1].text, let position = index[host] else { continue }
+            hosts[position].servedPins.append(
+                HostSummary.ServedPin(
+                    pin: pin,
+                    sources: row[3].integer ?? 0,
+                    occurrences: row[4].integer ?? 0,
+                    known: false,
+                    position: row[2].integer ?? 0,
+                    exampleReport: row[5].integer ?? 0
+                )
+            )
+        }
+        for row in try await self.database.query(
+            """
+            SELECT DISTINCT r.host, p.pin FROM report_pins p JOIN reports r ON r.id = p.report_id
+            WHERE p.role = 'known' AND r.received_at >= ? AND r.host IN (\(inList)) ORDER BY r.host, p.pin
+            """,
+            hostBinds
+        ) {
+            guard row.count == 2, let host = row[0].text, let pin = row[1].text, let position = index[host] else { continue }
+            hosts[position].knownPins.append(pin)
+        }
+        for position in hosts.indices {
+            let known = Set(hosts[position].knownPins)
+            for pinIndex in hosts[position].servedPins.indices {
+                hosts[position].servedPins[pinIndex].known = known.contains(hosts[position].servedPins[pinIndex].pin)
+            }
+        }
+        return hosts
+    }
+
+    static let reportColumns = """
+        id, received_at, last_seen_at, date_time, host, port, noted_host, result, enforced, app_id, app_version, platform,
+        platform_version, library_version, pinset_version, format, served_pins, validated_pins, known_pins, occurrences
+        """
+
+    /// A page of reports, newest first, and the cursor of the next page.
+    public func reports(_ query: ReportQuery) async throws -> (reports: [StoredReport], next: Int64?) {
+        var conditions: [String] = []
+        var binds: [SQLValue] = []
+        if let host = query.host {
+            conditions.append("host = ?")
+            binds.append(.text(host))
+        }
+        if let result = query.result {
+            conditions.append("result = ?")
+            binds.append(.text(result))
+        }
+        if let app = query.app {
+            conditions.append("app_id = ?")
+            binds.append(.text(app))
+        }
+        if let since = query.since {
+            conditions.append("received_at >= ?")
+            binds.append(.integer(since))
+        }
+        if let before = query.before {
+            conditions.append("id < ?")
+            binds.append(.integer(before))
+        }
+        let limit = max(1, query.limit)
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let rows = try await self.database.query(
+            "SELECT \(Self.reportColumns) FROM reports \(filter) ORDER BY id DESC LIMIT ?",
+            binds + [.integer(Int64(limit + 1))]
+        )
+        var reports = rows.prefix(limit).compactMap(Self.storedReport)
+        let next = rows.count > limit ? reports.last?.id : nil
+        if reports.count > limit { reports.removeLast(reports.count - limit) }
+        return (reports, next)
+    }
+
+    /// The chains of one report (the dashboard's judgement of a new key).
+    public func chains(reportID: Int64) async throws -> (served: [ReportedCertificate], validated: [ReportedCertificate])? {
+        let rows = try await self.database.query("SELECT served_chain, validated_chain FROM reports WHERE id = ?", [.integer(reportID)])
+        guard let row = rows.first, row.count == 2, let served = row[0].text, let validated = row[1].text else { return nil }
+        let decoder = JSONDecoder()
+        return (
+            try decoder.decode([ReportedCertificate].self, from: Data(served.utf8)),
+            try decoder.decode([ReportedCertificate].self, from: Data(validated.utf8))
+        )
+    }
+
+    /// Occurrences per bucket (of `bucket` milliseconds) for one host since `since`, by the hour a row was first
+    /// received (a de-duplicated row's later occurrences count in its first bucket).
+    public func series(host: String, since: Int64, bucket: Int64) async throws -> [Int64: Int64] {
+        let rows = try await self.database.query(
+            "SELECT CAST(received_at / ? AS BIGINT), CAST(SUM(occurrences) AS BIGINT) FROM reports WHERE host = ? AND received_at >= ? GROUP BY 1",
+            [.integer(bucket), .text(host), .integer(since)]
+        )
+        var series: [Int64: Int64] = [:]
+        for row in rows where row.count == 2 {
+            if let key = row[0].integer { series[key] = row[1].integer ?? 0 }
+        }
+        return series
+    }
+
+    /// Apps and versions affected, per host: "app version (platform)" → occurrences.
+    public func apps(host: String, since: Int64) async throws -> [(app: String, version: String, platform: String, library: String, occurrences: Int64)] {
+        let rows = try await self.database.query(
+            """
+            SELECT COALESCE(app_id, ''), COALESCE(app_version, ''), COALESCE(platform, ''), COALESCE(library_version, ''), CAST(SUM(occurrences) AS BIGINT)
+            FROM reports WHERE host = ? AND received_at >= ? GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC LIMIT 20
+            """,
+            [.text(host), .integer(since)]
+        )
+        return rows.compactMap { row in
+            guard row.count == 5 else { return nil }
+            return (row[0].text ?? "", row[1].text ?? "", row[2].text ?? "", row[3].text ?? "", row[4].integer ?? 0)
+        }
+    }
+
+    /// The number of stored rows (metrics, tests).
+    public func count() async throws -> Int64 {
+        try await self.database.query("SELECT COUNT(*) FROM reports", []).first?.first?.integer ?? 0
+    }
+
+    static func storedReport(_ row: SQLRow) -> StoredReport? {
+        guard row.count == 20, let id = row[0].integer, let host = row[4].text, let result = row[7].text, let format = row[15].text else { return nil }
+        func pins(_ value: SQLValue) -> [String] {
+            guard let text = value.text, !text.isEmpty else { return [] }
+            return text.split(separator: ",").map(String.init)
+        }
+        return StoredReport(
+            id: id,
+            receivedAt: Self.time(row[1].integer ?? 0),
+            lastSeen: Self.time(row[2].integer ?? 0),
+            dateTime: row[3].integer.map(Self.time),
+            host: host,
+            port: row[5].integer,
+            notedHost: row[6].text,
+            result: result,
+            enforced: row[8].bool,
+            appId: row[9].text,
+            appVersion: row[10].text,
+            platform: row[11].text,
+            platformVersion: row[12].text,
+            libraryVersion: row[13].text,
+            pinsetVersion: row[14].text,
+            format: format,
+            servedPins: pins(row[16]),
+            validatedPins: pins(row[17]),
+            knownPins: pins(row[18]),
+            occurrences: row[19].integer ?? 0
+        )
+    }
+
+    /// RFC 3339, UTC, millisecond precision.
+    static func time(_ milliseconds: Int64) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}
+
+/// A storage problem, in words.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,94 @@
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+import SQLiteNIO
+
+/// SQLite through SQLiteNIO (its own SQLite amalgamation: nothing to install). Two connections: one writer, which
+/// only the ingest writer and retention use, one at a time (``IngestWriter`` serialises them), and one reader for
+/// the API and the dashboard. The file is in WAL mode, so readers never wait for the writer.
+public final class SQLiteReportDatabase: SQLDatabase {
+    public var kind: DatabaseKind { .sqlite }
+    private let writer: SQLiteConnection
+    private let reader: SQLiteConnection
+
+    /// Opens (creating if needed) the database file.
+    ///
+    /// `synchronous=FULL`: a transaction is on disk when COMMIT returns, so a `204` is never lost to a crash
+    /// or a power cut; the ingest writer commits many reports per transaction, so the fsync is paid per batch.
+    public init(path: String, logger: Logger) async throws {
+        self.writer = try await SQLiteConnection.open(storage: .file(path: path), threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+        do {
+            for pragma in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=10000"] {
+                _ = try await self.writer.query(pragma, [])
+            }
+            self.reader = try await SQLiteConnection.open(storage: .file(path: path), threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+            // The reader's page cache (64 MiB) and memory-mapped reads (256 MiB): the API's aggregates over a
+            // million rows read their covering indexes from memory after the first request.
+            for pragma in ["PRAGMA busy_timeout=10000", "PRAGMA cache_size=-65536", "PRAGMA mmap_size=268435456"] {
+                _ = try await self.reader.query(pragma, [])
+            }
+        } catch {
+            try? await self.writer.close()
+            throw error
+        }
+    }
+
+    public func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        try await Self.run(self.reader, sql, binds)
+    }
+
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T {
+        let session = Session(connection: self.writer)
+        _ = try await self.writer.query("BEGIN IMMEDIATE", [])
+        do {
+            let value = try await body(session)
+            _ = try await self.writer.query("COMMIT", [])
+            return value
+        } catch {
+            // The rollback's own failure is secondary: the body's error is the one to report.
+            _ = try? await self.writer.query("ROLLBACK", [])
+            throw error
+        }
+    }
+
+    public func close() async {
+        // In a task of its own: closing happens on the way out of a cancelled task too (the collector stopped by
+        // cancellation), and SQLiteNIO's close must still run. A failed close leaves nothing to do at shutdown;
+        // SQLite's WAL is checkpointed by the next open.
+        let reader = self.reader
+        let writer = self.writer
+        await Task {
+            try? await reader.close()
+            try? await writer.close()
+        }.value
+    }
+
+    private struct Session: SQLSession {
+        let connection: SQLiteConnection
+        func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+            try await SQLiteReportDatabase.run(self.connection, sql, binds)
+        }
+    }
+
+    static func run(_ connection: SQLiteConnection, _ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        let data: [SQLiteData] = binds.map { value in
+            switch value {
+            case .integer(let number): return .integer(SQLiteInt64(number))
+            case .text(let text): return .text(text)
+            case .null: return .null
+            }
+        }
+        let rows = try await connection.query(sql, data)
+        return rows.map { row in
+            row.columns.map { column in
+                switch column.data {
+                case .integer(let number): return .integer(Int64(number))
+                case .text(let text): return .text(text)
+                case .float(let number): return Int64(exactly: number.rounded()).map(SQLValue.integer) ?? .null
+                case .blob, .null: return .null
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,351 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import PinningCollector
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `pinning bench collector` (`pinning-collector bench`): ingest throughput into SQLite (and PostgreSQL with
+/// `--postgres`), read latency with many stored reports, and behaviour under a flood. The collector runs as a
+/// child process (this executable, serving), driven over the loopback by AsyncHTTPClient from this process.
+struct CollectorBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pinning bench collector",
+        abstract: "Measure the collector: ingest reports/s, dashboard and /api/summary latency with many stored reports, memory and /status under a flood.",
+        discussion: "Build with -c release for figures worth quoting. Every phase runs its own collector process on a fresh database in a temporary directory."
+    )
+
+    @Option(name: .long, help: "Reports posted in each ingest phase.")
+    var reports: Int = 50_000
+
+    @Option(name: .long, help: "Concurrent connections posting.")
+    var concurrency: Int = 32
+
+    @Option(name: .customLong("batch"), help: "Reports per POST in the batched ingest phase.")
+    var batch: Int = 100
+
+    @Option(name: .long, help: "Reports stored before the read-latency phase (written directly through the store).")
+    var stored: Int = 1_000_000
+
+    @Option(name: .long, help: "Requests per read path in the latency phase.")
+    var samples: Int = 50
+
+    @Option(name: .customLong("flood-seconds"), help: "How long the flood lasts.")
+    var floodSeconds: Int = 10
+
+    @Option(name: .long, help: "Also measure ingest into this PostgreSQL database (postgres://USER@HOST:PORT/DB); its reports table is emptied first.")
+    var postgres: String?
+
+    @Option(name: .long, help: "Phases to run: ingest, postgres, read, flood (comma-separated).")
+    var phases: String = "ingest,postgres,read,flood"
+
+    static let token = "bench-token-0123456789abcdef0123"
+
+    func run() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinning-collector-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tokenFile = directory + "/token"
+        try Data(Self.token.utf8).write(to: URL(fileURLWithPath: tokenFile))
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(30), read: .seconds(120))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, self.concurrency * 2)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        defer { _ = client.shutdown() }
+        let phases = Set(self.phases.split(separator: ",").map(String.init))
+        print("pinning bench collector: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(self.concurrency) connections")
+
+        if phases.contains("ingest") {
+            let database = "sqlite:" + directory + "/ingest.db"
+            try await self.ingest(label: "SQLite, one report per POST", database: database, perRequest: 1, tokenFile: tokenFile, client: client, directory: directory)
+            try await self.ingest(
+                label: "SQLite, \(self.batch) reports per POST", database: "sqlite:" + directory + "/ingest-batch.db", perRequest: self.batch, tokenFile: tokenFile, client: client,
+                directory: directory)
+        }
+        if phases.contains("postgres"), let postgres = self.postgres {
+            try await self.ingest(label: "PostgreSQL, one report per POST", database: postgres, perRequest: 1, tokenFile: tokenFile, client: client, directory: directory, emptyFirst: true)
+            try await self.ingest(
+                label: "PostgreSQL, \(self.batch) reports per POST", database: postgres, perRequest: self.batch, tokenFile: tokenFile, client: client, directory: directory, emptyFirst: true)
+        }
+        if phases.contains("read") {
+            try await self.read(tokenFile: tokenFile, client: client, directory: directory)
+        }
+        if phases.contains("flood") {
+            try await self.flood(tokenFile: tokenFile, client: client, directory: directory)
+        }
+    }
+
+    // MARK: Phases
+
+    static func body(_ index: Int, count: Int) -> ByteBuffer {
+        // Distinct reports (no two identical, so each is a row): 2,000 hosts, varying app versions and results.
+        func one(_ index: Int) -> String {
+            let result = ["pinMismatch", "pinMismatch", "pinMismatch", "hostnameMismatch", "noPathToAnchor"][index % 5]
+            return """
+                {"hostname":"h\(index % 2000).bench.test","port":443,"noted-hostname":"bench.test","validation-result":"\(result)","app-bundle-id":"com.example.app","app-version":"\(index)","date-time":"2026-11-26T00:00:00Z","known-pins":["pin-sha256=\\"d6qzRu9zOECb90Uez27xWltNsj0e1Md7GkYYkVoZWmM=\\""]}
+                """
+        }
+        if count == 1 { return ByteBuffer(string: one(index)) }
+        return ByteBuffer(string: "[" + (0..<count).map { one(index * count + $0) }.joined(separator: ",") + "]")
+    }
+
+    func ingest(label: String, database: String, perRequest: Int, tokenFile: String, client: HTTPClient, directory: String, emptyFirst: Bool = false) async throws {
+        if emptyFirst, case .postgres(let url) = try DatabaseURL.parse(database) {
+            try await Self.emptyPostgres(url)
+        }
+        let child = try await ChildCollector.start(["--listen", "127.0.0.1:0", "--database", database, "--token-file", tokenFile, "--rate", "1000000/min"], directory: directory)
+        defer { child.stop() }
+        let requests = max(1, self.reports / perRequest)
+        // Warm-up: connections and the first pages of the database.
+        _ = try await Self.post(client: client, port: child.port, count: min(200, requests), concurrency: self.concurrency, offset: 10_000_000, perRequest: perRequest)
+        let start = ContinuousClock.now
+        let statuses = try await Self.post(client: client, port: child.port, count: requests, concurrency: self.concurrency, offset: 0, perRequest: perRequest)
+        let seconds = Self.seconds(ContinuousClock.now - start)
+        let accepted = statuses[204, default: 0] * perRequest
+        print(
+            String(
+                format: "ingest %@: %d reports in %.2f s = %.0f reports/s (%d requests; answers %@); collector peak RSS %.1f MiB", label, accepted, seconds, Double(accepted) / seconds,
+                requests, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "), Double(child.peakResidentBytes()) / 1_048_576)
+        )
+    }
+
+    func read(tokenFile: String, client: HTTPClient, directory: String) async throws {
+        let path = directory + "/read.db"
+        let seedStart = ContinuousClock.now
+        try await Self.seed(path: path, count: self.stored)
+        print(String(format: "read: %d reports stored through the store in %.1f s", self.stored, Self.seconds(ContinuousClock.now - seedStart)))
+        let child = try await ChildCollector.start(["--listen", "127.0.0.1:0", "--database", "sqlite:" + path, "--token-file", tokenFile], directory: directory)
+        defer { child.stop() }
+        for path in ["/api/summary", "/", "/api/hosts", "/api/reports"] {
+            var latencies: [Double] = []
+            for _ in 0..<(self.samples + 3) {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(child.port)\(path)")
+                request.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
+                let start = ContinuousClock.now
+                let response = try await client.execute(request, timeout: .seconds(120))
+                _ = try await response.body.collect(upTo: 64 * 1024 * 1024)
+                guard response.status == .ok else { throw ValidationError("GET \(path): \(response.status)") }
+                latencies.append(Self.seconds(ContinuousClock.now - start) * 1000)
+            }
+            latencies.removeFirst(3)
+            latencies.sort()
+            print(
+                String(
+                    format: "read %@ with %d stored: p50 %.1f ms, p95 %.1f ms, max %.1f ms (%d requests, one at a time)", path, self.stored, Self.percentile(latencies, 0.5),
+                    Self.percentile(latencies, 0.95),
+                    latencies.last ?? 0, latencies.count))
+        }
+    }
+
+    func flood(tokenFile: String, client: HTTPClient, directory: String) async throws {
+        let child = try await ChildCollector.start(["--listen", "127.0.0.1:0", "--database", "sqlite:" + directory + "/flood.db", "--token-file", tokenFile], directory: directory)
+        defer { child.stop() }
+        let before = child.residentBytes()
+        let deadline = ContinuousClock.now + .seconds(self.floodSeconds)
+        let port = child.port
+        let concurrency = self.concurrency * 2
+        let statusLatencies = LatencyBox()
+        let statuses = try await withThrowingTaskGroup(of: [Int: Int].self) { group in
+            for worker in 0..<concurrency {
+                group.addTask {
+                    var counts: [Int: Int] = [:]
+                    var index = worker
+                    while ContinuousClock.now < deadline {
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/reports")
+                        request.method = .POST
+                        request.body = .bytes(Self.body(index, count: 1))
+                        let code: Int
+                        do {
+                            code = Int(try await client.execute(request, timeout: .seconds(30)).status.code)
+                        } catch {
+                            code = 0
+                        }
+                        counts[code, default: 0] += 1
+                        index += concurrency
+                    }
+                    return counts
+                }
+            }
+            group.addTask {
+                while ContinuousClock.now < deadline {
+                    let start = ContinuousClock.now
+                    let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/status"), timeout: .seconds(30))
+                    _ = try await response.body.collect(upTo: 4096)
+                    statusLatencies.add(Self.seconds(ContinuousClock.now - start) * 1000)
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return [:]
+            }
+            var total: [Int: Int] = [:]
+            for try await counts in group { total.merge(counts, uniquingKeysWith: +) }
+            return total
+        }
+        let latencies = statusLatencies.sorted
+        print(
+            String(
+                format: "flood from one source for %d s over %d connections: answers %@; /status p50 %.1f ms, max %.1f ms (%d samples); collector RSS %.1f MiB before, %.1f MiB peak",
+                self.floodSeconds, concurrency, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "), Self.percentile(latencies, 0.5), latencies.last ?? 0,
+                latencies.count, Double(before) / 1_048_576, Double(child.peakResidentBytes()) / 1_048_576))
+    }
+
+    // MARK: Helpers
+
+    static func post(client: HTTPClient, port: Int, count: Int, concurrency: Int, offset: Int, perRequest: Int) async throws -> [Int: Int] {
+        let next = Counter()
+        return try await withThrowingTaskGroup(of: [Int: Int].self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var counts: [Int: Int] = [:]
+                    while let index = next.take(below: count) {
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/reports")
+                        request.method = .POST
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(Self.body(offset + index, count: perRequest))
+                        let response = try await client.execute(request, timeout: .seconds(120))
+                        counts[Int(response.status.code), default: 0] += 1
+                    }
+                    return counts
+                }
+            }
+            var total: [Int: Int] = [:]
+            for try await counts in group { total.merge(counts, uniquingKeysWith: +) }
+            return total
+        }
+    }
+
+    /// Stores `count` reports through the store (the writer's own path, in batches), spread over the last six
+    /// days, 2,000 hosts and 50,000 sources, each with a served chain of two keys.
+    static func seed(path: String, count: Int) async throws {
+        let database = try await SQLiteReportDatabase(path: path, logger: Logger(label: "bench"))
+        let store = ReportStore(database: database, deduplicationWindowMilliseconds: 86_400_000)
+        do {
+            try await store.migrate(now: 0)
+            let parser = ReportParser()
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            var templates: [NormalizedReport] = []
+            for index in 0..<50 {
+                let body = Self.body(index, count: 1)
+                templates.append(try parser.parse(Array(buffer: body))[0])
+            }
+            var written = 0
+            while written < count {
+                let size = min(5000, count - written)
+                var items: [IngestItem] = []
+                items.reserveCapacity(size)
+                for offset in 0..<size {
+                    let index = written + offset
+                    var report = templates[index % templates.count]
+                    report.host = "h\(index % 2000).bench.test"
+                    report.appVersion = String(index)
+                    items.append(IngestItem(report: report, receivedAt: now - Int64(index % 518_400) * 1000, sourceHash: "source-\(index % 50_000)"))
+                }
+                _ = try await store.ingest(items)
+                written += size
+            }
+        } catch {
+            await database.close()
+            throw error
+        }
+        await database.close()
+    }
+
+    static func emptyPostgres(_ url: DatabaseURL.Postgres) async throws {
+        let database = PostgresReportDatabase(url: url, logger: Logger(label: "bench"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await database.run() }
+            defer { group.cancelAll() }
+            try await ReportStore(database: database, deduplicationWindowMilliseconds: 1000).migrate(now: 0)
+            _ = try await database.query("DELETE FROM report_pins", [])
+            _ = try await database.query("DELETE FROM reports", [])
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)]
+    }
+}
+
+/// The next index to post, shared by the workers.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func take(below limit: Int) -> Int? {
+        self.lock.withLock {
+            guard self.value < limit else { return nil }
+            defer { self.value += 1 }
+            return self.value
+        }
+    }
+}
+
+final class LatencyBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Double] = []
+    func add(_ value: Double) { self.lock.withLock { self.values.append(value) } }
+    var sorted: [Double] { self.lock.withLock { self.values.sorted() } }
+}
+
+/// This executable, serving, as a child process.
+final class ChildCollector: @unchecked Sendable {
+    let process: Process
+    let port: Int
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    static func start(_ arguments: [String], directory: String) async throws -> ChildCollector {
+        let process = Process()
+        process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = arguments
+        let output = directory + "/collector-\(UUID().uuidString).out"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try? handle.close()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline && process.isRunning {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("collector listening on http://127.0.0.1:") }) {
+                let port = Int(line.dropFirst("collector listening on http://127.0.0.1:".count).prefix { $0.isNumber }) ?? 0
+                return ChildCollector(process: process, port: port)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        if process.isRunning { process.terminate() }
+        throw ValidationError("the collector did not start: \(text)")
+    }
+
+    func stop() {
+        guard self.process.isRunning else { return }
+        self.process.terminate()
+        self.process.waitUntilExit()
+    }
+
+    /// VmRSS / VmHWM from /proc (Linux); 0 elsewhere.
+    func residentBytes() -> Int { self.status("VmRSS:") }
+    func peakResidentBytes() -> Int { self.status("VmHWM:") }
+
+    private func status(_ key: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(self.process.processIdentifier)/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) })
+        else { return 0 }
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return kilobytes * 1024
+    }
+}

@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Pinning
+import PinningCollector
+import X509
+
+/// `pinning-collector` (run as `pinning collector …`, which hands over to this executable installed beside it).
+@main
+struct CollectorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pinning collector",
+        abstract: "Receives pin failure reports (RFC 7469, TrustKit, swift-pinning), stores them in SQLite or PostgreSQL, and shows them on a dashboard.",
+        discussion: """
+            POST /reports takes one report or an array (no token): 204 stored, 400 malformed (one line saying why), 413 over --max-report-bytes, 429 over --rate (Retry-After), 503 busy or the database failing. Identical reports from one source within --dedup-window seconds are counted on one row.
+
+            With the token (Authorization: Bearer TOKEN, or the cookie the dashboard's sign-in sets): GET / (the dashboard), /api/summary, /api/hosts, /api/reports, /api/reports.csv. Without it: GET /status and /metrics.
+
+            Start-up line on stdout: `collector listening on http://HOST:PORT (database: sqlite|postgres)`. SIGINT or SIGTERM stop accepting, store every report already accepted, then exit 0.
+
+            Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen or cannot reach the database.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Where to listen (HOST:PORT; port 0 picks one).", valueName: "host:port"))
+    var listen: String = "127.0.0.1:8090"
+
+    @Option(name: .long, help: ArgumentHelp("sqlite:PATH or postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require] (or PGPASSWORD).", valueName: "url"))
+    var database: String
+
+    @Option(name: .customLong("token-file"), help: ArgumentHelp("A file whose first line is the API and dashboard token (16 characters or more).", valueName: "file"))
+    var tokenFile: String
+
+    @Option(name: .customLong("tls-identity"), help: ArgumentHelp("Serve HTTPS: a PEM file with the certificate chain (leaf first) and its unencrypted private key.", valueName: "file"))
+    var tlsIdentity: String?
+
+    @Option(name: .customLong("retention-days"), help: ArgumentHelp("Delete reports last seen more than this many days ago (1 to 36,500; hourly).", valueName: "days"))
+    var retentionDays: String = "90"
+
+    @Option(name: .customLong("max-report-bytes"), help: ArgumentHelp("The largest POST /reports body (1,024 to 16,777,216).", valueName: "bytes"))
+    var maxReportBytes: String = "65536"
+
+    @Option(name: .long, help: ArgumentHelp("Reports accepted per source a minute (N/min, 1 to 1,000,000).", valueName: "n/min"))
+    var rate: String = "600/min"
+
+    @Option(name: .customLong("dedup-window"), help: ArgumentHelp("Identical reports within this many seconds share a row (1 to 2,592,000).", valueName: "seconds"))
+    var dedupWindow: String = "86400"
+
+    @Option(name: .long, help: ArgumentHelp("CAs the team knows (PEM): a new key chaining to one is shown as a rotation.", valueName: "file"))
+    var anchors: String?
+
+    @Flag(name: .long, help: "Log each request on stderr.")
+    var verbose = false
+
+    static func main() async {
+        // `pinning-collector bench …` (what `pinning bench collector` runs): the benchmark, not the server.
+        if CommandLine.arguments.dropFirst().first == "bench" {
+            do {
+                let bench = try CollectorBench.parse(Array(CommandLine.arguments.dropFirst(2)))
+                try await bench.run()
+                Foundation.exit(0)
+            } catch {
+                if exitCode(for: error) == .success { CollectorBench.exit(withError: error) }
+                FileHandle.standardError.write(Data(("pinning bench collector: " + CollectorBench.fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+        }
+        let command: CollectorCommand
+        do {
+            let parsed = try parseAsRoot()
+            guard let collector = parsed as? CollectorCommand else {
+                // `--help` and friends parse to ArgumentParser's own commands, which print and return.
+                var other = parsed
+                try other.run()
+                Foundation.exit(0)
+            }
+            command = collector
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }
+            // ArgumentParser's own words (the option, its help line, the usage), as every `pinning` command
+            // prints them; exit 2 like them, not ArgumentParser's 64.
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(2)
+        }
+        do {
+            try await command.start()
+        } catch let error as CollectorOptionError {
+            Self.refuse(error.message)
+        } catch let error as Collector.StartError {
+            FileHandle.standardError.write(Data("pinning collector: \(error.description)\n".utf8))
+            Foundation.exit(error.exitStatus)
+        } catch {
+            FileHandle.standardError.write(Data("pinning collector: \(error)\n".utf8))
+            Foundation.exit(3)
+        }
+    }
+
+    static func refuse(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("pinning collector: \(message)\n".utf8))
+        Foundation.exit(2)
+    }
+
+    static func integer(_ text: String, option: String, range: ClosedRange<Int>) throws(CollectorOptionError) -> Int {
+        guard let value = Int(text), range.contains(value) else {
+            throw CollectorOptionError("\(option) \(text): a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    func start() async throws {
+        let listen = try ListenAddress.parse(self.listen)
+        let database = try DatabaseURL.parse(self.database)
+        var settings = CollectorSettings(token: try TokenFile.read(self.tokenFile))
+        settings.retentionDays = try Self.integer(self.retentionDays, option: "--retention-days", range: 1...36_500)
+        settings.maxReportBytes = try Self.integer(self.maxReportBytes, option: "--max-report-bytes", range: 1024...16_777_216)
+        settings.ratePerMinute = try RateOption.parse(self.rate).perMinute
+        settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
+        // HTTPS: the dashboard's cookie is then Secure.
+        settings.secure = self.tlsIdentity != nil
+        var anchors: [Certificate] = []
+        if let path = self.anchors {
+            do throws(CertificateLoadingError) {
+                anchors = try CertificateLoader.certificates(fromFile: path)
+            } catch {
+                throw CollectorOptionError("--anchors \(path): \(error.problem)")
+            }
+        }
+        var logger = Logger(label: "pinning-collector")
+        logger.logLevel = self.verbose ? .info : .warning
+        var collector = Collector(listen: listen, database: database, settings: settings, logger: logger)
+        collector.anchors = anchors
+        collector.tlsIdentity = self.tlsIdentity
+        try await collector.run { line, _ in
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+}

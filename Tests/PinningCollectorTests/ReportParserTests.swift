@@ -1,0 +1,122 @@
+import Foundation
+import Pinning
+import PinningCollector
+import PinningTestSupport
+import Testing
+
+@Suite("Collector: reading reports (RFC 7469, TrustKit, swift-pinning) and refusing bad ones")
+struct ReportParserTests {
+    let fixtures: ReportFixtures
+    init() throws { self.fixtures = try ReportFixtures() }
+
+    @Test("a TrustKit report in the shape of its sample_report.json: app keys, integer result, CRLF PEM, pins computed here")
+    func trustKit() throws {
+        let reports = try ReportParser().parse(Array(try ReportFixtures.json(self.fixtures.trustKit())))
+        let report = try #require(reports.first)
+        #expect(reports.count == 1)
+        #expect(report.format == .trustkit)
+        #expect(report.host == "api.example.test")
+        #expect(report.port == 443)
+        #expect(report.result == "pinMismatch")
+        #expect(report.enforced == true)
+        #expect(report.appId == "com.example.bank")
+        #expect(report.appVersion == "4.2")
+        #expect(report.platform == "IOS")
+        #expect(report.libraryVersion == "TrustKit 3.0.4")
+        #expect(report.pinsExpiration == "2027-06-01")
+        #expect(report.deviceHash != nil && report.deviceHash != "599F9C00-92DC-4B5C-9464-7971F01F8370")
+        // Each pin computed from the certificate, not taken from the report.
+        #expect(report.validatedPins == self.fixtures.intercepting.all.map { Pin(spkiOf: $0).base64 })
+        #expect(report.servedPins.isEmpty)
+        #expect(report.knownPins == [Pin(spkiOf: self.fixtures.genuine.intermediate.certificate).base64, Pin(spkiOf: self.fixtures.genuine.root.certificate).base64])
+        #expect(report.validatedChain.last?.subject.contains("Intercepting Proxy Root") == true)
+    }
+
+    @Test("an RFC 7469 §3 report: served and validated chains, no result (a pin validation failure)")
+    func rfc7469() throws {
+        let report = try #require(try ReportParser().parse(Array(try ReportFixtures.json(self.fixtures.rfc7469()))).first)
+        #expect(report.format == .rfc7469)
+        #expect(report.result == "pinMismatch")
+        #expect(report.enforced == nil)
+        #expect(report.notedHost == "example.test")
+        #expect(report.includeSubdomains == true)
+        #expect(report.servedPins == self.fixtures.intercepting.presented.map { Pin(spkiOf: $0).base64 })
+        #expect(report.pinsExpiration == "2027-06-01T00:00:00Z")
+    }
+
+    @Test("our own report, as the core's PinFailureReport encodes it; an array of several")
+    func ours() throws {
+        let ours = try self.fixtures.pinning()
+        let report = try #require(try ReportParser().parse(Array(ours)).first)
+        #expect(report.format == .pinning)
+        #expect(report.port == 8443)
+        #expect(report.result == "pinMismatch")
+        #expect(report.dateTime == Date(timeIntervalSince1970: 1_795_000_000))
+        let array = Data("[".utf8) + ours + Data(",".utf8) + (try ReportFixtures.json(self.fixtures.trustKit())) + Data("]".utf8)
+        #expect(try ReportParser().parse(Array(array)).map(\.format) == [.pinning, .trustkit])
+    }
+
+    func refusal(_ body: [UInt8]) -> String? {
+        do {
+            _ = try ReportParser().parse(body)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test("malformed bodies are refused with one line naming the problem")
+    func malformed() throws {
+        let cases: [(String, String)] = [
+            ("{\"hostname\":", "not valid JSON"),
+            ("", "not valid JSON"),
+            ("42", "a number, not a report"),
+            ("[]", "empty array"),
+            ("[1]", "report [0] is a number, not an object"),
+            ("{}", "has no `hostname`"),
+            ("{\"hostname\":\"\"}", "has no `hostname`"),
+            ("{\"hostname\":[\"a\"]}", "`hostname` is an array, not a string"),
+            ("{\"hostname\":\"a\",\"port\":\"443\"}", "`port` is a string, not an integer"),
+            ("{\"hostname\":\"a\",\"port\":70000}", "not a TCP port"),
+            ("{\"hostname\":\"a\",\"port\":true}", "`port` is a boolean"),
+            ("{\"hostname\":\"a\",\"include-subdomains\":1}", "`include-subdomains` is a number, not a boolean"),
+            ("{\"hostname\":\"a\",\"date-time\":\"yesterday\"}", "`date-time` is not an RFC 3339"),
+            ("{\"hostname\":\"a\",\"known-pins\":[\"pin-sha256=\\\"short\\\"\"]}", "`known-pins`[0] is not a SHA-256 pin"),
+            ("{\"hostname\":\"a\",\"served-certificate-chain\":[\"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----\"]}", "not a PEM certificate"),
+            ("{\"hostname\":\"a\",\"served-certificate-chain\":\"x\"}", "`served-certificate-chain` is a string, not an array"),
+            ("{\"hostname\":\"a\",\"validation-result\":{}}", "`validation-result` is an object"),
+            ("{\"hostname\":\"a\\u0000b\"}", "contains a NUL character"),
+            ("{\"hostname\":\"\(String(repeating: "a", count: 2000))\"}", "longer than 1024 bytes"),
+        ]
+        for (body, expected) in cases {
+            let message = try #require(self.refusal(Array(body.utf8)), "accepted: \(body.prefix(80))")
+            #expect(message.contains(expected), "\(body.prefix(80)) → \(message)")
+            #expect(!message.contains("\n"))
+            #expect(!message.contains("DecodingError") && !message.contains("Swift."), "type names in: \(message)")
+        }
+    }
+
+    @Test("invalid UTF-8, deep nesting and too many reports are refused, never a crash")
+    func hostileBodies() throws {
+        // Invalid UTF-8 inside a string, and a lone continuation byte.
+        #expect(self.refusal([0x7B, 0x22, 0x68, 0x6F, 0x73, 0x74, 0x6E, 0x61, 0x6D, 0x65, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D])?.contains("not valid JSON") == true)
+        #expect(self.refusal([0x80])?.contains("not valid JSON") == true)
+        // 50,000 nested arrays: Foundation's parser has a depth limit, so nothing recurses that deep.
+        let deep = String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000)
+        #expect(self.refusal(Array(deep.utf8)) != nil)
+        let many = "[" + Array(repeating: "{\"hostname\":\"a\"}", count: 1001).joined(separator: ",") + "]"
+        #expect(self.refusal(Array(many.utf8))?.contains("at most 1000") == true)
+        let longChain = "{\"hostname\":\"a\",\"served-certificate-chain\":[" + Array(repeating: "\"x\"", count: 17).joined(separator: ",") + "]}"
+        #expect(self.refusal(Array(longChain.utf8))?.contains("at most 16") == true)
+    }
+
+    @Test("SQL metacharacters and markup are ordinary text to the parser")
+    func metacharacters() throws {
+        let hostile = "'; DROP TABLE reports; -- \" <script>alert(1)</script> ` $1 ? \\"
+        let body: [String: Any] = ["hostname": hostile, "noted-hostname": hostile, "app-bundle-id": hostile, "app-version": hostile, "validation-result": hostile]
+        let report = try #require(try ReportParser().parse(Array(try ReportFixtures.json(body))).first)
+        #expect(report.host == hostile)
+        #expect(report.appId == hostile)
+        #expect(report.result == hostile)
+    }
+}

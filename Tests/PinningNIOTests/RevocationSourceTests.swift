@@ -72,7 +72,9 @@ struct RevocationSourceTests {
         try directory.write("issuing.crl.pem", try Self.crl(chain.intermediate, revoking: [chain.leaf], number: 2).pem)
         // Generous: the polling task shares 2 cores with the whole suite running in parallel (10 s was not
         // enough in CI); the loop ends as soon as the reload is seen.
-        let deadline = Date().addingTimeInterval(60)
+        // (60 s was not enough twice in a full run on a machine loaded by other builds: the polling task itself did
+        // not run; 180 s bounds a real failure all the same.)
+        let deadline = Date().addingTimeInterval(180)
         while source.reloadCount == 0 && Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -22,18 +22,21 @@ public final class CollectorMetrics: Sendable {
     private let refused: [RefusalReason: Counter]
 
     public init() {
-        self.received = self.registry.makeCounter(name: "collector_reports_received_total", help: "Reports received in POST /reports bodies that parsed.")
-        self.stored = self.registry.makeCounter(name: "collector_reports_stored_total", help: "Reports stored as new rows.")
-        self.deduplicated = self.registry.makeCounter(name: "collector_reports_deduplicated_total", help: "Reports counted on an identical row within the window.")
-        self.storageFailures = self.registry.makeCounter(name: "collector_storage_failures_total", help: "Requests whose transaction the database refused.")
-        self.queueDepth = self.registry.makeGauge(name: "collector_ingest_queue_reports", help: "Reports waiting for the writer.")
-        self.retained = self.registry.makeCounter(name: "collector_reports_expired_total", help: "Reports deleted by retention.")
+        self.received = self.registry.makeCounter(
+            descriptor: MetricNameDescriptor(metricName: "collector_reports_received", unitName: "total", helpText: "Reports received in POST /reports bodies that parsed."))
+        self.stored = self.registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "collector_reports_stored", unitName: "total", helpText: "Reports stored as new rows."))
+        self.deduplicated = self.registry.makeCounter(
+            descriptor: MetricNameDescriptor(metricName: "collector_reports_deduplicated", unitName: "total", helpText: "Reports counted on an identical row within the window."))
+        self.storageFailures = self.registry.makeCounter(
+            descriptor: MetricNameDescriptor(metricName: "collector_storage_failures", unitName: "total", helpText: "Requests whose transaction the database refused."))
+        self.queueDepth = self.registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "collector_ingest_queue", unitName: "reports", helpText: "Reports waiting for the writer."))
+        self.retained = self.registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "collector_reports_expired", unitName: "total", helpText: "Reports deleted by retention."))
         var refused: [RefusalReason: Counter] = [:]
         for reason in RefusalReason.allCases {
             refused[reason] = self.registry.makeCounter(
-                name: "collector_requests_refused_total",
-                labels: [("reason", reason.rawValue)],
-                help: "POST /reports requests refused, by reason."
+                descriptor: MetricNameDescriptor(
+                    metricName: "collector_requests_refused", unitName: "total", helpText: "POST /reports requests refused, by reason."),
+                labels: [("reason", reason.rawValue)]
             )
         }
         self.refused = refused

@@ -92,6 +92,23 @@ struct PinSetUpdaterTests {
         #expect(Self.pins(restarted) == [Self.pinA, Self.pinB])
     }
 
+    @Test("a refresh with nothing new asks for two files only: the next root version (TUF's root update, §5.3.3) and timestamp.json")
+    func unchangedRefreshRequests() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-requests")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 2))
+        let before = repository.server.requests.count
+        for _ in 0..<3 {
+            #expect(await updater.refresh() == .unchanged(version: 2))
+        }
+        let paths = repository.server.requests.dropFirst(before).map(\.requestLine)
+        #expect(paths == Array(repeating: ["GET /metadata/2.root.json HTTP/1.1", "GET /metadata/timestamp.json HTTP/1.1"], count: 3).flatMap { $0 }, "\(paths)")
+    }
+
     @Test("a new pin set replaces the old one whole (a pin withdrawn is gone) and the old set's files are removed")
     func replaceNotMerge() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-replace")

@@ -44,8 +44,15 @@ extension PinningCommand.Bench {
                 """
         )
 
-        @Option(name: .long, help: ArgumentHelp("Hosts in the pin set, 1 to 100,000 (default 10,000).", valueName: "n"), transform: NumericOption.integer(1...100_000))
-        var hosts: Int = 10_000
+        // 10,000 hosts with two pins each are 1.43 MB of configuration, over the 1 MiB a configuration may be
+        // (PinningConfiguration.maximumFileSize): the default is the largest round count under it.
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Hosts in the pin set, 1 to 7,000 (default 7,000, about 1 MB: a configuration is at most 1 MiB, and each host takes about 143 bytes with two pins).",
+                valueName: "n"),
+            transform: NumericOption.integer(1...7_000))
+        var hosts: Int = 7_000
 
         @Option(name: .long, help: ArgumentHelp("Fresh updaters that apply the pin set, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
         var applies: Int = 5
@@ -98,6 +105,9 @@ extension PinningCommand.Bench {
             defer { try? FileManager.default.removeItem(atPath: work) }
             let repository = work + "/repo"
             let (configuration, anchor) = try Self.pinSet(hosts: self.hosts)
+            guard configuration.count <= PinningConfiguration.maximumFileSize else {
+                throw InputError("--hosts \(self.hosts): the configuration would be \(configuration.count) bytes, over the \(PinningConfiguration.maximumFileSize) a configuration may be")
+            }
             let keys = try (0..<4).map { _ in try TUFSigningKey.generate(.ed25519) }
             let writer = try TUFRepositoryWriter.initialize(directory: repository, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
             try writer.publishPinSet(configuration, files: ["fleet-root.pem": anchor], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])

@@ -30,6 +30,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private var stopped = false
     private var body: [UInt8] = []
     private var served: [String: [UInt8]]?
+    private var servedDirectory: String?
 
     /// What a 200 answer carries (CRL downloads); other answers carry nothing. Empty by default.
     public var responseBody: [UInt8] {
@@ -56,6 +57,22 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         set {
             self.lock.lock()
             self.served = newValue
+            self.lock.unlock()
+        }
+    }
+
+    /// When set (and ``files`` is not), the server serves this directory as a static file server does: `GET /PATH`
+    /// answers 200 with the file `DIRECTORY/PATH` as it is on disk at that moment, or 404 when there is none or
+    /// `PATH` has an empty, `.` or `..` part. What `pinning pinset` writes is served this way, unchanged.
+    public var directory: String? {
+        get {
+            self.lock.lock()
+            defer { self.lock.unlock() }
+            return self.servedDirectory
+        }
+        set {
+            self.lock.lock()
+            self.servedDirectory = newValue
             self.lock.unlock()
         }
     }
@@ -208,11 +225,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         let requestLine = lines.first ?? ""
         var status: Int
         var payload: [UInt8]
+        let target = requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        let path = String(target.drop { $0 == "/" }.prefix { $0 != "?" })
         if let files = self.files {
-            let target = requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-            let path = String(target.drop { $0 == "/" }.prefix { $0 != "?" })
             payload = files[path] ?? []
             status = files[path] == nil ? 404 : 200
+        } else if let directory = self.directory {
+            let decoded = path.removingPercentEncoding ?? ""
+            let parts = decoded.split(separator: "/", omittingEmptySubsequences: false)
+            let inside = !decoded.isEmpty && parts.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
+            let contents = inside ? FileManager.default.contents(atPath: directory + "/" + decoded) : nil
+            payload = contents.map { Array($0) } ?? []
+            status = contents == nil ? 404 : 200
         } else {
             status = self.nextStatus()
             payload = status == 200 ? self.responseBody : []

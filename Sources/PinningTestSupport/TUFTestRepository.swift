@@ -172,17 +172,16 @@ public struct TUFTestRepository: Sendable {
     }
 }
 
-/// A repository that publishes pin sets as a repository tool would (consistent snapshots): every publication bumps
-/// the targets, snapshot and timestamp versions and adds the targets under `targets/HASH.NAME`. The files are
-/// served by a ``LoopbackHTTPServer`` (`files`), so tests can also serve back older ones, tamper or go away.
+/// Hand-made metadata served by a ``LoopbackHTTPServer`` (`files`), for what no valid repository holds (targets
+/// signed by fewer keys than their threshold): every publication bumps the targets, snapshot and timestamp versions
+/// and adds the targets under `targets/HASH.NAME`. Tests that need a well-formed repository use
+/// ``PinSetTestRepository`` (the real ``PinningNIO/TUFRepositoryWriter``).
 public final class TUFTestPublisher: @unchecked Sendable {
     public let server: LoopbackHTTPServer
     public private(set) var repository: TUFTestRepository
     public private(set) var targetsVersion = 0
     public private(set) var snapshotVersion = 0
     public private(set) var timestampVersion = 0
-    /// The files served after each publication (index 0: after the first), for replay attacks.
-    public private(set) var history: [[String: [UInt8]]] = []
     /// Signers of new targets metadata (default: the repository's targets signers).
     public var targetsSigners: [TUFTestSigner]?
     private let lock = NSLock()
@@ -199,21 +198,18 @@ public final class TUFTestPublisher: @unchecked Sendable {
     /// `http://127.0.0.1:PORT/metadata/`.
     public var metadataURL: URL { self.server.url("/metadata/") }
 
-    /// Publishes `targets` (path → bytes) as the next targets version, with a new snapshot and timestamp. Each role's
-    /// expiry is `expires` (RFC 3339), the timestamp's `timestampExpires` when given.
-    @discardableResult
-    public func publish(_ targets: [String: [UInt8]], expires: String = TUFTestRepository.future, timestampExpires: String? = nil) -> [String: [UInt8]] {
+    /// Publishes `targets` (path → bytes) as the next targets version, with a new snapshot and timestamp, signed by
+    /// ``targetsSigners``.
+    public func publish(_ targets: [String: [UInt8]]) {
         self.lock.lock()
         defer { self.lock.unlock() }
         self.targetsVersion += 1
         self.snapshotVersion += 1
         self.timestampVersion += 1
         let targetsBytes = TUFTestRepository.signed(
-            TUFTestRepository.targetsSigned(version: self.targetsVersion, targets: targets, expires: expires), by: self.targetsSigners ?? self.repository.targetsSigners)
-        let snapshot = self.repository.snapshot(
-            version: self.snapshotVersion, meta: ["targets.json": TUFTestRepository.metaEntry(version: self.targetsVersion)], expires: expires)
-        let timestamp = self.repository.timestamp(
-            version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot, expires: timestampExpires ?? expires)
+            TUFTestRepository.targetsSigned(version: self.targetsVersion, targets: targets), by: self.targetsSigners ?? self.repository.targetsSigners)
+        let snapshot = self.repository.snapshot(version: self.snapshotVersion, meta: ["targets.json": TUFTestRepository.metaEntry(version: self.targetsVersion)])
+        let timestamp = self.repository.timestamp(version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot)
         var files = self.server.files ?? [:]
         files["metadata/timestamp.json"] = timestamp
         files["metadata/\(self.snapshotVersion).snapshot.json"] = snapshot
@@ -226,34 +222,5 @@ public final class TUFTestPublisher: @unchecked Sendable {
             files["targets/" + directory + hash + "." + name] = content
         }
         self.server.files = files
-        self.history.append(files)
-        return files
-    }
-
-    /// Only a new timestamp (a new expiry), as a scheduler re-signs it.
-    public func timestamp(expires: String) {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        self.timestampVersion += 1
-        var files = self.server.files ?? [:]
-        let snapshot = files["metadata/\(self.snapshotVersion).snapshot.json"]
-        files["metadata/timestamp.json"] = self.repository.timestamp(
-            version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot, expires: expires)
-        self.server.files = files
-    }
-
-    /// Serves `bytes` as `path` (tampering, replays).
-    public func serve(_ path: String, _ bytes: [UInt8]) {
-        var files = self.server.files ?? [:]
-        files[path] = bytes
-        self.server.files = files
-    }
-
-    /// `date` as TUF writes it.
-    public static func rfc3339(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
     }
 }

@@ -111,6 +111,24 @@ struct BenchCLITests {
         try Self.expectThreeRates(run)
     }
 
+    @Test("bench pinset --json: the apply times, the unchanged refresh's requests (the root probe and timestamp.json), memory figures (shape and request count only, never timing)")
+    func pinsetJSON() async throws {
+        let f = try await fixture()
+        let run = try await f.run(["bench", "pinset", "--hosts", "50", "--applies", "2", "--refreshes", "20", "--json"])
+        #expect(run.status == 0, "\(run)")
+        let object = try jsonObject(run)
+        #expect(Set(object.keys) == ["hosts", "configurationBytes", "apply", "unchanged", "memory", "load"], "\(run)")
+        #expect(object["hosts"] as? Int == 50)
+        let apply = try #require(object["apply"] as? [String: Any], "\(run)")
+        #expect((apply["milliseconds"] as? [Double])?.count == 2 && apply["parseMedianMilliseconds"] is Double, "\(apply)")
+        let unchanged = try #require(object["unchanged"] as? [String: Any], "\(run)")
+        #expect(unchanged["requests"] as? [String] == ["/metadata/2.root.json", "/metadata/timestamp.json"], "\(unchanged)")
+        let memory = try #require(object["memory"] as? [String: Any], "\(run)")
+        #expect(memory["refreshes"] as? Int == 20 && (memory["rssSamplesBytes"] as? [Int])?.count == 10 && (memory["rssEndBytes"] as? Int ?? 0) > 0, "\(memory)")
+        let zero = try await f.run(["bench", "pinset", "--hosts", "0"])
+        #expect(zero.status == 2 && zero.stderr.contains("--hosts"), "\(zero)")
+    }
+
     @Test("bench revocation --json: the CRL size, both evaluation rates, the added time and the reading figures (shape only, never timing)")
     func revocationJSON() async throws {
         let f = try await fixture()

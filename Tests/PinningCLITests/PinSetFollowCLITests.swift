@@ -76,36 +76,36 @@ struct PinSetFollowCLITests {
         let keys = try Keys()
         let directory = try TemporaryDirectory(prefix: "pinset-cli-check")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher()
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": keys.configuration([keys.a, keys.b]), "root.pem": keys.anchor])
-        let root = try directory.write("root.json", String(decoding: publisher.bootstrapRoot, as: UTF8.self))
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(keys.configuration([keys.a, keys.b]), files: ["root.pem": keys.anchor])
+        let root = try directory.write("root.json", String(decoding: repository.bootstrapRoot, as: UTF8.self))
         let server = try await RotatingHTTPSServer(identity: try keys.a.tlsIdentity())
         defer { Task { await server.stop() } }
         let url = "https://api.test:\(server.port)/hello"
         let arguments = [
-            "check", url, "--resolve", "api.test:\(server.port):127.0.0.1", "--pinset", publisher.metadataURL.absoluteString, "--pinset-root", root,
+            "check", url, "--resolve", "api.test:\(server.port):127.0.0.1", "--pinset", repository.metadataURL.absoluteString, "--pinset-root", root,
             "--pinset-dir", directory.path("state"), "--json",
         ]
         let run = try await Executable.pinning(arguments, in: directory)
         #expect(run.status == 0, "\(run)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
         let pinset = try #require(object["pinset"] as? [String: Any], "\(run.stdout)")
-        #expect(pinset["version"] as? Int == 1 && pinset["targetName"] as? String == "pinning.json" && pinset["stale"] as? Bool == false)
+        #expect(pinset["version"] as? Int == 2 && pinset["targetName"] as? String == "pinning.json" && pinset["stale"] as? Bool == false)
         #expect((pinset["sha256"] as? String)?.count == 64 && pinset["refreshed"] is String, "\(pinset)")
         #expect((object["evaluation"] as? [String: Any])?["trusted"] as? Bool == true, "\(run.stdout)")
 
-        // Pin set 2 withdraws key A: the same server is refused (exit 1), judged by version 2.
-        publisher.publish(["pinning.json": keys.configuration([keys.b, keys.c]), "root.pem": keys.anchor])
+        // Pin set 3 withdraws key A: the same server is refused (exit 1), judged by version 3.
+        try repository.publish(keys.configuration([keys.b, keys.c]), files: ["root.pem": keys.anchor])
         let refused = try await Executable.pinning(arguments, in: directory)
         #expect(refused.status == 1, "\(refused)")
-        #expect(refused.stdout.contains("\"version\" : 2") || refused.stdout.contains("\"version\":2"), "\(refused.stdout)")
+        #expect(refused.stdout.contains("\"version\" : 3") || refused.stdout.contains("\"version\":3"), "\(refused.stdout)")
 
-        // The repository gone: the last good set (version 2) still judges, with a warning.
-        publisher.server.stop()
+        // The repository gone: the last good set (version 3) still judges, with a warning.
+        repository.server.stop()
         let offline = try await Executable.pinning(arguments, in: directory)
         #expect(offline.status == 1, "still refused under the last good pin set: \(offline)")
-        #expect(offline.stderr.contains("the pin set was not refreshed; version 2 stays enforced"), "\(offline)")
+        #expect(offline.stderr.contains("the pin set was not refreshed; version 3 stays enforced"), "\(offline)")
 
         // No last good pin set and no repository: no connection at all.
         let fresh = arguments.map { $0 == directory.path("state") ? directory.path("fresh") : $0 }
@@ -122,10 +122,10 @@ struct PinSetFollowCLITests {
         let keys = try Keys()
         let directory = try TemporaryDirectory(prefix: "pinset-cli-proxy")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher()
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": keys.configuration([keys.a, keys.b]), "root.pem": keys.anchor])
-        let root = try directory.write("root.json", String(decoding: publisher.bootstrapRoot, as: UTF8.self))
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(keys.configuration([keys.a, keys.b]), files: ["root.pem": keys.anchor])
+        let root = try directory.write("root.json", String(decoding: repository.bootstrapRoot, as: UTF8.self))
         let server = try await RotatingHTTPSServer(identity: try keys.a.tlsIdentity())
         defer { Task { await server.stop() } }
         let stale = try await RotatingHTTPSServer(identity: try keys.a.tlsIdentity())
@@ -133,7 +133,7 @@ struct PinSetFollowCLITests {
 
         let proxy = try Subprocess(
             [
-                "proxy", "--pinset", publisher.metadataURL.absoluteString, "--pinset-root", root, "--pinset-dir", directory.path("state"),
+                "proxy", "--pinset", repository.metadataURL.absoluteString, "--pinset-root", root, "--pinset-dir", directory.path("state"),
                 "--pinset-refresh", "0.3", "--listen", "127.0.0.1:0", "--ca-dir", directory.path("ca"),
                 "--resolve", "api.test:\(server.port):127.0.0.1", "--resolve", "api.test:\(stale.port):127.0.0.1",
             ],
@@ -158,12 +158,13 @@ struct PinSetFollowCLITests {
         #expect(await Self.eventually { server.longRequestsStarted == 1 })
 
         try server.rotate(to: try keys.b.tlsIdentity())
-        publisher.publish(["pinning.json": keys.configuration([keys.b, keys.c]), "root.pem": keys.anchor])
+        let timestampOfVersion2 = try #require(repository.read("metadata/timestamp.json"))
+        try repository.publish(keys.configuration([keys.b, keys.c]), files: ["root.pem": keys.anchor])
         let followed = try await Self.eventually {
-            ((try await status())["pinset"] as? [String: Any])?["version"] as? Int == 2
+            ((try await status())["pinset"] as? [String: Any])?["version"] as? Int == 3
         }
         #expect(followed, "\(proxy.stderr)")
-        #expect(proxy.stderr.contains("reload succeeded: pin set version 2, 1 entry"), "\(proxy.stderr)")
+        #expect(proxy.stderr.contains("reload succeeded: pin set version 3, 1 entry"), "\(proxy.stderr)")
 
         let rotated = try await viaProxy("https://api.test:\(server.port)/hello")
         #expect(rotated.stdout.contains("200") && rotated.stdout.contains("hello /hello"), "\(rotated)")
@@ -178,13 +179,13 @@ struct PinSetFollowCLITests {
         let pinset = try #require((try await status())["pinset"] as? [String: Any])
         #expect(pinset["stale"] as? Bool == false && pinset["lastError"] is NSNull && pinset["secondsStale"] as? Int == 0, "\(pinset)")
         let metrics = try await TestTools.run(curlPath, ["-sS", "--max-time", "30", "http://127.0.0.1:\(port)/metrics"], in: directory, timeout: 60)
-        #expect(metrics.stdout.contains("pinning_proxy_pinset_version 2"), "\(metrics.stdout)")
+        #expect(metrics.stdout.contains("pinning_proxy_pinset_version 3"), "\(metrics.stdout)")
         #expect(metrics.stdout.contains("pinning_proxy_pinset_seconds_stale 0"), "\(metrics.stdout)")
 
         // A refused update changes nothing and is one line; SIGHUP refreshes at once.
-        publisher.serve("metadata/timestamp.json", publisher.history[0]["metadata/timestamp.json"]!)
+        try repository.overwrite("metadata/timestamp.json", timestampOfVersion2)
         kill(proxy.process.processIdentifier, SIGHUP)
-        #expect(await Self.eventually { proxy.stderr.contains("pin set refresh refused, version 2 stays enforced: timestamp: version 1 is older") }, "\(proxy.stderr)")
+        #expect(await Self.eventually { proxy.stderr.contains("pin set refresh refused, version 3 stays enforced: timestamp: version 2 is older") }, "\(proxy.stderr)")
         let stillRotated = try await viaProxy("https://api.test:\(server.port)/hello")
         #expect(stillRotated.stdout.contains("200"), "\(stillRotated)")
         let failing = try #require((try await status())["pinset"] as? [String: Any])

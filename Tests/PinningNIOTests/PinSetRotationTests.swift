@@ -52,16 +52,16 @@ struct PinSetRotationTests {
         let keys = try Keys()
         let directory = try TemporaryDirectory(prefix: "pinset-rotation")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher()
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": keys.configuration([keys.a, keys.b]), "root.pem": keys.anchor])
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(keys.configuration([keys.a, keys.b]), files: ["root.pem": keys.anchor])
 
         let fetchClient = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation)
         let updater = try PinSetUpdater(
-            bootstrapRoot: publisher.bootstrapRoot, directory: directory.path("state"), metadataURL: publisher.metadataURL,
+            bootstrapRoot: repository.bootstrapRoot, directory: directory.path("state"), metadataURL: repository.metadataURL,
             options: PinSetUpdater.Options(refreshInterval: .milliseconds(300), jitter: 0.1),
             fetcher: TUFHTTPFetcher(client: fetchClient, allowsPlainHTTP: true))
-        #expect(await updater.refresh() == .updated(version: 1))
+        #expect(await updater.refresh() == .updated(version: 2))
         let schedule = Task { await updater.run() }
         defer { schedule.cancel() }
 
@@ -78,28 +78,28 @@ struct PinSetRotationTests {
         let first = try await client.get(url(server.port, "/hello"), resolve: loopback)
         #expect(first.status == .ok && first.presentedChain.first == keys.a.certificate)
 
-        // A long request under pin set 1, on key A.
+        // A long request under pin set 2, on key A.
         let long = Task { try await client.get(url(server.port, "/long"), resolve: loopback) }
         #expect(await Self.eventually { server.longRequestsStarted == 1 })
 
         // The upstream's key is rotated to its backup pin; the new pin set withdraws A and adds C as the backup.
         try server.rotate(to: try keys.b.tlsIdentity())
-        publisher.publish(["pinning.json": keys.configuration([keys.b, keys.c]), "root.pem": keys.anchor])
-        #expect(await Self.eventually { updater.currentConfiguration()?.generation == 2 }, "followed on the schedule: \(updater.status)")
+        try repository.publish(keys.configuration([keys.b, keys.c]), files: ["root.pem": keys.anchor])
+        #expect(await Self.eventually { updater.currentConfiguration()?.generation == 3 }, "followed on the schedule: \(updater.status)")
 
         let rotated = try await client.get(url(server.port, "/hello"), resolve: loopback)
         #expect(rotated.status == .ok && rotated.presentedChain.first == keys.b.certificate)
         let refused = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.get(url(stale.port, "/hello"), resolve: loopback)
         }
-        #expect(refused?.trustFailure?.code == .pinMismatch, "key A is withdrawn by pin set 2: \(String(describing: refused))")
+        #expect(refused?.trustFailure?.code == .pinMismatch, "key A is withdrawn by pin set 3: \(String(describing: refused))")
 
-        // The request started under pin set 1 was not dropped: it completes on its connection, key A's.
+        // The request started under pin set 2 was not dropped: it completes on its connection, key A's.
         server.releaseLongRequests()
         let finished = try await long.value
         #expect(finished.status == .ok && finished.bodyText == "done /long")
         #expect(finished.presentedChain.first == keys.a.certificate)
-        // That connection, trusted under pin set 1, is not reused for a new request: a new one presents key B.
+        // That connection, trusted under pin set 2, is not reused for a new request: a new one presents key B.
         let after = try await client.get(url(server.port, "/hello"), resolve: loopback)
         #expect(after.presentedChain.first == keys.b.certificate)
         await fetchClient.shutdown()

@@ -8,8 +8,10 @@ import PinningTestSupport
 import Testing
 import X509
 
-/// A pin set published in a generated TUF repository (served over plain http on 127.0.0.1) and followed by a
-/// ``PinSetUpdater``: what it publishes, what it keeps, and what it refuses.
+/// A pin set published by ``TUFRepositoryWriter`` (what `pinning pinset` uses), served as static files over plain
+/// http on 127.0.0.1 and followed by a ``PinSetUpdater``: what it publishes, what it keeps, and what it refuses.
+/// Attacks change the files served, as an attacker holding the file server would; the one attack no valid
+/// repository can hold (too few signatures of a threshold) uses hand-made metadata (``TUFTestPublisher``).
 @Suite("PinSetUpdater: a pin set followed, kept and refused")
 struct PinSetUpdaterTests {
     static let pinA = "sha256/" + Data(repeating: 0x0A, count: 32).base64EncodedString()
@@ -39,42 +41,48 @@ struct PinSetUpdaterTests {
     }
 
     static func updater(
-        _ publisher: TUFTestPublisher, directory: TemporaryDirectory, clock: TestClock = TestClock(), options: PinSetUpdater.Options = .init()
+        bootstrapRoot: [UInt8], metadataURL: URL, directory: TemporaryDirectory, clock: TestClock = TestClock(), options: PinSetUpdater.Options = .init()
     ) throws -> PinSetUpdater {
         let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(5)))
         return try PinSetUpdater(
-            bootstrapRoot: publisher.bootstrapRoot, directory: directory.path("state"), metadataURL: publisher.metadataURL, options: options,
+            bootstrapRoot: bootstrapRoot, directory: directory.path("state"), metadataURL: metadataURL, options: options,
             fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), clock: clock.closure)
+    }
+
+    static func updater(_ repository: PinSetTestRepository, directory: TemporaryDirectory, clock: TestClock = TestClock()) throws -> PinSetUpdater {
+        try Self.updater(bootstrapRoot: repository.bootstrapRoot, metadataURL: repository.metadataURL, directory: directory, clock: clock)
     }
 
     static func pins(_ updater: PinSetUpdater) -> [String] {
         updater.currentConfiguration()?.configuration.entry(forHost: "api.test")?.pins.map(\.description) ?? []
     }
 
+    static let anchorFiles = ["roots/root.pem": Self.anchorPEM]
+
     @Test("the pin set and its anchor are fetched, verified and published; a restart enforces it before any request; a new version replaces it")
     func followAndPersist() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-follow")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher()
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinB]), "roots/root.pem": Self.anchorPEM])
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
 
-        let updater = try Self.updater(publisher, directory: directory)
+        let updater = try Self.updater(repository, directory: directory)
         #expect(updater.currentConfiguration() == nil)
-        #expect(await updater.refresh() == .updated(version: 1))
+        #expect(await updater.refresh() == .updated(version: 2))
         let current = try #require(updater.currentConfiguration())
-        #expect(current.generation == 1 && current.configuration.pinsetVersion == 1)
+        #expect(current.generation == 2 && current.configuration.pinsetVersion == 2)
         #expect(Self.pins(updater) == [Self.pinA, Self.pinB])
         #expect(current.configuration.entry(forHost: "api.test")?.anchors.count == 1, "the anchor came from the repository")
         let status = updater.status
-        #expect(status.version == 1 && status.targetName == "pinning.json" && status.stale == false && status.lastError == nil)
+        #expect(status.version == 2 && status.targetName == "pinning.json" && status.stale == false && status.lastError == nil)
         #expect(status.sha256 == TUFTestPublisherDigest.sha256(Self.configuration([Self.pinA, Self.pinB])))
-        #expect(await updater.refresh() == .unchanged(version: 1))
+        #expect(await updater.refresh() == .unchanged(version: 2))
 
         // A restart with the repository gone: the stored set is enforced at once.
-        publisher.server.stop()
-        let restarted = try Self.updater(publisher, directory: directory)
-        #expect(restarted.currentConfiguration()?.generation == 1)
+        repository.server.stop()
+        let restarted = try Self.updater(repository, directory: directory)
+        #expect(restarted.currentConfiguration()?.generation == 2)
         #expect(Self.pins(restarted) == [Self.pinA, Self.pinB])
         guard case .failed(let line) = await restarted.refresh() else {
             Issue.record("a refresh without a repository succeeded")
@@ -84,38 +92,94 @@ struct PinSetUpdaterTests {
         #expect(Self.pins(restarted) == [Self.pinA, Self.pinB])
     }
 
+    @Test("a refresh with nothing new asks for two files only: the next root version (TUF's root update, §5.3.3) and timestamp.json")
+    func unchangedRefreshRequests() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-requests")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 2))
+        let before = repository.server.requests.count
+        for _ in 0..<3 {
+            #expect(await updater.refresh() == .unchanged(version: 2))
+        }
+        let paths = repository.server.requests.dropFirst(before).map(\.requestLine)
+        #expect(paths == Array(repeating: ["GET /metadata/2.root.json HTTP/1.1", "GET /metadata/timestamp.json HTTP/1.1"], count: 3).flatMap { $0 }, "\(paths)")
+    }
+
     @Test("a new pin set replaces the old one whole (a pin withdrawn is gone) and the old set's files are removed")
     func replaceNotMerge() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-replace")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher()
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinB]), "roots/root.pem": Self.anchorPEM])
-        let updater = try Self.updater(publisher, directory: directory)
-        #expect(await updater.refresh() == .updated(version: 1))
-        publisher.publish(["pinning.json": Self.configuration([Self.pinB, Self.pinC]), "roots/root.pem": Self.anchorPEM])
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory)
         #expect(await updater.refresh() == .updated(version: 2))
+        try repository.publish(Self.configuration([Self.pinB, Self.pinC]), files: Self.anchorFiles)
+        #expect(await updater.refresh() == .updated(version: 3))
         #expect(Self.pins(updater) == [Self.pinB, Self.pinC])
-        #expect(updater.currentConfiguration()?.configuration.pinsetVersion == 2)
+        #expect(updater.currentConfiguration()?.configuration.pinsetVersion == 3)
         let stored = try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets"))
-        #expect(stored.count == 1 && stored[0].hasPrefix("v2-"), "\(stored)")
+        #expect(stored.count == 1 && stored[0].hasPrefix("v3-"), "\(stored)")
     }
 
-    /// An attack on a follower of version 2: `attack` changes what the repository serves; the refresh must fail with
-    /// a line containing `words`, and version 2's pins stay enforced.
-    static func refused(
-        _ words: String, repository: TUFTestRepository = TUFTestRepository(), clock: TestClock = TestClock(),
-        _ attack: (TUFTestPublisher, TestClock) throws -> Void
-    ) async throws {
+    @Test("custom.pinset.files is the publisher's word: a file the configuration names is fetched from the target it maps to, kept across a restart; one it does not list is refused")
+    func fileMapping() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-mapping")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        // The anchor the configuration calls roots/root.pem lives at another target path; a decoy sits at roots/root.pem.
+        let configuration = Self.configuration([Self.pinA, Self.pinB])
+        let mapping = TUFJSON.object(
+            TUFJSONObject([("pinset", .object(TUFJSONObject([("files", .object(TUFJSONObject([("roots/root.pem", .string("anchors/v7/fleet.pem"))])!))])!))])!)
+        try repository.writer.publish(
+            [
+                .init(path: "pinning.json", contents: configuration, custom: mapping), .init(path: "anchors/v7/fleet.pem", contents: Self.anchorPEM),
+                .init(path: "roots/root.pem", contents: Array("not a certificate".utf8)),
+            ],
+            targetsKey: repository.targetsKey, snapshotKey: repository.snapshotKey, timestampKey: repository.timestampKey)
+        let updater = try Self.updater(repository, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 2), "\(updater.status)")
+        #expect(updater.currentConfiguration()?.configuration.entry(forHost: "api.test")?.anchors.count == 1, "the mapped target was used, not the decoy")
+        #expect(await updater.refresh() == .unchanged(version: 2))
+        let restarted = try Self.updater(repository, directory: directory)
+        #expect(restarted.currentConfiguration()?.generation == 2, "\(restarted.status)")
+
+        // The same configuration, its mapping now silent about the anchor: refused, version 2 stays.
+        let silent = TUFJSON.object(TUFJSONObject([("pinset", .object(TUFJSONObject([("files", .object(TUFJSONObject([])!))])!))])!)
+        try repository.writer.publish(
+            [.init(path: "pinning.json", contents: Self.configuration([Self.pinA, Self.pinC]), custom: silent)],
+            targetsKey: repository.targetsKey, snapshotKey: repository.snapshotKey, timestampKey: repository.timestampKey)
+        guard case .failed(let line) = await restarted.refresh() else {
+            Issue.record("a configuration naming a file its mapping does not list was accepted")
+            return
+        }
+        #expect(line.contains("the configuration names roots/root.pem, which its target's custom.pinset.files does not list"), "\(line)")
+        #expect(Self.pins(restarted) == [Self.pinA, Self.pinB])
+    }
+
+    /// An attack on a follower of version 3 (the repository's second publication): `attack` changes what the file
+    /// server serves, given a copy of the repository as it was at version 2; the refresh must fail with a line
+    /// containing `words`, and version 3's pins stay enforced.
+    static func refused(_ words: String, clock: TestClock = TestClock(), _ attack: (PinSetTestRepository, String) throws -> Void) async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-attack")
         defer { directory.remove() }
-        let publisher = try TUFTestPublisher(repository: repository)
-        defer { publisher.server.stop() }
-        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinB]), "roots/root.pem": Self.anchorPEM])
-        publisher.publish(["pinning.json": Self.configuration([Self.pinB, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-        let updater = try Self.updater(publisher, directory: directory, clock: clock)
-        #expect(await updater.refresh() == .updated(version: 2))
-        try attack(publisher, clock)
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let old = try repository.copy()
+        try repository.publish(Self.configuration([Self.pinB, Self.pinC]), files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory, clock: clock)
+        #expect(await updater.refresh() == .updated(version: 3))
+        try attack(repository, old)
+        try await Self.expectRefused(updater, words, enforcing: [Self.pinB, Self.pinC], version: 3)
+    }
+
+    static func expectRefused(_ updater: PinSetUpdater, _ words: String, enforcing pins: [String], version: Int) async throws {
         let outcome = await updater.refresh()
         guard case .failed(let line) = outcome else {
             Issue.record("not refused (\(words)): \(outcome)")
@@ -123,117 +187,128 @@ struct PinSetUpdaterTests {
         }
         #expect(line.contains(words), "\(line)")
         #expect(!line.contains("\n"), "one line: \(line)")
-        #expect(Self.pins(updater) == [Self.pinB, Self.pinC], "the last good pins stay enforced")
-        #expect(updater.currentConfiguration()?.generation == 2)
-        #expect(updater.status.lastError == line && updater.status.version == 2)
+        #expect(Self.pins(updater) == pins, "the last good pins stay enforced")
+        #expect(updater.currentConfiguration()?.generation == version)
+        #expect(updater.status.lastError == line && updater.status.version == version)
+    }
+
+    static func contents(_ path: String) throws -> [UInt8] {
+        try #require(FileManager.default.contents(atPath: path).map { Array($0) }, "\(path)")
     }
 
     @Test("an older timestamp served back is refused (rollback)")
     func olderTimestamp() async throws {
-        try await Self.refused("timestamp: version 1 is older than the trusted version 2") { publisher, _ in
-            publisher.serve("metadata/timestamp.json", publisher.history[0]["metadata/timestamp.json"]!)
+        try await Self.refused("timestamp: version 2 is older than the trusted version 3") { repository, old in
+            try repository.overwrite("metadata/timestamp.json", try Self.contents(old + "/metadata/timestamp.json"))
         }
     }
 
     @Test("a replay of the whole older repository (an old signed pin set with its metadata) is refused")
     func replayWholeRepository() async throws {
-        try await Self.refused("older than the trusted version") { publisher, _ in
-            publisher.server.files = publisher.history[0]
+        try await Self.refused("older than the trusted version") { repository, old in
+            repository.serve(copy: old)
         }
     }
 
     @Test("an older snapshot served under the new timestamp is refused")
     func olderSnapshot() async throws {
-        try await Self.refused("snapshot") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-            publisher.serve("metadata/3.snapshot.json", publisher.history[1]["metadata/2.snapshot.json"]!)
+        try await Self.refused("snapshot") { repository, _ in
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC]), files: Self.anchorFiles)
+            try repository.overwrite("metadata/4.snapshot.json", try #require(repository.read("metadata/3.snapshot.json")))
         }
     }
 
     @Test("an older targets metadata served under the new snapshot is refused")
     func olderTargets() async throws {
-        try await Self.refused("targets: version 2") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-            publisher.serve("metadata/3.targets.json", publisher.history[1]["metadata/2.targets.json"]!)
+        try await Self.refused("targets") { repository, _ in
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC]), files: Self.anchorFiles)
+            try repository.overwrite("metadata/4.targets.json", try #require(repository.read("metadata/3.targets.json")))
         }
     }
 
     @Test("an old signed pin set served where the new one's hash names it is refused (hash mismatch)")
     func replayOldPinSet() async throws {
-        try await Self.refused("pinning.json") { publisher, _ in
-            let files = publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-            let name = try #require(files.keys.first { $0.hasPrefix("targets/") && $0.hasSuffix(".pinning.json") && files[$0] == Self.configuration([Self.pinA, Self.pinC]) })
+        try await Self.refused("pinning.json") { repository, _ in
+            let content = Self.configuration([Self.pinA, Self.pinC])
+            try repository.publish(content, files: Self.anchorFiles)
+            let name = try #require(repository.files("targets/").first { $0.hasSuffix(".pinning.json") && repository.read($0) == content })
             // The previous, validly signed pin set (same length): the length check passes, the hash does not.
             let old = Self.configuration([Self.pinA, Self.pinB])
-            #expect(old.count == files[name]!.count)
-            publisher.serve(name, old)
+            #expect(old.count == content.count)
+            try repository.overwrite(name, old)
         }
     }
 
     @Test("a target whose bytes do not match its hash is refused")
     func tamperedTarget() async throws {
-        try await Self.refused("the target has sha256") { publisher, _ in
+        try await Self.refused("the target has sha256") { repository, _ in
             let content = Self.configuration([Self.pinA, Self.pinC])
-            let files = publisher.publish(["pinning.json": content, "roots/root.pem": Self.anchorPEM])
-            let name = try #require(files.keys.first { $0.hasSuffix(".pinning.json") && files[$0] == content })
+            try repository.publish(content, files: Self.anchorFiles)
+            let name = try #require(repository.files("targets/").first { $0.hasSuffix(".pinning.json") && repository.read($0) == content })
             var tampered = content
             tampered[tampered.count / 2] ^= 0x01
-            publisher.serve(name, tampered)
+            try repository.overwrite(name, tampered)
         }
     }
 
-    @Test("targets signed by 1 of the 3 keys of a 2-of-3 threshold are refused")
+    @Test("targets signed by 1 of the 3 keys of a 2-of-3 threshold are refused (metadata no valid repository holds: hand-made)")
     func threshold() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-threshold")
+        defer { directory.remove() }
         var repository = TUFTestRepository()
         repository.targetsSigners = [TUFTestSigner(.ed25519), TUFTestSigner(.ed25519), TUFTestSigner(.ed25519)]
         repository.targetsThreshold = 2
-        try await Self.refused("targets", repository: repository) { publisher, _ in
-            publisher.targetsSigners = [publisher.repository.targetsSigners[0]]
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-        }
+        let publisher = try TUFTestPublisher(repository: repository)
+        defer { publisher.server.stop() }
+        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinB]), "roots/root.pem": Self.anchorPEM])
+        let updater = try Self.updater(bootstrapRoot: publisher.bootstrapRoot, metadataURL: publisher.metadataURL, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 1))
+        publisher.targetsSigners = [publisher.repository.targetsSigners[0]]
+        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
+        try await Self.expectRefused(updater, "targets", enforcing: [Self.pinA, Self.pinB], version: 1)
     }
 
     @Test("expired metadata is refused (freeze), and the pins stay")
     func expired() async throws {
-        try await Self.refused("expired") { publisher, _ in
-            publisher.publish(
-                ["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM],
-                timestampExpires: TUFTestPublisher.rfc3339(Date().addingTimeInterval(-3600)))
+        try await Self.refused("expired") { repository, _ in
+            // Signed two days ago with the default one-day timestamp: what a file server frozen in time serves.
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC]), files: Self.anchorFiles, now: Date().addingTimeInterval(-2 * 86400))
         }
     }
 
     @Test("metadata over its cap, and a snapshot longer than the timestamp says, are refused")
     func oversizedMetadata() async throws {
-        try await Self.refused("timestamp") { publisher, _ in
-            publisher.serve("metadata/timestamp.json", Array(repeating: UInt8(ascii: " "), count: 20_000))
+        try await Self.refused("timestamp") { repository, _ in
+            try repository.overwrite("metadata/timestamp.json", Array(repeating: UInt8(ascii: " "), count: 20_000))
         }
-        try await Self.refused("snapshot") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC]), "roots/root.pem": Self.anchorPEM])
-            publisher.serve("metadata/3.snapshot.json", publisher.history[2]["metadata/3.snapshot.json"]! + Array(repeating: UInt8(ascii: " "), count: 64))
+        try await Self.refused("snapshot") { repository, _ in
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC]), files: Self.anchorFiles)
+            let snapshot = try #require(repository.read("metadata/4.snapshot.json"))
+            try repository.overwrite("metadata/4.snapshot.json", snapshot + Array(repeating: UInt8(ascii: " "), count: 64))
         }
     }
 
     @Test("a configuration larger than a configuration may be is refused before it is downloaded")
     func oversizedConfiguration() async throws {
-        try await Self.refused("over the 1048576-byte cap") { publisher, _ in
-            publisher.publish(["pinning.json": Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1)])
+        try await Self.refused("over the 1048576-byte cap") { repository, _ in
+            try repository.publish(Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1))
         }
     }
 
-    @Test("an invalid configuration, a file outside the pin set and a client identity are refused")
+    @Test("an invalid configuration, a file outside the pin set, a file the set does not carry and a client identity are refused")
     func invalidConfiguration() async throws {
-        try await Self.refused("invalid pinning configuration pinning.json of pin set version 3: 1 problem: domains[\"api.test\"].pins") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([]), "roots/root.pem": Self.anchorPEM])
+        try await Self.refused("invalid pinning configuration pinning.json of pin set version 4: 1 problem: domains[\"api.test\"].pins") { repository, _ in
+            try repository.publish(Self.configuration([]), files: Self.anchorFiles)
         }
-        try await Self.refused("is not a relative path inside the repository's targets") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC], anchor: "../../etc/ssl/cert.pem")])
+        try await Self.refused("is not a relative path inside the repository's targets") { repository, _ in
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC], anchor: "../../etc/ssl/cert.pem"))
         }
-        try await Self.refused("not found") { publisher, _ in
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC], anchor: "roots/missing.pem"), "roots/root.pem": Self.anchorPEM])
+        try await Self.refused("the configuration names roots/missing.pem, which its target's custom.pinset.files does not list") { repository, _ in
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC], anchor: "roots/missing.pem"), files: Self.anchorFiles)
         }
-        try await Self.refused("names a clientIdentity") { publisher, _ in
+        try await Self.refused("names a clientIdentity") { repository, _ in
             let extra = #", "mtls.test": {"pins": ["\#(Self.pinA)", "\#(Self.pinB)"], "clientIdentity": {"pkcs12": "roots/root.pem"}}"#
-            publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinC], extra: extra), "roots/root.pem": Self.anchorPEM])
+            try repository.publish(Self.configuration([Self.pinA, Self.pinC], extra: extra), files: Self.anchorFiles)
         }
     }
 
@@ -242,13 +317,14 @@ struct PinSetUpdaterTests {
         let directory = try TemporaryDirectory(prefix: "pinset-gone")
         defer { directory.remove() }
         let clock = TestClock()
-        let publisher = try TUFTestPublisher()
-        let expiry = clock.now.withLockedValue { $0 }.addingTimeInterval(86400)
-        publisher.publish(["pinning.json": Self.configuration([Self.pinA, Self.pinB]), "roots/root.pem": Self.anchorPEM], expires: TUFTestPublisher.rfc3339(expiry))
-        let updater = try Self.updater(publisher, directory: directory, clock: clock)
-        #expect(await updater.refresh() == .updated(version: 1))
+        let start = clock.now.withLockedValue { $0 }
+        let repository = try PinSetTestRepository(expiry: TUFExpiryPeriods(root: 365, targets: 1, snapshot: 1, timestamp: 1), now: start)
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles, now: start)
+        let updater = try Self.updater(repository, directory: directory, clock: clock)
+        #expect(await updater.refresh() == .updated(version: 2))
         #expect(updater.status.stale == false)
-        publisher.server.stop()
+        repository.server.stop()
 
         clock.advance(3 * 86400)
         guard case .failed(let line) = await updater.refresh() else {
@@ -264,9 +340,9 @@ struct PinSetUpdaterTests {
         #expect(status.lastError == line && status.consecutiveFailures == 1)
         #expect(Self.pins(updater) == [Self.pinA, Self.pinB], "never fails open")
         // A restart keeps enforcing and keeps saying it is stale.
-        let restarted = try Self.updater(publisher, directory: directory, clock: clock)
+        let restarted = try Self.updater(repository, directory: directory, clock: clock)
         #expect(Self.pins(restarted) == [Self.pinA, Self.pinB])
-        #expect(restarted.status.stale && restarted.status.version == 1)
+        #expect(restarted.status.stale && restarted.status.version == 2)
     }
 
     @Test("the schedule: the interval ± the jitter after a success, doubling retries capped at the interval after failures")

@@ -359,4 +359,46 @@ struct PinningVaporTests {
         await pinned.shutdown()
         try await app.asyncShutdown()
     }
+
+    @Test("app.client on a client made with configurationSource: follows a pin set: trusted under one version, refused once a new version withdraws the pin, no client rebuilt")
+    func followsPinSet() async throws {
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        let state = try TemporaryDirectory(prefix: "vapor-pinset")
+        defer { state.remove() }
+        let backup = "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString()
+        func configuration(_ pins: [String]) -> [UInt8] {
+            let list = pins.map { "\"\($0)\"" }.joined(separator: ", ")
+            return Array(#"{"version": 1, "domains": {"device.local": {"pins": [\#(list)], "anchors": ["root.pem"], "anchorsOnly": true}}}"#.utf8)
+        }
+        let anchor = ["root.pem": Array(self.serverChain.root.certificatePEM.utf8)]
+        try repository.publish(configuration([Pin(spkiOf: self.serverChain.leaf.certificate).description, backup]), files: anchor)
+        let fetchClient = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation)
+        let updater = try PinSetUpdater(
+            bootstrapRoot: repository.bootstrapRoot, directory: state.path("state"), metadataURL: repository.metadataURL,
+            fetcher: TUFHTTPFetcher(client: fetchClient, allowsPlainHTTP: true))
+        #expect(await updater.refresh() == .updated(version: 2))
+
+        let pinned = try PinnedHTTPClient(configurationSource: updater)
+        let app = try await Application.make(.testing)
+        app.clients.use(.pinned(pinned, resolve: { host, port in host == "device.local" ? try? SocketAddress(ipAddress: "127.0.0.1", port: port) : nil }))
+        try await self.withUpstream(leaf: self.serverChain.leaf, chain: [self.serverChain.intermediate.certificate]) { port in
+            let hello = try await app.client.get(URI(string: "https://device.local:\(port)/hello")).get()
+            #expect(hello.status == .ok && hello.body.map { String(buffer: $0) } == "hello")
+
+            // Version 3 withdraws the leaf's key (the backup and a new one remain): the same upstream is refused.
+            let next = "sha256/" + Data(repeating: 0x43, count: 32).base64EncodedString()
+            try repository.publish(configuration([backup, next]), files: anchor)
+            #expect(await updater.refresh() == .updated(version: 3))
+            do {
+                _ = try await app.client.get(URI(string: "https://device.local:\(port)/hello")).get()
+                Issue.record("a pin withdrawn by pin set 3 was still trusted")
+            } catch let error as PinningConnectionError {
+                #expect(error.code == .untrusted && error.trustFailure?.code == .pinMismatch, "\(error)")
+            }
+        }
+        await pinned.shutdown()
+        await fetchClient.shutdown()
+        try await app.asyncShutdown()
+    }
 }

@@ -298,8 +298,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         if let previous, previous.sha256 == mainDigest {
             var same = true
             for (path, digest) in previous.files where path != name {
-                let info = try await self.targetInfo(&tuf, path)
-                if info.hashes["sha256"] != digest { same = false }
+                // A file no longer listed is not an error here: the full path below downloads the set as it is now
+                // listed, and refuses it if it is incomplete.
+                let info = try? await tuf.targetInfo(path)
+                if info?.hashes["sha256"] != digest { same = false }
+            }
+            // The same files under the same targets, laid out as before (the publisher may have remapped them).
+            if let mapping = try Self.fileMapping(main) {
+                let referenced = previous.files.keys.filter { $0 != name }
+                if Set(mapping.values) != Set(referenced) || previous.layout != Self.layout(mapping, targetName: name) { same = false }
             }
             if same {
                 var record = previous
@@ -331,16 +338,18 @@ public actor PinSetUpdater: PinningConfigurationSource {
         defer {
             if !committed { try? FileManager.default.removeItem(atPath: staging) }
         }
-        let configurationBytes = try await self.download(&tuf, main, into: staging)
+        let configurationBytes = try await self.download(&tuf, main, into: staging, as: name)
         var files = [name: mainDigest]
-        for reference in try Self.referencedFiles(configurationBytes, targetName: name) {
+        var layout: [String: String] = [:]
+        for (local, reference) in try Self.referencedFiles(configurationBytes, targetName: name, mapping: try Self.fileMapping(main)) {
             let info = try await self.targetInfo(&tuf, reference)
             guard info.length <= self.options.maximumReferencedFileSize else {
                 throw PinSetError("\(reference): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
             }
             guard let digest = info.hashes["sha256"] else { throw PinSetError("\(reference): the repository lists no sha256 for it") }
-            _ = try await self.download(&tuf, info, into: staging)
+            _ = try await self.download(&tuf, info, into: staging, as: local)
             files[reference] = digest
+            if local != reference { layout[reference] = local }
         }
         try? FileManager.default.removeItem(atPath: staging + "/.download")
 
@@ -366,7 +375,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         committed = true
         let record = PinSetRecord(
-            version: version, targetName: name, sha256: mainDigest, directory: "pinsets/" + final, files: files, refreshed: startTime, freshUntil: freshUntil)
+            version: version, targetName: name, sha256: mainDigest, directory: "pinsets/" + final, files: files, layout: layout.isEmpty ? nil : layout,
+            refreshed: startTime, freshUntil: freshUntil)
         try self.commit(record)
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: pinsets)) ?? [] where entry != final {
             try? FileManager.default.removeItem(atPath: pinsets + "/" + entry)
@@ -391,16 +401,19 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
     }
 
-    /// Downloads and verifies `target` (length, every hash), moves it to its target path under `staging`, and
-    /// returns its bytes.
-    private func download(_ tuf: inout TUFUpdater, _ target: TUFTargetFile, into staging: String) async throws(PinSetError) -> [UInt8] {
+    /// Downloads and verifies `target` (length, every hash), moves it to `local` (a path under `staging`, where the
+    /// configuration expects it), and returns its bytes.
+    private func download(_ tuf: inout TUFUpdater, _ target: TUFTargetFile, into staging: String, as local: String) async throws(PinSetError) -> [UInt8] {
         let stored: String
         do {
             stored = try await tuf.download(target, from: self.targetsURL, into: staging + "/.download")
         } catch {
             throw PinSetError(error.description)
         }
-        let destination = staging + "/" + target.path
+        let destination = staging + "/" + local
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw PinSetError("\(target.path): would be stored at \(local), where another file of the pin set is")
+        }
         let parent = (destination as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
@@ -419,10 +432,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
 
     // MARK: - Files the configuration names
 
-    /// The target paths of the files the configuration names (anchors, CRLs), relative to the configuration's
-    /// own directory in the repository. Only what has the expected shape is collected: anything else is the
-    /// loader's to refuse, with its own words.
-    static func referencedFiles(_ bytes: [UInt8], targetName: String) throws(PinSetError) -> [String] {
+    /// The files the configuration names (anchors, CRLs): for each, where it goes under the pin set's directory
+    /// (the configuration's directory joined with the path as the configuration writes it) and the target it is.
+    ///
+    /// With `mapping` (the configuration target's `custom.pinset.files`, which `pinning pinset publish` writes:
+    /// path as written → target path) every named file must be listed there, and its target is the one listed: the
+    /// publisher's word on which target is which file. Without it (a repository some other tool made) the target is
+    /// the path beside the configuration's target. Only what has the expected shape is collected: anything else is
+    /// the loader's to refuse, with its own words.
+    static func referencedFiles(_ bytes: [UInt8], targetName: String, mapping: [String: String]?) throws(PinSetError) -> [(local: String, target: String)] {
         guard let root = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any], let domains = root["domains"] as? [String: Any] else {
             return []
         }
@@ -436,12 +454,52 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         let slash = targetName.lastIndex(of: "/")
         let base = slash.map { String(targetName[...$0]) } ?? ""
-        var paths: [String] = []
-        for path in written where !paths.contains(base + path) {
+        var files: [(local: String, target: String)] = []
+        for path in written where !files.contains(where: { $0.local == base + path }) {
             try Self.checkTargetPath(path, what: "a file the configuration names")
-            paths.append(base + path)
+            let target: String
+            if let mapping {
+                guard let listed = mapping[path] else {
+                    throw PinSetError("\(targetName): the configuration names \(path), which its target's custom.pinset.files does not list")
+                }
+                try Self.checkTargetPath(listed, what: "the target custom.pinset.files lists for \(path)")
+                target = listed
+            } else {
+                target = base + path
+            }
+            if let other = files.first(where: { $0.target == target }) {
+                throw PinSetError("\(targetName): the configuration names \(other.local) and \(base + path), which are both target \(target)")
+            }
+            files.append((base + path, target))
         }
-        return paths
+        return files
+    }
+
+    /// The configuration target's `custom.pinset.files` (path as written → target path), nil when it has none; a
+    /// `custom.pinset.files` that is not an object of strings refuses the set.
+    static func fileMapping(_ target: TUFTargetFile) throws(PinSetError) -> [String: String]? {
+        guard let pinset = target.custom?.objectValue?["pinset"], let files = pinset.objectValue?["files"] else { return nil }
+        guard let object = files.objectValue else { throw PinSetError("\(target.path): custom.pinset.files is not an object") }
+        var mapping: [String: String] = [:]
+        for member in object.members {
+            guard let value = member.value.stringValue else {
+                throw PinSetError("\(target.path): custom.pinset.files[\"\(member.key)\"] is not a string")
+            }
+            mapping[member.key] = value
+        }
+        return mapping
+    }
+
+    /// The stored layout a refresh makes from `mapping` (target → local path, only where they differ), nil when
+    /// none differ.
+    static func layout(_ mapping: [String: String], targetName: String) -> [String: String]? {
+        let slash = targetName.lastIndex(of: "/")
+        let base = slash.map { String(targetName[...$0]) } ?? ""
+        var layout: [String: String] = [:]
+        for (written, target) in mapping where base + written != target {
+            layout[target] = base + written
+        }
+        return layout.isEmpty ? nil : layout
     }
 
     /// Refuses a target name that is not a relative path inside the repository's targets (``Options/targetName``).
@@ -500,7 +558,9 @@ public actor PinSetUpdater: PinningConfigurationSource {
             try Self.checkTargetPath(record.directory, what: "the stored directory")
             for (file, digest) in record.files {
                 try Self.checkTargetPath(file, what: "a stored file")
-                let filePath = self.directory + "/" + record.directory + "/" + file
+                let local = record.layout?[file] ?? file
+                try Self.checkTargetPath(local, what: "a stored file")
+                let filePath = self.directory + "/" + record.directory + "/" + local
                 let bytes: [UInt8]?
                 do {
                     bytes = try TUFFiles.readFile(filePath, maximumLength: max(self.options.maximumReferencedFileSize, PinningConfiguration.maximumFileSize), role: file)
@@ -582,6 +642,9 @@ struct PinSetRecord: Codable, Sendable, Equatable {
     var directory: String
     /// Every file of the set by target path, with its SHA-256 as the trusted metadata named it.
     var files: [String: String]
+    /// Target path → where it is stored under ``directory``, for the files stored elsewhere than at their target
+    /// path (a `custom.pinset.files` that maps a name to another target); nil when none is.
+    var layout: [String: String]?
     var refreshed: Date
     var freshUntil: Date
 }

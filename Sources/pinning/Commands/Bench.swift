@@ -9,7 +9,7 @@ extension PinningCommand {
         static let configuration = CommandConfiguration(
             commandName: "bench",
             abstract: "Measure evaluation throughput (uncached and cached) and loopback handshake throughput.",
-            subcommands: [Evaluations.self, Handshake.self, Proxy.self, Revocation.self, Hostile.self, Collector.self],
+            subcommands: [Evaluations.self, Handshake.self, Proxy.self, Revocation.self, Hostile.self, PinSet.self, Collector.self],
             defaultSubcommand: Evaluations.self
         )
     }

@@ -275,7 +275,8 @@ extension PinningCommand.PinSet {
             do {
                 if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
                 let versions = try writer.rotateRoot(oldKeys: old.map(\.2), newKeys: new.map(\.2), threshold: self.rootThreshold)
-                print("pinning pinset: \(self.repository): root v\(versions.root) (\(Set(new.map(\.2.keyID)).count) root keys, threshold \(self.rootThreshold))")
+                let count = Set(new.map(\.2.keyID)).count
+                print("pinning pinset: \(self.repository): root v\(versions.root) (\(count) root key\(count == 1 ? "" : "s"), threshold \(self.rootThreshold))")
             } catch let error as TUFRepositoryError {
                 throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old.map { ($0.0, $0.1, $0.2) } + new.map { ($0.0, $0.1, $0.2) })
             }

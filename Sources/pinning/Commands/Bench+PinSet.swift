@@ -1,0 +1,245 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Pinning
+import PinningNIO
+import PinningPKI
+
+extension PinningCommand.Bench {
+    /// `pinning bench pinset [--hosts N] [--applies N] [--refreshes N] [--json]` (issue 29): what following a pin set
+    /// costs. A repository is written by ``TUFRepositoryWriter`` (as `pinning pinset publish` writes one) with a
+    /// configuration of `--hosts` hosts, served as static files over plain HTTP on 127.0.0.1 by an in-process server
+    /// that counts the requests it answers, and followed by ``PinSetUpdater``.
+    struct PinSet: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "pinset",
+            abstract: "Measure following a pin set: requests of a refresh with nothing new, the time to apply a large pin set, memory over many refreshes.",
+            discussion: """
+                A TUF repository is written in a temporary directory (ed25519 keys made for the run) holding a \
+                configuration of --hosts hosts (two pins each) and one anchored wildcard entry with its anchor file, \
+                and served over plain HTTP on 127.0.0.1 by an in-process server that counts requests (TLS to the \
+                repository is not what is measured: TUF's signatures protect the files either way).
+
+                apply: --applies times, a new PinSetUpdater with an empty state directory refreshes once: root, \
+                timestamp, snapshot and targets fetched and verified, the configuration and its anchor downloaded \
+                and checked against their hashes, parsed, stored, and made the configuration new connections are \
+                judged by. The wall time of each refresh is reported (median, min, max), and the parse of the \
+                configuration alone beside it.
+
+                unchanged: one more refresh with nothing new published; the requests the server answered for it, in \
+                order. Expect two: the next root version (TUF's root update, specification §5.3.3, answered 404 when \
+                no root was rotated; it is how a client learns that an online key was revoked, so it is never \
+                skipped) and timestamp.json; the snapshot, targets and pin set are not fetched again.
+
+                memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) after the first and after \
+                the last, and ten samples between.
+
+                JSON keys: hosts, configurationBytes, apply {milliseconds: [..], medianMilliseconds, minMilliseconds, \
+                maxMilliseconds, parseMedianMilliseconds}, unchanged {requests: [PATH..], count}, memory {refreshes, \
+                seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..]}, load {oneMinute, cores}.
+                """
+        )
+
+        // 10,000 hosts with two pins each are 1.43 MB of configuration, over the 1 MiB a configuration may be
+        // (PinningConfiguration.maximumFileSize): the default is the largest round count under it.
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Hosts in the pin set, 1 to 7,000 (default 7,000, about 1 MB: a configuration is at most 1 MiB, and each host takes about 143 bytes with two pins).",
+                valueName: "n"),
+            transform: NumericOption.integer(1...7_000))
+        var hosts: Int = 7_000
+
+        @Option(name: .long, help: ArgumentHelp("Fresh updaters that apply the pin set, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
+        var applies: Int = 5
+
+        @Option(
+            name: .long, help: ArgumentHelp("Refreshes with nothing new for the memory figures, 0 to 1,000,000 (default 10,000).", valueName: "n"),
+            transform: NumericOption.integer(0...1_000_000))
+        var refreshes: Int = 10_000
+
+        @Flag(name: .long, help: "Print the result as JSON.")
+        var json = false
+
+        struct Apply: Encodable {
+            var milliseconds: [Double]
+            var medianMilliseconds: Double
+            var minMilliseconds: Double
+            var maxMilliseconds: Double
+            var parseMedianMilliseconds: Double
+        }
+
+        struct Unchanged: Encodable {
+            var requests: [String]
+            var count: Int
+        }
+
+        struct Memory: Encodable {
+            var refreshes: Int
+            var seconds: Double
+            var rssStartBytes: Int
+            var rssEndBytes: Int
+            var rssSamplesBytes: [Int]
+        }
+
+        struct Load: Encodable {
+            var oneMinute: Double
+            var cores: Int
+        }
+
+        struct Report: Encodable {
+            var hosts: Int
+            var configurationBytes: Int
+            var apply: Apply
+            var unchanged: Unchanged
+            var memory: Memory
+            var load: Load
+        }
+
+        func run() async throws {
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinning-bench-pinset-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            let repository = work + "/repo"
+            let (configuration, anchor) = try Self.pinSet(hosts: self.hosts)
+            guard configuration.count <= PinningConfiguration.maximumFileSize else {
+                throw InputError("--hosts \(self.hosts): the configuration would be \(configuration.count) bytes, over the \(PinningConfiguration.maximumFileSize) a configuration may be")
+            }
+            let keys = try (0..<4).map { _ in try TUFSigningKey.generate(.ed25519) }
+            let writer = try TUFRepositoryWriter.initialize(directory: repository, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            try writer.publishPinSet(configuration, files: ["fleet-root.pem": anchor], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            let bootstrap = Array(try Data(contentsOf: URL(fileURLWithPath: repository + "/metadata/1.root.json")))
+
+            let server = try await CountingFileServer(directory: repository)
+            defer { server.stop() }
+            let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation)
+            let fetcher = TUFHTTPFetcher(client: client, allowsPlainHTTP: true)
+            let metadataURL = URL(string: "http://127.0.0.1:\(server.port)/metadata/")!
+
+            // Apply: a fresh updater each time, from the bootstrap root to the pin set enforced.
+            var times: [Double] = []
+            var updater: PinSetUpdater?
+            for index in 0..<self.applies {
+                let fresh = try PinSetUpdater(bootstrapRoot: bootstrap, directory: work + "/state-\(index)", metadataURL: metadataURL, fetcher: fetcher)
+                let start = DispatchTime.now().uptimeNanoseconds
+                let outcome = await fresh.refresh()
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                guard case .updated = outcome, fresh.currentConfiguration()?.configuration.entries.count == self.hosts + 1 else {
+                    throw InputError("bench pinset: the pin set was not applied: \(outcome)")
+                }
+                updater = fresh
+            }
+            try Data(anchor).write(to: URL(fileURLWithPath: work + "/fleet-root.pem"))
+            var parses: [Double] = []
+            for _ in 0..<self.applies {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try PinningConfiguration(data: Data(configuration), baseDirectory: work)
+                parses.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            guard let updater else { throw InputError("bench pinset: nothing was applied") }
+
+            // Unchanged: the requests of one refresh when nothing was published.
+            server.resetRequests()
+            let outcome = await updater.refresh()
+            guard case .unchanged = outcome else { throw InputError("bench pinset: a refresh with nothing new did not report it: \(outcome)") }
+            let requests = server.requests
+
+            // Memory: many refreshes with nothing new.
+            let rssStart = ProcessMemory.residentBytes()
+            var samples: [Int] = []
+            let memoryStart = DispatchTime.now().uptimeNanoseconds
+            for index in 0..<self.refreshes {
+                let outcome = await updater.refresh()
+                guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(outcome)") }
+                if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 { samples.append(ProcessMemory.residentBytes()) }
+            }
+            let memorySeconds = Double(DispatchTime.now().uptimeNanoseconds - memoryStart) / 1e9
+            let rssEnd = ProcessMemory.residentBytes()
+            await client.shutdown()
+
+            let sorted = times.sorted()
+            let report = Report(
+                hosts: self.hosts,
+                configurationBytes: configuration.count,
+                apply: Apply(
+                    milliseconds: times.map(Hostile.rounded), medianMilliseconds: Hostile.rounded(Revocation.median(times)), minMilliseconds: Hostile.rounded(sorted.first ?? 0),
+                    maxMilliseconds: Hostile.rounded(sorted.last ?? 0), parseMedianMilliseconds: Hostile.rounded(Revocation.median(parses))),
+                unchanged: Unchanged(requests: requests, count: requests.count),
+                memory: Memory(refreshes: self.refreshes, seconds: Hostile.rounded(memorySeconds), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples),
+                load: Load(oneMinute: Self.loadAverage(), cores: ProcessInfo.processInfo.activeProcessorCount)
+            )
+            if self.json {
+                try JSONOutput.print(report)
+                return
+            }
+            print("Pin set of \(report.hosts) hosts (\(report.configurationBytes) bytes), load \(report.load.oneMinute) on \(report.load.cores) cores")
+            print(
+                "  apply (fetch, verify, download, parse, make current): median \(report.apply.medianMilliseconds) ms, min \(report.apply.minMilliseconds) ms, max \(report.apply.maxMilliseconds) ms over \(self.applies); parse alone \(report.apply.parseMedianMilliseconds) ms"
+            )
+            print("  refresh with nothing new: \(report.unchanged.count) request\(report.unchanged.count == 1 ? "" : "s") (\(report.unchanged.requests.joined(separator: ", ")))")
+            print(
+                "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end"
+            )
+        }
+
+        /// The configuration (`hosts` hosts with two pins each, and `*.internal.example` anchored at
+        /// `fleet-root.pem`) and the anchor's PEM.
+        static func pinSet(hosts: Int) throws -> ([UInt8], [UInt8]) {
+            let root = try TestPKI.root("Bench Pin Set Root")
+            func pin(_ text: String) -> String { "sha256/" + Data(SHA256.hash(data: Data(text.utf8))).base64EncodedString() }
+            var entries: [String] = []
+            entries.reserveCapacity(hosts + 1)
+            for index in 0..<hosts {
+                entries.append("\"host-\(index).example\": {\"pins\": [\"\(pin("\(index) current"))\", \"\(pin("\(index) backup"))\"]}")
+            }
+            entries.append("\"*.internal.example\": {\"pins\": [\"\(pin("internal current"))\", \"\(pin("internal backup"))\"], \"anchors\": [\"fleet-root.pem\"]}")
+            let text = "{\"version\": 1, \"domains\": {\n" + entries.joined(separator: ",\n") + "\n}}\n"
+            return (Array(text.utf8), Array(root.certificatePEM.utf8))
+        }
+
+        static func loadAverage() -> Double {
+            var loads = [Double](repeating: 0, count: 3)
+            return getloadavg(&loads, 3) > 0 ? Hostile.rounded(loads[0]) : 0
+        }
+    }
+}
+
+/// A static file server on 127.0.0.1 (plain HTTP/1.1) that records the path of every request it answers.
+final class CountingFileServer: Sendable {
+    let port: Int
+    private let channel: any Channel
+    private let received: NIOLockedValueBox<[String]>
+
+    init(directory: String) async throws {
+        let received = NIOLockedValueBox<[String]>([])
+        self.received = received
+        let respond: SimpleHTTPResponder.Respond = { head, _ in
+            let path = String(head.uri.prefix { $0 != "?" })
+            received.withLockedValue { $0.append(path) }
+            let relative = (path.removingPercentEncoding ?? "").drop { $0 == "/" }
+            let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+            guard !relative.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }),
+                let contents = FileManager.default.contents(atPath: directory + "/" + relative)
+            else { return SimpleHTTPResponse(status: .notFound) }
+            return SimpleHTTPResponse(status: .ok, body: Array(contents))
+        }
+        self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: respond))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        self.port = self.channel.localAddress?.port ?? 0
+    }
+
+    var requests: [String] { self.received.withLockedValue { $0 } }
+    func resetRequests() { self.received.withLockedValue { $0.removeAll() } }
+    func stop() { self.channel.close(promise: nil) }
+}

@@ -169,6 +169,27 @@ struct TUFRepositoryWriterTests {
         #expect(throws: TUFRepositoryError.self) { try TUFRepositoryWriter(directory: directory.path) }
     }
 
+    @Test("an older timestamp.json copied back over the newest: the next renewal and publish number above every version signed")
+    func timestampCopiedBack() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let timestampPath = writer.metadataDirectory + "/timestamp.json"
+        #expect(try writer.renewTimestamp(timestampKey: keys[3]).timestamp == 2)
+        let old = try Data(contentsOf: URL(fileURLWithPath: timestampPath))
+        #expect(try writer.renewTimestamp(timestampKey: keys[3]).timestamp == 3)
+        // Version 2 put back, as an attacker holding the file server (or a restored backup) would.
+        try old.write(to: URL(fileURLWithPath: timestampPath))
+        // Numbered from the file on disk, this would sign version 3 again, which clients holding 3 refuse.
+        #expect(try writer.renewTimestamp(timestampKey: keys[3]).timestamp == 4)
+        try old.write(to: URL(fileURLWithPath: timestampPath))
+        let published = try writer.publish(
+            [TUFRepositoryWriter.Target(path: "pinning.json", contents: Array("{}".utf8))], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        #expect(published.timestamp == 5)
+    }
+
     @Test("an expired snapshot: renewing the timestamp is refused (clients would refuse the result), and status says why")
     func expiredSnapshot() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")

@@ -99,7 +99,11 @@ public struct TUFRepositoryError: Error, Sendable, CustomStringConvertible {
 /// - `metadata/timestamp.json`, the one file clients fetch first, replaced at each publish and renewal (serve it
 ///   with a short cache lifetime);
 /// - `targets/DIR/SHA256.NAME` for a target `DIR/NAME`, named by the SHA-256 of its contents;
-/// - `pinset.json`: the expiry periods (``TUFExpiryPeriods``); not metadata, nothing secret.
+/// - `pinset.json`: the expiry periods (``TUFExpiryPeriods``); not metadata, nothing secret;
+/// - `.pinset-timestamp-version`: the highest timestamp version this repository has signed. `timestamp.json` has
+///   no versioned copies, and the one on disk may be an older file copied back (by an attacker holding the file
+///   server, or a restored backup): numbering from it would sign again a version clients already hold, which
+///   they refuse as a replay until a later renewal.
 ///
 /// Every file is written atomically and durably (a temporary file, fsync, rename, fsync of the directory), in an
 /// order that keeps the served repository consistent at every instant: targets, then targets metadata, then the
@@ -304,9 +308,10 @@ public struct TUFRepositoryWriter: Sendable {
                 TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: targetsVersion, targetsFile: targetsFile),
                 with: [snapshotKey])
             let oldTimestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
+            let timestampVersion = max(oldTimestamp.version, try self.signedTimestampVersion()) + 1
             let timestampFile = try Self.sign(
                 TUFMetadataBuilder.timestamp(
-                    version: oldTimestamp.version + 1, expires: start + Int64(expiry.timestamp) * 86_400, snapshotVersion: snapshotVersion, snapshotFile: snapshotFile),
+                    version: timestampVersion, expires: start + Int64(expiry.timestamp) * 86_400, snapshotVersion: snapshotVersion, snapshotFile: snapshotFile),
                 with: [timestampKey])
             let next = State(roots: current.roots, timestamp: timestampFile, snapshot: snapshotFile, targets: targetsFile)
             try self.verifyAsClients(next, previous: current, targetFiles: files, now: now)
@@ -325,8 +330,9 @@ public struct TUFRepositoryWriter: Sendable {
             }
             try self.write(targetsFile, directory: self.metadataDirectory, name: "\(targetsVersion).targets.json")
             try self.write(snapshotFile, directory: self.metadataDirectory, name: "\(snapshotVersion).snapshot.json")
+            try self.recordTimestampVersion(timestampVersion)
             try self.write(timestampFile, directory: self.metadataDirectory, name: "timestamp.json")
-            return Versions(root: root.version, targets: targetsVersion, snapshot: snapshotVersion, timestamp: oldTimestamp.version + 1)
+            return Versions(root: root.version, targets: targetsVersion, snapshot: snapshotVersion, timestamp: timestampVersion)
         }
     }
 
@@ -378,17 +384,19 @@ public struct TUFRepositoryWriter: Sendable {
             let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
             try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
             let old = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
+            let timestampVersion = max(old.version, try self.signedTimestampVersion()) + 1
             let timestampFile = try Self.sign(
                 TUFMetadataBuilder.timestamp(
-                    version: old.version + 1, expires: Self.seconds(now) + Int64(expiry.timestamp) * 86_400, snapshotVersion: old.snapshotMeta.version,
+                    version: timestampVersion, expires: Self.seconds(now) + Int64(expiry.timestamp) * 86_400, snapshotVersion: old.snapshotMeta.version,
                     snapshotFile: current.snapshot),
                 with: [timestampKey])
             let next = State(roots: current.roots, timestamp: timestampFile, snapshot: current.snapshot, targets: current.targets)
             try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            try self.recordTimestampVersion(timestampVersion)
             try self.write(timestampFile, directory: self.metadataDirectory, name: "timestamp.json")
             let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
             let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
-            return Versions(root: root.version, targets: targets.version, snapshot: snapshot.version, timestamp: old.version + 1)
+            return Versions(root: root.version, targets: targets.version, snapshot: snapshot.version, timestamp: timestampVersion)
         }
     }
 
@@ -535,6 +543,24 @@ public struct TUFRepositoryWriter: Sendable {
         } catch {
             throw TUFError(role: stored, rule: .unavailable, "targets/\(stored): \(error.message)")
         }
+    }
+
+    /// The highest timestamp version this repository has signed (`.pinset-timestamp-version`; 0 when none is
+    /// recorded, as in a repository an earlier release wrote).
+    func signedTimestampVersion() throws(TUFRepositoryError) -> Int {
+        guard let bytes = try self.read(self.directory + "/.pinset-timestamp-version", maximumLength: 32) else { return 0 }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let version = Int(text), version >= 0 else {
+            throw TUFRepositoryError(.inconsistent, "\(self.directory)/.pinset-timestamp-version: not a version number")
+        }
+        return version
+    }
+
+    /// Records `version` as the highest timestamp version signed, before the timestamp itself is written (a crash
+    /// between the two leaves a record above the file: the next version is higher still, which is safe).
+    func recordTimestampVersion(_ version: Int) throws(TUFRepositoryError) {
+        guard version > (try self.signedTimestampVersion()) else { return }
+        try self.write(Array("\(version)\n".utf8), directory: self.directory, name: ".pinset-timestamp-version")
     }
 
     /// The highest N of the `N.ROLE.json` files in `metadata/` (0 when none), so a version written by an

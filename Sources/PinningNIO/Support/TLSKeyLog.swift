@@ -1,4 +1,5 @@
 public import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 public import NIOSSL
 
@@ -152,15 +153,14 @@ public struct TLSKeyLogError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The first write failure, kept under a lock (NIOSSL calls the callback on any event loop).
-private final class LockedFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var first: String?
+private final class LockedFailure: Sendable {
+    private let first = NIOLockedValueBox<String?>(nil)
 
-    var value: String? { self.lock.withLock { self.first } }
+    var value: String? { self.first.withLockedValue { $0 } }
 
     func record(_ words: String) {
-        self.lock.withLock {
-            if self.first == nil { self.first = words }
+        self.first.withLockedValue { first in
+            if first == nil { first = words }
         }
     }
 }

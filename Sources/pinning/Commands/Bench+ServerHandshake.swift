@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -212,19 +213,18 @@ struct ServerHandshakeBenchmark {
 }
 
 /// Hands out indices in turn (client identities, server leaves).
-final class NextClient: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
+final class NextClient: Sendable {
+    private let next = NIOLockedValueBox(0)
     private let count: Int
 
     init(count: Int) { self.count = count }
 
     func take() -> Int {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        let index = self.next
-        self.next = (self.next + 1) % self.count
-        return index
+        self.next.withLockedValue { next in
+            let index = next
+            next = (next + 1) % self.count
+            return index
+        }
     }
 }
 

@@ -8,8 +8,7 @@ import Foundation
 /// temporary directory, trust authentication for user `pinning`, stopped by ``stop()``. As root (CI), the server
 /// runs as Debian's `postgres` user through `setpriv`, which execs, so the process stopped is the postmaster.
 ///
-/// The same recipe as the proxy's psql test (PinningCLITests/ProxyTunnelClientsTests.swift), here so that other
-/// test targets can use it.
+/// Used by the collector's tests and the proxy's psql test.
 public final class PostgresCluster: @unchecked Sendable {
     /// The newest installed server's bin directory (`/usr/lib/postgresql/N/bin`), if any.
     public static let bin: String? = {

@@ -12,90 +12,16 @@ import Testing
 // front of a PostgreSQL 15 on loopback), and `openssl s_client` through the forward proxy. Everything listens on
 // 127.0.0.1; PostgreSQL and stunnel come from Debian's packages, which `.ci/run` installs.
 
-/// The newest PostgreSQL server Debian installed (`/usr/lib/postgresql/N/bin`), if any.
-let postgresBin: String? = {
-    let base = "/usr/lib/postgresql"
-    let versions = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).compactMap(Int.init).sorted()
-    for version in versions.reversed() {
-        let bin = "\(base)/\(version)/bin"
-        if FileManager.default.isExecutableFile(atPath: bin + "/postgres") && FileManager.default.isExecutableFile(atPath: bin + "/psql") {
-            return bin
-        }
-    }
-    return nil
-}()
-
-/// PostgreSQL refuses to run as root: as root the server runs as Debian's `postgres` user, through `setpriv`
-/// (which execs, so the process we start and stop is the postmaster itself, not a parent that waits for it).
-let postgresUser: (uid: uid_t, gid: gid_t)? = {
-    guard geteuid() == 0 else { return nil }
-    guard let entry = getpwnam("postgres") else { return nil }
-    return (entry.pointee.pw_uid, entry.pointee.pw_gid)
-}()
-let postgresRunnable = postgresBin != nil && (geteuid() != 0 || (postgresUser != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+// PostgreSQL comes from PinningTestSupport's PostgresCluster (shared with the collector's tests).
 let stunnelPath = "/usr/bin/stunnel4"
 let stunnelAvailable = FileManager.default.isExecutableFile(atPath: stunnelPath)
-
-/// A port that was free a moment ago (for servers that cannot report the port they picked: postgres, stunnel).
-func unusedLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw ServeProcess.ServeError(message: "socket() failed: errno \(errno)") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw ServeProcess.ServeError(message: "bind(127.0.0.1:0) failed: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// A throwaway PostgreSQL cluster on 127.0.0.1 (trust authentication for user `pinning`), stopped by ``stop()``.
-final class PostgresServer: @unchecked Sendable {
-    let directory: TemporaryDirectory
-    let server: ServerProcess
-    let port: Int
-
-    init(bin: String) async throws {
-        let directory = try TemporaryDirectory(prefix: "pinning-pg")
-        self.directory = directory
-        var prefix: [String] = []
-        if let user = postgresUser {
-            guard chown(directory.path, user.uid, user.gid) == 0 else {
-                throw ServeProcess.ServeError(message: "cannot give \(directory.path) to the postgres user: errno \(errno)")
-            }
-            prefix = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--"]
-        }
-        func command(_ tool: String, _ arguments: [String]) -> (String, [String]) {
-            prefix.isEmpty ? ("\(bin)/\(tool)", arguments) : ("/usr/bin/setpriv", prefix + ["\(bin)/\(tool)"] + arguments)
-        }
-        let data = directory.path("data")
-        let (initdb, initdbArguments) = command("initdb", ["-D", data, "-U", "pinning", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"])
-        let initialised = try await TestTools.run(initdb, initdbArguments, in: directory, timeout: 120)
-        guard initialised.status == 0 else { throw ServeProcess.ServeError(message: "initdb failed: \(initialised.output)") }
-        let port = try unusedLoopbackPort()
-        self.port = port
-        let (postgres, postgresArguments) = command(
-            "postgres",
-            ["-D", data, "-k", directory.path, "-p", "\(port)", "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "shared_buffers=16MB"]
-        )
-        self.server = try await ServerProcess(postgres, postgresArguments, in: directory) { line in
-            line.contains("ready to accept connections") ? port : nil
-        }
-    }
-
-    func stop() {
-        self.server.stop()
-    }
-}
+/// A PostgreSQL server can be started here, and its psql is beside it.
+let psqlRunnable = PostgresCluster.available && PostgresCluster.bin.map { FileManager.default.isExecutableFile(atPath: $0 + "/psql") } == true
 
 /// stunnel in server mode on 127.0.0.1: TLS with `certificate`/`key`, requiring a client certificate under
 /// `clientCA`, forwarding to 127.0.0.1:`target`.
 func stunnelServer(certificate: String, key: String, clientCA: String, target: Int, in directory: TemporaryDirectory) async throws -> ServerProcess {
-    let port = try unusedLoopbackPort()
+    let port = try PostgresCluster.unusedLoopbackPort()
     let configuration = try directory.write(
         "stunnel-server-\(port).conf",
         """
@@ -121,10 +47,10 @@ func stunnelServer(certificate: String, key: String, clientCA: String, target: I
 struct ProxyTunnelClientsTests {
     @Test(
         "psql reaches PostgreSQL through a tunnel over pinned mutual TLS (stunnel in front, requiring a client certificate); without the entry's identity it is refused",
-        .enabled(if: postgresRunnable && stunnelAvailable, "needs Debian's postgresql and stunnel4")
+        .enabled(if: psqlRunnable && stunnelAvailable, "needs Debian's postgresql and stunnel4")
     )
     func psqlThroughTunnel() async throws {
-        let bin = try #require(postgresBin)
+        let bin = try #require(PostgresCluster.bin)
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-psql")
         let root = try TestPKI.root("Database Root")
         let intermediate = try TestPKI.intermediate("Database Issuing CA", issuer: root)
@@ -147,7 +73,7 @@ struct ProxyTunnelClientsTests {
             """
         )
 
-        let postgres = try await PostgresServer(bin: bin)
+        let postgres = try await PostgresCluster()
         defer { postgres.stop() }
         let stunnel = try await stunnelServer(certificate: serverChain, key: serverKey, clientCA: rootPath, target: postgres.port, in: directory)
         defer { stunnel.stop() }

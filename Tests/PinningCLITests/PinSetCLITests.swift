@@ -5,7 +5,7 @@ import Testing
 
 /// `pinning pinset` (runs the built binary): a repository made, published to, renewed and rotated from the command
 /// line, and every kind of bad input refused with exit 2 and a line naming the file or option.
-@Suite("pinning pinset (runs the built binary)")
+@Suite("pinning pinset (runs the built binary)", .serialized)
 struct PinSetCLITests {
     /// A directory with four keys (one per role, made by `pinset keygen`), a configuration with an anchor and a
     /// backup pin, and helpers to run the binary there.

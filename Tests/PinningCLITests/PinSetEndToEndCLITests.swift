@@ -8,7 +8,7 @@ import Testing
 /// on 127.0.0.1; `pinning serve` as the upstream; `pinning check --pinset` and `pinning proxy --pinset` following.
 /// The upstream's key is then replaced by its backup pin's, the root key rotated, a new set published, and the
 /// running proxy follows without a restart.
-@Suite("pinning pinset end to end: keygen, init, publish, serve; check and proxy follow (runs the built binary)", .enabled(if: curlAvailable))
+@Suite("pinning pinset end to end: keygen, init, publish, serve; check and proxy follow (runs the built binary)", .serialized, .enabled(if: curlAvailable))
 struct PinSetEndToEndCLITests {
     @Test("publish → check trusted (JSON pinset version); server key rotated to its backup, root key rotated, new set published → the proxy follows")
     func wholeStory() async throws {

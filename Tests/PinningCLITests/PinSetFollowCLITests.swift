@@ -6,7 +6,7 @@ import X509
 
 /// `pinning check --pinset` and `pinning proxy --pinset` (issue 29 item 4), the built binary against a TUF repository
 /// generated and served over plain http on 127.0.0.1 by the test, and an upstream whose key the test rotates.
-@Suite("pinning check and proxy --pinset: following a pin set", .enabled(if: curlAvailable))
+@Suite("pinning check and proxy --pinset: following a pin set", .serialized, .enabled(if: curlAvailable))
 struct PinSetFollowCLITests {
     /// The upstream's keys: A in service, B its backup, C the next backup; one anchor.
     struct Keys {

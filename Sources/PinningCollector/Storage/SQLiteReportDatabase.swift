@@ -17,6 +17,14 @@ public final class SQLiteReportDatabase: SQLDatabase {
     /// `synchronous=FULL`: a transaction is on disk when COMMIT returns, so a `204` is never lost to a crash
     /// or a power cut; the ingest writer commits many reports per transaction, so the fsync is paid per batch.
     public init(path: String, logger: Logger) async throws {
+        // A folder that does not exist is refused here, in words, rather than by sqlite3_open_v2: besides its
+        // vaguer message ("unable to open database file"), SQLiteNIO 1.13.2 does not close the handle SQLite
+        // allocates for a failed open (SQLiteConnection.openInternal), which LeakSanitizer reports.
+        let folder = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        if !folder.isEmpty, !(FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && isDirectory.boolValue) {
+            throw OpenError(description: "the folder \(folder) does not exist")
+        }
         self.writer = try await SQLiteConnection.open(storage: .file(path: path), threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
         do {
             for pragma in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=10000"] {
@@ -32,6 +40,10 @@ public final class SQLiteReportDatabase: SQLDatabase {
             try? await self.writer.close()
             throw error
         }
+    }
+
+    struct OpenError: Error, CustomStringConvertible {
+        var description: String
     }
 
     public func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {

@@ -544,17 +544,23 @@ let package = Package(
     ]
 )
 
-// The hardening build (issue 28): `scripts/hardening.sh` sets PINNING_HARDENING_BUILD=1 and builds this graph ONCE,
-// with AddressSanitizer plus libFuzzer's coverage instrumentation, for both the sanitizer pass of the test suite
-// and the fuzz targets (before, each had its own full build of the graph, BoringSSL twice in each). Coverage
-// hooks in the test binary resolve to the sanitizer runtime's no-op definitions; only the fuzz targets link
-// libFuzzer. An ordinary `swift build` / `swift test` never sees any of this. In the hardening build:
+// The hardening build (issue 28): `scripts/hardening-settings.sh` sets PINNING_HARDENING_BUILD=1 and builds this
+// graph ONCE for both the sanitizer pass of the test suite and the fuzz targets. OUR modules are compiled with
+// AddressSanitizer plus libFuzzer's coverage instrumentation (the flags below, on our targets only); every
+// dependency is compiled exactly as in the plain build. That is what lets CI run this build in the plain `.build`
+// it has already filled (PINNING_HARDENING_SCRATCH=.build): only our modules are compiled again, not swift-nio,
+// BoringSSL (twice), Hummingbird or SQLite. What that gives up, deliberately: ASan does not check memory accesses
+// made INSIDE dependencies (its allocator still catches double frees, bad frees and leaks everywhere, since
+// malloc and free are the runtime's), and the fuzzers' coverage feedback comes from our code, not from
+// swift-asn1's or swift-certificates' parsers. `scripts/sanitizers.sh address` still builds every module with
+// ASan, deps included (its own scratch path), for a full local pass. Coverage hooks in the test binary resolve to
+// the sanitizer runtime's no-op definitions; only the fuzz targets link libFuzzer. An ordinary `swift build` /
+// `swift test` never sees any of this. In the hardening build:
 // - the libFuzzer targets of Fuzz/Sources are added (`scripts/fuzz.sh`);
 // - the framework adapters (AsyncHTTPClient, Hummingbird, Vapor, gRPC), their tests, the examples and
 //   IntegrationBench are left out. They parse no untrusted input of their own: every byte a peer sends reaches
 //   the core and PinningNIO (the AsyncHTTPClient adapter hands the peer's DER to ServerTrust), whose suites,
-//   the CLI's and the proxy's run in this build. They are about a third of the graph to build, and their tests
-//   run in the plain `swift test`; `scripts/sanitizers.sh address` still runs the whole suite under ASan.
+//   the CLI's and the proxy's run in this build. Their tests run in the plain `swift test`.
 if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
     let frameworkAdapters: Set<String> = [
         "PinningAsyncHTTPClient", "PinningHummingbird", "PinningVapor", "PinningGRPC",
@@ -565,6 +571,18 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
     ]
     package.targets.removeAll { frameworkAdapters.contains($0.name) }
     package.products.removeAll { frameworkAdapters.contains($0.name) }
+
+    // ASan and coverage on our own targets (every target of this package is ours); -sanitize=fuzzer's own
+    // coverage choice minus stack-depth, whose counter only libFuzzer defines (the test binary would not link).
+    // Linking with -sanitize=address is needed by every product that contains them; linker settings of a target
+    // reach every product it is linked into.
+    let instrumentation: [String] = [
+        "-sanitize=address", "-sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table",
+    ]
+    for target in package.targets {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(instrumentation)]
+        target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=address"])]
+    }
 
     // `-sanitize=fuzzer` on the fuzz targets alone: it links libFuzzer, whose main() drives them.
     let fuzzFlags: [String] = ["-sanitize=fuzzer,address"]
@@ -578,7 +596,8 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Fuzz/Sources/FuzzSupport",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.unsafeFlags(instrumentation)],
+            linkerSettings: [.unsafeFlags(["-sanitize=address"])]
         )
     )
     for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL"] {

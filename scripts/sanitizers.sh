@@ -3,8 +3,15 @@
 #   thread    → the whole suite, swift test --sanitize=thread  --scratch-path .build-tsan
 #   address   → the whole suite, swift test --sanitize=address --scratch-path .build-asan
 #   hardening → CI's pass (issue 28): AddressSanitizer over the hardening build that the fuzz targets share
-#               (.build-hardening; see scripts/hardening-settings.sh and the end of Package.swift): every suite
-#               except the framework adapters', which parse no input of their own.
+#               (our modules instrumented; see scripts/hardening-settings.sh and the end of Package.swift), over
+#               the test targets whose code parses untrusted input: the core (certificates, configurations, CRLs,
+#               TUF metadata), PinningNIO (peers' handshakes, HTTP answers, fetched repositories), PinningExport
+#               (foreign configuration formats), PinningProxy (its clients' requests) and PinningCollector
+#               (reports). Of the CLI's suites, which start the `pinning` binary and hand what it reads to those
+#               modules, only the ones that reach the CLI's own pointer code run here: in-process parsing
+#               (NumericOption, OptionIdiom), `pinning pki` (PKIDirectory's write(2) loop) and the passphrase
+#               tests (Passphrase reads getenv's bytes through a raw pointer). The rest of the CLI suite and the
+#               framework adapters' run in the plain `swift test`; `address` runs everything under ASan.
 # Each has its own scratch path (a full build each; the normal .build is never touched).
 # Exit status: non-zero when a test fails or the sanitizer reports anything (a report fails the run even
 # where the runtime would only warn: TSan's data-race warnings do not change the exit status by themselves).
@@ -46,6 +53,13 @@ case "$which" in
     thread) run thread "$root/.build-tsan" -- --sanitize=thread "$@" ;;
     address) run address "$root/.build-asan" -- --sanitize=address "$@" ;;
     all) run thread "$root/.build-tsan" -- --sanitize=thread "$@" && run address "$root/.build-asan" -- --sanitize=address "$@" ;;
-    hardening) run address "$hardening_scratch" "${hardening_env[@]}" -- "${hardening_flags[@]}" "$@" ;;
+    hardening)
+        hardening_tests=(
+            --filter 'PinningTests\.' --filter 'PinningNIOTests\.' --filter 'PinningExportTests\.'
+            --filter 'PinningProxyTests\.' --filter 'PinningCollectorTests\.'
+            --filter 'PinningCLITests\.(NumericOptionCLITests|OptionIdiomCLITests|PKICLITests)'
+            --filter 'PinningCLITests\.CLIConsistencyTests/(exportAndConnect|passphraseFileRefusals)'
+        )
+        run address "$hardening_scratch" "${hardening_env[@]}" -- "${hardening_flags[@]}" "${hardening_tests[@]}" "$@" ;;
     *) echo "usage: $0 thread|address|all|hardening [swift test args...]" >&2; exit 64 ;;
 esac

@@ -30,6 +30,8 @@ final class ReportsFixture: @unchecked Sendable {
     let collector: ServerProcess
     let upstream: ServeProcess
     let configPath: String
+    /// The upstream's anchor, PEM.
+    let rootPEM: String
     var upstreamPort: Int { self.upstream.port }
     var collectorURL: String { "http://127.0.0.1:\(self.collector.port)" }
 
@@ -53,6 +55,7 @@ final class ReportsFixture: @unchecked Sendable {
             let chain = try directory.write("upstream-chain.pem", TestPKI.pemBundle([leaf.certificate, intermediate.certificate]))
             let key = try directory.write("upstream.key", leaf.privateKeyPEM)
             _ = try directory.write("root.pem", root.certificatePEM)
+            self.rootPEM = root.certificatePEM
             self.upstream = try await ServeProcess(["--cert", chain, "--key", key], in: directory)
         } catch {
             self.collector.stop()
@@ -241,6 +244,40 @@ struct ReportsEndToEndCLITests {
         #expect(try await fixture.reports(host: "quiet.test").isEmpty)
         #expect(try await fixture.reports(host: "api.test").allSatisfy { $0["occurrences"] as? Int == 1 }, "the silent proxy's api.test refusal was not reported")
         #expect(!silent.0.stderr.contains("report"), "\(silent.0.stderr)")
+    }
+
+    @Test("check --pinset: the report carries the version of the pin set it was judged under", .timeLimit(.minutes(5)))
+    func pinSet() async throws {
+        let fixture = try await ReportsFixture()
+        defer {
+            fixture.stop()
+            fixture.directory.remove()
+        }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        let pins = ReportsFixture.unrelatedPins.map { "\"\($0)\"" }.joined(separator: ", ")
+        let configuration = """
+            {"version": 1, "domains": {"api.test": {"pins": [\(pins)], "anchors": ["root.pem"], "anchorsOnly": true,
+              "reportURIs": ["\(fixture.collectorURL)/reports"]}}}
+            """
+        try repository.publish(Array(configuration.utf8), files: ["root.pem": Array(fixture.rootPEM.utf8)])
+        let root = try fixture.directory.write("tuf-root.json", String(decoding: repository.bootstrapRoot, as: UTF8.self))
+        let run = try await TestTools.run(
+            try PinningBinary.located.get().path,
+            [
+                "check", "https://api.test:\(fixture.upstreamPort)/", "--pinset", repository.metadataURL.absoluteString, "--pinset-root", root,
+                "--pinset-dir", fixture.directory.path("pinset-state"), "--json",
+            ] + fixture.resolve("api.test"),
+            in: fixture.directory, timeout: 120
+        )
+        #expect(run.status == 1, "\(run)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+        let version = try #require((object["pinset"] as? [String: Any])?["version"] as? Int, "\(run.stdout)")
+        let rows = try await fixture.reports(host: "api.test")
+        try #require(rows.count == 1, "\(rows) \(run)")
+        Self.expectReport(rows[0], host: "api.test", enforced: true, app: "pinning-cli check")
+        // The collector keeps the version as text (apps may send either).
+        #expect(rows[0]["pinsetVersion"].map { "\($0)" } == String(version), "\(rows[0])")
     }
 
     /// `--json` output with its instants removed (each run judges at its own time).

@@ -104,6 +104,16 @@ final class ReportsFixture: @unchecked Sendable {
         return try #require(object["reports"] as? [[String: Any]], "\(result.stdout)")
     }
 
+    /// The dashboard's page (`/`) with the Bearer token, through curl.
+    func dashboard() async throws -> String {
+        let result = try await TestTools.run(
+            curlPath, ["-sS", "--fail", "--max-time", "30", "-H", "Authorization: Bearer \(Self.token)", "\(self.collectorURL)/"],
+            in: self.directory, timeout: 60
+        )
+        try #require(result.status == 0, "\(result)")
+        return result.stdout
+    }
+
     /// The rows for `host` sent by `app`, waiting up to `seconds` for one to appear.
     func reports(host: String, app: String, within seconds: Double) async throws -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(seconds)
@@ -159,6 +169,11 @@ struct ReportsEndToEndCLITests {
         let watched = try await fixture.reports(host: "watch.test")
         try #require(watched.count == 1, "\(watched)")
         Self.expectReport(watched[0], host: "watch.test", enforced: false, app: "pinning-cli check")
+        // And on the dashboard: both hosts, the app and the library that saw them.
+        let page = try await fixture.dashboard()
+        for text in ["api.test", "watch.test", "pinning-cli check", Self.libraryVersion] {
+            #expect(page.contains(text), "\(text) on the dashboard")
+        }
 
         // --no-reports: the same verdict, status and stdout, and nothing sent: the run without it stored one
         // report, and the run with it added no occurrence (the collector counts an identical report again).

@@ -535,6 +535,8 @@ let package = Package(
                 // The executable target: parse-time refusals are tested in process (`@testable import pinning`,
                 // InProcessCLI.swift); every other test runs the built binary.
                 "pinning",
+                // Built for the failure-report tests (ReportsEndToEndCLITests), which send to the real collector.
+                "pinning-collector",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

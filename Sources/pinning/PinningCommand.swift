@@ -1,14 +1,15 @@
 import ArgumentParser
 import Foundation
+import Pinning
 
 /// `pinning`: evaluate, inspect and pin certificates with swift-pinning.
 ///
 /// Exit status across commands: 0 success (trusted), 1 not trusted, 2 bad input or usage, 3 connection/TLS/HTTP error.
 @main
 struct PinningCommand: AsyncParsableCommand {
-    /// The version `pinning --version` prints: the one place it is written. swift-pinning has no release yet;
-    /// raise this with each release.
-    static let version = "0.1.0"
+    /// The version `pinning --version` prints: the core's ``SwiftPinning/version`` (the one place it is written,
+    /// so the failure reports' `library-version` says the same).
+    static let version = SwiftPinning.version
 
     static let configuration = CommandConfiguration(
         commandName: "pinning",

@@ -34,6 +34,9 @@ struct OptionIdiomCLITests {
             arguments: ["evaluate", "--chain", "missing.pem", "--send-reports"],
             line: "pinning: --send-reports needs --config"),
         Refusal(
+            arguments: ["check", "https://localhost:1/", "--no-reports"],
+            line: "pinning: --no-reports needs --config or --pinset: only a configuration's entries send failure reports"),
+        Refusal(
             arguments: ["evaluate", "--chain", "missing.pem", "--config", "missing.json"],
             line: "pinning: --config needs --host: the configuration pins hosts"),
         Refusal(

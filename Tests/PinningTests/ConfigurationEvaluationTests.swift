@@ -203,7 +203,7 @@ struct ConfigurationEvaluationTests {
 
     // MARK: - Reports
 
-    @Test("the report has exactly the RFC 7469 keys plus validation-result, PEM chains and pin-sha256 pins")
+    @Test("the report has exactly the RFC 7469 keys plus validation-result, enforce-pinning and library-version, PEM chains and pin-sha256 pins")
     func reportShape() async throws {
         let pki = try Self.fixture.get()
         let pinC = Pin(spkiOf: pki.other.intermediate.certificate)
@@ -216,6 +216,7 @@ struct ConfigurationEvaluationTests {
             Set(object.keys) == [
                 "date-time", "hostname", "port", "effective-expiration-date", "include-subdomains", "noted-hostname",
                 "served-certificate-chain", "validated-certificate-chain", "known-pins", "validation-result",
+                "enforce-pinning", "library-version",
             ]
         )
         #expect(object["date-time"] as? String == RFC3339.format(Self.time))
@@ -227,6 +228,12 @@ struct ConfigurationEvaluationTests {
         let validated = try #require(object["validated-certificate-chain"] as? [String])
         #expect(try CertificateLoader.certificates(from: Array(validated.joined().utf8), origin: "report") == pki.api.all)
         #expect(object["validation-result"] as? String == "pinMismatch")
+        #expect(object["enforce-pinning"] as? Bool == true)
+        #expect(object["library-version"] as? String == "swift-pinning \(SwiftPinning.version)")
+        // A report-only entry says so.
+        let reportOnly = try Self.configuration("\"api.example.com\": {\"pins\": [\"\(pinC)\"], \"enforce\": false}")
+        let letThrough = await reportOnly.evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com", port: 443)
+        #expect(letThrough.isTrusted && letThrough.failureReport?.enforcePinning == false)
         // Round trip.
         #expect(try JSONDecoder().decode(PinFailureReport.self, from: try report.jsonData()) == report)
     }

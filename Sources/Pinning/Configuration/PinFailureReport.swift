@@ -2,7 +2,8 @@ public import Foundation
 import X509
 
 /// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
-/// plus `validation-result`.
+/// plus `validation-result` and what a collector needs to tell reports apart (TrustKit's `enforce-pinning`, and
+/// `library-version`, `app-id`, `app-version`).
 ///
 /// ```json
 /// {
@@ -15,7 +16,11 @@ import X509
 ///   "served-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
 ///   "validated-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
 ///   "known-pins": ["pin-sha256=\"d6qzRu9zOECb90Uez27xWltNsj0e1Md7GkYYkVoZWmM=\""],
-///   "validation-result": "pinMismatch"
+///   "validation-result": "pinMismatch",
+///   "enforce-pinning": true,
+///   "library-version": "swift-pinning 0.1.0",
+///   "app-id": "pinning-cli check",
+///   "app-version": "0.1.0"
 /// }
 /// ```
 ///
@@ -24,6 +29,10 @@ import X509
 /// `effective-expiration-date` is the entry's `expires`, or null when its pins never expire.
 /// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`. `pinset-version`, present only for a
 /// configuration that came from a signed pin set, is the version of the pin set the connection was judged under.
+/// `enforce-pinning` (TrustKit's key) is false for a report-only entry, whose mismatch was let through.
+/// `library-version` is ``SwiftPinning/reportLibraryVersion``. `app-id` and `app-version` name the program that
+/// saw the failure, when the reporter was told (`HTTPPinFailureReporter`'s `appId`/`appVersion` in `PinningNIO`).
+/// These four keys are absent when unknown (a report built by hand, or decoded from an older sender).
 public struct PinFailureReport: Sendable, Hashable, Codable {
     /// When the failure happened (the validation instant).
     public var dateTime: Date
@@ -48,6 +57,16 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     /// The version of the pin set the failure was judged under (`pinset-version`), or nil (and absent from the
     /// JSON) for a configuration read from a local file.
     public var pinsetVersion: Int?
+    /// Whether the entry blocked the connection (`enforce-pinning`): false for report-only; nil (absent) when not
+    /// said.
+    public var enforcePinning: Bool?
+    /// The library that judged the connection (`library-version`), e.g. `swift-pinning 0.1.0`; nil (absent) when
+    /// not said.
+    public var libraryVersion: String?
+    /// The program that saw the failure (`app-id`), e.g. `pinning-cli proxy`; nil (absent) when not said.
+    public var appId: String?
+    /// That program's version (`app-version`); nil (absent) when not said.
+    public var appVersion: String?
 
     /// A report with every field given.
     public init(
@@ -61,7 +80,11 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         validatedCertificateChain: [String],
         knownPins: [String],
         validationResult: String,
-        pinsetVersion: Int? = nil
+        pinsetVersion: Int? = nil,
+        enforcePinning: Bool? = nil,
+        libraryVersion: String? = nil,
+        appId: String? = nil,
+        appVersion: String? = nil
     ) {
         self.dateTime = dateTime
         self.hostname = hostname
@@ -74,6 +97,10 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         self.knownPins = knownPins
         self.validationResult = validationResult
         self.pinsetVersion = pinsetVersion
+        self.enforcePinning = enforcePinning
+        self.libraryVersion = libraryVersion
+        self.appId = appId
+        self.appVersion = appVersion
     }
 
     enum CodingKeys: String, CodingKey {
@@ -88,6 +115,10 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         case knownPins = "known-pins"
         case validationResult = "validation-result"
         case pinsetVersion = "pinset-version"
+        case enforcePinning = "enforce-pinning"
+        case libraryVersion = "library-version"
+        case appId = "app-id"
+        case appVersion = "app-version"
     }
 
     /// Decodes a report in the HPKP/TrustKit JSON shape (`date-time`, `hostname`, `served-certificate-chain`, …).
@@ -111,6 +142,10 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         self.knownPins = try container.decode([String].self, forKey: .knownPins)
         self.validationResult = try container.decode(String.self, forKey: .validationResult)
         self.pinsetVersion = try container.decodeIfPresent(Int.self, forKey: .pinsetVersion)
+        self.enforcePinning = try container.decodeIfPresent(Bool.self, forKey: .enforcePinning)
+        self.libraryVersion = try container.decodeIfPresent(String.self, forKey: .libraryVersion)
+        self.appId = try container.decodeIfPresent(String.self, forKey: .appId)
+        self.appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
     }
 
     private static func date(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Date {
@@ -122,7 +157,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     }
 
     /// Every key of RFC 7469 is always present; `effective-expiration-date` is null when the pins never expire.
-    /// `pinset-version` is present only when known, so reports of a configuration read from a file are unchanged.
+    /// `pinset-version`, `enforce-pinning`, `library-version`, `app-id` and `app-version` are present only when known.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(RFC3339.format(self.dateTime), forKey: .dateTime)
@@ -140,6 +175,10 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         try container.encode(self.knownPins, forKey: .knownPins)
         try container.encode(self.validationResult, forKey: .validationResult)
         try container.encodeIfPresent(self.pinsetVersion, forKey: .pinsetVersion)
+        try container.encodeIfPresent(self.enforcePinning, forKey: .enforcePinning)
+        try container.encodeIfPresent(self.libraryVersion, forKey: .libraryVersion)
+        try container.encodeIfPresent(self.appId, forKey: .appId)
+        try container.encodeIfPresent(self.appVersion, forKey: .appVersion)
     }
 
     /// The report as the JSON body that is POSTed (keys sorted, slashes unescaped).

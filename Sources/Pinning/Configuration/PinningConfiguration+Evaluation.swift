@@ -259,7 +259,9 @@ extension PinningConfiguration: ServerTrustEvaluating {
             validatedCertificateChain: (failure.validatedPath ?? []).map(PinFailureReport.pem),
             knownPins: entry.pins.map(PinFailureReport.knownPin),
             validationResult: failure.code.description,
-            pinsetVersion: pinsetVersion
+            pinsetVersion: pinsetVersion,
+            enforcePinning: entry.enforce,
+            libraryVersion: SwiftPinning.reportLibraryVersion
         )
     }
 }

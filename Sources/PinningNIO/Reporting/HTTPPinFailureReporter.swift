@@ -52,6 +52,11 @@ public struct HTTPPinFailureReporter: Sendable {
     public var group: any EventLoopGroup
     /// Called with the outcome for each URI (a diagnostic hook; keep it fast).
     public var onOutcome: (@Sendable (Outcome) -> Void)?
+    /// The program sending, put in each report that does not name one (`app-id`), as TrustKit puts the app's
+    /// bundle identifier in its reports; nil leaves the reports as they are.
+    public var appId: String?
+    /// The program's version, put in each report that does not give one (`app-version`).
+    public var appVersion: String?
     /// Where the client of each batch takes its TLS context (tests count them).
     package var contexts: ClientTLSContexts = .shared
 
@@ -113,6 +118,9 @@ public struct HTTPPinFailureReporter: Sendable {
     ///   - report: The failure report, sent as JSON.
     ///   - uris: The collectors, `https://` or `http://`.
     public func send(_ report: PinFailureReport, to uris: [URL]) async {
+        var report = report
+        if report.appId == nil { report.appId = self.appId }
+        if report.appVersion == nil { report.appVersion = self.appVersion }
         let body: [UInt8]
         do {
             body = Array(try report.jsonData())

@@ -23,6 +23,8 @@ extension PinningCommand {
 
                 Exit status: 0 trusted and a 2xx response; 1 refused by the policy; 2 bad input; 3 connection, TLS or HTTP error (including a server that rejects our client certificate or wants one we did not give).
 
+                Failure reports: with --config or --pinset, a pin mismatch of an entry that names reportURIs (enforced or report-only) is reported to them, as TrustKit does: an RFC 7469 report with validation-result, enforce-pinning, library-version, app-id "pinning-cli check" and pinset-version, POSTed through the library's report queue (2 attempts of 2 s each). The check waits at most 5 s for delivery before it exits; delivery never changes the exit status or stdout, and only --verbose says what became of each report (one line on stderr). --no-reports sends none.
+
                 On a connection, TLS or HTTP error, stdout stays empty and one line on stderr says what happened; --verbose adds what was trusted and the underlying error on stderr, --json prints the report (with the details) on stdout.
                 """
         )
@@ -78,6 +80,11 @@ extension PinningCommand {
         @Flag(name: .long, help: "On an error, also print what was trusted and the underlying TLS or socket error (on stderr).")
         var verbose = false
 
+        @Flag(
+            name: .customLong("no-reports"),
+            help: "With --config or --pinset: send no pin failure reports (by default an entry's reportURIs get one, waited for up to 5 s before exiting).")
+        var noReports = false
+
         @OptionGroup var keyLogOptions: KeyLogOptions
 
         @Option(
@@ -100,6 +107,9 @@ extension PinningCommand {
                 try self.policyOptions.checkNoConflictWithConfiguration()
             }
             try self.pinSetOptions.check()
+            if self.noReports && self.policyOptions.config == nil && !self.pinSetOptions.isGiven {
+                throw InputError("--no-reports needs --config or --pinset: only a configuration's entries send failure reports")
+            }
             _ = try self.identitySource()
         }
 
@@ -126,8 +136,17 @@ extension PinningCommand {
             } else {
                 configured = nil
             }
+            // Failure reports, by default, for the entries that name reportURIs (ReportDelivery says how).
+            var reportQueue: PinFailureReportQueue?
+            if configured != nil && !self.noReports {
+                let verbose = self.verbose
+                reportQueue = ReportDelivery.checkQueue { outcome in
+                    if verbose { Self.warn("report \(outcome)") }
+                }
+            }
             if let configured {
-                let configuration = configured.configuration
+                var configuration = configured.configuration
+                configuration.reportQueue = reportQueue
                 let option = configured.option
                 evaluator = configuration
                 // The entry's clientIdentity, unless an identity was given on the command line (which wins).
@@ -196,6 +215,11 @@ extension PinningCommand {
                 outcome = .failure(error)
             }
             await client.shutdown()
+            // A report of this check's mismatch is under way: delivered, given up on, or abandoned after the limit.
+            // Nothing about it reaches stdout or the exit status.
+            if let reportQueue, !(await reportQueue.waitForDelivery(timeout: ReportDelivery.checkWaitLimit)) {
+                if self.verbose { Self.warn("a failure report was still being delivered after \(ReportDelivery.checkWaitLimit.components.seconds) s; abandoned") }
+            }
 
             var report = CheckReport(url: url.absoluteString)
             report.pinset = pinSetReport

@@ -28,6 +28,8 @@ extension PinningCommand {
 
                 A pin set instead of a file (--pinset METADATA_URL --pinset-root ROOT.json --pinset-dir DIR): the configuration is the pin set a TUF repository publishes, verified (signatures, thresholds, versions, expiry, hashes) and kept in DIR. It is refreshed every --pinset-refresh seconds (default 3600, ±10 %; sooner, backing off, after a failure) and on SIGHUP; a new version applies to new connections as a reload does. A refresh that fails or is refused changes nothing and is one line on stderr; the last good pin set stays enforced, stale or not (/status and /metrics show its version, last refresh, last error and seconds stale).
 
+                Failure reports: a pin mismatch of an entry that names reportURIs (enforced or report-only) is reported to them in the background, as TrustKit does: an RFC 7469 report with validation-result, enforce-pinning, library-version, app-id "pinning-cli proxy" and pinset-version, through the library's report queue (the same report at most once a day; 3 attempts of 5 s each). Each outcome is one line on stderr (event "report" with --log-format json). On SIGINT/SIGTERM, reports under way get up to 5 s more. --no-reports sends none.
+
                 Exit status: 0 stopped by a signal, 2 bad input, 3 cannot listen (or, with --pinset, no pin set to enforce: none kept and the first refresh failed).
                 """
         )
@@ -92,6 +94,9 @@ extension PinningCommand {
         @Flag(name: .customLong("allow-remote"), help: "Allow listening on an address other than loopback (127.0.0.0/8, ::1).")
         var allowRemote = false
 
+        @Flag(name: .customLong("no-reports"), help: "Send no pin failure reports (by default an entry's reportURIs get one, in the background).")
+        var noReports = false
+
         enum LogFormat: String, Sendable {
             case text
             case json
@@ -121,10 +126,15 @@ extension PinningCommand {
 
         func run() async throws {
             let json = self.logFormat == .json
+            // Failure reports, by default, for the entries that name reportURIs: set on every configuration the
+            // proxy applies (the first, each reload, each pin set version).
+            let reportQueue: PinFailureReportQueue? = self.noReports ? nil : ReportDelivery.proxyQueue { outcome in Self.reportLog(outcome, json: json) }
             let updater: PinSetUpdater?
-            let configuration: PinningConfiguration
+            var configuration: PinningConfiguration
             if self.pinSetOptions.isGiven {
-                let following = try self.pinSetOptions.makeUpdater(refreshInterval: self.pinsetRefresh) { line in Self.pinSetLog(line, json: json) }
+                let following = try self.pinSetOptions.makeUpdater(refreshInterval: self.pinsetRefresh, reportQueue: reportQueue) { line in
+                    Self.pinSetLog(line, json: json)
+                }
                 await following.refresh()
                 guard let current = following.currentConfiguration() else {
                     let why = following.status.lastError ?? "no pin set"
@@ -136,6 +146,7 @@ extension PinningCommand {
                 updater = following
             } else {
                 configuration = try self.loadConfiguration()
+                configuration.reportQueue = reportQueue
                 updater = nil
             }
             let listen = try Self.address(self.listen, option: "--listen", allowRemote: self.allowRemote)
@@ -216,20 +227,24 @@ extension PinningCommand {
                         Self.apply(updater, to: proxy, directory: directory, json: json, applied: applied)
                     }
                 } else {
-                    self.reload(proxy, directory: directory, json: json)
+                    self.reload(proxy, directory: directory, json: json, reportQueue: reportQueue)
                 }
             }
             follower?.cancel()
             await proxy.stop()
             await proxy.drain(timeout: .seconds(10))
+            if let reportQueue {
+                _ = await reportQueue.waitForDelivery(timeout: ReportDelivery.proxyStopWaitLimit)
+            }
             for source in signals { source.cancel() }
         }
 
         /// Reads the configuration, identities and CA again and swaps them in, or logs why not (every problem).
-        func reload(_ proxy: PinningProxy, directory: String, json: Bool) {
+        func reload(_ proxy: PinningProxy, directory: String, json: Bool, reportQueue: PinFailureReportQueue?) {
             let outcome: Result<PinningConfiguration, InputError>
             do throws(InputError) {
-                let configuration = try self.loadConfiguration()
+                var configuration = try self.loadConfiguration()
+                configuration.reportQueue = reportQueue
                 let identities = try Self.identities(configuration, file: self.config ?? "")
                 let authority: ProxyCertificateAuthority
                 do {
@@ -299,6 +314,20 @@ extension PinningCommand {
                 line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(message)"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// One line per failure report sent (to one URI): delivered or not, where, and why.
+        @Sendable static func reportLog(_ outcome: HTTPPinFailureReporter.Outcome, json: Bool) {
+            let text: String
+            if json {
+                text = Self.jsonLine([
+                    "event": "report", "result": outcome.delivered ? "delivered" : "not delivered", "uri": outcome.uri.absoluteString,
+                    "attempts": String(outcome.attempts), "message": outcome.message,
+                ])
+            } else {
+                text = "pinning: proxy: report \(outcome)"
+            }
+            FileHandle.standardError.write(Data((text + "\n").utf8))
         }
 
         /// One line about the pin set (a refresh refused, a version applied) on stderr.

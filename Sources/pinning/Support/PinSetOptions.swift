@@ -63,7 +63,9 @@ struct PinSetOptions: ParsableArguments {
     }
 
     /// The updater, with the last good pin set (if any) already loaded from `--pinset-dir`.
-    func makeUpdater(refreshInterval: Double? = nil, log: @escaping @Sendable (String) -> Void) throws(InputError) -> PinSetUpdater {
+    func makeUpdater(
+        refreshInterval: Double? = nil, reportQueue: (any PinFailureReporting)? = nil, log: @escaping @Sendable (String) -> Void
+    ) throws(InputError) -> PinSetUpdater {
         try self.check()
         guard let text = self.metadataURL, let rootPath = self.root, let directory = self.directory else {
             throw InputError("--pinset needs --pinset-root and --pinset-dir")
@@ -85,6 +87,7 @@ struct PinSetOptions: ParsableArguments {
         }
         var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
+        options.reportQueue = reportQueue
         if let refreshInterval { options.refreshInterval = .milliseconds(Int64((refreshInterval * 1000).rounded())) }
         // The repository's server is judged by the platform's roots with no pins (as `pinning tuf`): TUF's
         // signatures, versions, expiries and hashes are what protect the pin set. Plain http is allowed for

@@ -574,15 +574,19 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
     package.targets.removeAll { frameworkAdapters.contains($0.name) }
     package.products.removeAll { frameworkAdapters.contains($0.name) }
 
-    // ASan and coverage on our own targets (every target of this package is ours); -sanitize=fuzzer's own
+    // ASan and coverage on the code we ship (every target of this package is ours); -sanitize=fuzzer's own
     // coverage choice minus stack-depth, whose counter only libFuzzer defines (the test binary would not link).
-    // Linking with -sanitize=address is needed by every product that contains them; linker settings of a target
-    // reach every product it is linked into.
+    // The test targets and PinningTestSupport are only linked with the runtime: they are the harness, not what is
+    // under test, and compiling them instrumented would only add time. Linking with -sanitize=address is needed by
+    // every product that contains instrumented code; linker settings of a target reach every product it is linked
+    // into.
     let instrumentation: [String] = [
         "-sanitize=address", "-sanitize-coverage=edge,indirect-calls,trace-cmp,inline-8bit-counters,pc-table",
     ]
     for target in package.targets {
-        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(instrumentation)]
+        if target.type != .test && target.name != "PinningTestSupport" {
+            target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(instrumentation)]
+        }
         target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=address"])]
     }
 

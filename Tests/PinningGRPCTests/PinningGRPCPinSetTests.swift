@@ -131,11 +131,21 @@ struct PinningGRPCPinSetTests {
         }
     }
 
-    static func hello(_ client: GRPCClient<PinnedGRPCClientTransport>) async throws -> String {
+    static func hello(_ client: GRPCClient<PinnedGRPCClientTransport>, options: CallOptions = Self.retrying) async throws -> String {
         try await client.unary(
             request: ClientRequest(message: "hello"), descriptor: Self.hello, serializer: TextSerializer(), deserializer: TextDeserializer(),
-            options: .defaults
+            options: options
         ) { response in try response.message }
+    }
+
+    /// Retried when refused as `unavailable`, as a client of a server that ages its connections out is configured:
+    /// an RPC sent on a connection at the instant the server closes it (its GOAWAY still on the way) is refused
+    /// before it reaches a service, and is safe to send again.
+    static var retrying: CallOptions {
+        var options = CallOptions.defaults
+        options.executionPolicy = .retry(
+            RetryPolicy(maxAttempts: 5, initialBackoff: .milliseconds(50), maxBackoff: .seconds(1), backoffMultiplier: 2, retryableStatusCodes: [.unavailable]))
+        return options
     }
 
     /// Waits (polling, bounded) until `condition` holds.
@@ -166,12 +176,12 @@ struct PinningGRPCPinSetTests {
         let schedule = Task { await updater.run() }
         defer { schedule.cancel() }
 
-        // The server closes each connection gracefully a second after it opened (gRPC's maximum connection age, with
-        // two minutes' grace for the RPCs on it): how a server that rotates its key moves clients to the new one.
+        // The server closes each connection gracefully two seconds after it opened (gRPC's maximum connection age,
+        // with two minutes' grace for the RPCs on it): how a server that rotates its key moves clients to the new one.
         let state = ServerState()
         let listener = try RotatingListener(identity: try keys.a.tlsIdentity(), named: "A", state: state)
         var serverConfig = HTTP2ServerTransport.Custom<RotatingListener>.Config.defaults
-        serverConfig.connection.maxAge = .seconds(1)
+        serverConfig.connection.maxAge = .seconds(2)
         serverConfig.connection.maxGraceTime = .seconds(120)
         let serverTransport = HTTP2ServerTransport.Custom(listenerFactory: listener, config: serverConfig)
 
@@ -186,7 +196,7 @@ struct PinningGRPCPinSetTests {
                 let held = Task {
                     try await client.serverStreaming(
                         request: ClientRequest(message: "hold"), descriptor: Self.hold, serializer: TextSerializer(), deserializer: TextDeserializer(),
-                        options: .defaults
+                        options: Self.retrying
                     ) { response in
                         var messages: [String] = []
                         for try await message in response.messages { messages.append(message) }
@@ -208,11 +218,12 @@ struct PinningGRPCPinSetTests {
                 #expect(try await held.value == ["started on key A", "done on key A"])
 
                 // Key A again (a replica left on the old key, or an attacker holding it): withdrawn by pin set 3, so
-                // the transport's next connection is refused with the policy's reason.
+                // the transport's next connection is refused with the policy's reason (not retried, so the error is
+                // the refusal itself).
                 try listener.rotate(to: try keys.a.tlsIdentity(), named: "A")
                 let refusedWithdrawnKey = await Self.eventually {
                     do {
-                        _ = try await Self.hello(client)
+                        _ = try await Self.hello(client, options: .defaults)
                         return false
                     } catch {
                         return PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch

@@ -135,6 +135,36 @@ public struct PinnedGRPCClientTransport: ClientTransport {
             eventLoopGroup: eventLoopGroup)
     }
 
+    /// A transport whose every new connection is judged by the configuration `source` holds when its handshake
+    /// happens (a ``PinningNIO/PinSetUpdater`` following a signed pin set): ``PinningNIO/PinnedTLSClient``'s
+    /// ``PinningNIO/PinnedTLSClient/init(configurationSource:settings:identity:configuration:keyLog:)``, offering
+    /// ALPN `h2`. A newer configuration applies from the next connection the transport opens (after the server
+    /// closes one, say at its maximum connection age, or after a failure); connections already open, and the RPCs
+    /// on them, are left as they are. With no configuration yet every connection is refused.
+    ///
+    /// - Throws: as ``init(host:port:evaluator:settings:identity:address:config:serviceConfig:eventLoopGroup:)``.
+    public init(
+        host: String,
+        port: Int,
+        configurationSource source: any PinningConfigurationSource,
+        settings: TrustSettings = .default,
+        identity: TLSIdentity? = nil,
+        address: NIOCore.SocketAddress? = nil,
+        config: HTTP2ClientTransport.Posix.Config = .defaults,
+        serviceConfig: ServiceConfig = ServiceConfig(),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        let client = try PinnedTLSClient(
+            configurationSource: source,
+            settings: settings,
+            identity: identity,
+            configuration: .makePinnedGRPCClientConfiguration(identity: identity)
+        )
+        try self.init(
+            host: host, port: port, client: client, address: address, config: config, serviceConfig: serviceConfig,
+            eventLoopGroup: eventLoopGroup)
+    }
+
     private static func target(host: String, port: Int, address: NIOCore.SocketAddress?) -> any ResolvableTarget {
         // NIO's `host` of an address is the name it was made from (often empty); `ipAddress` is the address.
         switch address {

@@ -288,11 +288,55 @@ struct PinSetUpdaterTests {
         }
     }
 
-    @Test("a configuration larger than a configuration may be is refused before it is downloaded")
+    @Test("a configuration larger than a pin set may be (16 MiB) is refused before it is downloaded")
     func oversizedConfiguration() async throws {
-        try await Self.refused("over the 1048576-byte cap") { repository, _ in
-            try repository.publish(Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1))
+        try await Self.refused("over the 16777216-byte cap") { repository, _ in
+            try repository.publish(Array(repeating: UInt8(ascii: " "), count: PinningConfiguration.maximumPinSetSize + 1))
         }
+    }
+
+    @Test("a pin set of 10,000 hosts (1.4 MB, over a configuration file's 1 MiB) is applied, and enforced again from the state directory after a restart")
+    func fleetSizedPinSet() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-fleet")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        var entries = ["\"api.test\": {\"pins\": [\"\(Self.pinA)\", \"\(Self.pinB)\"], \"anchors\": [\"roots/root.pem\"]}"]
+        for index in 1..<10_000 {
+            entries.append("\"host-\(index).test\": {\"pins\": [\"\(Self.pinB)\", \"\(Self.pinC)\"]}")
+        }
+        let configuration = Array(("{\"version\": 1, \"domains\": {\n" + entries.joined(separator: ",\n") + "\n}}\n").utf8)
+        #expect(configuration.count > PinningConfiguration.maximumFileSize)
+        try repository.publish(configuration, files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 2))
+        #expect(updater.currentConfiguration()?.configuration.entries.count == 10_000)
+        #expect(Self.pins(updater) == [Self.pinA, Self.pinB])
+
+        // The stored set is read back with the pin-set cap too: a restarted client enforces it before any request.
+        repository.server.stop()
+        let restarted = try Self.updater(repository, directory: directory)
+        #expect(restarted.currentConfiguration()?.configuration.entries.count == 10_000, "\(restarted.status)")
+        #expect(restarted.currentConfiguration()?.configuration.entry(forHost: "host-9999.test")?.pins.map(\.description) == [Self.pinB, Self.pinC])
+    }
+
+    @Test("a smaller cap of the updater's own refuses a pin set over it before it is downloaded")
+    func configurationCapOption() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-cap")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        let configuration = Self.configuration([Self.pinA, Self.pinB])
+        try repository.publish(configuration, files: Self.anchorFiles)
+        let updater = try Self.updater(
+            bootstrapRoot: repository.bootstrapRoot, metadataURL: repository.metadataURL, directory: directory,
+            options: PinSetUpdater.Options(maximumConfigurationSize: configuration.count - 1))
+        guard case .failed(let line) = await updater.refresh() else {
+            Issue.record("a configuration over the updater's cap was applied")
+            return
+        }
+        #expect(line.contains("over the \(configuration.count - 1)-byte cap") && updater.currentConfiguration() == nil, "\(line)")
+        #expect(!repository.server.requests.contains { $0.requestLine.contains("pinning.json") }, "not downloaded: \(repository.server.requests.map(\.requestLine))")
     }
 
     @Test("an invalid configuration, a file outside the pin set, a file the set does not carry and a client identity are refused")

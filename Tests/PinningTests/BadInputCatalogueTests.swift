@@ -136,7 +136,7 @@ struct BadInputCatalogueTests {
             "config.tooLarge", String(repeating: " ", count: PinningConfiguration.maximumFileSize + 1),
             "invalid pinning configuration pinning.json: 1 problem\n  (file): the configuration is larger than 1048576 bytes (1 MiB); a pinning configuration is a few kilobytes"
         ),
-        ("config.notJSON", "{\"version\": 1, \"domains\": {", "invalid pinning configuration pinning.json: 1 problem\n  (file): not valid JSON: The given data was not valid JSON."),
+        ("config.notJSON", "{\"version\": 1, \"domains\": {", "invalid pinning configuration pinning.json: 1 problem\n  (file): not valid JSON: an object that never ends at byte 27"),
         ("config.notAnObject", "[1]", "invalid pinning configuration pinning.json: 1 problem\n  (file): the configuration must be a JSON object, not an array"),
         (
             "config.unknownField", "{\"version\": 1, \"domains\": {}, \"unlistedHost\": \"reject\"}",

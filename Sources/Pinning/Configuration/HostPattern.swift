@@ -41,12 +41,18 @@ struct HostPattern: Hashable, Sendable {
     /// trailing dot and IPv6 brackets: the form patterns are compared in. A name with no ASCII form is kept
     /// as it is (lower-cased): it matches no pattern, and the peer-name check refuses it with the reason.
     static func normalize(_ host: String) -> String {
-        var name: String
+        let name: String
         do {
             name = try IDNA.toASCII(host)
         } catch {
             name = host.lowercased()
         }
+        return Self.trimmed(name)
+    }
+
+    /// The rest of ``normalize(_:)`` once the name is in ASCII form: one trailing dot and IPv6 brackets dropped.
+    private static func trimmed(_ ascii: String) -> String {
+        var name = ascii
         if name.hasSuffix(".") { name.removeLast() }
         if name.hasPrefix("[") && name.hasSuffix("]") && name.count > 2 {
             name = String(name.dropFirst().dropLast())
@@ -62,12 +68,12 @@ struct HostPattern: Hashable, Sendable {
     static func parse(_ key: String, includeSubdomains: Bool) throws(HostPatternError) -> HostPattern {
         // An internationalised key (`σkhttp.com`, `*.bücher.example`) pins the host by its A-labels, which is
         // what certificates carry and what every host is converted to before matching (as OkHttp does).
+        let name: String
         do {
-            _ = try IDNA.toASCII(key)
+            name = Self.trimmed(try IDNA.toASCII(key))
         } catch {
             throw HostPatternError("not a valid internationalised host name: \(error.problem)")
         }
-        let name = Self.normalize(key)
         guard !name.isEmpty else { throw HostPatternError("the host pattern is empty") }
         let body: String
         let wildcard: String?

@@ -34,7 +34,7 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
 
             /// The file cannot be read.
             public static let unreadableFile = Kind(storage: .unreadableFile)
-            /// The file is larger than ``PinningConfiguration/maximumFileSize``.
+            /// The file is larger than its cap (``PinningConfiguration/maximumFileSize``, or ``PinningConfiguration/maximumPinSetSize`` for a pin set).
             public static let fileTooLarge = Kind(storage: .fileTooLarge)
             /// The text is not JSON.
             public static let invalidJSON = Kind(storage: .invalidJSON)

@@ -337,7 +337,20 @@ private struct Reader {
 
     mutating func string() throws(TUFJSONError) -> String {
         self.position += 1  // the opening quote
+        // Most strings (keys, pins, host names) are printable ASCII without escapes: made in one step from their
+        // bytes. Anything else is read scalar by scalar below, from where the plain run stopped.
+        let start = self.position
+        while self.position < self.bytes.count {
+            let byte = self.bytes[self.position]
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
+            self.position += 1
+        }
+        if self.position < self.bytes.count, self.bytes[self.position] == UInt8(ascii: "\"") {
+            self.position += 1
+            return String(decoding: self.bytes[start..<self.position - 1], as: UTF8.self)
+        }
         var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: String(decoding: self.bytes[start..<self.position], as: UTF8.self).unicodeScalars)
         while true {
             guard self.position < self.bytes.count else { throw self.error("a string that never ends") }
             let byte = self.bytes[self.position]
@@ -444,7 +457,8 @@ private struct Reader {
         }
         while true {
             self.skipWhitespace()
-            guard self.position < self.bytes.count, self.bytes[self.position] == UInt8(ascii: "\"") else {
+            guard self.position < self.bytes.count else { throw self.error("an object that never ends") }
+            guard self.bytes[self.position] == UInt8(ascii: "\"") else {
                 throw self.error("expected a string key in an object")
             }
             let keyOffset = self.position

@@ -62,17 +62,21 @@ public actor PinSetUpdater: PinningConfigurationSource {
         public var firstRetryDelay: Duration
         /// Caps for metadata (TUF's endless-data protection).
         public var limits: TUFLimits
-        /// The largest file the pin set may name (an anchor, a CRL); the configuration itself is capped at
-        /// ``Pinning/PinningConfiguration/maximumFileSize``.
+        /// The largest file the pin set may name (an anchor, a CRL).
         public var maximumReferencedFileSize: Int
+        /// The largest configuration the pin set may carry: ``Pinning/PinningConfiguration/maximumPinSetSize``
+        /// (16 MiB, where that explains why) by default, not the 1 MiB of a configuration file read from disk. A
+        /// target the signed metadata lists as longer is refused before it is downloaded.
+        public var maximumConfigurationSize: Int
         /// Set as the ``Pinning/PinningConfiguration/reportQueue`` of every configuration published.
         public var reportQueue: (any PinFailureReporting)?
 
         public init(
             targetName: String = "pinning.json", targetsURL: URL? = nil, refreshInterval: Duration = .seconds(3600), jitter: Double = 0.1,
             firstRetryDelay: Duration = .seconds(60), limits: TUFLimits = TUFLimits(), maximumReferencedFileSize: Int = 16 * 1024 * 1024,
-            reportQueue: (any PinFailureReporting)? = nil
+            reportQueue: (any PinFailureReporting)? = nil, maximumConfigurationSize: Int = PinningConfiguration.maximumPinSetSize
         ) {
+            self.maximumConfigurationSize = maximumConfigurationSize
             self.targetName = targetName
             self.targetsURL = targetsURL
             self.refreshInterval = refreshInterval
@@ -287,8 +291,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
 
         let name = self.options.targetName
         let main = try await self.targetInfo(&tuf, name)
-        guard main.length <= PinningConfiguration.maximumFileSize else {
-            throw PinSetError("\(name): the repository lists \(main.length) bytes, over the \(PinningConfiguration.maximumFileSize)-byte cap of a configuration")
+        guard main.length <= self.options.maximumConfigurationSize else {
+            throw PinSetError("\(name): the repository lists \(main.length) bytes, over the \(self.options.maximumConfigurationSize)-byte cap of a configuration")
         }
         guard let mainDigest = main.hashes["sha256"] else {
             throw PinSetError("\(name): the repository lists no sha256 for it")
@@ -356,7 +360,9 @@ public actor PinSetUpdater: PinningConfigurationSource {
         var configuration: PinningConfiguration
         let base = (staging + "/" + name as NSString).deletingLastPathComponent
         do {
-            configuration = try PinningConfiguration(data: Data(configurationBytes), baseDirectory: base, origin: "\(name) of pin set version \(version)")
+            configuration = try PinningConfiguration(
+                data: Data(configurationBytes), baseDirectory: base, origin: "\(name) of pin set version \(version)",
+                maximumSize: self.options.maximumConfigurationSize)
         } catch {
             // One line: the problems one after another.
             let count = error.problems.count == 1 ? "1 problem" : "\(error.problems.count) problems"
@@ -441,21 +447,14 @@ public actor PinSetUpdater: PinningConfigurationSource {
     /// the path beside the configuration's target. Only what has the expected shape is collected: anything else is
     /// the loader's to refuse, with its own words.
     static func referencedFiles(_ bytes: [UInt8], targetName: String, mapping: [String: String]?) throws(PinSetError) -> [(local: String, target: String)] {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any], let domains = root["domains"] as? [String: Any] else {
-            return []
-        }
-        var written: [String] = []
-        for key in domains.keys.sorted() {
-            guard let entry = domains[key] as? [String: Any] else { continue }
-            written += (entry["anchors"] as? [Any] ?? []).compactMap { $0 as? String }
-            if let revocation = entry["revocation"] as? [String: Any] {
-                written += (revocation["crls"] as? [Any] ?? []).compactMap { $0 as? String }
-            }
-        }
+        let written = PinningConfiguration.filesNamed(inJSON: Data(bytes))
         let slash = targetName.lastIndex(of: "/")
         let base = slash.map { String(targetName[...$0]) } ?? ""
         var files: [(local: String, target: String)] = []
-        for path in written where !files.contains(where: { $0.local == base + path }) {
+        // Looked up by local path and by target, not searched: a pin set of 10,000 hosts may name a file per host.
+        var locals: Set<String> = []
+        var localOfTarget: [String: String] = [:]
+        for path in written where !locals.contains(base + path) {
             try Self.checkTargetPath(path, what: "a file the configuration names")
             let target: String
             if let mapping {
@@ -467,10 +466,12 @@ public actor PinSetUpdater: PinningConfigurationSource {
             } else {
                 target = base + path
             }
-            if let other = files.first(where: { $0.target == target }) {
-                throw PinSetError("\(targetName): the configuration names \(other.local) and \(base + path), which are both target \(target)")
+            if let other = localOfTarget[target] {
+                throw PinSetError("\(targetName): the configuration names \(other) and \(base + path), which are both target \(target)")
             }
             files.append((base + path, target))
+            locals.insert(base + path)
+            localOfTarget[target] = base + path
         }
         return files
     }
@@ -563,7 +564,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 let filePath = self.directory + "/" + record.directory + "/" + local
                 let bytes: [UInt8]?
                 do {
-                    bytes = try TUFFiles.readFile(filePath, maximumLength: max(self.options.maximumReferencedFileSize, PinningConfiguration.maximumFileSize), role: file)
+                    bytes = try TUFFiles.readFile(filePath, maximumLength: max(self.options.maximumReferencedFileSize, self.options.maximumConfigurationSize), role: file)
                 } catch {
                     throw PinSetError(error.description)
                 }
@@ -573,7 +574,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
             }
             var configuration: PinningConfiguration
             do {
-                configuration = try PinningConfiguration(contentsOfFile: self.directory + "/" + record.directory + "/" + record.targetName)
+                configuration = try PinningConfiguration(
+                    contentsOfFile: self.directory + "/" + record.directory + "/" + record.targetName, maximumSize: self.options.maximumConfigurationSize)
             } catch {
                 throw PinSetError(error.description)
             }

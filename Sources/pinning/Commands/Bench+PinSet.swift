@@ -33,26 +33,29 @@ extension PinningCommand.Bench {
                 unchanged: one more refresh with nothing new published; the requests the server answered for it, in \
                 order. Expect two: the next root version (TUF's root update, specification §5.3.3, answered 404 when \
                 no root was rotated; it is how a client learns that an online key was revoked, so it is never \
-                skipped) and timestamp.json; the snapshot, targets and pin set are not fetched again.
+                skipped) and timestamp.json; the snapshot, targets and pin set are not fetched again. Beside them, how many \
+                new connections the server accepted for them.
+
+                lookup: 100,000 host look-ups in the applied pin set (the entry a connection is judged by).
 
                 memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) after the first and after \
                 the last, and ten samples between.
 
                 JSON keys: hosts, configurationBytes, apply {milliseconds: [..], medianMilliseconds, minMilliseconds, \
-                maxMilliseconds, parseMedianMilliseconds}, unchanged {requests: [PATH..], count}, memory {refreshes, \
+                maxMilliseconds, parseMedianMilliseconds}, unchanged {requests: [PATH..], count, connections}, lookup {lookups, microsecondsPerLookup}, memory {refreshes, \
                 seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..]}, load {oneMinute, cores}.
                 """
         )
 
-        // 10,000 hosts with two pins each are 1.43 MB of configuration, over the 1 MiB a configuration may be
-        // (PinningConfiguration.maximumFileSize): the default is the largest round count under it.
+        // 10,000 hosts (issue 29's figure) with two pins each are 1.43 MB of configuration; a pin set may be up to
+        // 16 MiB (PinningConfiguration.maximumPinSetSize), about 117,000 such hosts.
         @Option(
             name: .long,
             help: ArgumentHelp(
-                "Hosts in the pin set, 1 to 7,000 (default 7,000, about 1 MB: a configuration is at most 1 MiB, and each host takes about 143 bytes with two pins).",
+                "Hosts in the pin set, 1 to 100,000 (default 10,000, 1.43 MB: each host takes about 143 bytes with two pins; a pin set is at most 16 MiB).",
                 valueName: "n"),
-            transform: NumericOption.integer(1...7_000))
-        var hosts: Int = 7_000
+            transform: NumericOption.integer(1...100_000))
+        var hosts: Int = 10_000
 
         @Option(name: .long, help: ArgumentHelp("Fresh updaters that apply the pin set, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
         var applies: Int = 5
@@ -76,6 +79,13 @@ extension PinningCommand.Bench {
         struct Unchanged: Encodable {
             var requests: [String]
             var count: Int
+            /// TCP connections the server accepted for those requests.
+            var connections: Int
+        }
+
+        struct Lookup: Encodable {
+            var lookups: Int
+            var microsecondsPerLookup: Double
         }
 
         struct Memory: Encodable {
@@ -96,6 +106,7 @@ extension PinningCommand.Bench {
             var configurationBytes: Int
             var apply: Apply
             var unchanged: Unchanged
+            var lookup: Lookup
             var memory: Memory
             var load: Load
         }
@@ -105,8 +116,8 @@ extension PinningCommand.Bench {
             defer { try? FileManager.default.removeItem(atPath: work) }
             let repository = work + "/repo"
             let (configuration, anchor) = try Self.pinSet(hosts: self.hosts)
-            guard configuration.count <= PinningConfiguration.maximumFileSize else {
-                throw InputError("--hosts \(self.hosts): the configuration would be \(configuration.count) bytes, over the \(PinningConfiguration.maximumFileSize) a configuration may be")
+            guard configuration.count <= PinningConfiguration.maximumPinSetSize else {
+                throw InputError("--hosts \(self.hosts): the configuration would be \(configuration.count) bytes, over the \(PinningConfiguration.maximumPinSetSize) a pin set may be")
             }
             let keys = try (0..<4).map { _ in try TUFSigningKey.generate(.ed25519) }
             let writer = try TUFRepositoryWriter.initialize(directory: repository, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
@@ -136,7 +147,7 @@ extension PinningCommand.Bench {
             var parses: [Double] = []
             for _ in 0..<self.applies {
                 let start = DispatchTime.now().uptimeNanoseconds
-                _ = try PinningConfiguration(data: Data(configuration), baseDirectory: work)
+                _ = try PinningConfiguration(data: Data(configuration), baseDirectory: work, maximumSize: PinningConfiguration.maximumPinSetSize)
                 parses.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
             }
             guard let updater else { throw InputError("bench pinset: nothing was applied") }
@@ -146,6 +157,19 @@ extension PinningCommand.Bench {
             let outcome = await updater.refresh()
             guard case .unchanged = outcome else { throw InputError("bench pinset: a refresh with nothing new did not report it: \(outcome)") }
             let requests = server.requests
+            let connections = server.connections
+
+            // Lookup: the entry for a host, as every connection judged by the pin set looks it up.
+            guard let applied = updater.currentConfiguration()?.configuration else { throw InputError("bench pinset: no configuration is current") }
+            let lookups = 100_000
+            let names = (0..<self.hosts).map { "host-\($0).example" }
+            var found = 0
+            let lookupStart = DispatchTime.now().uptimeNanoseconds
+            for index in 0..<lookups where applied.entry(forHost: names[index % names.count]) != nil {
+                found += 1
+            }
+            let lookupMicroseconds = Double(DispatchTime.now().uptimeNanoseconds - lookupStart) / 1e3 / Double(lookups)
+            guard found == lookups else { throw InputError("bench pinset: \(lookups - found) hosts of the pin set were not found") }
 
             // Memory: many refreshes with nothing new.
             let rssStart = ProcessMemory.residentBytes()
@@ -167,7 +191,8 @@ extension PinningCommand.Bench {
                 apply: Apply(
                     milliseconds: times.map(Hostile.rounded), medianMilliseconds: Hostile.rounded(Revocation.median(times)), minMilliseconds: Hostile.rounded(sorted.first ?? 0),
                     maxMilliseconds: Hostile.rounded(sorted.last ?? 0), parseMedianMilliseconds: Hostile.rounded(Revocation.median(parses))),
-                unchanged: Unchanged(requests: requests, count: requests.count),
+                unchanged: Unchanged(requests: requests, count: requests.count, connections: connections),
+                lookup: Lookup(lookups: lookups, microsecondsPerLookup: (lookupMicroseconds * 1000).rounded() / 1000),
                 memory: Memory(refreshes: self.refreshes, seconds: Hostile.rounded(memorySeconds), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples),
                 load: Load(oneMinute: Self.loadAverage(), cores: ProcessInfo.processInfo.activeProcessorCount)
             )
@@ -179,7 +204,10 @@ extension PinningCommand.Bench {
             print(
                 "  apply (fetch, verify, download, parse, make current): median \(report.apply.medianMilliseconds) ms, min \(report.apply.minMilliseconds) ms, max \(report.apply.maxMilliseconds) ms over \(self.applies); parse alone \(report.apply.parseMedianMilliseconds) ms"
             )
-            print("  refresh with nothing new: \(report.unchanged.count) request\(report.unchanged.count == 1 ? "" : "s") (\(report.unchanged.requests.joined(separator: ", ")))")
+            print(
+                "  refresh with nothing new: \(report.unchanged.count) request\(report.unchanged.count == 1 ? "" : "s") (\(report.unchanged.requests.joined(separator: ", "))) on \(report.unchanged.connections) new connection\(report.unchanged.connections == 1 ? "" : "s")"
+            )
+            print("  host lookup in the applied pin set: \(report.lookup.microsecondsPerLookup) µs (\(report.lookup.lookups) lookups)")
             print(
                 "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end"
             )
@@ -212,10 +240,13 @@ final class CountingFileServer: Sendable {
     let port: Int
     private let channel: any Channel
     private let received: NIOLockedValueBox<[String]>
+    private let accepted: NIOLockedValueBox<Int>
 
     init(directory: String) async throws {
         let received = NIOLockedValueBox<[String]>([])
         self.received = received
+        let accepted = NIOLockedValueBox(0)
+        self.accepted = accepted
         let respond: SimpleHTTPResponder.Respond = { head, _ in
             let path = String(head.uri.prefix { $0 != "?" })
             received.withLockedValue { $0.append(path) }
@@ -229,7 +260,8 @@ final class CountingFileServer: Sendable {
         self.channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                accepted.withLockedValue { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(SimpleHTTPResponder(respond: respond))
                 }
@@ -240,6 +272,11 @@ final class CountingFileServer: Sendable {
     }
 
     var requests: [String] { self.received.withLockedValue { $0 } }
-    func resetRequests() { self.received.withLockedValue { $0.removeAll() } }
+    /// Connections accepted since the last ``resetRequests()``.
+    var connections: Int { self.accepted.withLockedValue { $0 } }
+    func resetRequests() {
+        self.received.withLockedValue { $0.removeAll() }
+        self.accepted.withLockedValue { $0 = 0 }
+    }
     func stop() { self.channel.close(promise: nil) }
 }

@@ -80,7 +80,9 @@ extension PinningCommand.PinSet {
         func lint(at time: Date) throws -> (PinningConfiguration, [UInt8]) {
             let configuration: PinningConfiguration
             do {
-                configuration = try PinningConfiguration(contentsOfFile: self.configurationFile)
+                // A pin set's cap (16 MiB), not a hand-written file's (1 MiB): clients following it accept as much
+                // (PinSetUpdater.Options.maximumConfigurationSize), and fleets of 10,000 hosts exceed 1 MiB.
+                configuration = try PinningConfiguration(contentsOfFile: self.configurationFile, maximumSize: PinningConfiguration.maximumPinSetSize)
             } catch {
                 throw InputError("pinset publish: not published: \(error.description)")
             }

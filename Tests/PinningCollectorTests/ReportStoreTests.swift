@@ -44,6 +44,9 @@ enum StoreScenarios {
         let summary = try await store.summary(since: nil)
         #expect(summary == CollectorSummary(reports: 4, occurrences: 5, hosts: 2, sources: 2))
         #expect(try await store.summary(since: base + hour) == CollectorSummary(reports: 1, occurrences: 1, hosts: 1, sources: 1))
+        // The rollup tables answer as counting the rows does, for a `since` on an hour, inside one, and before
+        // everything.
+        try await Self.expectRollupsMatchRows(store, base: base)
 
         let hosts = try await store.hosts(since: nil, limit: 10)
         #expect(hosts.map(\.host) == ["a.test", "b.test"])
@@ -66,6 +69,29 @@ enum StoreScenarios {
         let deleted = try await store.deleteReports(lastSeenBefore: base + hour, batch: 2)
         #expect(deleted == 3)
         #expect(try await store.count() == 1)
+        // Retention takes its rows out of the rollups: one report (b.test's window is gone, a.test's second hour
+        // stays), one host, one source.
+        #expect(try await store.summary(since: nil) == CollectorSummary(reports: 1, occurrences: 1, hosts: 1, sources: 1))
+        try await Self.expectRollupsMatchRows(store, base: base)
+
+        // A de-duplicated report received in a later hour counts in its row's hour, as the rows do; a host and a
+        // source reappearing after retention are counted again.
+        _ = try await store.ingest([
+            try Self.item("a.test", at: base + hour + 7),
+            try Self.item("a.test", at: base + 2 * hour + 9, source: "source-b"),
+            try Self.item("b.test", at: base + 3 * hour, source: "source-c"),
+        ])
+        #expect(try await store.summary(since: nil) == CollectorSummary(reports: 3, occurrences: 4, hosts: 2, sources: 3))
+        try await Self.expectRollupsMatchRows(store, base: base)
+    }
+
+    static func expectRollupsMatchRows(_ store: ReportStore, base: Int64, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let hour: Int64 = 3_600_000
+        for since in [nil, 0, base - 1, base, base + 2, base + 4, base + hour - 1, base + hour, base + hour + 1, base + 2 * hour + 9, base + 3 * hour, base + 5 * hour] as [Int64?] {
+            let fromRollups = try await store.summary(since: since)
+            let fromRows = try await store.summaryFromRows(since: since)
+            #expect(fromRollups == fromRows, "since \(since.map(String.init) ?? "nil")", sourceLocation: sourceLocation)
+        }
     }
 }
 

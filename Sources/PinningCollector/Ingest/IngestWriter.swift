@@ -107,12 +107,17 @@ public actor IngestWriter: Service {
     }
 
     private func writeBatch() async {
-        var batch: [Pending] = []
+        // The requests that fit in one batch (at least one), taken off the queue in one step: removing them one
+        // at a time shifted the whole queue each time, quadratic under a flood of single-report requests.
+        var taken = 0
         var count = 0
-        while let first = self.queue.first, batch.isEmpty || count + first.items.count <= self.batchSize {
-            batch.append(self.queue.removeFirst())
-            count += first.items.count
+        for pending in self.queue {
+            guard taken == 0 || count + pending.items.count <= self.batchSize else { break }
+            taken += 1
+            count += pending.items.count
         }
+        let batch = Array(self.queue.prefix(taken))
+        self.queue.removeFirst(taken)
         let items = batch.flatMap(\.items)
         do {
             let outcomes = try await self.store.ingest(items)

@@ -73,7 +73,31 @@ enum Migrations {
                 // The collector's own values (the salt of the source hashes), kept with the reports they shape.
                 "CREATE TABLE collector_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
             ]
-        }
+        },
+        // Aggregates kept in step with `reports` by the ingest writer and retention (in their transactions), so
+        // that `/api/summary` and the dashboard's totals read a few thousand small rows instead of counting
+        // distinct hosts and sources over every stored report (2.4 s with 1,000,000 reports in SQLite).
+        Migration(version: 2) { _ in
+            [
+                // Stored rows and their occurrences per hour of first receipt (received_at / 3,600,000).
+                "CREATE TABLE rollup_hours (bucket BIGINT PRIMARY KEY, reports BIGINT NOT NULL, occurrences BIGINT NOT NULL)",
+                // The newest received_at of each host and of each source among the stored rows: the distinct
+                // hosts (sources) with a report received since T are those whose newest is at or after T.
+                "CREATE TABLE rollup_hosts (host TEXT PRIMARY KEY, last_received_at BIGINT NOT NULL)",
+                "CREATE INDEX rollup_hosts_received ON rollup_hosts (last_received_at)",
+                "CREATE TABLE rollup_sources (source_hash TEXT PRIMARY KEY, last_received_at BIGINT NOT NULL)",
+                "CREATE INDEX rollup_sources_received ON rollup_sources (last_received_at)",
+                // Retention recomputes the newest received_at of the sources whose rows it deleted.
+                "CREATE INDEX reports_source ON reports (source_hash, received_at)",
+                // A database written by version 1 has its aggregates computed once, here.
+                """
+                INSERT INTO rollup_hours (bucket, reports, occurrences)
+                SELECT received_at / 3600000, COUNT(*), SUM(occurrences) FROM reports GROUP BY received_at / 3600000
+                """,
+                "INSERT INTO rollup_hosts (host, last_received_at) SELECT host, MAX(received_at) FROM reports GROUP BY host",
+                "INSERT INTO rollup_sources (source_hash, last_received_at) SELECT source_hash, MAX(received_at) FROM reports GROUP BY source_hash",
+            ]
+        },
     ]
 
     /// Applies every migration the database has not recorded yet.

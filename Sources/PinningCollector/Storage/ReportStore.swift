@@ -177,15 +177,26 @@ public struct ReportStore: Sendable {
             validated_chain, raw)
         VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (fingerprint, window_start) DO UPDATE SET occurrences = reports.occurrences + 1, last_seen_at = excluded.last_seen_at
-        RETURNING id, occurrences
+        RETURNING id, occurrences, received_at
         """
 
-    /// Stores a batch in one transaction (the ingest writer's group commit).
+    /// The width of a `rollup_hours` bucket.
+    static let hour: Int64 = 3_600_000
+
+    /// Rows per multi-row INSERT (4 binds a pin row: far below SQLite's and PostgreSQL's bind limits).
+    static let rowsPerInsert = 500
+
+    /// Stores a batch in one transaction (the ingest writer's group commit), with the batch's pins and its
+    /// changes to the rollup tables written as a few multi-row statements at the end of the same transaction.
     public func ingest(_ items: [IngestItem]) async throws -> [IngestOutcome] {
         let window = self.deduplicationWindow
         return try await self.database.transaction { session in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             var outcomes: [IngestOutcome] = []
             outcomes.reserveCapacity(items.count)
+            var pinRows: [SQLValue] = []
+            var rollup = RollupChange()
             for item in items {
                 let report = item.report
                 let binds: [SQLValue] = [
@@ -213,41 +224,85 @@ public struct ReportStore: Sendable {
                     .text(report.servedPins.joined(separator: ",")),
                     .text(report.validatedPins.joined(separator: ",")),
                     .text(report.knownPins.joined(separator: ",")),
-                    .text(try Self.json(report.servedChain)),
-                    .text(try Self.json(report.validatedChain)),
+                    .text(String(decoding: try encoder.encode(report.servedChain), as: UTF8.self)),
+                    .text(String(decoding: try encoder.encode(report.validatedChain), as: UTF8.self)),
                     .text(report.raw),
                 ]
                 let rows = try await session.query(Self.upsert, binds)
-                guard let row = rows.first, let id = row.first?.integer, let count = row.dropFirst().first?.integer else {
+                guard let row = rows.first, row.count == 3, let id = row[0].integer, let count = row[1].integer, let firstReceived = row[2].integer else {
                     throw StoreError("the database returned no row for an upsert")
                 }
                 if count > 1 {
+                    // Counted on the existing row, in the hour that row was first received.
+                    rollup.add(bucket: firstReceived / Self.hour, reports: 0, occurrences: 1)
                     outcomes.append(.deduplicated(id: id))
                     continue
                 }
-                var pins: [(String, Int, String)] = []
-                for (position, pin) in report.servedPins.enumerated() { pins.append(("served", position, pin)) }
-                for (position, pin) in report.validatedPins.enumerated() { pins.append(("validated", position, pin)) }
-                for (position, pin) in report.knownPins.enumerated() { pins.append(("known", position, pin)) }
-                if !pins.isEmpty {
-                    let values = Array(repeating: "(?, ?, ?, ?)", count: pins.count).joined(separator: ", ")
-                    var pinBinds: [SQLValue] = []
-                    pinBinds.reserveCapacity(pins.count * 4)
-                    for (role, position, pin) in pins {
-                        pinBinds += [.integer(id), .text(role), .integer(Int64(position)), .text(pin)]
+                rollup.add(bucket: item.receivedAt / Self.hour, reports: 1, occurrences: 1)
+                rollup.received(host: report.host, source: item.sourceHash, at: item.receivedAt)
+                for (role, pins) in [("served", report.servedPins), ("validated", report.validatedPins), ("known", report.knownPins)] {
+                    for (position, pin) in pins.enumerated() {
+                        pinRows += [.integer(id), .text(role), .integer(Int64(position)), .text(pin)]
                     }
-                    _ = try await session.query("INSERT INTO report_pins (report_id, role, position, pin) VALUES " + values, pinBinds)
                 }
                 outcomes.append(.stored(id: id))
             }
+            try await Self.insertRows(session, "INSERT INTO report_pins (report_id, role, position, pin) VALUES ", columns: 4, pinRows, conflict: "")
+            try await rollup.apply(session)
             return outcomes
         }
     }
 
-    static func json(_ chain: [ReportedCertificate]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(chain), as: UTF8.self)
+    /// Runs `prefix` with as many `(?, …)` groups as `values` holds rows, `rowsPerInsert` rows a statement.
+    static func insertRows(_ session: any SQLSession, _ prefix: String, columns: Int, _ values: [SQLValue], conflict: String) async throws {
+        let group = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+        var start = 0
+        while start < values.count {
+            let end = min(values.count, start + Self.rowsPerInsert * columns)
+            let rows = (end - start) / columns
+            let sql = prefix + Array(repeating: group, count: rows).joined(separator: ", ") + conflict
+            _ = try await session.query(sql, Array(values[start..<end]))
+            start = end
+        }
+    }
+
+    /// A batch's changes to the rollup tables, added up in memory so that each key is written once a batch (a
+    /// multi-row upsert may not touch one row twice in PostgreSQL), in sorted order (two collectors sharing a
+    /// PostgreSQL database lock the rows in the same order).
+    struct RollupChange {
+        var buckets: [Int64: (reports: Int64, occurrences: Int64)] = [:]
+        var hosts: [String: Int64] = [:]
+        var sources: [String: Int64] = [:]
+
+        mutating func add(bucket: Int64, reports: Int64, occurrences: Int64) {
+            let current = self.buckets[bucket] ?? (0, 0)
+            self.buckets[bucket] = (current.reports + reports, current.occurrences + occurrences)
+        }
+
+        mutating func received(host: String, source: String, at time: Int64) {
+            self.hosts[host] = max(self.hosts[host] ?? time, time)
+            self.sources[source] = max(self.sources[source] ?? time, time)
+        }
+
+        func apply(_ session: any SQLSession) async throws {
+            var buckets: [SQLValue] = []
+            for (bucket, change) in self.buckets.sorted(by: { $0.key < $1.key }) {
+                buckets += [.integer(bucket), .integer(change.reports), .integer(change.occurrences)]
+            }
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_hours (bucket, reports, occurrences) VALUES ", columns: 3, buckets,
+                conflict: " ON CONFLICT (bucket) DO UPDATE SET reports = rollup_hours.reports + excluded.reports, occurrences = rollup_hours.occurrences + excluded.occurrences")
+            for (table, key, newest) in [("rollup_hosts", "host", self.hosts), ("rollup_sources", "source_hash", self.sources)] {
+                var rows: [SQLValue] = []
+                for (name, time) in newest.sorted(by: { $0.key < $1.key }) { rows += [.text(name), .integer(time)] }
+                try await ReportStore.insertRows(
+                    session, "INSERT INTO \(table) (\(key), last_received_at) VALUES ", columns: 2, rows,
+                    conflict: """
+                         ON CONFLICT (\(key)) DO UPDATE SET last_received_at = CASE WHEN excluded.last_received_at > \(table).last_received_at \
+                        THEN excluded.last_received_at ELSE \(table).last_received_at END
+                        """)
+            }
+        }
     }
 
     // MARK: Retention
@@ -262,10 +317,36 @@ public struct ReportStore: Sendable {
                 let ids = try await session.query("SELECT id FROM reports WHERE last_seen_at < ? ORDER BY id LIMIT ?", [.integer(cutoff), .integer(Int64(batch))])
                     .compactMap { $0.first?.integer }
                 guard let first = ids.first, let last = ids.last else { return 0 }
+                let range: [SQLValue] = [.integer(first), .integer(last), .integer(cutoff)]
+                // What the rollup tables lose with these rows, read before they go.
+                let buckets = try await session.query(
+                    "SELECT CAST(received_at / 3600000 AS BIGINT), COUNT(*), CAST(SUM(occurrences) AS BIGINT) FROM reports WHERE id >= ? AND id <= ? AND last_seen_at < ? GROUP BY received_at / 3600000",
+                    range)
+                let hosts = try await session.query("SELECT DISTINCT host FROM reports WHERE id >= ? AND id <= ? AND last_seen_at < ?", range).compactMap { $0.first }
+                let sources = try await session.query("SELECT DISTINCT source_hash FROM reports WHERE id >= ? AND id <= ? AND last_seen_at < ?", range).compactMap { $0.first }
                 _ = try await session.query(
                     "DELETE FROM report_pins WHERE report_id >= ? AND report_id <= ? AND report_id IN (SELECT id FROM reports WHERE last_seen_at < ?)",
                     [.integer(first), .integer(last), .integer(cutoff)])
                 _ = try await session.query("DELETE FROM reports WHERE id >= ? AND id <= ? AND last_seen_at < ?", [.integer(first), .integer(last), .integer(cutoff)])
+                for row in buckets where row.count == 3 {
+                    guard let bucket = row[0].integer, let reports = row[1].integer, let occurrences = row[2].integer else { continue }
+                    _ = try await session.query(
+                        "UPDATE rollup_hours SET reports = reports - ?, occurrences = occurrences - ? WHERE bucket = ?", [.integer(reports), .integer(occurrences), .integer(bucket)])
+                }
+                _ = try await session.query("DELETE FROM rollup_hours WHERE reports <= 0", [])
+                // The newest received_at of each host and source that lost rows, recomputed from the rows left
+                // (through reports_host and reports_source); one with no rows left is no longer counted.
+                for (table, key, names) in [("rollup_hosts", "host", hosts), ("rollup_sources", "source_hash", sources)] {
+                    var start = 0
+                    while start < names.count {
+                        let chunk = Array(names[start..<min(names.count, start + Self.rowsPerInsert)])
+                        let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                        _ = try await session.query("DELETE FROM \(table) WHERE \(key) IN (\(list))", chunk)
+                        _ = try await session.query(
+                            "INSERT INTO \(table) (\(key), last_received_at) SELECT \(key), MAX(received_at) FROM reports WHERE \(key) IN (\(list)) GROUP BY \(key)", chunk)
+                        start += chunk.count
+                    }
+                }
                 return Int64(ids.count)
             }
             deleted += count
@@ -275,7 +356,39 @@ public struct ReportStore: Sendable {
 
     // MARK: Reads
 
+    /// Stored reports, their occurrences, distinct hosts and distinct sources among the reports received at or
+    /// after `since` (all of them without one), from the rollup tables: whole hours from `rollup_hours`, the
+    /// part of an hour before the first whole one from `reports` itself (through the covering index
+    /// `reports_received`), and the distinct counts as the hosts and sources whose newest report is that recent.
     public func summary(since: Int64?) async throws -> CollectorSummary {
+        // received_at is the collector's own clock (never before 1970), so an earlier `since` asks for everything.
+        let from = max(0, since ?? 0)
+        let firstWholeHour = from / Self.hour + (from % Self.hour == 0 ? 0 : 1)
+        let (edgeEnd, overflow) = firstWholeHour.multipliedReportingOverflow(by: Self.hour)
+        let hours =
+            try await self.database.query(
+                "SELECT CAST(COALESCE(SUM(reports), 0) AS BIGINT), CAST(COALESCE(SUM(occurrences), 0) AS BIGINT) FROM rollup_hours WHERE bucket >= ?",
+                [.integer(firstWholeHour)]
+            ).first ?? []
+        let edge =
+            try await self.database.query(
+                "SELECT COUNT(*), CAST(COALESCE(SUM(occurrences), 0) AS BIGINT) FROM reports WHERE received_at >= ? AND received_at < ?",
+                [.integer(from), .integer(overflow ? Int64.max : edgeEnd)]
+            ).first ?? []
+        let hosts = try await self.database.query("SELECT COUNT(*) FROM rollup_hosts WHERE last_received_at >= ?", [.integer(from)]).first ?? []
+        let sources = try await self.database.query("SELECT COUNT(*) FROM rollup_sources WHERE last_received_at >= ?", [.integer(from)]).first ?? []
+        func value(_ row: SQLRow, _ index: Int) -> Int64 { index < row.count ? (row[index].integer ?? 0) : 0 }
+        return CollectorSummary(
+            reports: value(hours, 0) + value(edge, 0),
+            occurrences: value(hours, 1) + value(edge, 1),
+            hosts: value(hosts, 0),
+            sources: value(sources, 0)
+        )
+    }
+
+    /// The summary counted over the stored rows themselves, as it was before the rollup tables: what the tests
+    /// compare ``summary(since:)`` with.
+    public func summaryFromRows(since: Int64?) async throws -> CollectorSummary {
         let rows = try await self.database.query(
             "SELECT COUNT(*), CAST(COALESCE(SUM(occurrences), 0) AS BIGINT), COUNT(DISTINCT host), COUNT(DISTINCT source_hash) FROM reports WHERE received_at >= ?",
             [.integer(since ?? Int64.min)]

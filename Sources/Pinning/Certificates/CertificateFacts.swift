@@ -52,10 +52,17 @@ final class CertificateFacts: Sendable {
     let hasEmptySubject: Bool
     /// ``ProfileChecks/serialNumberProblem(_:)``.
     let serialNumberProblem: String?
+    /// The first dNSName of the subjectAltName extension that is not in the preferred name syntax
+    /// (``DNSNameSyntax/isPreferredNameSyntax(_:)``); nil when every one is, or the extension is absent or malformed.
+    let firstDNSNameNotInPreferredSyntax: String?
+    /// `notValidBefore` and `notValidAfter` as instants (swift-certificates converts its time fields on each read).
+    let notValidBefore: Date
+    let notValidAfter: Date
 
+    /// The certificate these are the facts of.
+    let certificate: Certificate
     /// The SPKI pin, computed on first use (only pinning policies ask for it).
     private let pin = LockedValueBox<Pin?>(nil)
-    private let certificate: Certificate
 
     init(_ certificate: Certificate) {
         let extensions = certificate.extensions
@@ -76,6 +83,16 @@ final class CertificateFacts: Sendable {
         self.isSelfIssued = certificate.subject == certificate.issuer
         self.hasEmptySubject = certificate.subject.isEmpty
         self.serialNumberProblem = ProfileChecks.serialNumberProblem(certificate)
+        var notPreferred: String?
+        if case .success(let sans?) = self.subjectAlternativeNames {
+            for case .dnsName(let name) in sans where !DNSNameSyntax.isPreferredNameSyntax(name) {
+                notPreferred = name
+                break
+            }
+        }
+        self.firstDNSNameNotInPreferredSyntax = notPreferred
+        self.notValidBefore = certificate.notValidBefore
+        self.notValidAfter = certificate.notValidAfter
     }
 
     /// Whether basicConstraints decodes and asserts cA (a malformed extension is not a CA).
@@ -103,7 +120,8 @@ final class CertificateFacts: Sendable {
 /// offers.
 final class CertificateFactsTable: Sendable {
     private let memo: CertificateFactsMemo
-    private let decoded = LockedValueBox<[(certificate: Certificate, facts: CertificateFacts)]>([])
+    /// `fresh`: decoded by this evaluation rather than found in the memo.
+    private let known = LockedValueBox<[(facts: CertificateFacts, fresh: Bool)]>([])
 
     init(memo: CertificateFactsMemo = .shared) {
         self.memo = memo
@@ -113,19 +131,21 @@ final class CertificateFactsTable: Sendable {
     func facts(of certificate: Certificate) -> CertificateFacts {
         // A path holds a handful of certificates, usually the very values (same storage) looked up before, so
         // `==` answers from the buffers' identity.
-        if let local = self.decoded.withLockedValue({ list in list.first(where: { $0.certificate == certificate })?.facts }) {
+        if let local = self.known.withLockedValue({ list in list.first(where: { $0.facts.certificate == certificate })?.facts }) {
             return local
         }
-        let facts = self.memo.facts(of: certificate) ?? CertificateFacts(certificate)
-        self.decoded.withLockedValue { $0.append((certificate, facts)) }
+        let remembered = self.memo.facts(of: certificate)
+        let facts = remembered ?? CertificateFacts(certificate)
+        self.known.withLockedValue { $0.append((facts, remembered == nil)) }
         return facts
     }
 
-    /// Hands the facts of the certificates of a path that met every rule to the process's memo (see
-    /// ``CertificateFactsMemo`` for why only those).
+    /// Hands the facts this evaluation decoded for the certificates of a path that met every rule to the process's
+    /// memo (see ``CertificateFactsMemo`` for why only those); facts that came from the memo are not stored again.
     func remember(_ path: some Sequence<Certificate>) {
-        let known = self.decoded.withLockedValue { $0 }
-        self.memo.remember(path.compactMap { certificate in known.first(where: { $0.certificate == certificate }) })
+        let fresh = self.known.withLockedValue { $0.filter(\.fresh).map(\.facts) }
+        guard !fresh.isEmpty else { return }
+        self.memo.remember(path.compactMap { certificate in fresh.first(where: { $0.certificate == certificate }) })
     }
 }
 
@@ -180,11 +200,11 @@ final class CertificateFactsMemo: Sendable {
     }
 
     /// Remembers the facts of certificates on a trusted path.
-    func remember(_ entries: [(certificate: Certificate, facts: CertificateFacts)]) {
+    func remember(_ entries: [CertificateFacts]) {
         guard !entries.isEmpty else { return }
         self.state.withLockedValue { state in
-            for (certificate, facts) in entries {
-                let key = Key(certificate: certificate)
+            for facts in entries {
+                let key = Key(certificate: facts.certificate)
                 guard state.facts.updateValue(facts, forKey: key) == nil else { continue }
                 if state.order.count < self.capacity {
                     state.order.append(key)

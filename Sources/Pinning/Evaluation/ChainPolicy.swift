@@ -115,7 +115,7 @@ struct ChainPolicy: VerifierPolicy {
                 problem: "the path has \(intermediates) intermediate CAs, more than the limit of \(self.maximumIntermediates)"
             )
         }
-        if self.checksValidity, let failure = self.validityFailure(path) { return failure }
+        if self.checksValidity, let failure = self.validityFailure(path, facts: facts) { return failure }
         if let problem = ProfileChecks.nameConstraintProblem(in: path, facts: facts) {
             return CandidateFailure(stage: .constraints, path: path, problem: problem)
         }
@@ -144,7 +144,7 @@ struct ChainPolicy: VerifierPolicy {
                 presentedNames: mismatch.presentedNames
             )
         }
-        if let pins, pins.firstMatch(in: zip(path, facts)) == nil {
+        if let pins, pins.firstMatch(in: facts) == nil {
             return CandidateFailure(
                 stage: .pins,
                 path: path,
@@ -196,15 +196,15 @@ struct ChainPolicy: VerifierPolicy {
     /// Validity has one-second granularity (UTCTime and GeneralizedTime without fractions), so the
     /// validation instant is compared at that granularity: a certificate is still valid during the second
     /// its notAfter names.
-    private func validityFailure(_ path: [Certificate]) -> CandidateFailure? {
+    private func validityFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
         let now = Date(timeIntervalSince1970: self.validationTime.timeIntervalSince1970.rounded(.down))
-        for (index, certificate) in path.enumerated() {
+        for (index, certificate) in facts.enumerated() {
             if now > certificate.notValidAfter {
                 return CandidateFailure(
                     stage: .validity,
                     path: path,
                     certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
+                    problem: "certificate \(index) (\(path[index].subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
                 )
             }
             if now < certificate.notValidBefore {
@@ -212,7 +212,7 @@ struct ChainPolicy: VerifierPolicy {
                     stage: .validity,
                     path: path,
                     certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) is not valid before \(RFC3339.format(certificate.notValidBefore))"
+                    problem: "certificate \(index) (\(path[index].subject)) is not valid before \(RFC3339.format(certificate.notValidBefore))"
                 )
             }
         }
@@ -223,7 +223,7 @@ struct ChainPolicy: VerifierPolicy {
     /// Deliberate choice: unlike swift-certificates' RFC5280Policy, which lists keyUsage as handled but does not
     /// check it, we police it, as every browser and OpenSSL do.
     private func keyUsageFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
-        for (index, certificate) in path.enumerated() {
+        for index in facts.indices {
             let usage: KeyUsage?
             do {
                 // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
@@ -231,14 +231,14 @@ struct ChainPolicy: VerifierPolicy {
             } catch {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) has a malformed keyUsage extension: \(error.problem)"
+                    problem: "certificate \(index) (\(path[index].subject)) has a malformed keyUsage extension: \(error.problem)"
                 )
             }
             guard let usage else { continue }
             if index > 0 && !usage.keyCertSign {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
-                    problem: "issuer \(index) (\(certificate.subject)) has keyUsage without keyCertSign"
+                    problem: "issuer \(index) (\(path[index].subject)) has keyUsage without keyCertSign"
                 )
             }
         }
@@ -250,14 +250,14 @@ struct ChainPolicy: VerifierPolicy {
     /// (or list anyExtendedKeyUsage), as Chrome, Firefox, Apple and OpenSSL all enforce.
     private func extendedKeyUsageFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
         let required = self.purpose.usage
-        for (index, certificate) in path.enumerated() {
+        for index in facts.indices {
             let usage: ExtendedKeyUsage?
             do {
                 usage = try facts[index].extendedKeyUsage.get()
             } catch {
                 return CandidateFailure(
                     stage: .extendedKeyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) has a malformed extendedKeyUsage extension"
+                    problem: "certificate \(index) (\(path[index].subject)) has a malformed extendedKeyUsage extension"
                 )
             }
             guard let usage else { continue }
@@ -266,7 +266,7 @@ struct ChainPolicy: VerifierPolicy {
                 let listed = usage.map { "\($0)" }.joined(separator: ", ")
                 return CandidateFailure(
                     stage: .extendedKeyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) is not valid for \(self.purpose): its extendedKeyUsage lists \(listed)"
+                    problem: "certificate \(index) (\(path[index].subject)) is not valid for \(self.purpose): its extendedKeyUsage lists \(listed)"
                 )
             }
         }

@@ -49,13 +49,13 @@ public struct PinRequirement: Hashable, Sendable {
 
     /// ``firstMatch(in:)`` for certificates whose facts are decoded (``CertificateFacts``): a key's pin is hashed
     /// once per certificate rather than once per look-up.
-    func firstMatch(in path: some Sequence<(Certificate, CertificateFacts)>) -> Int? {
-        for (index, (certificate, facts)) in path.enumerated() {
+    func firstMatch(in path: [CertificateFacts]) -> Int? {
+        for (index, facts) in path.enumerated() {
             switch self.storage {
             case .publicKeys(let pins):
                 if pins.contains(facts.spkiPin) { return index }
             case .certificates(let ders):
-                if ders.contains(certificate.derBytes) { return index }
+                if ders.contains(facts.certificate.derBytes) { return index }
             }
         }
         return nil

@@ -16,11 +16,11 @@ struct ProfileChecks {
 
     /// The first problem of `path`, whose certificates' decoded facts are `facts` (one per certificate, in order).
     func firstProblem(in path: [Certificate], facts: [CertificateFacts]) -> (index: Int, problem: String)? {
-        for (index, certificate) in path.enumerated() {
+        for index in path.indices {
             let isLeaf = index == 0
             let isAnchor = index == path.count - 1 && path.count > 1
-            if let problem = self.problem(with: certificate, facts: facts[index], isLeaf: isLeaf, isAnchor: isAnchor) {
-                return (index, "certificate \(index) (\(certificate.subject)): \(problem)")
+            if let problem = self.problem(with: facts[index], isLeaf: isLeaf, isAnchor: isAnchor) {
+                return (index, "certificate \(index) (\(path[index].subject)): \(problem)")
             }
         }
         if let problem = Self.nameConstraintProblem(in: path, facts: facts) {
@@ -31,7 +31,7 @@ struct ProfileChecks {
 
     // MARK: - One certificate
 
-    private func problem(with certificate: Certificate, facts: CertificateFacts, isLeaf: Bool, isAnchor: Bool) -> String? {
+    private func problem(with facts: CertificateFacts, isLeaf: Bool, isAnchor: Bool) -> String? {
         let basicConstraints: BasicConstraints?
         let keyUsage: KeyUsage?
         let sans: SubjectAlternativeNames?
@@ -85,10 +85,8 @@ struct ProfileChecks {
         }
         // RFC 5280 §4.2.1.6: dNSNames use the preferred name syntax (letters, digits, hyphens; a leading "*."
         // wildcard label is the common extension).
-        if let sans {
-            for case .dnsName(let name) in sans where !DNSNameSyntax.isPreferredNameSyntax(name) {
-                return "its subjectAltName \"\(name)\" is not a valid DNS name (RFC 5280 §4.2.1.6)"
-            }
+        if let name = facts.firstDNSNameNotInPreferredSyntax {
+            return "its subjectAltName \"\(name)\" is not a valid DNS name (RFC 5280 §4.2.1.6)"
         }
         // RFC 5280 §4.2.1.10: name constraints are critical, only in CA certificates, and never empty.
         if facts.nameConstraintsExtension.isPresent {
@@ -119,7 +117,7 @@ struct ProfileChecks {
 
         guard let publicSuffixList = self.profile.publicSuffixList else { return nil }
         return self.webPKIProblem(
-            with: certificate,
+            with: facts.certificate,
             facts: facts,
             isLeaf: isLeaf,
             isAnchor: isAnchor,

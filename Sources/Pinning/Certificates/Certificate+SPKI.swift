@@ -25,28 +25,27 @@ extension Certificate {
 
     /// TBSCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer, validity, subject,
     /// subjectPublicKeyInfo, ... }
+    ///
+    /// Only the headers of TBSCertificate's direct children are read, as for ``serialNumberContentBytes``:
+    /// `DER.parse` built the whole tree (names, extensions) to find one element, on every pin a pinning policy
+    /// checked. swift-certificates has already parsed these exact bytes as DER, so the element found is the same.
     static func spkiBytes(fromTBS tbs: ArraySlice<UInt8>) -> [UInt8]? {
-        let root: ASN1Node
+        let reader = BERReader(Array(tbs))
         do {
-            root = try DER.parse(tbs)
+            let root = try reader.element(at: 0, limit: reader.bytes.count)
+            guard root.isUniversalSequence, root.end == reader.bytes.count else { return nil }
+            var fields = try reader.children(of: root)[...]
+            if let version = fields.first, version.tagClass == 2, version.tagNumber == 0 {
+                fields = fields.dropFirst()
+            }
+            // serialNumber, signature, issuer, validity and subject come first.
+            guard fields.count > 5 else { return nil }
+            let spki = fields[fields.startIndex + 5]
+            guard spki.isUniversalSequence else { return nil }
+            return Array(reader.encodedBytes(of: spki))
         } catch {
             return nil
         }
-        guard case .constructed(let children) = root.content else {
-            return nil
-        }
-        var iterator = children.makeIterator()
-        guard var node = iterator.next() else { return nil }
-        if node.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) {
-            guard let next = iterator.next() else { return nil }
-            node = next
-        }
-        // node is serialNumber; skip signature, issuer, validity, subject.
-        for _ in 0..<4 {
-            guard iterator.next() != nil else { return nil }
-        }
-        guard let spki = iterator.next(), spki.identifier == .sequence else { return nil }
-        return Array(spki.encodedBytes)
     }
 
     /// The serial number's INTEGER content octets exactly as encoded (two's complement, so a leading 0x00 pads a

@@ -86,6 +86,9 @@ struct ChainPolicy: VerifierPolicy {
     var revocation: RevocationCheck? = nil
     /// The evaluation's work budget (``PathBuildingBudget``), for the signature check the profile makes.
     var budget: PathBuildingBudget? = nil
+    /// Each certificate's decoded extensions and other facts, decoded once for the whole evaluation (and for the
+    /// process, once a trusted path carried the certificate): every stage below reads them from here.
+    var facts = CertificateFactsTable()
 
     /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
     /// an expired certificate is reported with its dates.
@@ -102,8 +105,9 @@ struct ChainPolicy: VerifierPolicy {
 
     private func firstFailure(_ chain: UnverifiedCertificateChain) -> CandidateFailure? {
         let path = Array(chain)
+        let facts = path.map { self.facts.facts(of: $0) }
         // Intermediates are the certificates between the leaf and the anchor; self-issued ones do not count.
-        let intermediates = path.dropFirst().dropLast().filter { $0.subject != $0.issuer }.count
+        let intermediates = facts.dropFirst().dropLast().filter { !$0.isSelfIssued }.count
         if intermediates > self.maximumIntermediates {
             return CandidateFailure(
                 stage: .depth,
@@ -111,11 +115,11 @@ struct ChainPolicy: VerifierPolicy {
                 problem: "the path has \(intermediates) intermediate CAs, more than the limit of \(self.maximumIntermediates)"
             )
         }
-        if self.checksValidity, let failure = self.validityFailure(path) { return failure }
-        if let problem = ProfileChecks.nameConstraintProblem(in: path) {
+        if self.checksValidity, let failure = self.validityFailure(path, facts: facts) { return failure }
+        if let problem = ProfileChecks.nameConstraintProblem(in: path, facts: facts) {
             return CandidateFailure(stage: .constraints, path: path, problem: problem)
         }
-        if let failure = self.basicConstraintsFailure(path) { return failure }
+        if let failure = self.basicConstraintsFailure(path, facts: facts) { return failure }
         // A leaf that is itself a trust anchor (certificate pinning of a self-signed device, or of a pinned
         // leaf) is trusted as configured: RFC 5280 path processing has no issuer to check, and
         // swift-certificates would insist that a one-certificate path be a CA, which a server certificate
@@ -123,12 +127,15 @@ struct ChainPolicy: VerifierPolicy {
         if path.count > 1, case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
             return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
         }
-        if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose, budget: self.budget).firstProblem(in: path) {
+        if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose, budget: self.budget).firstProblem(
+            in: path,
+            facts: facts
+        ) {
             return CandidateFailure(stage: .constraints, path: path, certificateIndex: index, problem: problem)
         }
-        if let failure = self.keyUsageFailure(path) { return failure }
-        if let failure = self.extendedKeyUsageFailure(path) { return failure }
-        if let peerName, let mismatch = HostnameCheck.check(path[0], against: peerName) {
+        if let failure = self.keyUsageFailure(path, facts: facts) { return failure }
+        if let failure = self.extendedKeyUsageFailure(path, facts: facts) { return failure }
+        if let peerName, let mismatch = HostnameCheck.check(facts[0].subjectAlternativeNames, against: peerName) {
             return CandidateFailure(
                 stage: .hostname,
                 path: path,
@@ -137,7 +144,7 @@ struct ChainPolicy: VerifierPolicy {
                 presentedNames: mismatch.presentedNames
             )
         }
-        if let pins, pins.firstMatch(in: path) == nil {
+        if let pins, pins.firstMatch(in: facts) == nil {
             return CandidateFailure(
                 stage: .pins,
                 path: path,
@@ -154,13 +161,13 @@ struct ChainPolicy: VerifierPolicy {
     /// RFC 5280 §4.2.1.9 for each issuer, reported with the certificate's subject rather than
     /// swift-certificates' full dump: an issuer must be a CA, and its pathLenConstraint bounds the number of
     /// non-self-issued intermediates below it. (RFC5280Policy checks the same again afterwards.)
-    private func basicConstraintsFailure(_ path: [Certificate]) -> CandidateFailure? {
+    private func basicConstraintsFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
         guard path.count > 1 else { return nil }
         for index in 1..<path.count {
             let issuer = path[index]
             let constraints: BasicConstraints?
             do {
-                constraints = try issuer.extensions.basicConstraints
+                constraints = try facts[index].basicConstraints.get()
             } catch {
                 return CandidateFailure(
                     stage: .constraints, path: path, certificateIndex: index,
@@ -174,7 +181,7 @@ struct ChainPolicy: VerifierPolicy {
                 )
             }
             if let maxPathLength {
-                let below = path[1..<index].filter { $0.subject != $0.issuer }.count
+                let below = facts[1..<index].filter { !$0.isSelfIssued }.count
                 if below > maxPathLength {
                     return CandidateFailure(
                         stage: .constraints, path: path, certificateIndex: index,
@@ -189,15 +196,15 @@ struct ChainPolicy: VerifierPolicy {
     /// Validity has one-second granularity (UTCTime and GeneralizedTime without fractions), so the
     /// validation instant is compared at that granularity: a certificate is still valid during the second
     /// its notAfter names.
-    private func validityFailure(_ path: [Certificate]) -> CandidateFailure? {
+    private func validityFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
         let now = Date(timeIntervalSince1970: self.validationTime.timeIntervalSince1970.rounded(.down))
-        for (index, certificate) in path.enumerated() {
+        for (index, certificate) in facts.enumerated() {
             if now > certificate.notValidAfter {
                 return CandidateFailure(
                     stage: .validity,
                     path: path,
                     certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
+                    problem: "certificate \(index) (\(path[index].subject)) expired at \(RFC3339.format(certificate.notValidAfter))"
                 )
             }
             if now < certificate.notValidBefore {
@@ -205,7 +212,7 @@ struct ChainPolicy: VerifierPolicy {
                     stage: .validity,
                     path: path,
                     certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) is not valid before \(RFC3339.format(certificate.notValidBefore))"
+                    problem: "certificate \(index) (\(path[index].subject)) is not valid before \(RFC3339.format(certificate.notValidBefore))"
                 )
             }
         }
@@ -215,23 +222,23 @@ struct ChainPolicy: VerifierPolicy {
     /// RFC 5280 §4.2.1.3: an issuing certificate that carries keyUsage must assert keyCertSign.
     /// Deliberate choice: unlike swift-certificates' RFC5280Policy, which lists keyUsage as handled but does not
     /// check it, we police it, as every browser and OpenSSL do.
-    private func keyUsageFailure(_ path: [Certificate]) -> CandidateFailure? {
-        for (index, certificate) in path.enumerated() {
+    private func keyUsageFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
+        for index in facts.indices {
             let usage: KeyUsage?
             do {
                 // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
-                usage = try LenientKeyUsage.effectiveKeyUsage(of: certificate)
+                usage = try facts[index].keyUsage.get()
             } catch {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) has a malformed keyUsage extension: \(error.problem)"
+                    problem: "certificate \(index) (\(path[index].subject)) has a malformed keyUsage extension: \(error.problem)"
                 )
             }
             guard let usage else { continue }
             if index > 0 && !usage.keyCertSign {
                 return CandidateFailure(
                     stage: .keyUsage, path: path, certificateIndex: index,
-                    problem: "issuer \(index) (\(certificate.subject)) has keyUsage without keyCertSign"
+                    problem: "issuer \(index) (\(path[index].subject)) has keyUsage without keyCertSign"
                 )
             }
         }
@@ -241,16 +248,16 @@ struct ChainPolicy: VerifierPolicy {
     /// The leaf must be usable for the purpose: when it carries extendedKeyUsage, that must list serverAuth
     /// (clientAuth for client validation). Issuers that carry extendedKeyUsage constrain the path the same way
     /// (or list anyExtendedKeyUsage), as Chrome, Firefox, Apple and OpenSSL all enforce.
-    private func extendedKeyUsageFailure(_ path: [Certificate]) -> CandidateFailure? {
+    private func extendedKeyUsageFailure(_ path: [Certificate], facts: [CertificateFacts]) -> CandidateFailure? {
         let required = self.purpose.usage
-        for (index, certificate) in path.enumerated() {
+        for index in facts.indices {
             let usage: ExtendedKeyUsage?
             do {
-                usage = try certificate.extensions.extendedKeyUsage
+                usage = try facts[index].extendedKeyUsage.get()
             } catch {
                 return CandidateFailure(
                     stage: .extendedKeyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) has a malformed extendedKeyUsage extension"
+                    problem: "certificate \(index) (\(path[index].subject)) has a malformed extendedKeyUsage extension"
                 )
             }
             guard let usage else { continue }
@@ -259,7 +266,7 @@ struct ChainPolicy: VerifierPolicy {
                 let listed = usage.map { "\($0)" }.joined(separator: ", ")
                 return CandidateFailure(
                     stage: .extendedKeyUsage, path: path, certificateIndex: index,
-                    problem: "certificate \(index) (\(certificate.subject)) is not valid for \(self.purpose): its extendedKeyUsage lists \(listed)"
+                    problem: "certificate \(index) (\(path[index].subject)) is not valid for \(self.purpose): its extendedKeyUsage lists \(listed)"
                 )
             }
         }

@@ -20,9 +20,14 @@ enum HostnameCheck {
     }
 
     static func check(_ leaf: Certificate, against name: PeerName) -> Mismatch? {
+        Self.check(Result { try leaf.extensions.subjectAlternativeNames }, against: name)
+    }
+
+    /// ``check(_:against:)`` for a leaf whose subjectAltName extension was decoded already (``CertificateFacts``).
+    static func check(_ decoded: Result<SubjectAlternativeNames?, any Error>, against name: PeerName) -> Mismatch? {
         let sans: SubjectAlternativeNames?
         do {
-            sans = try leaf.extensions.subjectAlternativeNames
+            sans = try decoded.get()
         } catch {
             return Mismatch(presentedNames: [], problem: "the leaf's subjectAltName extension is malformed")
         }
@@ -32,7 +37,6 @@ enum HostnameCheck {
                 problem: "the leaf has no subjectAltName extension (its common name is never used as a host name)"
             )
         }
-        let presented = Self.describe(sans)
         for entry in sans {
             switch (entry, name.kind) {
             case (.dnsName(let pattern), .dns(let host)):
@@ -43,6 +47,8 @@ enum HostnameCheck {
                 continue
             }
         }
+        // Described only for the refusal: a match needs no words.
+        let presented = Self.describe(sans)
         let expected = name.isIPAddress ? "IP address" : "DNS name"
         return Mismatch(
             presentedNames: presented,

@@ -58,6 +58,7 @@ struct PathValidation {
         }
 
         let log = CandidateLog()
+        let facts = CertificateFactsTable()
         var intermediates: [Certificate] = []
         for certificate in presented.dropFirst() + additionalIssuers
         where certificate != leaf && !intermediates.contains(certificate) {
@@ -73,9 +74,11 @@ struct PathValidation {
             log: log,
             checksValidity: checksValidity,
             revocation: self.revocationCheck,
-            budget: self.budget
+            budget: self.budget,
+            facts: facts
         )
         if let chain = await Self.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: self.budget) {
+            if checksValidity { facts.remember(chain) }
             return .success(chain)
         }
 
@@ -102,6 +105,7 @@ struct PathValidation {
                     policy: policy,
                     budget: self.budget
                 ) {
+                    if checksValidity { facts.remember(chain) }
                     return .success(chain)
                 }
             }

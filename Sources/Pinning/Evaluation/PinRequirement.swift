@@ -46,4 +46,18 @@ public struct PinRequirement: Hashable, Sendable {
         }
         return nil
     }
+
+    /// ``firstMatch(in:)`` for certificates whose facts are decoded (``CertificateFacts``): a key's pin is hashed
+    /// once per certificate rather than once per look-up.
+    func firstMatch(in path: [CertificateFacts]) -> Int? {
+        for (index, facts) in path.enumerated() {
+            switch self.storage {
+            case .publicKeys(let pins):
+                if pins.contains(facts.spkiPin) { return index }
+            case .certificates(let ders):
+                if ders.contains(facts.certificate.derBytes) { return index }
+            }
+        }
+        return nil
+    }
 }

@@ -14,15 +14,16 @@ struct ProfileChecks {
     /// it. Deliberate: a path over the cap is refused, never waved through.
     static let maximumNameConstraintComparisons = 1 << 20
 
-    func firstProblem(in path: [Certificate]) -> (index: Int, problem: String)? {
-        for (index, certificate) in path.enumerated() {
+    /// The first problem of `path`, whose certificates' decoded facts are `facts` (one per certificate, in order).
+    func firstProblem(in path: [Certificate], facts: [CertificateFacts]) -> (index: Int, problem: String)? {
+        for index in path.indices {
             let isLeaf = index == 0
             let isAnchor = index == path.count - 1 && path.count > 1
-            if let problem = self.problem(with: certificate, isLeaf: isLeaf, isAnchor: isAnchor) {
-                return (index, "certificate \(index) (\(certificate.subject)): \(problem)")
+            if let problem = self.problem(with: facts[index], isLeaf: isLeaf, isAnchor: isAnchor) {
+                return (index, "certificate \(index) (\(path[index].subject)): \(problem)")
             }
         }
-        if let problem = Self.nameConstraintProblem(in: path) {
+        if let problem = Self.nameConstraintProblem(in: path, facts: facts) {
             return (0, problem)
         }
         return nil
@@ -30,8 +31,7 @@ struct ProfileChecks {
 
     // MARK: - One certificate
 
-    private func problem(with certificate: Certificate, isLeaf: Bool, isAnchor: Bool) -> String? {
-        let extensions = certificate.extensions
+    private func problem(with facts: CertificateFacts, isLeaf: Bool, isAnchor: Bool) -> String? {
         let basicConstraints: BasicConstraints?
         let keyUsage: KeyUsage?
         let sans: SubjectAlternativeNames?
@@ -41,15 +41,15 @@ struct ProfileChecks {
         let extendedKeyUsage: ExtendedKeyUsage?
         let authorityInformationAccess: AuthorityInformationAccess?
         do {
-            basicConstraints = try extensions.basicConstraints
+            basicConstraints = try facts.basicConstraints.get()
             // Strict DER first; BER-tolerant for the padding quirks real roots carry (see LenientKeyUsage).
-            keyUsage = try LenientKeyUsage.effectiveKeyUsage(of: certificate)
-            sans = try extensions.subjectAlternativeNames
-            nameConstraints = try extensions.nameConstraints
-            authorityKeyIdentifier = try extensions.authorityKeyIdentifier
-            subjectKeyIdentifier = try extensions.subjectKeyIdentifier
-            extendedKeyUsage = try extensions.extendedKeyUsage
-            authorityInformationAccess = try extensions.authorityInformationAccess
+            keyUsage = try facts.keyUsage.get()
+            sans = try facts.subjectAlternativeNames.get()
+            nameConstraints = try facts.nameConstraints.get()
+            authorityKeyIdentifier = try facts.authorityKeyIdentifier.get()
+            subjectKeyIdentifier = try facts.subjectKeyIdentifier.get()
+            extendedKeyUsage = try facts.extendedKeyUsage.get()
+            authorityInformationAccess = try facts.authorityInformationAccess.get()
         } catch {
             return "an extension is malformed (\(error))"
         }
@@ -59,12 +59,12 @@ struct ProfileChecks {
         // RFC 5280 §4.1.2.2: serial numbers are positive integers of at most 20 octets. Not applied to the
         // trust anchor: an anchor is trusted as configured (RFC 5280 §6.1.1), and long-lived roots in the
         // platform stores predate the rule (Starfield's G2 root has serial 0).
-        if !isAnchor, let problem = Self.serialNumberProblem(certificate) { return problem }
+        if !isAnchor, let problem = facts.serialNumberProblem { return problem }
 
         // RFC 5280 §4.2.1.9: CAs mark basicConstraints critical. §4.2.1.3: keyCertSign only with cA.
         // Not applied to the trust anchor, like the serial rule: three roots Debian and Mozilla ship (Go Daddy
         // Class 2, Starfield Class 2, Chunghwa ePKI Root) mark it non-critical and could otherwise anchor nothing.
-        if isCA, !isAnchor, let ext = extensions[oid: .X509ExtensionID.basicConstraints], !ext.critical {
+        if isCA, !isAnchor, facts.basicConstraintsExtension.isPresent, !facts.basicConstraintsExtension.isCritical {
             return "it is a CA but its basicConstraints extension is not critical (RFC 5280 §4.2.1.9)"
         }
         if let keyUsage, keyUsage.keyCertSign, !isCA {
@@ -74,27 +74,25 @@ struct ProfileChecks {
             return "it asserts cA but its keyUsage lacks keyCertSign (RFC 5280 §4.2.1.9)"
         }
         // RFC 5280 §4.1.2.6: a CA's subject is never empty.
-        if isCA, certificate.subject.isEmpty {
+        if isCA, facts.hasEmptySubject {
             return "it is a CA with an empty subject (RFC 5280 §4.1.2.6)"
         }
         // RFC 5280 §4.2.1.6: with an empty subject the SAN carries the identity and is critical.
-        if certificate.subject.isEmpty {
-            guard let ext = extensions[oid: .X509ExtensionID.subjectAlternativeName], ext.critical else {
+        if facts.hasEmptySubject {
+            guard facts.subjectAlternativeNameExtension.isCritical else {
                 return "its subject is empty and its subjectAltName is missing or not critical (RFC 5280 §4.2.1.6)"
             }
         }
         // RFC 5280 §4.2.1.6: dNSNames use the preferred name syntax (letters, digits, hyphens; a leading "*."
         // wildcard label is the common extension).
-        if let sans {
-            for case .dnsName(let name) in sans where !DNSNameSyntax.isPreferredNameSyntax(name) {
-                return "its subjectAltName \"\(name)\" is not a valid DNS name (RFC 5280 §4.2.1.6)"
-            }
+        if let name = facts.firstDNSNameNotInPreferredSyntax {
+            return "its subjectAltName \"\(name)\" is not a valid DNS name (RFC 5280 §4.2.1.6)"
         }
         // RFC 5280 §4.2.1.10: name constraints are critical, only in CA certificates, and never empty.
-        if let ext = extensions[oid: .X509ExtensionID.nameConstraints] {
+        if facts.nameConstraintsExtension.isPresent {
             // Deliberate: the Baseline Requirements allow a non-critical nameConstraints (so that old clients
             // that cannot process it still build paths), so only the RFC 5280 profile insists on critical.
-            if !ext.critical && self.profile == .rfc5280 {
+            if !facts.nameConstraintsExtension.isCritical && self.profile == .rfc5280 {
                 return "its nameConstraints extension is not critical (RFC 5280 §4.2.1.10)"
             }
             if !isCA { return "it carries nameConstraints but is not a CA (RFC 5280 §4.2.1.10)" }
@@ -109,7 +107,7 @@ struct ProfileChecks {
             }
         }
         // RFC 5280 §4.2.1.11: policyConstraints is critical. (A critical one is refused earlier as unprocessed.)
-        if let ext = extensions[oid: [2, 5, 29, 36]], !ext.critical {
+        if facts.policyConstraintsExtension.isPresent, !facts.policyConstraintsExtension.isCritical {
             return "its policyConstraints extension is not critical (RFC 5280 §4.2.1.11)"
         }
         // RFC 5280 §4.2.2.1: an authorityInfoAccess extension holds at least one access description.
@@ -119,7 +117,8 @@ struct ProfileChecks {
 
         guard let publicSuffixList = self.profile.publicSuffixList else { return nil }
         return self.webPKIProblem(
-            with: certificate,
+            with: facts.certificate,
+            facts: facts,
             isLeaf: isLeaf,
             isAnchor: isAnchor,
             isCA: isCA,
@@ -134,6 +133,7 @@ struct ProfileChecks {
     /// CA/Browser Forum Baseline Requirements (§7.1.2) for publicly trusted TLS certificates.
     private func webPKIProblem(
         with certificate: Certificate,
+        facts: CertificateFacts,
         isLeaf: Bool,
         isAnchor: Bool,
         isCA: Bool,
@@ -143,8 +143,7 @@ struct ProfileChecks {
         subjectKeyIdentifier: SubjectKeyIdentifier?,
         extendedKeyUsage: ExtendedKeyUsage?
     ) -> String? {
-        let extensions = certificate.extensions
-        let selfIssued = certificate.subject == certificate.issuer
+        let selfIssued = facts.isSelfIssued
         // The check is paid from the evaluation's budget; once the budget is spent the certificate is taken as not
         // self-signed, which only adds the authorityKeyIdentifier requirement below (stricter, never laxer).
         let selfSigned =
@@ -179,7 +178,7 @@ struct ProfileChecks {
             if extendedKeyUsage.contains(.any) {
                 return "its extendedKeyUsage lists anyExtendedKeyUsage (CABF 7.1.2.7.10)"
             }
-            if extensions[oid: .X509ExtensionID.extendedKeyUsage]?.critical == true {
+            if facts.extendedKeyUsageExtension.isCritical {
                 return "its extendedKeyUsage extension is critical (CABF 7.1.2.7.6)"
             }
             if let sans {
@@ -189,9 +188,7 @@ struct ProfileChecks {
                     }
                 }
             }
-            if let sanExtension = extensions[oid: .X509ExtensionID.subjectAlternativeName], sanExtension.critical,
-                !certificate.subject.isEmpty
-            {
+            if facts.subjectAlternativeNameExtension.isCritical, !facts.hasEmptySubject {
                 return "its subjectAltName is critical although the subject is not empty (CABF 7.1.2.7.12)"
             }
         }
@@ -227,19 +224,19 @@ struct ProfileChecks {
     /// Bounds the name-constraint work, and closes the wildcard gap of CVE-2025-61727: a leaf's `*.example.com`
     /// can stand for `bar.example.com`, so an excluded `bar.example.com` must refuse it even though the literal
     /// wildcard string is outside the excluded subtree.
-    static func nameConstraintProblem(in path: [Certificate]) -> String? {
+    static func nameConstraintProblem(in path: [Certificate], facts: [CertificateFacts]) -> String? {
         guard let leaf = path.first else { return nil }
         let leafSANs: [GeneralName]
         do {
-            leafSANs = Array(try leaf.extensions.subjectAlternativeNames ?? SubjectAlternativeNames())
+            leafSANs = Array(try facts[0].subjectAlternativeNames.get() ?? SubjectAlternativeNames())
         } catch {
             return "the leaf's subjectAltName extension is malformed"
         }
         let nameCount = leafSANs.count + leaf.subject.reduce(0) { $0 + Array($1).count }
-        for certificate in path.dropFirst() {
+        for (certificate, facts) in zip(path, facts).dropFirst() {
             let constraints: NameConstraints?
             do {
-                constraints = try certificate.extensions.nameConstraints
+                constraints = try facts.nameConstraints.get()
             } catch {
                 return "the nameConstraints of \(certificate.subject) are malformed"
             }

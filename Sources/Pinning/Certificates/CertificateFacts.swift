@@ -1,0 +1,222 @@
+import Foundation
+import SwiftASN1
+import X509
+
+/// What the policy stages read from one certificate, decoded once: its extensions, whether it is self-issued, its
+/// serial-number rule and (on first use) its SPKI pin.
+///
+/// Before, every stage of ``ChainPolicy`` (basic constraints, RFC 5280 profile, key usage, extended key usage,
+/// name constraints, the host name) looked up and decoded the extensions it needed itself, so one evaluation decoded
+/// a leaf's subjectAltName three times and an issuer's keyUsage twice, and every evaluation decoded the
+/// intermediate and the root afresh. OpenSSL keeps the decoded extensions on the certificate object
+/// (`ossl_x509v3_cache_extensions`); `Certificate` is swift-certificates' value type, so the facts live beside it
+/// (``CertificateFactsTable`` for one evaluation, ``CertificateFactsMemo`` across evaluations).
+///
+/// Each extension keeps its decoding outcome, error included, so every stage reports a malformed extension in the
+/// same words as when it decoded the extension itself. Facts are a pure function of the certificate's bytes:
+/// never a verdict.
+final class CertificateFacts: Sendable {
+    /// One extension's presence and criticality, by OID.
+    struct Criticality: Sendable {
+        /// Whether the extension is present.
+        var isPresent: Bool
+        /// Whether it is present and marked critical.
+        var isCritical: Bool
+
+        init(_ ext: Certificate.Extension?) {
+            self.isPresent = ext != nil
+            self.isCritical = ext?.critical ?? false
+        }
+    }
+
+    let basicConstraints: Result<BasicConstraints?, any Error>
+    /// The effective keyUsage (strict DER first, then BER-tolerant; see ``LenientKeyUsage``).
+    let keyUsage: Result<KeyUsage?, LenientKeyUsage.DecodingError>
+    let extendedKeyUsage: Result<ExtendedKeyUsage?, any Error>
+    let subjectAlternativeNames: Result<SubjectAlternativeNames?, any Error>
+    let nameConstraints: Result<NameConstraints?, any Error>
+    let authorityKeyIdentifier: Result<AuthorityKeyIdentifier?, any Error>
+    let subjectKeyIdentifier: Result<SubjectKeyIdentifier?, any Error>
+    let authorityInformationAccess: Result<AuthorityInformationAccess?, any Error>
+
+    let basicConstraintsExtension: Criticality
+    let subjectAlternativeNameExtension: Criticality
+    let nameConstraintsExtension: Criticality
+    let extendedKeyUsageExtension: Criticality
+    /// policyConstraints (2.5.29.36).
+    let policyConstraintsExtension: Criticality
+
+    /// Subject equals issuer (RFC 5280's "self-issued").
+    let isSelfIssued: Bool
+    /// Whether the subject is the empty sequence.
+    let hasEmptySubject: Bool
+    /// ``ProfileChecks/serialNumberProblem(_:)``.
+    let serialNumberProblem: String?
+    /// The first dNSName of the subjectAltName extension that is not in the preferred name syntax
+    /// (``DNSNameSyntax/isPreferredNameSyntax(_:)``); nil when every one is, or the extension is absent or malformed.
+    let firstDNSNameNotInPreferredSyntax: String?
+    /// `notValidBefore` and `notValidAfter` as instants (swift-certificates converts its time fields on each read).
+    let notValidBefore: Date
+    let notValidAfter: Date
+
+    /// The certificate these are the facts of.
+    let certificate: Certificate
+    /// The SPKI pin, computed on first use (only pinning policies ask for it).
+    private let pin = LockedValueBox<Pin?>(nil)
+
+    init(_ certificate: Certificate) {
+        let extensions = certificate.extensions
+        self.certificate = certificate
+        self.basicConstraints = Result { try extensions.basicConstraints }
+        self.keyUsage = Result { () throws(LenientKeyUsage.DecodingError) in try LenientKeyUsage.decoded(of: extensions)?.usage }
+        self.extendedKeyUsage = Result { try extensions.extendedKeyUsage }
+        self.subjectAlternativeNames = Result { try extensions.subjectAlternativeNames }
+        self.nameConstraints = Result { try extensions.nameConstraints }
+        self.authorityKeyIdentifier = Result { try extensions.authorityKeyIdentifier }
+        self.subjectKeyIdentifier = Result { try extensions.subjectKeyIdentifier }
+        self.authorityInformationAccess = Result { try extensions.authorityInformationAccess }
+        self.basicConstraintsExtension = Criticality(extensions[oid: .X509ExtensionID.basicConstraints])
+        self.subjectAlternativeNameExtension = Criticality(extensions[oid: .X509ExtensionID.subjectAlternativeName])
+        self.nameConstraintsExtension = Criticality(extensions[oid: .X509ExtensionID.nameConstraints])
+        self.extendedKeyUsageExtension = Criticality(extensions[oid: .X509ExtensionID.extendedKeyUsage])
+        self.policyConstraintsExtension = Criticality(extensions[oid: [2, 5, 29, 36]])
+        self.isSelfIssued = certificate.subject == certificate.issuer
+        self.hasEmptySubject = certificate.subject.isEmpty
+        self.serialNumberProblem = ProfileChecks.serialNumberProblem(certificate)
+        var notPreferred: String?
+        if case .success(let sans?) = self.subjectAlternativeNames {
+            for case .dnsName(let name) in sans where !DNSNameSyntax.isPreferredNameSyntax(name) {
+                notPreferred = name
+                break
+            }
+        }
+        self.firstDNSNameNotInPreferredSyntax = notPreferred
+        self.notValidBefore = certificate.notValidBefore
+        self.notValidAfter = certificate.notValidAfter
+    }
+
+    /// Whether basicConstraints decodes and asserts cA (a malformed extension is not a CA).
+    var isCertificateAuthority: Bool {
+        if case .success(.isCertificateAuthority?) = self.basicConstraints { return true }
+        return false
+    }
+
+    /// ``Pin/init(spkiOf:)`` of the certificate, computed once.
+    var spkiPin: Pin {
+        if let pin = self.pin.withLockedValue({ $0 }) { return pin }
+        // Computed outside the lock; two threads may compute the same pin once each, which is harmless.
+        let pin = Pin(spkiOf: self.certificate)
+        self.pin.withLockedValue { $0 = pin }
+        return pin
+    }
+}
+
+/// The facts of the certificates one evaluation meets, each decoded once: from the process's
+/// ``CertificateFactsMemo`` when a trusted path already carried the certificate, else decoded here.
+///
+/// Path building calls the policy serially, but the policy must be `Sendable`, so the table is a locked
+/// reference shared by the policy's copies (as ``CandidateLog`` is). Bounded by what the evaluation may meet: the
+/// presented certificates (at most ``TrustLimits/maximumPresentedCertificates``) and the anchors path building
+/// offers.
+final class CertificateFactsTable: Sendable {
+    private let memo: CertificateFactsMemo
+    /// `fresh`: decoded by this evaluation rather than found in the memo.
+    private let known = LockedValueBox<[(facts: CertificateFacts, fresh: Bool)]>([])
+
+    init(memo: CertificateFactsMemo = .shared) {
+        self.memo = memo
+    }
+
+    /// The facts of `certificate`.
+    func facts(of certificate: Certificate) -> CertificateFacts {
+        // A path holds a handful of certificates, usually the very values (same storage) looked up before, so
+        // `==` answers from the buffers' identity.
+        if let local = self.known.withLockedValue({ list in list.first(where: { $0.facts.certificate == certificate })?.facts }) {
+            return local
+        }
+        let remembered = self.memo.facts(of: certificate)
+        let facts = remembered ?? CertificateFacts(certificate)
+        self.known.withLockedValue { $0.append((facts, remembered == nil)) }
+        return facts
+    }
+
+    /// Hands the facts this evaluation decoded for the certificates of a path that met every rule to the process's
+    /// memo (see ``CertificateFactsMemo`` for why only those); facts that came from the memo are not stored again.
+    func remember(_ path: some Sequence<Certificate>) {
+        let fresh = self.known.withLockedValue { $0.filter(\.fresh).map(\.facts) }
+        guard !fresh.isEmpty else { return }
+        self.memo.remember(path.compactMap { certificate in fresh.first(where: { $0.certificate == certificate }) })
+    }
+}
+
+/// Certificate facts across evaluations, by the certificate's exact bytes: the intermediate and the root of a
+/// server (or of a fleet of devices) arrive on every handshake, so their facts are decoded once per process.
+///
+/// Only facts, never a verdict: a hit returns what ``CertificateFacts/init(_:)`` returned for byte-for-byte the
+/// same certificate (the dictionary compares whole certificates), and every evaluation still runs every stage
+/// on them. Filled only from paths a policy trusted (``CertificateFactsTable/remember(_:)``), so a peer cannot
+/// churn it with certificates of its making. Bounded: at most ``capacity`` certificates, the oldest forgotten
+/// first.
+final class CertificateFactsMemo: Sendable {
+    /// The memo every evaluation of the process shares.
+    static let shared = CertificateFactsMemo(capacity: 2048)
+
+    /// A certificate hashed by a sample of its bytes (as ``EvaluationCache`` keys are): its length, the first 64
+    /// bytes of its TBSCertificate (the serial number) and the last 64; equality compares every byte. Hashing
+    /// whole certificates would cost more than decoding the facts of a small one.
+    private struct Key: Hashable {
+        let certificate: Certificate
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.certificate == rhs.certificate }
+
+        func hash(into hasher: inout Hasher) {
+            let bytes = self.certificate.tbsCertificateBytes
+            hasher.combine(bytes.count)
+            bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+            bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    private struct State {
+        var facts: [Key: CertificateFacts] = [:]
+        /// Insertion order, a ring: `next` is the oldest once the ring is full.
+        var order: [Key] = []
+        var next = 0
+    }
+
+    /// The most certificates remembered.
+    let capacity: Int
+    private let state = LockedValueBox(State())
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "a memo needs room for one certificate")
+        self.capacity = capacity
+    }
+
+    /// The facts remembered for exactly this certificate, or nil.
+    func facts(of certificate: Certificate) -> CertificateFacts? {
+        let key = Key(certificate: certificate)
+        return self.state.withLockedValue { $0.facts[key] }
+    }
+
+    /// Remembers the facts of certificates on a trusted path.
+    func remember(_ entries: [CertificateFacts]) {
+        guard !entries.isEmpty else { return }
+        self.state.withLockedValue { state in
+            for facts in entries {
+                let key = Key(certificate: facts.certificate)
+                guard state.facts.updateValue(facts, forKey: key) == nil else { continue }
+                if state.order.count < self.capacity {
+                    state.order.append(key)
+                } else {
+                    state.facts[state.order[state.next]] = nil
+                    state.order[state.next] = key
+                    state.next = (state.next + 1) % self.capacity
+                }
+            }
+        }
+    }
+
+    /// How many certificates are remembered now.
+    var count: Int { self.state.withLockedValue { $0.facts.count } }
+}

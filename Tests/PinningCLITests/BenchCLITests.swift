@@ -117,7 +117,7 @@ struct BenchCLITests {
         let run = try await f.run(["bench", "pinset", "--hosts", "50", "--applies", "2", "--refreshes", "20", "--json"])
         #expect(run.status == 0, "\(run)")
         let object = try jsonObject(run)
-        #expect(Set(object.keys) == ["hosts", "configurationBytes", "apply", "unchanged", "memory", "load"], "\(run)")
+        #expect(Set(object.keys) == ["hosts", "configurationBytes", "apply", "unchanged", "memory", "load", "lookup"], "\(run)")
         #expect(object["hosts"] as? Int == 50)
         let apply = try #require(object["apply"] as? [String: Any], "\(run)")
         #expect((apply["milliseconds"] as? [Double])?.count == 2 && apply["parseMedianMilliseconds"] is Double, "\(apply)")

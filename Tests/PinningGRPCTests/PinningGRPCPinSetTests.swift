@@ -141,8 +141,13 @@ struct PinningGRPCPinSetTests {
     /// Retried when refused as `unavailable`, as a client of a server that ages its connections out is configured:
     /// an RPC sent on a connection at the instant the server closes it (its GOAWAY still on the way) is refused
     /// before it reaches a service, and is safe to send again.
+    /// They also wait for a connection instead of failing fast (`waitForReady`, bounded by `timeout`): on a loaded
+    /// machine the transport's next connection may still be handshaking when the RPC is made, which gRPC otherwise
+    /// refuses at once as "subchannel isn't ready".
     static var retrying: CallOptions {
         var options = CallOptions.defaults
+        options.waitForReady = true
+        options.timeout = .seconds(60)
         options.executionPolicy = .retry(
             RetryPolicy(maxAttempts: 5, initialBackoff: .milliseconds(50), maxBackoff: .seconds(1), backoffMultiplier: 2, retryableStatusCodes: [.unavailable]))
         return options

@@ -78,3 +78,31 @@ public final class PinSetTestRepository: Sendable {
         self.directory.remove()
     }
 }
+
+/// A server's keys through a rotation, for pin-set tests: A (in service), B (its backup, then in service), C (the
+/// next backup), all for `api.test` under one anchor; and the configuration that pins `api.test` to some of them.
+public struct PinSetRotationKeys: Sendable {
+    public let root: TestIdentity
+    public let a: TestIdentity
+    public let b: TestIdentity
+    public let c: TestIdentity
+
+    public init(rootName: String) throws {
+        self.root = try TestPKI.root(rootName)
+        self.a = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
+        self.b = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
+        self.c = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
+    }
+
+    /// The SPKI pin of `identity`, as a configuration writes it.
+    public func pin(_ identity: TestIdentity) -> String { Pin(spkiOf: identity.certificate).description }
+
+    /// api.test pinned to `pins`, the anchor `root.pem` only.
+    public func configuration(_ pins: [TestIdentity]) -> [UInt8] {
+        let list = pins.map { "\"\(self.pin($0))\"" }.joined(separator: ", ")
+        return Array(#"{"version": 1, "domains": {"api.test": {"pins": [\#(list)], "anchors": ["root.pem"], "anchorsOnly": true}}}"#.utf8)
+    }
+
+    /// The anchor, PEM, as `root.pem` is published beside the configuration.
+    public var anchor: [UInt8] { Array(self.root.certificatePEM.utf8) }
+}

@@ -8,28 +8,6 @@ import X509
 /// generated and served over plain http on 127.0.0.1 by the test, and an upstream whose key the test rotates.
 @Suite("pinning check and proxy --pinset: following a pin set", .serialized, .enabled(if: curlAvailable))
 struct PinSetFollowCLITests {
-    /// The upstream's keys: A in service, B its backup, C the next backup; one anchor.
-    struct Keys {
-        let root: TestIdentity
-        let a: TestIdentity
-        let b: TestIdentity
-        let c: TestIdentity
-
-        init() throws {
-            self.root = try TestPKI.root("Pin Set CLI Root")
-            self.a = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.b = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.c = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-        }
-
-        func configuration(_ pins: [TestIdentity]) -> [UInt8] {
-            let list = pins.map { "\"\(Pin(spkiOf: $0.certificate).description)\"" }.joined(separator: ", ")
-            return Array(#"{"version": 1, "domains": {"api.test": {"pins": [\#(list)], "anchors": ["root.pem"], "anchorsOnly": true}}}"#.utf8)
-        }
-
-        var anchor: [UInt8] { Array(self.root.certificatePEM.utf8) }
-    }
-
     static func eventually(within seconds: Double = 60, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -73,7 +51,7 @@ struct PinSetFollowCLITests {
 
     @Test("check --pinset: judged by the pin set (JSON pinset object); the last good set is used when the repository is gone; with none it refuses to connect, exit 3")
     func check() async throws {
-        let keys = try Keys()
+        let keys = try PinSetRotationKeys(rootName: "Pin Set CLI Root")
         let directory = try TemporaryDirectory(prefix: "pinset-cli-check")
         defer { directory.remove() }
         let repository = try PinSetTestRepository()
@@ -119,7 +97,7 @@ struct PinSetFollowCLITests {
         "proxy --pinset: the upstream rotated to its backup key and a new pin set published; the proxy follows on its schedule without a restart while a long request completes; /status and /metrics show the pin set"
     )
     func proxyRotation() async throws {
-        let keys = try Keys()
+        let keys = try PinSetRotationKeys(rootName: "Pin Set CLI Root")
         let directory = try TemporaryDirectory(prefix: "pinset-cli-proxy")
         defer { directory.remove() }
         let repository = try PinSetTestRepository()

@@ -21,29 +21,6 @@ struct PinningGRPCPinSetTests {
     static let hello = MethodDescriptor(fullyQualifiedService: "rotation.Rotation", method: "Hello")
     static let hold = MethodDescriptor(fullyQualifiedService: "rotation.Rotation", method: "Hold")
 
-    /// The server's keys: A (in service), B (its backup, then in service), C (the next backup); one anchor.
-    struct Keys {
-        let root: TestIdentity
-        let a: TestIdentity
-        let b: TestIdentity
-        let c: TestIdentity
-
-        init() throws {
-            self.root = try TestPKI.root("gRPC Rotation Test Root")
-            self.a = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.b = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.c = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-        }
-
-        /// api.test pinned to `pins`, the anchor `root.pem` only.
-        func configuration(_ pins: [TestIdentity]) -> [UInt8] {
-            let list = pins.map { "\"\(Pin(spkiOf: $0.certificate))\"" }.joined(separator: ", ")
-            return Array(#"{"version": 1, "domains": {"api.test": {"pins": [\#(list)], "anchors": ["root.pem"], "anchorsOnly": true}}}"#.utf8)
-        }
-
-        var anchor: [UInt8] { Array(self.root.certificatePEM.utf8) }
-    }
-
     /// Which key each connection was accepted with, by gRPC's name of its remote peer (`ipv4:127.0.0.1:PORT`), and
     /// the `Hold` streams: started, and whether they may finish.
     final class ServerState: Sendable {
@@ -168,7 +145,7 @@ struct PinningGRPCPinSetTests {
         .enabled(if: ProcessInfo.processInfo.environment["PINNING_RUN_GRPC_PINSET"] == "1", "flaky under the full parallel suite; see the comment")
     )
     func followsPinSet() async throws {
-        let keys = try Keys()
+        let keys = try PinSetRotationKeys(rootName: "gRPC Rotation Test Root")
         let directory = try TemporaryDirectory(prefix: "grpc-pinset")
         defer { directory.remove() }
         let repository = try PinSetTestRepository()

@@ -12,31 +12,6 @@ import X509
 /// the refresh interval without being rebuilt, and a request started before the change completes.
 @Suite("Pin set rotation, live, in a PinnedHTTPClient")
 struct PinSetRotationTests {
-    /// The upstream's keys: A (in service), B (its backup, then in service), C (the next backup); one anchor.
-    struct Keys {
-        let root: TestIdentity
-        let a: TestIdentity
-        let b: TestIdentity
-        let c: TestIdentity
-
-        init() throws {
-            self.root = try TestPKI.root("Rotation Test Root")
-            self.a = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.b = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-            self.c = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
-        }
-
-        func pin(_ identity: TestIdentity) -> String { Pin(spkiOf: identity.certificate).description }
-
-        /// api.test pinned to `pins`, the anchor `root.pem` only.
-        func configuration(_ pins: [TestIdentity]) -> [UInt8] {
-            let list = pins.map { "\"\(self.pin($0))\"" }.joined(separator: ", ")
-            return Array(#"{"version": 1, "domains": {"api.test": {"pins": [\#(list)], "anchors": ["root.pem"], "anchorsOnly": true}}}"#.utf8)
-        }
-
-        var anchor: [UInt8] { Array(self.root.certificatePEM.utf8) }
-    }
-
     /// Waits (polling, bounded) until `condition` holds.
     static func eventually(within seconds: Double = 60, _ condition: () async -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
@@ -49,7 +24,7 @@ struct PinSetRotationTests {
 
     @Test("rotated to the backup key and a new pin set published: the client follows on its schedule; the request in flight completes")
     func rotation() async throws {
-        let keys = try Keys()
+        let keys = try PinSetRotationKeys(rootName: "Rotation Test Root")
         let directory = try TemporaryDirectory(prefix: "pinset-rotation")
         defer { directory.remove() }
         let repository = try PinSetTestRepository()

@@ -90,12 +90,24 @@ struct ChainPolicy: VerifierPolicy {
     /// process, once a trusted path carried the certificate): every stage below reads them from here.
     var facts = CertificateFactsTable()
 
-    /// RFC 5280's version, basicConstraints/pathLen and name-constraint rules. Validity is our own stage so that
-    /// an expired certificate is reported with its dates.
+    /// Whose RFC 5280 version and name-constraint rules apply: ours (``RFC5280Structure``), or, as the reference
+    /// the differential test compares our path builder with, swift-certificates' `RFC5280Policy` (which can only
+    /// judge a chain its own `Verifier` built; see ``PathBuilder``).
+    var structureRules: StructureRules = .ours
+
+    enum StructureRules: Sendable {
+        case ours
+        case swiftCertificatesReference
+    }
+
+    /// swift-certificates' RFC 5280 version, basicConstraints/pathLen and name-constraint rules, for
+    /// ``StructureRules/swiftCertificatesReference`` only. Validity is our own stage so that an expired
+    /// certificate is reported with its dates.
     private let rfc5280 = RFC5280Policy.withValidityCheckDisabled()
 
+    /// The policy as swift-certificates' `Verifier` asks it (the reference path builder).
     mutating func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
-        if let failure = self.firstFailure(chain) {
+        if let failure = self.firstFailure(Array(chain), chain: chain) {
             self.log.record(failure)
             let problem = failure.problem
             return .failsToMeetPolicy(reason: problem)
@@ -103,8 +115,18 @@ struct ChainPolicy: VerifierPolicy {
         return .meetsPolicy
     }
 
-    private func firstFailure(_ chain: UnverifiedCertificateChain) -> CandidateFailure? {
-        let path = Array(chain)
+    /// The policy as our ``PathBuilder`` asks it: true when `path` (leaf first, ending at a trust anchor) meets
+    /// every stage; a refusal is recorded in ``log``.
+    func accepts(_ path: [Certificate]) -> Bool {
+        if let failure = self.firstFailure(path, chain: nil) {
+            self.log.record(failure)
+            return false
+        }
+        return true
+    }
+
+    /// `chain` is the same path as swift-certificates' type, when its `Verifier` built it.
+    private func firstFailure(_ path: [Certificate], chain: UnverifiedCertificateChain?) -> CandidateFailure? {
         let facts = path.map { self.facts.facts(of: $0) }
         // Intermediates are the certificates between the leaf and the anchor; self-issued ones do not count.
         let intermediates = facts.dropFirst().dropLast().filter { !$0.isSelfIssued }.count
@@ -124,9 +146,7 @@ struct ChainPolicy: VerifierPolicy {
         // leaf) is trusted as configured: RFC 5280 path processing has no issuer to check, and
         // swift-certificates would insist that a one-certificate path be a CA, which a server certificate
         // never is. Its validity, usages, name and pins are still checked.
-        if path.count > 1, case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
-            return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
-        }
+        if path.count > 1, let failure = self.structureFailure(path, facts: facts, chain: chain) { return failure }
         if let (index, problem) = ProfileChecks(profile: self.profile, purpose: self.purpose, budget: self.budget).firstProblem(
             in: path,
             facts: facts
@@ -155,6 +175,27 @@ struct ChainPolicy: VerifierPolicy {
             return failure
         }
         return nil
+    }
+
+    /// RFC 5280's version rule and name constraints (and, for the reference, swift-certificates' basicConstraints,
+    /// which ``basicConstraintsFailure(_:facts:)`` has already checked at least as strictly).
+    private func structureFailure(_ path: [Certificate], facts: [CertificateFacts], chain: UnverifiedCertificateChain?) -> CandidateFailure? {
+        switch self.structureRules {
+        case .ours:
+            if let (index, problem) = RFC5280Structure.versionProblem(in: path) ?? RFC5280Structure.nameConstraintProblem(in: path, facts: facts) {
+                return CandidateFailure(stage: .constraints, path: path, certificateIndex: index, problem: problem)
+            }
+            return nil
+        case .swiftCertificatesReference:
+            guard let chain else {
+                // Only swift-certificates' Verifier can hand this policy a chain its RFC5280Policy accepts.
+                return CandidateFailure(stage: .constraints, path: path, problem: "the reference RFC 5280 rules judge only chains swift-certificates built")
+            }
+            if case .failsToMeetPolicy(let reason) = self.rfc5280.chainMeetsPolicyRequirements(chain: chain) {
+                return CandidateFailure(stage: .constraints, path: path, problem: reason.description)
+            }
+            return nil
+        }
     }
 
     /// RFC 5280 §4.1.2.5: valid from notBefore through notAfter, both inclusive.

@@ -55,6 +55,9 @@ final class PathBuildingBudget: Sendable {
         /// The first bound reached; the candidates-per-look-up bound only counts when the search then fails.
         var exhausted: Bound?
         var truncated: Bound?
+        /// Signatures path building verified, and links the verified-link memo answered instead.
+        var signaturesVerified = 0
+        var signaturesRemembered = 0
     }
 
     let limits: TrustLimits
@@ -118,6 +121,20 @@ final class PathBuildingBudget: Sendable {
         return offered
     }
 
+    /// Counts one link path building needed: a signature it verified, or one the verified-link memo answered
+    /// (``VerifiedLinkMemo``). Bookkeeping only: the charge was made when the candidate was offered.
+    func countSignature(remembered: Bool) {
+        PathBuildingCounters.countSignature(remembered: remembered)
+        self.state.withLockedValue { state in
+            if remembered { state.signaturesRemembered += 1 } else { state.signaturesVerified += 1 }
+        }
+    }
+
+    /// Signatures path building verified, and links the memo answered, so far.
+    var signatures: (verified: Int, remembered: Int) {
+        self.state.withLockedValue { ($0.signaturesVerified, $0.signaturesRemembered) }
+    }
+
     /// The bound that stopped the search: a spent budget, or else a look-up that offered fewer candidates than
     /// there were (which may have hidden the path). Nil when the search ran within every bound.
     var boundReached: Bound? {
@@ -158,7 +175,8 @@ final class PathBuildingBudget: Sendable {
     }
 }
 
-/// Certificates by subject, offered to `Verifier` through a ``PathBuildingBudget``: the presented
+/// Certificates by subject, offered to swift-certificates' `Verifier` (the reference path builder, see
+/// ``PathBuilderReference``) through a ``PathBuildingBudget``: the presented
 /// intermediates, or the anchors. Each look-up takes one issuer look-up from the budget and offers at most the
 /// per-look-up bound of candidates, each charged as a signature check.
 struct BudgetedCertificateStore: CustomCertificateStore {

@@ -2,7 +2,7 @@ import Foundation
 import SwiftASN1
 import X509
 
-/// One run of path building and validation on swift-certificates' `Verifier`, turned into a verdict with
+/// One run of path building and validation (``PathBuilder`` with ``ChainPolicy``), turned into a verdict with
 /// evidence. Every evaluation in the package goes through here: the security policy, the host configuration
 /// and the connection adapters never validate chains themselves.
 struct PathValidation {
@@ -78,7 +78,7 @@ struct PathValidation {
             facts: facts
         )
         if let chain = await Self.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: self.budget) {
-            if checksValidity { facts.remember(chain) }
+            if checksValidity { Self.remember(chain, facts: facts) }
             return .success(chain)
         }
 
@@ -105,7 +105,7 @@ struct PathValidation {
                     policy: policy,
                     budget: self.budget
                 ) {
-                    if checksValidity { facts.remember(chain) }
+                    if checksValidity { Self.remember(chain, facts: facts) }
                     return .success(chain)
                 }
             }
@@ -137,9 +137,35 @@ struct PathValidation {
         )
     }
 
-    /// One run of swift-certificates' path building with our policy, within `budget`: both stores offer their
-    /// certificates through it, so every candidate the verifier checks was paid for.
+    /// One run of path building with our policy, within `budget`: ours (``PathBuilder``), or swift-certificates'
+    /// `Verifier` when the differential test asks for the reference (``PathBuilderReference``).
     private static func buildPath(
+        leaf: Certificate,
+        anchors: AnchorSet,
+        intermediates: [Certificate],
+        policy: ChainPolicy,
+        budget: PathBuildingBudget
+    ) async -> X509.ValidatedCertificateChain? {
+        if PathBuilderReference.isActive {
+            var reference = policy
+            reference.structureRules = .swiftCertificatesReference
+            return await Self.buildReferencePath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: reference, budget: budget)
+        }
+        let builder = PathBuilder(
+            anchors: anchors.bySubject,
+            intermediates: Dictionary(grouping: intermediates, by: \.subject),
+            budget: budget,
+            handledCriticalExtensions: ChainPolicy.handledCriticalExtensions,
+            facts: policy.facts,
+            links: .shared
+        )
+        return builder.build(leaf: leaf, policy: policy).map { X509.ValidatedCertificateChain(uncheckedCertificateChain: $0) }
+    }
+
+    /// swift-certificates' path building with our policy, within `budget`: both stores offer their certificates
+    /// through it, so every candidate the verifier checks was paid for. The reference ``PathBuilder`` is compared
+    /// with; no evaluation outside the differential test takes this way.
+    private static func buildReferencePath(
         leaf: Certificate,
         anchors: AnchorSet,
         intermediates: [Certificate],
@@ -160,8 +186,19 @@ struct PathValidation {
         }
     }
 
+    /// Hands what this evaluation learnt about a path that met every rule to the process's memos: each
+    /// certificate's facts, and each link's verified signature (never under the reference builder, which does
+    /// not consult the memo either).
+    private static func remember(_ chain: X509.ValidatedCertificateChain, facts: CertificateFactsTable) {
+        facts.remember(chain)
+        if !PathBuilderReference.isActive {
+            VerifiedLinkMemo.shared.remember(trustedPath: Array(chain))
+        }
+    }
+
     /// The refusal of a search stopped by `bound`, with the work it did.
     private func limitFailure(_ bound: PathBuildingBudget.Bound, host: String?, expectedPins: [Pin]) -> TrustFailure {
+        PathBuildingCounters.countBudgetRefusal()
         let charged = self.budget.charged
         return self.failure(
             .pathBuildingLimitExceeded,
@@ -264,4 +301,12 @@ extension ChainPolicy {
         .X509ExtensionID.extendedKeyUsage,
         .X509ExtensionID.subjectAlternativeName,
     ]
+}
+
+/// Which path builder evaluations in this task use: ours (``PathBuilder``), or, for the differential test only,
+/// swift-certificates' `Verifier` with its `RFC5280Policy`, the reference ours must agree with (`limbo
+/// --differential`, `PathBuilderDifferentialTests`). A task-local value, so a test or tool sets it for the work it
+/// runs and nothing else in the process changes.
+package enum PathBuilderReference {
+    @TaskLocal package static var isActive = false
 }

@@ -385,6 +385,7 @@ let package = Package(
             name: "limbo",
             dependencies: [
                 "Pinning",
+                "PinningPKI",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
@@ -606,7 +607,7 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
             linkerSettings: [.unsafeFlags(["-sanitize=address"])]
         )
     )
-    for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL"] {
+    for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL", "FuzzPathBuilding"] {
         package.targets.append(
             .executableTarget(
                 name: name,

@@ -1,5 +1,6 @@
 import Foundation
 import Pinning
+import PinningPKI
 import SwiftASN1
 import X509
 
@@ -25,6 +26,9 @@ struct LimboRunner {
         var allowedFailures: Int?
         var cache: EvaluationCache?
         var resultsPath: String?
+        var differential = false
+        var generated: Int?
+        var seed: UInt64 = 1
         while !arguments.isEmpty {
             let argument = arguments.removeFirst()
             switch argument {
@@ -36,8 +40,13 @@ struct LimboRunner {
             case "--max-failures": allowedFailures = arguments.isEmpty ? nil : Int(arguments.removeFirst())
             case "--cache": cache = EvaluationCache(maximumEntries: 4096)
             case "--results": resultsPath = arguments.isEmpty ? nil : arguments.removeFirst()
+            case "--differential": differential = true
+            case "--generated": generated = arguments.isEmpty ? nil : Int(arguments.removeFirst())
+            case "--seed": seed = arguments.isEmpty ? seed : UInt64(arguments.removeFirst()) ?? seed
             case "-h", "--help":
-                print("usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--require-passes N] [--max-failures N] [--cache] [--results FILE]")
+                print(
+                    "usage: limbo [PATH-TO-limbo.json] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--require-passes N] [--max-failures N] [--cache] [--results FILE] [--differential] [--generated N [--seed S]]"
+                )
                 return
             default:
                 if argument.hasPrefix("-") {
@@ -46,6 +55,9 @@ struct LimboRunner {
                 }
                 path = argument
             }
+        }
+        if let generated {
+            exit(await Self.generatedDifferential(count: generated, seed: seed) ? 0 : 1)
         }
         let file = path ?? Self.defaultPath()
         let suite: LimboSuite
@@ -66,6 +78,7 @@ struct LimboRunner {
         let started = Date()
         var slowest: (id: String, seconds: Double) = ("", 0)
         var results: [String] = []
+        var differences: [(id: String, ours: String, reference: String)] = []
         for testCase in cases {
             let namespace = String(testCase.id.split(separator: ":").first ?? "")
             var counts = tally[namespace] ?? (0, 0, 0)
@@ -85,6 +98,11 @@ struct LimboRunner {
                 } else {
                     outcome = again
                 }
+            }
+            if differential {
+                let ours = await Self.run(testCase, timeout: timeout, cache: nil)
+                let reference = await PathBuilderReference.$isActive.withValue(true) { await Self.run(testCase, timeout: timeout, cache: nil) }
+                if ours.verdict != reference.verdict { differences.append((testCase.id, ours.line, reference.line)) }
             }
             results.append("\(testCase.id)\t\(outcome.line)")
             let seconds = Date().timeIntervalSince(caseStart)
@@ -149,6 +167,12 @@ struct LimboRunner {
                 FileHandle.standardError.write(Data("limbo: cannot write \(summaryPath): \(error)\n".utf8))
             }
         }
+        if differential {
+            print("differential: \(cases.count - skipReasons.values.reduce(0, +)) cases evaluated by both path builders, \(differences.count) with different verdicts")
+            for difference in differences {
+                print("  \(difference.id): ours \(difference.ours); swift-certificates' Verifier \(difference.reference)")
+            }
+        }
         let passed = tally.values.reduce(0) { $0 + $1.pass }
         let failed = tally.values.reduce(0) { $0 + $1.fail }
         let skipped = tally.values.reduce(0) { $0 + $1.skip }
@@ -162,6 +186,47 @@ struct LimboRunner {
             FileHandle.standardError.write(Data("limbo: \(failed) failed, more than the allowed \(allowedFailures)\n".utf8))
             exit(1)
         }
+        if !differences.isEmpty {
+            FileHandle.standardError.write(Data("limbo: \(differences.count) cases differ between the path builders\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// Compares our path builder with swift-certificates' `Verifier` on `count` generated chains; true when every
+    /// verdict agrees. Prints the tally of verdicts, so a run that trusted nothing (a generator gone wrong) shows.
+    static func generatedDifferential(count: Int, seed: UInt64) async -> Bool {
+        var generator = RandomChainGenerator(seed: seed)
+        var verdicts: [String: Int] = [:]
+        var differences = 0
+        let started = Date()
+        for _ in 0..<max(0, count) {
+            let testCase: RandomChainCase
+            do {
+                testCase = try generator.next()
+            } catch {
+                FileHandle.standardError.write(Data("limbo: the generator failed: \(error)\n".utf8))
+                return false
+            }
+            let trust = ServerTrust(certificates: testCase.presented, anchors: testCase.anchors, anchorsOnly: true, validationTime: testCase.validationTime)
+            let ours = Self.verdict(await trust.evaluate(.ssl(host: testCase.host)))
+            let reference = Self.verdict(await PathBuilderReference.$isActive.withValue(true) { await trust.evaluate(.ssl(host: testCase.host)) })
+            verdicts[ours, default: 0] += 1
+            if ours != reference {
+                differences += 1
+                print("  \(testCase.label): ours \(ours); swift-certificates' Verifier \(reference)")
+            }
+        }
+        print("generated chains (seed \(seed)): \(count) compared in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, \(differences) with different verdicts")
+        for (verdict, number) in verdicts.sorted(by: { $0.value > $1.value }) { print(String(format: "%8d  %@", number, verdict)) }
+        return differences == 0
+    }
+
+    /// A verdict as the differential compares it: trusted with its path's length, or the refusal's code.
+    static func verdict(_ evaluation: TrustEvaluation) -> String {
+        switch evaluation {
+        case .trusted(let trusted): return "trusted (path of \(trusted.path.count))"
+        case .untrusted(let failure): return "\(failure.code)"
+        }
     }
 
     static func defaultPath() -> String {
@@ -174,6 +239,14 @@ struct LimboRunner {
         case rejected(String)
         case timedOut
         case invalidInput(String)
+
+        /// The verdict alone: SUCCESS, or FAILURE with the refusal's code (the words may differ between builders).
+        var verdict: String {
+            switch self {
+            case .rejected(let why): return "FAILURE \(why.prefix { $0 != ":" })"
+            default: return self.line
+            }
+        }
 
         /// The outcome on one line, for `--results`.
         var line: String {

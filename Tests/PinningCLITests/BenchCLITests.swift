@@ -15,8 +15,22 @@ struct BenchCLITests {
     static let evaluationKeys: Set<String> = [
         "evaluationsPerSecond", "cachedEvaluationsPerSecond", "p50Microseconds", "p99Microseconds", "peakRSSBytes",
     ]
+    static let pathBuildingKeys: Set<String> = ["signaturesVerified", "linkMemoHits", "budgetRefusals", "linksHeld"]
 
-    @Test("bench --json takes evaluate's chain and policy flags and emits exactly the five keys")
+    /// `pathBuilding`: exactly its four counts, each a whole number at least zero; returns them.
+    static func pathBuilding(_ object: [String: Any], _ run: CLIRun) throws -> [String: Int] {
+        let counts = try #require(object["pathBuilding"] as? [String: Any], "no pathBuilding object: \(run)")
+        #expect(Set(counts.keys) == Self.pathBuildingKeys, "\(run)")
+        var numbers: [String: Int] = [:]
+        for (key, value) in counts {
+            let number = try #require(value as? Int, "\(key): \(run)")
+            #expect(number >= 0, "\(key): \(run)")
+            numbers[key] = number
+        }
+        return numbers
+    }
+
+    @Test("bench --json takes evaluate's chain and policy flags and emits exactly the five rates and the path-building counts")
     func benchJSON() async throws {
         let f = try await fixture()
         let arguments = [
@@ -26,7 +40,11 @@ struct BenchCLITests {
         let run = try await f.run(arguments)
         #expect(run.status == 0, "\(run)")
         let object = try jsonObject(run)
-        #expect(Set(object.keys) == Self.evaluationKeys, "\(run)")
+        #expect(Set(object.keys) == Self.evaluationKeys.union(["pathBuilding"]), "\(run)")
+        // One chain evaluated again and again: its links are verified once, then the memo answers them.
+        let counts = try Self.pathBuilding(object, run)
+        #expect(counts["signaturesVerified", default: 0] >= 1 && counts["linkMemoHits", default: 0] >= 1, "\(run)")
+        #expect(counts["budgetRefusals"] == 0, "\(run)")
         for key in Self.evaluationKeys {
             let value = try #require(object[key] as? Double, "\(key) is not a number: \(run)")
             #expect(value > 0, "\(key): \(run)")
@@ -59,11 +77,12 @@ struct BenchCLITests {
         #expect(zero.stderr.contains("--iterations"), "\(zero)")
     }
 
-    /// The handshake benches' JSON: exactly the three rates, each a positive number.
+    /// The handshake benches' JSON: exactly the three rates, each a positive number, and the path-building counts.
     static func expectThreeRates(_ run: CLIRun) throws {
         let object = try jsonObject(run)
-        #expect(Set(object.keys) == ["handshakesPerSecond", "baselineHandshakesPerSecond", "unverifiedHandshakesPerSecond"], "\(run)")
-        for (key, value) in object {
+        #expect(Set(object.keys) == ["handshakesPerSecond", "baselineHandshakesPerSecond", "unverifiedHandshakesPerSecond", "pathBuilding"], "\(run)")
+        _ = try Self.pathBuilding(object, run)
+        for (key, value) in object where key != "pathBuilding" {
             let number = try #require(value as? Double, "\(key): \(run)")
             #expect(number > 0, "\(key): \(run)")
         }

@@ -58,12 +58,13 @@ extension PinningCommand.Bench {
                 // cached hit skip the expiry re-check.
                 inputs.trust.validationTime = nil
             }
+            let start = PathBuildingCounters.snapshot
             let measurement = await EvaluationBenchmark(trust: inputs.trust, policy: inputs.policy, host: self.host)
                 .run(iterations: self.iterations, cachedIterations: cachedIterations)
             if let failure = measurement.failure {
                 PinningCommand.Evaluate.warn("the chain is not trusted (\(failure.code)): untrusted verdicts are never cached, so the cached figure measures evaluation too")
             }
-            let report = BenchReport(measurement: measurement, peakRSSBytes: ProcessMemory.peakResidentBytes())
+            let report = BenchReport(measurement: measurement, peakRSSBytes: ProcessMemory.peakResidentBytes(), pathBuilding: PathBuildingReport(since: start))
             if self.json {
                 try JSONOutput.print(report)
             } else {

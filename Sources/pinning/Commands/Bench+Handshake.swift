@@ -123,7 +123,8 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
-            let report: HandshakeBenchReport
+            var report: HandshakeBenchReport
+            let start = PathBuildingCounters.snapshot
             do {
                 if self.server {
                     let benchmark = ServerHandshakeBenchmark(keyType: self.key.keyType, clients: self.clients, cached: self.cache)
@@ -142,6 +143,7 @@ extension PinningCommand.Bench {
                 FileHandle.standardError.write(Data("pinning: bench handshake: \(words)\n".utf8))
                 throw ExitCode(1)
             }
+            report.pathBuilding = PathBuildingReport(since: start)
             if self.json {
                 try JSONOutput.print(report)
             } else {
@@ -156,6 +158,8 @@ struct HandshakeBenchReport: Encodable {
     var handshakesPerSecond: Double
     var baselineHandshakesPerSecond: Double
     var unverifiedHandshakesPerSecond: Double
+    /// What our path building did during the run (issue 31); the command fills it in.
+    var pathBuilding: PathBuildingReport?
 
     var humanReadable: String {
         let ratio = self.baselineHandshakesPerSecond > 0 ? self.handshakesPerSecond / self.baselineHandshakesPerSecond : 0
@@ -163,7 +167,8 @@ struct HandshakeBenchReport: Encodable {
             String(format: "pinning policy        %10.1f handshakes/s  (%.3f× NIOSSL verification)", self.handshakesPerSecond, ratio),
             String(format: "NIOSSL verification   %10.1f handshakes/s", self.baselineHandshakesPerSecond),
             String(format: "no verification       %10.1f handshakes/s", self.unverifiedHandshakesPerSecond),
-        ].joined(separator: "\n")
+            self.pathBuilding?.humanReadable,
+        ].compactMap { $0 }.joined(separator: "\n")
     }
 }
 

@@ -93,13 +93,16 @@ struct BenchReport: Encodable {
     var p50Microseconds: Double
     var p99Microseconds: Double
     var peakRSSBytes: Int
+    /// What path building did during the run (issue 31).
+    var pathBuilding: PathBuildingReport
 
-    init(measurement: EvaluationBenchmark.Measurement, peakRSSBytes: Int) {
+    init(measurement: EvaluationBenchmark.Measurement, peakRSSBytes: Int, pathBuilding: PathBuildingReport) {
         self.evaluationsPerSecond = Self.rounded(measurement.evaluationsPerSecond)
         self.cachedEvaluationsPerSecond = Self.rounded(measurement.cachedEvaluationsPerSecond)
         self.p50Microseconds = Self.rounded(measurement.p50Microseconds)
         self.p99Microseconds = Self.rounded(measurement.p99Microseconds)
         self.peakRSSBytes = peakRSSBytes
+        self.pathBuilding = pathBuilding
     }
 
     static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
@@ -110,7 +113,31 @@ struct BenchReport: Encodable {
             String(format: "uncached  %12.1f evaluations/s  (%ld iterations; p50 %.1f µs, p99 %.1f µs)", self.evaluationsPerSecond, iterations, self.p50Microseconds, self.p99Microseconds),
             String(format: "cached    %12.1f evaluations/s  (%ld iterations; %.1f× uncached)", self.cachedEvaluationsPerSecond, cachedIterations, ratio),
             "peak RSS  \(self.peakRSSBytes) bytes",
+            self.pathBuilding.humanReadable,
         ].joined(separator: "\n")
+    }
+}
+
+/// Path building's work during a bench run (issue 31), for `--json` as `pathBuilding`: signatures verified, links
+/// the verified-link memo answered instead (`linkMemoHits`), evaluations the work budget refused, and the links
+/// the memo held at the end.
+struct PathBuildingReport: Encodable {
+    var signaturesVerified: Int
+    var linkMemoHits: Int
+    var budgetRefusals: Int
+    var linksHeld: Int
+
+    /// The work done since `start` (a `PathBuildingCounters.snapshot` taken before the run).
+    init(since start: PathBuildingCounters.Snapshot) {
+        let counts = PathBuildingCounters.snapshot.since(start)
+        self.signaturesVerified = counts.signaturesVerified
+        self.linkMemoHits = counts.signaturesRemembered
+        self.budgetRefusals = counts.budgetRefusals
+        self.linksHeld = counts.linksHeld
+    }
+
+    var humanReadable: String {
+        "path building: \(self.signaturesVerified) signatures verified, \(self.linkMemoHits) answered by the verified-link memo, \(self.budgetRefusals) budget refusals"
     }
 }
 

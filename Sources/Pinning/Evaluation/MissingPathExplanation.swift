@@ -3,7 +3,7 @@ import X509
 
 /// Says why no path reached an anchor, when path building found no complete candidate at all.
 ///
-/// `Verifier` reports nothing in that case, so we retrace the obvious path: from the leaf, follow presented
+/// Path building reports nothing in that case, so we retrace the obvious path: from the leaf, follow presented
 /// certificates whose subject is the current issuer and whose key verifies the current signature, and look at
 /// where it stops. Its signature checks are paid from the evaluation's budget: once it is spent, the retrace
 /// stops where it is and says so (a peer's 64 certificates of one name would otherwise cost 64 × 64 checks).

@@ -7,12 +7,18 @@ import X509
 /// Runs the SERVER cases of an x509-limbo file through the package's evaluator and prints per-namespace
 /// pass/fail/skip, then `N passed, N failed, N skipped`.
 ///
-/// Usage: `limbo [PATH] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--cache] [--results FILE]`
+/// Usage: `limbo [PATH] [--failures] [--id SUBSTRING] [--timeout SECONDS] [--summary FILE] [--cache] [--results FILE]
+/// [--differential] [--generated N [--seed S]]`
 ///
 /// `--cache` evaluates every case twice through one shared `EvaluationCache` (the second time answered from it
 /// when the first was trusted) and reports the second verdict; a case whose two verdicts differ fails as
 /// CACHE-MISMATCH. `--results FILE` writes one `id<TAB>outcome` line per case, so runs with and without
 /// `--cache` can be compared line for line.
+///
+/// `--differential` (issue 31) evaluates every case once more, with swift-certificates' `Verifier` and its
+/// `RFC5280Policy`, the reference our path builder replaced (`PathBuilderReference`), and compares with our
+/// verdict: a case whose verdicts (trusted, or the refusal's code) differ is listed, and any difference exits 1.
+/// `--generated N [--seed S]` compares the two on N generated chains instead of limbo's (`RandomChainGenerator`).
 @main
 struct LimboRunner {
     static func main() async {
@@ -100,7 +106,8 @@ struct LimboRunner {
                 }
             }
             if differential {
-                let ours = await Self.run(testCase, timeout: timeout, cache: nil)
+                // The verdict above is ours (with --cache, the first run's); the reference runs once more.
+                let ours = cache == nil ? outcome : await Self.run(testCase, timeout: timeout, cache: nil)
                 let reference = await PathBuilderReference.$isActive.withValue(true) { await Self.run(testCase, timeout: timeout, cache: nil) }
                 if ours.verdict != reference.verdict { differences.append((testCase.id, ours.line, reference.line)) }
             }

@@ -89,6 +89,16 @@ struct AsyncHTTPClientThroughProxyTests {
         }
         try await client.shutdown()
         await proxy.stop()
+        // A connection's record is written when the connection has finished closing, on its event loop, which
+        // may be after stop() returned (stop closes the listeners): wait for the connections to drain, then for
+        // both records, up to 10 s.
+        await proxy.drain(timeout: .seconds(10))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline,
+            !records.withLockedValue({ $0.contains { $0.host == "bad.example.com" } && $0.contains { $0.host == "api.example.com" } })
+        {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let logged = records.withLockedValue { $0 }
         #expect(logged.contains { $0.host == "api.example.com" && $0.verdict == .trusted }, "\(logged)")
         #expect(logged.contains { $0.host == "bad.example.com" && $0.failure == "pinMismatch" }, "\(logged)")

@@ -280,7 +280,7 @@ final class InterceptHandler: ChannelInboundHandler {
                 break
             default:
                 // A TLS error with the client (it did not trust the local CA, say), or its connection failing.
-                if let words = ConnectionFailureWords.clientHandshakeProblem(error) {
+                if let words = ConnectionFailureWords.clientHandshakeProblem(error, alerts: TLSAlertObserver.alerts(of: context.channel)) {
                     self.failure = "clientTLS"
                     self.message = words
                 } else {

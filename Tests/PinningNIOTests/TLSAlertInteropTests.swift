@@ -142,4 +142,26 @@ struct TLSAlertInteropTests {
             ConnectionFailureWords.clientHandshakeProblem(refusing) == "the client refused this server's certificate: TLS alert unknown_ca (48)"
         )
     }
+
+    @Test("after a trusted handshake the observer ends (TLS 1.3: after the server's next record) and its secrets are gone", arguments: ["-tls1_2", "-tls1_3"])
+    func observerEnds(_ version: String) async throws {
+        let fixture = try Fixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServerProcess.opensslServer(["-cert", fixture.serverCert, "-cert_chain", fixture.serverChain, "-key", fixture.serverKey, "-www", version])
+        defer { server.stop() }
+        let client = try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: TrustSettings(anchors: [fixture.server.root.certificate], anchorsOnly: true))
+        let connection = try await client.connect(
+            host: "localhost", port: server.port, address: try SocketAddress(ipAddress: "127.0.0.1", port: server.port), group: MultiThreadedEventLoopGroup.singleton)
+        defer { connection.channel.close(promise: nil) }
+        let channel = connection.channel
+        // s_server sends its session tickets right after the handshake (TLS 1.3); the connection stays open and idle.
+        var observing = true
+        for _ in 0..<500 where observing {
+            observing = try await channel.eventLoop.submit { try channel.pipeline.syncOperations.handler(type: TLSAlertObserver.self).isObserving }.get()
+            if observing { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(!observing, "the observer still reads (and may hold secrets) on an idle trusted connection")
+        let alerts = try await channel.eventLoop.submit { try channel.pipeline.syncOperations.handler(type: TLSAlertObserver.self).alerts }.get()
+        #expect(alerts == TLSAlertsSeen())
+    }
 }

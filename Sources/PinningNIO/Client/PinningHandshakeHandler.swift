@@ -310,6 +310,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// is decided again, under the current policy, before anything the peer sent is passed on.
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil, self.held == nil {
+            self.alertObserver?.handshakeCompleted()
             switch self.verdict.current {
             case .trusted:
                 self.conclude(context: context, event: event)

@@ -20,10 +20,11 @@ package import NIOSSL
 /// - TLS 1.2 alerts sent after ChangeCipherSpec (rare: a bad Finished) are not decrypted: no alert known.
 ///
 /// It never decides anything: trust is the verification callback's and ``PinningHandshakeHandler``'s. It reads at
-/// most the first 64 records of each direction, keeps at most a few hundred bytes of each of a few records, then
-/// passes bytes through unread; malformed or hostile records end its reading with "no alert known". The secrets
-/// are held from the key log lines until the reading ends or the channel closes, then overwritten, and never
-/// logged or exposed.
+/// most the first 64 records of each direction, keeps at most a few hundred bytes of each of a few records, and
+/// ends when the handshake has completed (a TLS 1.3 client: after the peer's next record, see
+/// ``handshakeCompleted()``), when the channel closes, or at that limit; then it passes bytes through unread.
+/// Malformed or hostile records end its reading with "no alert known". The secrets are held from the key log lines
+/// until it ends, then overwritten; they are never logged or exposed.
 public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
@@ -35,6 +36,8 @@ public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandl
     /// The random this observer registered its interest under, until it ends.
     private var registered: [UInt8]?
     private var ended = false
+    /// Once the handshake completed on our side: how many peer records had been read then.
+    private var inboundRecordsAtCompletion: Int?
 
     init(role: TLSRecordObservation.Role, secrets: TLSAlertSecrets = .shared) {
         self.observation = TLSRecordObservation(role: role)
@@ -53,6 +56,9 @@ public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandl
         let connection = channel.parent ?? channel
         return (try? connection.pipeline.syncOperations.handler(type: TLSAlertObserver.self))?.alerts
     }
+
+    /// Whether it still reads records (and may hold the connection's secrets); false once it ended.
+    package var isObserving: Bool { !self.ended }
 
     /// The alerts seen so far, the kept encrypted records decrypted first with the secrets logged until now.
     public var alerts: TLSAlertsSeen {
@@ -80,13 +86,33 @@ public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandl
         self.end()
     }
 
+    /// Our side's handshake completed (``PinningHandshakeHandler`` or the proxy tell it, from NIOSSL's event, which
+    /// this handler on the socket's side of NIOSSL does not see).
+    ///
+    /// A TLS 1.3 client's handshake completes before the server has read our certificate: a server refusing it
+    /// sends its alert as its next record. So a TLS 1.3 client reads one more whole record from the peer (that alert,
+    /// a session ticket or the response), then ends; every other side ends now, as nothing of the handshake is left
+    /// to refuse. Ending opens what was kept and overwrites the secrets.
+    package func handshakeCompleted() {
+        guard !self.ended, self.inboundRecordsAtCompletion == nil else { return }
+        if self.observation.role == .client && self.observation.isTLS13 {
+            self.inboundRecordsAtCompletion = self.observation.recordsRead(.inbound)
+        } else {
+            self.end()
+        }
+    }
+
     private func observe(_ bytes: ByteBufferView, _ direction: TLSRecordObservation.Direction) {
         self.observation.read(bytes, direction)
         if self.registered == nil, let random = self.observation.clientRandom {
             // Refused (nil) when another live connection registered the same random: its secrets are never ours.
             self.registered = self.secrets.register(random) ? random : []
         }
-        if self.observation.isFinished { self.end() }
+        if self.observation.isFinished {
+            self.end()
+        } else if let mark = self.inboundRecordsAtCompletion, self.observation.recordsRead(.inbound) > mark {
+            self.end()
+        }
     }
 
     /// Opens the kept records with the secrets logged so far.

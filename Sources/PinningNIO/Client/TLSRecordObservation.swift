@@ -75,6 +75,9 @@ struct TLSRecordObservation {
         self.role = role
     }
 
+    /// How many whole records of `direction` were read.
+    func recordsRead(_ direction: Direction) -> Int { self.streams[direction.rawValue].recordsRead }
+
     /// Whether neither direction will be read any further.
     var isFinished: Bool { self.streams.allSatisfy(\.isFinished) }
 

@@ -93,10 +93,10 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         let theirs = config.channelDebuggingCallbacks.onCreateTCPConnection
         config.channelDebuggingCallbacks.onCreateTCPConnection = { channel in
             let secured = channel.eventLoop.makeCompletedFuture {
-                let (tls, pinning) = try client.makeClientTLSHandlers(host: host)
+                let (handlers, _) = try client.makeClientTLSHandlerChain(host: host)
                 // First in the pipeline: everything the transport added (HTTP/2, gRPC) sits behind TLS, and
                 // the pinning handler holds every inbound byte until the policy trusted this connection.
-                try channel.pipeline.syncOperations.addHandlers([tls, pinning], position: .first)
+                try channel.pipeline.syncOperations.addHandlers(handlers, position: .first)
             }
             guard let theirs else { return secured }
             return secured.flatMap { theirs(channel) }

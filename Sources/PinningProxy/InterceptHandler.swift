@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import NIOTLS
 import Pinning
 import PinningNIO
 
@@ -244,6 +245,10 @@ final class InterceptHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls {
+            // The client's handshake with the local CA is done: its alert observer ends (and forgets the secrets).
+            (try? context.pipeline.syncOperations.handler(type: TLSAlertObserver.self))?.handshakeCompleted()
+        }
         if event is IdleStateHandler.IdleStateEvent {
             context.close(promise: nil)
             return
@@ -280,7 +285,7 @@ final class InterceptHandler: ChannelInboundHandler {
                 break
             default:
                 // A TLS error with the client (it did not trust the local CA, say), or its connection failing.
-                if let words = ConnectionFailureWords.clientHandshakeProblem(error) {
+                if let words = ConnectionFailureWords.clientHandshakeProblem(error, alerts: TLSAlertObserver.alerts(of: context.channel)) {
                     self.failure = "clientTLS"
                     self.message = words
                 } else {

@@ -175,6 +175,8 @@ public final class ProxyCertificateAuthority: Sendable {
             let nioKey = try NIOSSLPrivateKey(bytes: Array(self.leafKey.derRepresentation), format: .der)
             var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(nioLeaf)], privateKey: .privateKey(nioKey))
             configuration.minimumTLSVersion = .tlsv12
+            // The TLS 1.3 secrets for the alert observer on the client's side (ProxyFrontHandler), nothing else.
+            configuration.keyLogCallback = TLSAlertSecrets.shared.keyLogCallback(forwardingTo: nil)
             context = try NIOSSLContext(configuration: configuration)
         } catch {
             throw ProxyError("cannot mint a certificate for \(host): the local CA could not sign it, or TLS could not use it (\(ConnectionFailureWords.words(error)))")

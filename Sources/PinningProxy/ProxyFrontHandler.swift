@@ -201,6 +201,9 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         do {
             let operations = context.pipeline.syncOperations
             try self.sendEstablished(context: context)
+            // On the socket's side of TLS: the alerts the client sends (a client that does not trust the local CA)
+            // are read as values for the log (InterceptHandler).
+            try operations.addHandler(TLSAlertObserver.forServer())
             try operations.addHandler(NIOSSLServerHandler(context: sslContext))
             // The client's handshake with the local CA's certificate, and each request head inside it, have their
             // deadlines; a request that does not parse is answered in words (431 for a head over 80 KiB, 400

@@ -241,6 +241,27 @@ struct CheckErrorsCLITests {
         expectOneCleanLine(foreignAtServe, status: 3, contains: "the server refused the handshake: TLS alert")
     }
 
+    @Test(
+        "--json: the alert s_server sent as a value under each TLS 1.3 AEAD (decrypted from the records), the line naming it",
+        .enabled(if: CLI.hasOpenSSL),
+        arguments: ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]
+    )
+    func alertValueInJSON(_ suite: String) async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let server = try await ServerProcess.openssl(
+            serving: fixture, ["-www", "-tls1_3", "-ciphersuites", suite, "-Verify", "1", "-verify_return_error", "-CAfile", fixture.clientRoot])
+        defer { server.stop() }
+        let run = try await fixture.check(Self.arguments(server.port, root: fixture.root) + ["--json"])
+        #expect(run.status == 3, "\(run)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+        let alert = try #require(object["tlsAlert"] as? [String: Any], "\(run.stdout)")
+        #expect(alert["code"] as? Int == 116 && alert["name"] as? String == "certificate_required" && alert["level"] as? String == "fatal", "\(alert)")
+        #expect(object["errorCode"] as? String == "handshakeFailed")
+        #expect((object["error"] as? String)?.hasPrefix("localhost: the server refused the handshake: TLS alert certificate_required (116)") == true, "\(object)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+    }
+
     @Test("check reaches openssl s_server with an Ed25519 certificate", .enabled(if: CLI.hasOpenSSL))
     func ed25519Server() async throws {
         let fixture = try await ServeCheckFixture()

@@ -64,9 +64,16 @@ struct ClientTLSContextsTests {
             #expect(try make().sslContext === made.sslContext, "variant \(index) asked again")
             #expect(contexts.contextsMade == 2 + index)
         }
-        // The key log is applied to the shared context's configuration (NIOSSL calls it per handshake).
-        #expect(try self.client(keyLog: keyLog, contexts: contexts).configuration.keyLogCallback != nil)
-        #expect(first.configuration.keyLogCallback == nil)
+        // The key log is applied to the shared context's configuration (NIOSSL calls it per handshake), behind the
+        // alert observers' callback, which every context carries (TLSAlertSecrets keeps only the lines of
+        // connections whose TLSAlertObserver registered them): without a key log, that callback alone.
+        let logged = try self.client(keyLog: keyLog, contexts: contexts)
+        #expect(logged.configuration.keyLogCallback != nil && first.configuration.keyLogCallback != nil)
+        let before = try String(contentsOfFile: keyLog.path, encoding: .utf8)
+        first.configuration.keyLogCallback?(ByteBuffer(string: "CLIENT_TRAFFIC_SECRET_0 \(String(repeating: "ab", count: 32)) \(String(repeating: "cd", count: 32))\n"))
+        #expect(try String(contentsOfFile: keyLog.path, encoding: .utf8) == before, "no key log given: nothing is written anywhere")
+        logged.configuration.keyLogCallback?(ByteBuffer(string: "CLIENT_TRAFFIC_SECRET_0 \(String(repeating: "ab", count: 32)) \(String(repeating: "cd", count: 32))\n"))
+        #expect(try String(contentsOfFile: keyLog.path, encoding: .utf8).hasSuffix("CLIENT_TRAFFIC_SECRET_0 \(String(repeating: "ab", count: 32)) \(String(repeating: "cd", count: 32))\n"))
     }
 
     @Test("bounded: past the capacity the least recently used context is dropped; a configuration that reads a file is never kept")

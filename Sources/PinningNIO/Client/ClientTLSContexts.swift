@@ -82,7 +82,10 @@ package final class ClientTLSContexts: Sendable {
             // The key log's callback replaces the configuration's own; the key log itself is the key.
             keyed.keyLogCallback = nil
         }
-        let applied = keyLog.map { $0.applied(to: keyed) } ?? keyed
+        var applied = keyLog.map { $0.applied(to: keyed) } ?? keyed
+        // Every context feeds the alert observers' secrets (``TLSAlertObserver``), then the key log as before; not
+        // part of the key (the registry is the process's one).
+        applied.keyLogCallback = TLSAlertSecrets.shared.keyLogCallback(forwardingTo: applied.keyLogCallback)
         guard !Self.readsFiles(keyed) else {
             self.state.withLockedValue { $0.made += 1 }
             return (try NIOSSLContext(configuration: applied), applied)

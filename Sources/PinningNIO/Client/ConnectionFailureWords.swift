@@ -4,76 +4,28 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// A TLS alert the peer sent (RFC 8446 §6, RFC 5246 §7.2): a server refusing our client certificate, a version
-/// or cipher it does not accept, or any other handshake refusal.
-public struct TLSAlert: Sendable, Hashable, CustomStringConvertible {
-    /// The alert's number, e.g. 116.
-    public var code: Int
-    /// The alert's name as the RFCs spell it, e.g. `certificate_required`; `alert N` when unknown.
-    public var name: String
-
-    /// An alert by number, named from the RFCs' registry.
-    public init(code: Int) {
-        self.code = code
-        self.name = Self.names[code] ?? "alert \(code)"
-    }
-
-    /// `TLS alert certificate_required (116)`.
-    public var description: String { "TLS alert \(self.name) (\(self.code))" }
-
-    /// Whether the alert is the peer's verdict on a certificate (ours, when a server sends it).
-    public var isAboutCertificate: Bool { [41, 42, 43, 44, 45, 46, 48, 49, 116].contains(self.code) }
-
-    /// The TLS Alert registry (IANA "TLS Alerts"), the values a peer sends.
-    static let names: [Int: String] = [
-        0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac", 21: "decryption_failed",
-        22: "record_overflow", 30: "decompression_failure", 40: "handshake_failure", 41: "no_certificate",
-        42: "bad_certificate", 43: "unsupported_certificate", 44: "certificate_revoked", 45: "certificate_expired",
-        46: "certificate_unknown", 47: "illegal_parameter", 48: "unknown_ca", 49: "access_denied",
-        50: "decode_error", 51: "decrypt_error", 60: "export_restriction", 70: "protocol_version",
-        71: "insufficient_security", 80: "internal_error", 86: "inappropriate_fallback", 90: "user_canceled",
-        100: "no_renegotiation", 109: "missing_extension", 110: "unsupported_extension",
-        111: "certificate_unobtainable", 112: "unrecognized_name", 113: "bad_certificate_status_response",
-        114: "bad_certificate_hash_value", 115: "unknown_psk_identity", 116: "certificate_required",
-        120: "no_application_protocol", 121: "ech_required",
-    ]
-}
-
 /// Turns what NIO, NIOSSL and NIOHTTP1 report into words a user can act on, without their internals (BoringSSL's
 /// packed error numbers, its source paths, NIO's type dumps). The full error stays in
 /// ``PinningConnectionError/underlying`` for `--verbose` and logs.
 package enum ConnectionFailureWords {
-    /// One BoringSSL error entry, read back from NIOSSL's text (NIOSSL keeps the packed code private; its
-    /// `description` is `Error: <decimal> error:<hex>:<library>:OPENSSL_internal:<REASON> at <file>:<line>`).
+    /// One BoringSSL error entry's reason, read back from NIOSSL's text (its `description` is
+    /// `Error: <decimal> error:<hex>:<library>:OPENSSL_internal:<REASON> at <file>:<line>`), only to choose words
+    /// for failures that are not alerts (a version or protocol mismatch seen by our own TLS library). Alerts are never
+    /// read from here: ``TLSAlertObserver`` takes them from the records.
     struct BoringSSLEntry: Equatable {
-        /// The packed error code (library << 24 | reason).
-        var packed: UInt32?
-        /// The reason's name, e.g. `TLSV1_ALERT_CERTIFICATE_REQUIRED`; for NIOSSL's synthetic entries, their text.
+        /// The reason's name, e.g. `WRONG_VERSION_NUMBER`; for NIOSSL's synthetic entries, their text.
         var reason: String
-
-        /// BoringSSL's `ERR_LIB_SSL`.
-        static let librarySSL: UInt32 = 16
 
         init(_ entry: BoringSSLInternalError) {
             let text = entry.description
             guard let range = text.range(of: "error:") else {
                 // Synthetic ("EOF during handshake"): `Error:  <text>`.
-                self.packed = nil
                 self.reason = text.replacingOccurrences(of: "Error:", with: "").trimmingCharacters(in: .whitespaces)
                 return
             }
             let fields = text[range.upperBound...].split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
-            self.packed = fields.first.flatMap { UInt32($0, radix: 16) }
             let last = fields.count == 4 ? String(fields[3]) : ""
             self.reason = String(last.components(separatedBy: " at ").first ?? last)
-        }
-
-        /// A received alert: BoringSSL reports one as `SSL_R_*_ALERT_*` = 1000 + the alert's number.
-        var receivedAlert: TLSAlert? {
-            guard let packed, packed >> 24 == Self.librarySSL else { return nil }
-            let reason = Int(packed & 0xFFF)
-            guard (1000..<1256).contains(reason) else { return nil }
-            return TLSAlert(code: reason - 1000)
         }
     }
 
@@ -99,14 +51,10 @@ package enum ConnectionFailureWords {
         return nil
     }
 
-    /// The alert the peer sent, when `error` reports one.
-    static func receivedAlert(in error: any Error) -> TLSAlert? {
-        self.boringSSLEntries(error)?.lazy.compactMap(\.receivedAlert).first
-    }
-
-    /// Words for a TLS-level failure, or nil when `error` is not one.
-    static func tlsProblem(_ error: any Error) -> String? {
-        if let alert = self.receivedAlert(in: error) {
+    /// Words for a TLS-level failure, or nil when `error` is not one. `alerts` are those ``TLSAlertObserver`` read
+    /// on the connection: the peer's alert, when known, is the words (never BoringSSL's text about it).
+    static func tlsProblem(_ error: any Error, alerts: TLSAlertsSeen? = nil) -> String? {
+        if let alert = alerts?.receivedFailure {
             return "the server refused the handshake: \(alert)"
         }
         if let error = error as? NIOSSLError {
@@ -129,10 +77,19 @@ package enum ConnectionFailureWords {
     /// Words for why the TLS handshake with a *client* failed, as a server reports it (the client sent an alert,
     /// presented no certificate, sent a certificate message over BoringSSL's limit, did not speak TLS), or nil
     /// when `error` is not a TLS failure. ``tlsProblem(_:)`` says the same from a client's side.
-    package static func clientHandshakeProblem(_ error: any Error) -> String? {
-        if let alert = self.receivedAlert(in: error) {
+    /// A ``PinningConnectionError`` is read by its ``PinningConnectionError/receivedAlert`` first, then its
+    /// underlying error; another error by `alerts`, what a ``TLSAlertObserver`` read on the connection.
+    package static func clientHandshakeProblem(_ error: any Error, alerts: TLSAlertsSeen? = nil) -> String? {
+        if let alert = alerts?.receivedFailure {
             return alert.isAboutCertificate
                 ? "the client refused this server's certificate: \(alert)" : "the client ended the handshake: \(alert)"
+        }
+        if let error = error as? PinningConnectionError {
+            if let alert = error.receivedAlert {
+                return alert.isAboutCertificate
+                    ? "the client refused this server's certificate: \(alert)" : "the client ended the handshake: \(alert)"
+            }
+            return error.underlying.flatMap { self.clientHandshakeProblem($0) }
         }
         if let error = error as? NIOSSLError, case .uncleanShutdown = error {
             return "the client closed the connection during the TLS handshake"

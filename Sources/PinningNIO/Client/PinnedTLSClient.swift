@@ -198,12 +198,27 @@ public struct PinnedTLSClient: Sendable {
         host: String
     ) throws -> EventLoopFuture<PinnedHandshake> {
         let (tls, pinning) = try self.makeClientTLSHandlers(host: host)
-        try pipeline.addHandler(tls)
-        try pipeline.addHandler(pinning)
+        try pipeline.addHandlers(Self.alertObservingHandlers(tls: tls, pinning: pinning, role: .client))
         guard let handshake = pinning.handshake else {
             throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the pinning handler was not added")
         }
         return handshake
+    }
+
+    /// `tls` and `pinning` with a ``TLSAlertObserver`` in front (on the socket's side of NIOSSL, where it sees the
+    /// records), in the order to add them: the one way this module puts TLS on a connection, client or server.
+    static func alertObservingHandlers(tls: NIOSSLHandler, pinning: PinningHandshakeHandler, role: TLSRecordObservation.Role) -> [any ChannelHandler] {
+        let observer = TLSAlertObserver(role: role)
+        pinning.alertObserver = observer
+        return [observer, tls, pinning]
+    }
+
+    /// The handlers ``addHandlers(to:host:)`` adds, in order (a ``TLSAlertObserver``, NIOSSL's client handler and the
+    /// ``PinningHandshakeHandler``), for a transport that places them itself; the handshake outcome is the last
+    /// handler's ``PinningHandshakeHandler/handshake`` once added.
+    public func makeClientTLSHandlerChain(host: String) throws -> (handlers: [any ChannelHandler], pinning: PinningHandshakeHandler) {
+        let (tls, pinning) = try self.makeClientTLSHandlers(host: host)
+        return (Self.alertObservingHandlers(tls: tls, pinning: pinning, role: .client), pinning)
     }
 
     /// Connects to `host`, completes the TLS handshake and returns the trusted connection.

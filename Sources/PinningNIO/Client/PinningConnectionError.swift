@@ -95,16 +95,27 @@ public struct PinningConnectionError: Error, CustomStringConvertible, CustomDebu
         self.underlying = underlying
     }
 
+    /// This error with the alerts seen on its connection (those already set stay).
+    func with(_ alerts: TLSAlertsSeen?) -> PinningConnectionError {
+        var error = self
+        error.receivedAlert = error.receivedAlert ?? alerts?.receivedFailure
+        error.sentAlert = error.sentAlert ?? alerts?.sentFailure
+        return error
+    }
+
     /// The policy refused the peer.
     public static func untrusted(_ failure: TrustFailure, host: String?) -> PinningConnectionError {
         PinningConnectionError(code: .untrusted, host: host, message: failure.description, trustFailure: failure)
     }
 
     /// The TLS alert the peer sent, when the failure is one (a server refusing our client certificate sends
-    /// `certificate_required` or `unknown_ca`, a server refusing our TLS versions `protocol_version`).
-    public var receivedAlert: TLSAlert? {
-        self.underlying.flatMap { ConnectionFailureWords.receivedAlert(in: $0) }
-    }
+    /// `certificate_required` or `unknown_ca`, a server refusing our TLS versions `protocol_version`): read from the
+    /// connection's records by ``TLSAlertObserver``, never from a library's error text. Nil when no alert is known
+    /// (none was sent, or it could not be read: a TLS 1.2 alert after ChangeCipherSpec).
+    public var receivedAlert: TLSAlert?
+    /// The TLS alert this side sent (our TLS library refusing the peer: `bad_certificate` when the policy refused
+    /// its chain, `protocol_version`, `decode_error`…), when one is known.
+    public var sentAlert: TLSAlert?
 
     /// `"untrusted: <the TrustFailure's one-line description>"`, or `"CODE: host: message"`: words only.
     public var description: String {

@@ -265,6 +265,9 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
 
     private let immediateResumedSessionCheck: ImmediateResumedSessionCheck?
     private var promise: EventLoopPromise<PinnedHandshake>?
+    /// The observer of this connection's records, between the socket and NIOSSL, when one was added: the alerts it
+    /// read go into the failure (``PinningConnectionError/receivedAlert``, ``PinningConnectionError/sentAlert``).
+    var alertObserver: TLSAlertObserver?
     private var result: Result<PinnedHandshake, PinningConnectionError>?
     /// While a resumed session is re-checked: what arrived meanwhile, delivered only once the peer is trusted.
     private var held: (event: Any, reads: [NIOAny], readComplete: Bool)?
@@ -307,6 +310,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// is decided again, under the current policy, before anything the peer sent is passed on.
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil, self.held == nil {
+            self.alertObserver?.handshakeCompleted()
             switch self.verdict.current {
             case .trusted:
                 self.conclude(context: context, event: event)
@@ -466,8 +470,14 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// server's log should say that it left (or was cut off) while judged rather than blame the TLS library.
     package static let closedWhileJudging = "the connection closed while the peer's certificate chain was being judged"
 
-    /// The error to report: the recorded policy decision wins over whatever NIOSSL said.
+    /// The error to report, with the alerts read on the connection.
     private func mapped(_ error: (any Error)?) -> PinningConnectionError {
+        let alerts = self.alertObserver?.alerts
+        return self.mapped(error, alerts: alerts).with(alerts)
+    }
+
+    /// The error to report: the recorded policy decision wins over whatever NIOSSL said.
+    private func mapped(_ error: (any Error)?, alerts: TLSAlertsSeen?) -> PinningConnectionError {
         if var refusal = self.verdict.refusal(host: self.host) {
             refusal.underlying = refusal.underlying ?? error
             return refusal
@@ -479,7 +489,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         }
         if let error {
             if let already = error as? PinningConnectionError { return already }
-            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: ConnectionFailureWords.tlsProblem(error) ?? "the TLS handshake failed", underlying: error)
+            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: ConnectionFailureWords.tlsProblem(error, alerts: alerts) ?? "the TLS handshake failed", underlying: error)
         }
         return PinningConnectionError(code: .notEvaluated, host: self.host, message: "the handshake completed without the trust policy being applied on this connection; refused")
     }

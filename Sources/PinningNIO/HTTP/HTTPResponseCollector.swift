@@ -138,11 +138,12 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
             self.uncleanShutdown = true
             return
         }
-        self.fail(self.mapped(error))
+        let alerts = TLSAlertObserver.alerts(of: context.channel)
+        self.fail(self.mapped(error, alerts: alerts).with(alerts))
         context.close(promise: nil)
     }
 
-    private func mapped(_ error: any Error) -> PinningConnectionError {
+    private func mapped(_ error: any Error, alerts: TLSAlertsSeen?) -> PinningConnectionError {
         if let error = error as? PinningConnectionError { return error }
         if let parserError = error as? HTTPParserError, let head = self.head, parserError == .invalidEOFState {
             return PinningConnectionError(code: .httpFailed, host: self.host, message: self.cutShort(head), underlying: error)
@@ -150,7 +151,7 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         if let words = ConnectionFailureWords.httpProblem(error) {
             return PinningConnectionError(code: .httpFailed, host: self.host, message: words, underlying: error)
         }
-        if let alert = ConnectionFailureWords.receivedAlert(in: error) {
+        if let alert = alerts?.receivedFailure {
             // TLS 1.3: the client's side of the handshake completes before the server has read our certificate,
             // so its refusal arrives now. Said as the server said it, every time.
             return PinningConnectionError(code: .handshakeFailed, host: self.host, message: "the server refused the handshake: \(alert)", underlying: error)

@@ -123,7 +123,10 @@ public struct MutualTLSServer: Sendable {
             clientCertificateAuthorities: configuration.clientCertificateAuthorities
         )
         tls.applicationProtocols = configuration.applicationProtocols
-        self.configuration = configuration.keyLog?.applied(to: tls) ?? tls
+        var logged = configuration.keyLog?.applied(to: tls) ?? tls
+        // The alert observers' secrets (``TLSAlertObserver``), then the key log's line as before.
+        logged.keyLogCallback = TLSAlertSecrets.shared.keyLogCallback(forwardingTo: logged.keyLogCallback)
+        self.configuration = logged
         self.clock = clock
         // Fails at configuration time, not at the first connection.
         self.sessions = ServerSessions(context: try NIOSSLContext(configuration: self.configuration))
@@ -289,8 +292,7 @@ public struct MutualTLSServer: Sendable {
     @discardableResult
     public func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws -> EventLoopFuture<PinnedHandshake> {
         let (tls, pinning) = try self.makeServerTLSHandlers()
-        try pipeline.addHandler(tls)
-        try pipeline.addHandler(pinning)
+        try pipeline.addHandlers(PinnedTLSClient.alertObservingHandlers(tls: tls, pinning: pinning, role: .server))
         guard let handshake = pinning.handshake else {
             throw PinningConnectionError(code: .handshakeFailed, host: nil, message: "the pinning handler was not added")
         }

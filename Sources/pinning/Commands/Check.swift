@@ -257,7 +257,8 @@ extension PinningCommand {
                     report.error = errorLine
                     report.errorCode = error.code.description
                     report.errorDetail = errorDetail
-                    report.tlsAlert = error.receivedAlert.map { CheckReport.Alert(code: $0.code, name: $0.name) }
+                    report.tlsAlert = error.receivedAlert.map(CheckReport.Alert.init)
+                    report.tlsAlertSent = error.sentAlert.map(CheckReport.Alert.init)
                 }
             }
             if report.bodyMayBeTruncated == true, errorLine == nil {
@@ -472,9 +473,18 @@ enum UserFacingText {
 
 /// What `pinning check` prints.
 struct CheckReport: Encodable {
+    /// A TLS alert as PinningNIO read it from the connection's records (never from a library's error text).
     struct Alert: Encodable {
         var code: Int
         var name: String
+        /// `fatal` or `warning`.
+        var level: String
+
+        init(_ alert: TLSAlert) {
+            self.code = alert.code
+            self.name = alert.name
+            self.level = alert.level == .fatal ? "fatal" : "warning"
+        }
     }
 
     var url: String
@@ -495,6 +505,8 @@ struct CheckReport: Encodable {
     var errorDetail: String?
     /// The TLS alert the server sent, when the error is one.
     var tlsAlert: Alert?
+    /// The TLS alert this client sent, when the error came with one (its TLS library refusing the handshake).
+    var tlsAlertSent: Alert?
 
     var humanReadable: String {
         var lines = ["GET \(self.url)"]

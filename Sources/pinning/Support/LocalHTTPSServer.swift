@@ -176,7 +176,7 @@ private struct TLSSetup: Sendable {
             guard watch.bytesReceived > 0 else { return nil }
             // The TLS library ended the handshake (no certificate, a certificate message over its limit, an alert
             // from the client, not TLS at all), or the client hung up: said from the server's side.
-            let words = error.underlying.flatMap(ConnectionFailureWords.clientHandshakeProblem) ?? error.message
+            let words = ConnectionFailureWords.clientHandshakeProblem(error) ?? error.message
             return "\(words) (\(watch.bytesReceived) bytes received)"
         }
     }

@@ -1,0 +1,374 @@
+import Crypto
+import NIOCore
+
+import struct Foundation.Data
+
+/// What ``TLSAlertObserver`` reads from the two record streams of one TLS connection: the hellos' random and cipher
+/// suite, the plaintext alerts, and a bounded handful of small encrypted records that may be TLS 1.3 alerts. Pure:
+/// bytes in, alerts out; no I/O, no clock, no locks (the observer owns one per connection, on its event loop).
+///
+/// Bounds, whatever the peer sends:
+/// - Only the first ``recordLimit`` records of each direction are read; after that the direction is passed over
+///   unread (``isFinished``). A handshake and the few records after it fit well inside (a server refusing our client
+///   certificate under TLS 1.3 writes its alert as its first record after its Finished).
+/// - Of a record, at most ``helloPrefixLimit`` bytes are kept (a hello's prefix, once per direction), 2 bytes of a
+///   plaintext alert, and the whole of an encrypted record only when it is at most ``candidateLimit`` bytes (an
+///   encrypted alert is 19 bytes unpadded); at most ``candidatesPerDirection`` such records are kept, the latest.
+/// - A record header that is not TLS (unknown content type, major version not 3, a length over RFC 8446's 2^14 + 256
+///   and RFC 5246's 2^14 + 2048) ends the reading of that direction: "no alert known" is always a valid answer.
+struct TLSRecordObservation {
+    enum Direction: Int, CaseIterable {
+        /// Bytes this side wrote.
+        case outbound = 0
+        /// Bytes the peer wrote.
+        case inbound = 1
+    }
+
+    /// Which side of the handshake this is: who writes the ClientHello.
+    enum Role {
+        case client
+        case server
+    }
+
+    static let recordLimit = 64
+    static let helloPrefixLimit = 4096
+    static let candidateLimit = 300
+    static let candidatesPerDirection = 8
+    static let maximumRecordLength = (1 << 14) + 2048
+
+    /// A small encrypted record kept for a TLS 1.3 alert: its header (the AEAD's additional data), its body, and its
+    /// index among the encrypted records of its direction (the sequence number, once the key epoch is known).
+    struct Candidate {
+        var index: Int
+        var header: [UInt8]
+        var body: [UInt8]
+    }
+
+    private struct Stream {
+        /// The bytes of a record header read so far (0-5).
+        var header: [UInt8] = []
+        /// The record being read: its content type, the bytes still to come, and what is kept of it.
+        var type: UInt8 = 0
+        var remaining = 0
+        var keep = 0
+        var kept: [UInt8] = []
+        var recordsRead = 0
+        var encryptedRecords = 0
+        var helloRead = false
+        var failed = false
+        var candidates: [Candidate] = []
+
+        var isFinished: Bool { self.failed || self.recordsRead >= TLSRecordObservation.recordLimit && self.remaining == 0 }
+    }
+
+    let role: Role
+    private var streams = [Stream(), Stream()]
+    /// The ClientHello's random (32 bytes), which names the connection's secrets in the NSS key log.
+    private(set) var clientRandom: [UInt8]?
+    /// The ServerHello's cipher suite, and whether it chose TLS 1.3 (its supported_versions extension).
+    private(set) var cipherSuite: UInt16?
+    private(set) var isTLS13 = false
+    /// The alerts read so far (plaintext ones as they arrive, decrypted ones once ``resolve(secrets:)`` found them).
+    private(set) var alerts = TLSAlertsSeen()
+
+    init(role: Role) {
+        self.role = role
+    }
+
+    /// How many whole records of `direction` were read.
+    func recordsRead(_ direction: Direction) -> Int { self.streams[direction.rawValue].recordsRead }
+
+    /// Whether neither direction will be read any further.
+    var isFinished: Bool { self.streams.allSatisfy(\.isFinished) }
+
+    /// Whether encrypted records are kept that ``resolve(secrets:)`` has not read yet.
+    var hasPendingCandidates: Bool { self.streams.contains { !$0.candidates.isEmpty } }
+
+    /// Reads `bytes`, the next bytes of `direction`, in whatever pieces the socket delivered them.
+    mutating func read(_ bytes: ByteBufferView, _ direction: Direction) {
+        var stream = self.streams[direction.rawValue]
+        defer { self.streams[direction.rawValue] = stream }
+        var index = bytes.startIndex
+        while index < bytes.endIndex, !stream.isFinished {
+            if stream.remaining == 0 && stream.header.count < 5 {
+                let take = min(5 - stream.header.count, bytes.endIndex - index)
+                stream.header.append(contentsOf: bytes[index..<(index + take)])
+                index += take
+                guard stream.header.count == 5 else { break }
+                guard self.begin(&stream) else {
+                    stream.failed = true
+                    break
+                }
+                if stream.remaining > 0 { continue }
+            } else {
+                let take = min(stream.remaining, bytes.endIndex - index)
+                let room = max(0, stream.keep - stream.kept.count)
+                if room > 0 { stream.kept.append(contentsOf: bytes[index..<(index + min(room, take))]) }
+                stream.remaining -= take
+                index += take
+                guard stream.remaining == 0 else { continue }
+            }
+            self.end(&stream, direction)
+        }
+    }
+
+    /// Starts a record from its 5-byte header; false when the header is not TLS.
+    private func begin(_ stream: inout Stream) -> Bool {
+        let header = stream.header
+        let length = Int(header[3]) << 8 | Int(header[4])
+        guard (20...24).contains(header[0]), header[1] == 3, length <= Self.maximumRecordLength else { return false }
+        stream.type = header[0]
+        stream.remaining = length
+        stream.kept = []
+        switch header[0] {
+        case 22 where !stream.helloRead: stream.keep = min(length, Self.helloPrefixLimit)
+        case 21: stream.keep = min(length, 2)
+        case 23 where length <= Self.candidateLimit: stream.keep = length
+        default: stream.keep = 0
+        }
+        return true
+    }
+
+    /// Ends the record whose header and kept bytes `stream` holds.
+    private mutating func end(_ stream: inout Stream, _ direction: Direction) {
+        let header = stream.header
+        let length = Int(header[3]) << 8 | Int(header[4])
+        stream.recordsRead += 1
+        stream.header = []
+        switch stream.type {
+        case 21 where length == 2:
+            // A plaintext alert: TLS 1.2 before ChangeCipherSpec, or TLS 1.3 before the sender has handshake keys
+            // (an encrypted alert is never 2 bytes: TLS 1.3's outer type is 23, and TLS 1.2's AEAD or MAC adds more).
+            if let alert = Self.alert(stream.kept) { self.record(alert, direction) }
+        case 22 where !stream.helloRead:
+            stream.helloRead = true
+            self.readHello(stream.kept)
+        case 23:
+            if length <= Self.candidateLimit {
+                stream.candidates.append(Candidate(index: stream.encryptedRecords, header: header, body: stream.kept))
+                if stream.candidates.count > Self.candidatesPerDirection { stream.candidates.removeFirst() }
+            }
+            stream.encryptedRecords += 1
+        default:
+            break
+        }
+        stream.kept = []
+    }
+
+    private mutating func record(_ alert: TLSAlert, _ direction: Direction) {
+        // A connection ends at its first fatal alert; a few are plenty, and a hostile stream cannot grow the list.
+        switch direction {
+        case .inbound where self.alerts.received.count < 4: self.alerts.received.append(alert)
+        case .outbound where self.alerts.sent.count < 4: self.alerts.sent.append(alert)
+        default: break
+        }
+    }
+
+    /// An alert's two bytes (level, description), when the level is one RFC 8446 §6 defines.
+    static func alert(_ bytes: [UInt8]) -> TLSAlert? {
+        guard bytes.count == 2, let level = TLSAlert.Level(rawValue: Int(bytes[0])) else { return nil }
+        return TLSAlert(code: Int(bytes[1]), level: level)
+    }
+
+    /// Reads the first handshake message of a record: a ClientHello's random, or a ServerHello's cipher suite and
+    /// version (RFC 8446 §4.1.2-4.1.3). Anything else, or a truncated message, is left unread.
+    private mutating func readHello(_ bytes: [UInt8]) {
+        var reader = Reader(bytes)
+        guard let type = reader.byte(), reader.skip(3), reader.skip(2), let random = reader.bytes(32) else { return }
+        switch type {
+        case 1:
+            if self.clientRandom == nil { self.clientRandom = random }
+        case 2:
+            guard let sessionIDLength = reader.byte(), reader.skip(Int(sessionIDLength)), let suite = reader.uint16(), reader.skip(1)
+            else { return }
+            self.cipherSuite = suite
+            guard let extensionsLength = reader.uint16(), var extensions = reader.sub(Int(extensionsLength)) else { return }
+            while let extensionType = extensions.uint16(), let length = extensions.uint16(), var body = extensions.sub(Int(length)) {
+                // supported_versions (43) in a ServerHello is the one selected version.
+                if extensionType == 43, body.uint16() == 0x0304 { self.isTLS13 = true }
+            }
+        default:
+            return
+        }
+    }
+
+    /// Decrypts the kept encrypted records with the connection's TLS 1.3 traffic secrets, records the alerts among
+    /// them, and drops every record it could read (alert or not). Records that no key opens stay only while a
+    /// secret they may need is still missing.
+    mutating func resolve(secrets: TLS13Secrets) {
+        guard self.isTLS13, let suite = self.cipherSuite.flatMap(TLS13Cipher.init(suite:)) else {
+            for index in self.streams.indices { self.streams[index].candidates = [] }
+            return
+        }
+        for direction in Direction.allCases {
+            let writtenByClient = (direction == .outbound) == (self.role == .client)
+            let handshakeKeys = (writtenByClient ? secrets.clientHandshake : secrets.serverHandshake).flatMap { suite.keys(from: $0) }
+            let applicationKeys = (writtenByClient ? secrets.clientApplication : secrets.serverApplication).flatMap { suite.keys(from: $0) }
+            var kept: [Candidate] = []
+            for candidate in self.streams[direction.rawValue].candidates {
+                if let inner = Self.open(candidate, suite: suite, handshake: handshakeKeys, application: applicationKeys) {
+                    if inner.type == 21, let alert = Self.alert(inner.content) { self.record(alert, direction) }
+                } else if handshakeKeys == nil || applicationKeys == nil {
+                    kept.append(candidate)
+                }
+            }
+            self.streams[direction.rawValue].candidates = kept
+        }
+    }
+
+    /// Forgets every kept record (when the secrets are gone, nothing can read them).
+    mutating func dropCandidates() {
+        for index in self.streams.indices { self.streams[index].candidates = [] }
+    }
+
+    /// A record opened under the handshake keys at its index, or under the application keys at any sequence number
+    /// the index allows (the epoch changes after the sender's Finished, at a record this observer did not keep):
+    /// the AEAD's tag decides, so a wrong guess never reads as an alert. At most index + 2 tries, on records of at
+    /// most ``candidateLimit`` bytes.
+    static func open(_ candidate: Candidate, suite: TLS13Cipher, handshake: TLS13Cipher.Keys?, application: TLS13Cipher.Keys?) -> (type: UInt8, content: [UInt8])? {
+        if let handshake, let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(candidate.index), keys: handshake) {
+            return inner
+        }
+        if let application {
+            for sequence in stride(from: candidate.index, through: 0, by: -1) {
+                if let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(sequence), keys: application) {
+                    return inner
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A bounds-checked reader over a hello's bytes.
+    struct Reader {
+        private var bytes: ArraySlice<UInt8>
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
+        init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+        mutating func byte() -> UInt8? { self.bytes.popFirst() }
+
+        mutating func uint16() -> UInt16? {
+            guard let high = self.byte(), let low = self.byte() else { return nil }
+            return UInt16(high) << 8 | UInt16(low)
+        }
+
+        mutating func bytes(_ count: Int) -> [UInt8]? { self.sub(count).map { Array($0.bytes) } }
+
+        mutating func skip(_ count: Int) -> Bool { self.sub(count) != nil }
+
+        mutating func sub(_ count: Int) -> Reader? {
+            guard count >= 0, self.bytes.count >= count else { return nil }
+            let taken = self.bytes.prefix(count)
+            self.bytes = self.bytes.dropFirst(count)
+            return Reader(taken)
+        }
+    }
+}
+
+/// A connection's TLS 1.3 traffic secrets, as the NSS key log names them. Held by ``TLSAlertObserver`` only until
+/// its observation ends, then overwritten.
+struct TLS13Secrets {
+    var clientHandshake: [UInt8]?
+    var serverHandshake: [UInt8]?
+    var clientApplication: [UInt8]?
+    var serverApplication: [UInt8]?
+
+    /// Records one key log line's secret (`LABEL <client_random hex> <secret hex>`); other labels are ignored.
+    mutating func set(label: Substring, secret: [UInt8]) {
+        switch label {
+        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": self.clientHandshake = secret
+        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": self.serverHandshake = secret
+        case "CLIENT_TRAFFIC_SECRET_0": self.clientApplication = secret
+        case "SERVER_TRAFFIC_SECRET_0": self.serverApplication = secret
+        default: break
+        }
+    }
+
+    /// Overwrites every secret, then forgets it.
+    mutating func wipe() {
+        for keyPath in [\Self.clientHandshake, \Self.serverHandshake, \Self.clientApplication, \Self.serverApplication] {
+            if var secret = self[keyPath: keyPath] {
+                for index in secret.indices { secret[index] = 0 }
+                self[keyPath: keyPath] = secret
+            }
+            self[keyPath: keyPath] = nil
+        }
+    }
+}
+
+/// The three AEADs of TLS 1.3's cipher suites (RFC 8446 §B.4), with the record layer's key schedule (§7.3) and
+/// record protection (§5.2), on swift-crypto. Only opens; never seals.
+enum TLS13Cipher {
+    case aes128GCM
+    case aes256GCM
+    case chaCha20Poly1305
+
+    struct Keys {
+        var key: SymmetricKey
+        var iv: [UInt8]
+    }
+
+    init?(suite: UInt16) {
+        switch suite {
+        case 0x1301: self = .aes128GCM
+        case 0x1302: self = .aes256GCM
+        case 0x1303: self = .chaCha20Poly1305
+        default: return nil
+        }
+    }
+
+    /// `[sender]_write_key` and `[sender]_write_iv` from a traffic secret (RFC 8446 §7.3).
+    func keys(from secret: [UInt8]) -> Keys? {
+        let keyLength = self == .aes128GCM ? 16 : 32
+        let hashLength = self == .aes256GCM ? 48 : 32
+        guard secret.count == hashLength else { return nil }
+        let key = self.expandLabel(secret, "key", length: keyLength)
+        let iv = self.expandLabel(secret, "iv", length: 12)
+        return Keys(key: SymmetricKey(data: key), iv: iv)
+    }
+
+    /// HKDF-Expand-Label(Secret, Label, "", Length) (RFC 8446 §7.1), with the suite's hash.
+    func expandLabel(_ secret: [UInt8], _ label: String, length: Int) -> [UInt8] {
+        let fullLabel = Array("tls13 \(label)".utf8)
+        var info: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF), UInt8(fullLabel.count)]
+        info += fullLabel
+        info.append(0)  // an empty context
+        let prk = SymmetricKey(data: secret)
+        let output: SymmetricKey
+        if self == .aes256GCM {
+            output = HKDF<SHA384>.expand(pseudoRandomKey: prk, info: info, outputByteCount: length)
+        } else {
+            output = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: info, outputByteCount: length)
+        }
+        return output.withUnsafeBytes { Array($0) }
+    }
+
+    /// The inner plaintext of a TLSCiphertext (RFC 8446 §5.2): its real content type (the last non-zero byte) and
+    /// content; nil when the tag does not verify or the plaintext is all padding.
+    func open(_ body: [UInt8], header: [UInt8], sequence: UInt64, keys: Keys) -> (type: UInt8, content: [UInt8])? {
+        guard body.count >= 17 else { return nil }
+        var nonce = keys.iv
+        for index in 0..<8 { nonce[4 + index] ^= UInt8(truncatingIfNeeded: sequence >> (56 - 8 * UInt64(index))) }
+        let ciphertext = body.dropLast(16)
+        let tag = body.suffix(16)
+        let plaintext: Data
+        do {
+            switch self {
+            case .aes128GCM, .aes256GCM:
+                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                plaintext = try AES.GCM.open(box, using: keys.key, authenticating: header)
+            case .chaCha20Poly1305:
+                let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                plaintext = try ChaChaPoly.open(box, using: keys.key, authenticating: header)
+            }
+        } catch {
+            // A tag that does not verify: not this key or sequence number (or a forged record). Not an alert.
+            return nil
+        }
+        var bytes = Array(plaintext)
+        while let last = bytes.last, last == 0 { bytes.removeLast() }
+        guard let type = bytes.popLast() else { return nil }
+        return (type, bytes)
+    }
+}

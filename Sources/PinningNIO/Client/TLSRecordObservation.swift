@@ -16,8 +16,8 @@ import struct Foundation.Data
 ///   encrypted alert is 19 bytes unpadded); at most ``candidatesPerDirection`` such records are kept, the latest.
 /// - A record header that is not TLS (unknown content type, major version not 3, a length over RFC 8446's 2^14 + 256
 ///   and RFC 5246's 2^14 + 2048) ends the reading of that direction: "no alert known" is always a valid answer.
-struct TLSRecordObservation {
-    enum Direction: Int, CaseIterable {
+package struct TLSRecordObservation {
+    package enum Direction: Int, CaseIterable {
         /// Bytes this side wrote.
         case outbound = 0
         /// Bytes the peer wrote.
@@ -25,7 +25,7 @@ struct TLSRecordObservation {
     }
 
     /// Which side of the handshake this is: who writes the ClientHello.
-    enum Role {
+    package enum Role {
         case client
         case server
     }
@@ -69,9 +69,9 @@ struct TLSRecordObservation {
     private(set) var cipherSuite: UInt16?
     private(set) var isTLS13 = false
     /// The alerts read so far (plaintext ones as they arrive, decrypted ones once ``resolve(secrets:)`` found them).
-    private(set) var alerts = TLSAlertsSeen()
+    package private(set) var alerts = TLSAlertsSeen()
 
-    init(role: Role) {
+    package init(role: Role) {
         self.role = role
     }
 
@@ -79,13 +79,13 @@ struct TLSRecordObservation {
     func recordsRead(_ direction: Direction) -> Int { self.streams[direction.rawValue].recordsRead }
 
     /// Whether neither direction will be read any further.
-    var isFinished: Bool { self.streams.allSatisfy(\.isFinished) }
+    package var isFinished: Bool { self.streams.allSatisfy(\.isFinished) }
 
     /// Whether encrypted records are kept that ``resolve(secrets:)`` has not read yet.
     var hasPendingCandidates: Bool { self.streams.contains { !$0.candidates.isEmpty } }
 
     /// Reads `bytes`, the next bytes of `direction`, in whatever pieces the socket delivered them.
-    mutating func read(_ bytes: ByteBufferView, _ direction: Direction) {
+    package mutating func read(_ bytes: ByteBufferView, _ direction: Direction) {
         var stream = self.streams[direction.rawValue]
         defer { self.streams[direction.rawValue] = stream }
         var index = bytes.startIndex
@@ -195,7 +195,7 @@ struct TLSRecordObservation {
     /// Decrypts the kept encrypted records with the connection's TLS 1.3 traffic secrets, records the alerts among
     /// them, and drops every record it could read (alert or not). Records that no key opens stay only while a
     /// secret they may need is still missing.
-    mutating func resolve(secrets: TLS13Secrets) {
+    package mutating func resolve(secrets: TLS13Secrets) {
         guard self.isTLS13, let suite = self.cipherSuite.flatMap(TLS13Cipher.init(suite:)) else {
             for index in self.streams.indices { self.streams[index].candidates = [] }
             return
@@ -268,14 +268,16 @@ struct TLSRecordObservation {
 
 /// A connection's TLS 1.3 traffic secrets, as the NSS key log names them. Held by ``TLSAlertObserver`` only until
 /// its observation ends, then overwritten.
-struct TLS13Secrets {
+package struct TLS13Secrets {
     var clientHandshake: [UInt8]?
     var serverHandshake: [UInt8]?
     var clientApplication: [UInt8]?
     var serverApplication: [UInt8]?
 
+    package init() {}
+
     /// Records one key log line's secret (`LABEL <client_random hex> <secret hex>`); other labels are ignored.
-    mutating func set(label: Substring, secret: [UInt8]) {
+    package mutating func set(label: Substring, secret: [UInt8]) {
         switch label {
         case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": self.clientHandshake = secret
         case "SERVER_HANDSHAKE_TRAFFIC_SECRET": self.serverHandshake = secret
@@ -285,15 +287,23 @@ struct TLS13Secrets {
         }
     }
 
-    /// Overwrites every secret, then forgets it.
+    /// Overwrites every stored secret in place, then forgets it. In place: copying the array out first (`if var
+    /// secret = …`) would zero a copy and free the original untouched. Best effort, as anything in Swift: the key
+    /// log line NIOSSL handed over and the derived AEAD keys (swift-crypto's `SymmetricKey`, which zeroes its own
+    /// storage) are not this type's to overwrite.
     mutating func wipe() {
-        for keyPath in [\Self.clientHandshake, \Self.serverHandshake, \Self.clientApplication, \Self.serverApplication] {
-            if var secret = self[keyPath: keyPath] {
-                for index in secret.indices { secret[index] = 0 }
-                self[keyPath: keyPath] = secret
-            }
-            self[keyPath: keyPath] = nil
+        Self.zero(&self.clientHandshake)
+        Self.zero(&self.serverHandshake)
+        Self.zero(&self.clientApplication)
+        Self.zero(&self.serverApplication)
+    }
+
+    private static func zero(_ secret: inout [UInt8]?) {
+        guard secret != nil else { return }
+        secret!.withUnsafeMutableBytes { bytes in
+            for index in bytes.indices { bytes[index] = 0 }
         }
+        secret = nil
     }
 }
 

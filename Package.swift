@@ -609,7 +609,7 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
             linkerSettings: [.unsafeFlags(["-sanitize=address"])]
         )
     )
-    for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL", "FuzzPathBuilding"] {
+    for name in ["FuzzCertificateLoading", "FuzzPKCS7", "FuzzPKCS12", "FuzzPin", "FuzzConfiguration", "FuzzEvaluation", "FuzzCRL", "FuzzPathBuilding", "FuzzTLSRecords"] {
         package.targets.append(
             .executableTarget(
                 name: name,
@@ -619,6 +619,8 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
                     "PinningNIO",
                     // Seeds made with the test PKI (FuzzCRL signs its seed CRLs with TestCRL).
                     "PinningPKI",
+                    // FuzzTLSRecords hands the record reader NIO byte buffers.
+                    .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "X509", package: "swift-certificates"),
                     .product(name: "SwiftASN1", package: "swift-asn1"),
                 ],

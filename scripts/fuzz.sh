@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh all SECONDS                                  every target, after one build (CI)
 #   scripts/fuzz.sh build [swift build args...]                  only builds them
 #   scripts/fuzz.sh list                                         lists them
-# TARGET: FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL FuzzPathBuilding
+# TARGET: FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL FuzzPathBuilding FuzzTLSRecords
 #
 # The targets' sources are in Fuzz/Sources. They exist only in the hardening build of the root package
 # (PINNING_HARDENING_BUILD=1, see Package.swift and scripts/hardening-settings.sh): one build with
@@ -23,7 +23,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=scripts/hardening-settings.sh
 source "$root/scripts/hardening-settings.sh"
 work="$hardening_scratch/fuzz"
-targets=(FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL FuzzPathBuilding)
+targets=(FuzzCertificateLoading FuzzPKCS7 FuzzPKCS12 FuzzPin FuzzConfiguration FuzzEvaluation FuzzCRL FuzzPathBuilding FuzzTLSRecords)
 
 usage() { echo "usage: $0 TARGET SECONDS [libFuzzer flags...] | $0 all SECONDS | $0 build | $0 list" >&2; exit 64; }
 [[ $# -ge 1 ]] || usage

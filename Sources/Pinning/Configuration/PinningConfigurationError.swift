@@ -33,37 +33,37 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
             let storage: Storage
 
             /// The file cannot be read.
-            public static let unreadableFile = Kind(storage: .unreadableFile)
+            package static let unreadableFile = Kind(storage: .unreadableFile)
             /// The file is larger than its cap (``PinningConfiguration/maximumFileSize``, or ``PinningConfiguration/maximumPinSetSize`` for a pin set).
-            public static let fileTooLarge = Kind(storage: .fileTooLarge)
+            package static let fileTooLarge = Kind(storage: .fileTooLarge)
             /// The text is not JSON.
-            public static let invalidJSON = Kind(storage: .invalidJSON)
+            package static let invalidJSON = Kind(storage: .invalidJSON)
             /// A field the format does not define (a typo such as `enforcePinning` must never be ignored).
-            public static let unknownField = Kind(storage: .unknownField)
+            package static let unknownField = Kind(storage: .unknownField)
             /// A required field is absent.
-            public static let missingField = Kind(storage: .missingField)
+            package static let missingField = Kind(storage: .missingField)
             /// A field has the wrong JSON type.
-            public static let wrongType = Kind(storage: .wrongType)
+            package static let wrongType = Kind(storage: .wrongType)
             /// A field's value is not acceptable (bad pin, bad date, too few pins, unknown `unlistedHosts`…).
-            public static let invalidValue = Kind(storage: .invalidValue)
+            package static let invalidValue = Kind(storage: .invalidValue)
             /// A `domains` key is malformed or too broad.
-            public static let invalidPattern = Kind(storage: .invalidPattern)
+            package static let invalidPattern = Kind(storage: .invalidPattern)
             /// An anchor file is missing or holds no usable certificate.
-            public static let anchorFile = Kind(storage: .anchorFile)
+            package static let anchorFile = Kind(storage: .anchorFile)
             /// A file in `revocation.crls` is missing or is not a CRL.
-            public static let crlFile = Kind(storage: .crlFile)
+            package static let crlFile = Kind(storage: .crlFile)
 
             /// The kind's name, e.g. `invalidPattern`.
             public var description: String { self.storage.rawValue }
         }
 
         /// The kind of problem.
-        public var kind: Kind
+        package var kind: Kind
         /// The `domains` key of the entry at fault, or nil for the top level.
-        public var entry: String?
+        package var entry: String?
         /// The field at fault (`pins`, `pins[1]`, `expires`…), or nil when the problem is the entry's key or
         /// the whole file.
-        public var field: String?
+        package var field: String?
         /// What is wrong, in one sentence.
         public var message: String
 
@@ -77,7 +77,7 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
 
         /// Where the problem is, as a JSON-path-like location: `domains["api.example.com"].pins[1]`, `version`,
         /// or `(file)`.
-        public var location: String {
+        package var location: String {
             var location = ""
             if let entry { location = "domains[\"\(entry)\"]" }
             if let field { location += location.isEmpty ? field : ".\(field)" }

@@ -51,26 +51,26 @@ public struct RevocationPolicy: Sendable, Hashable {
     }
 
     /// The CRLs to check against, in the order given.
-    public var crls: [CertificateRevocationList] {
+    package var crls: [CertificateRevocationList] {
         get { self.index.crls }
         set { self.index = CRLIndex(newValue) }
     }
     /// What an unknown status does; default ``Mode/hard``.
-    public var mode: Mode
+    package var mode: Mode
     /// Which certificates are checked; default ``Scope/leaf``.
-    public var scope: Scope
+    package var scope: Scope
     /// Why CRLs that were looked for could not be had (a download that failed), in words. Added to the reason
     /// of an unknown status; it changes no verdict and is not part of equality.
-    public var unavailable: [String] = []
+    package var unavailable: [String] = []
     /// CRLs are also wanted from the CRL distribution points of the certificates in scope (RFC 5280
     /// §4.2.1.13), in addition to ``crls``. The core never downloads anything: `PinningNIO`'s
     /// `RevocationFetchingEvaluator`, which every `PinnedTLSClient` puts in front of its evaluator, fetches them,
     /// adds them to ``crls`` and sets ``fetched``. An evaluator that does not fetch leaves a certificate with no
     /// CRL among ``crls`` unknown, and says why in the reason; it never treats "not fetched" as "not revoked".
-    public var fetch: Bool
+    package var fetch: Bool
     /// Set by the evaluator that fetched for this policy (whether or not every download succeeded; the failures
     /// are in ``unavailable``).
-    public var fetched: Bool = false
+    package var fetched: Bool = false
 
     /// The CRLs grouped by issuer, their digest and a memo of verified signatures; rebuilt when ``crls`` is set.
     private(set) var index: CRLIndex

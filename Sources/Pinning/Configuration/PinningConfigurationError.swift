@@ -33,32 +33,32 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
             let storage: Storage
 
             /// The file cannot be read.
-            package static let unreadableFile = Kind(storage: .unreadableFile)
+            public static let unreadableFile = Kind(storage: .unreadableFile)
             /// The file is larger than its cap (``PinningConfiguration/maximumFileSize``, or ``PinningConfiguration/maximumPinSetSize`` for a pin set).
-            package static let fileTooLarge = Kind(storage: .fileTooLarge)
+            public static let fileTooLarge = Kind(storage: .fileTooLarge)
             /// The text is not JSON.
-            package static let invalidJSON = Kind(storage: .invalidJSON)
+            public static let invalidJSON = Kind(storage: .invalidJSON)
             /// A field the format does not define (a typo such as `enforcePinning` must never be ignored).
-            package static let unknownField = Kind(storage: .unknownField)
+            public static let unknownField = Kind(storage: .unknownField)
             /// A required field is absent.
-            package static let missingField = Kind(storage: .missingField)
+            public static let missingField = Kind(storage: .missingField)
             /// A field has the wrong JSON type.
-            package static let wrongType = Kind(storage: .wrongType)
+            public static let wrongType = Kind(storage: .wrongType)
             /// A field's value is not acceptable (bad pin, bad date, too few pins, unknown `unlistedHosts`…).
-            package static let invalidValue = Kind(storage: .invalidValue)
+            public static let invalidValue = Kind(storage: .invalidValue)
             /// A `domains` key is malformed or too broad.
-            package static let invalidPattern = Kind(storage: .invalidPattern)
+            public static let invalidPattern = Kind(storage: .invalidPattern)
             /// An anchor file is missing or holds no usable certificate.
-            package static let anchorFile = Kind(storage: .anchorFile)
+            public static let anchorFile = Kind(storage: .anchorFile)
             /// A file in `revocation.crls` is missing or is not a CRL.
-            package static let crlFile = Kind(storage: .crlFile)
+            public static let crlFile = Kind(storage: .crlFile)
 
             /// The kind's name, e.g. `invalidPattern`.
             public var description: String { self.storage.rawValue }
         }
 
         /// The kind of problem.
-        package var kind: Kind
+        public var kind: Kind
         /// The `domains` key of the entry at fault, or nil for the top level.
         package var entry: String?
         /// The field at fault (`pins`, `pins[1]`, `expires`…), or nil when the problem is the entry's key or

@@ -46,7 +46,7 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The role (`root`, `timestamp`, `snapshot`, `targets`, a delegated role's name) or, for a target, its path.
     package var role: String
-    package var rule: Rule
+    public var rule: Rule
     /// What happened, after the role: "version 1 is older than the trusted version 2".
     public var message: String
     /// The version expected (trusted, or named by the URL, timestamp or snapshot), when versions are involved.

@@ -57,7 +57,7 @@ public struct PinningConfiguration: Sendable {
         package let expires: Date?
         /// The anchor files as written in the configuration (relative to the configuration file).
         package let anchorFiles: [String]
-        /// The certificates loaded from ``anchorFiles``.
+        /// The certificates loaded from `anchorFiles`.
         public let anchors: [Certificate]
         /// Whether only ``anchors`` are trusted for this entry (no platform roots).
         public let anchorsOnly: Bool
@@ -71,7 +71,7 @@ public struct PinningConfiguration: Sendable {
         package let clientIdentity: ClientIdentitySource?
         /// The CRL files of `revocation.crls` as written (relative to the configuration file).
         package let revocationFiles: [String]
-        /// How this entry's chains are checked for revocation (the CRLs read from ``revocationFiles``); nil
+        /// How this entry's chains are checked for revocation (the CRLs read from `revocationFiles`); nil
         /// checks none, unless the trust handed to ``PinningConfiguration/evaluate(_:forHost:port:)`` has its own.
         public let revocation: RevocationPolicy?
 
@@ -105,7 +105,7 @@ public struct PinningConfiguration: Sendable {
     /// The only version this library reads.
     package static let supportedVersion = 1
 
-    /// The format version (always ``supportedVersion``).
+    /// The format version (always `supportedVersion`).
     public let version: Int
     /// What happens to hosts no entry matches.
     package let unlistedHosts: UnlistedHosts

@@ -20,8 +20,8 @@ import X509
 ///   limits, and the validation time when one is fixed (``ServerTrust/validationTime``). Evaluations at "now"
 ///   share one key and are re-checked on every hit.
 /// - A hit at "now" counts only while now lies inside every validity period on the paths that earned the verdict
-///   (the latest `notBefore` to the earliest `notAfter`), and no longer than ``timeToLive`` after it was stored.
-/// - At most ``maximumEntries`` entries are kept; the least recently used one goes first.
+///   (the latest `notBefore` to the earliest `notAfter`), and no longer than `timeToLive` after it was stored.
+/// - At most `maximumEntries` entries are kept; the least recently used one goes first.
 ///
 /// Failures are never cached. A rejection can be caused by the clock (not yet valid, expired), and the failure
 /// path is the rare one (and the one an attacker drives), so caching it would trade a correctness risk for

@@ -8,11 +8,11 @@ import _CryptoExtras
 ///
 /// Reading and using are kept apart, as the issue of revocation asks: bytes that are not a CRL at all throw a
 /// ``CRLError`` (bad input), while a CRL that is well-formed but must not be relied on (no CRL number, a critical
-/// extension we do not understand, a delta or indirect CRL) is read and carries the reason in ``unusable``, so
+/// extension we do not understand, a delta or indirect CRL) is read and carries the reason in `unusable`, so
 /// that a checker can say "revocation status unknown, because …" for the certificates it was meant for.
 ///
 /// swift-certificates has no CRL type; this one is built on swift-asn1, and its signature is checked with
-/// swift-crypto (``verifySignature(issuer:)``), never with hand-written cryptography.
+/// swift-crypto (`verifySignature(issuer:)`), never with hand-written cryptography.
 public struct CertificateRevocationList: Sendable, Hashable {
     /// Why a certificate was revoked (RFC 5280 §5.3.1; 7 is unused).
     public enum Reason: Int, Sendable, Hashable, CaseIterable {

@@ -21,9 +21,9 @@ import X509
 /// What is checked, top to bottom, for each certificate in scope (RFC 5280 §6.3, with the limits below):
 /// 1. Only CRLs whose issuer name is the certificate's issuer name are candidates: a CRL from another issuer
 ///    never revokes and never vouches (x509-limbo `certificate-serial-on-crl-different-issuer`).
-/// 2. A candidate is usable only if it passes ``CertificateRevocationList/unusable`` (CRL number present, no
+/// 2. A candidate is usable only if it passes `CertificateRevocationList.unusable` (CRL number present, no
 ///    unknown critical extension, not delta, not indirect or scoped), is signed by the certificate's issuer *on
-///    the validated path* (``CertificateRevocationList/verifySignature(issuer:)``, which also requires
+///    the validated path* (`CertificateRevocationList.verifySignature(issuer:)`, which also requires
 ///    `cRLSign` when the issuer has keyUsage), and is current: `thisUpdate ≤ time ≤ nextUpdate`.
 /// 3. A certificate listed on any usable CRL is revoked. Listed means revoked whatever the revocation date
 ///    says relative to the validation time, as OpenSSL and browsers do: a CRL lists what is revoked now.

@@ -7,13 +7,13 @@ import _CryptoExtras
 /// specification computes it (the SHA-256 of the canonical JSON of `{"keytype", "keyval": {"public"}, "scheme"}`,
 /// as securesystemslib's `_get_keyid` does).
 ///
-/// The types are those ``TUFKey`` verifies, written as securesystemslib writes them, so python-tuf and go-tuf read
+/// The types are those `TUFKey` verifies, written as securesystemslib writes them, so python-tuf and go-tuf read
 /// them too:
 /// - ``KeyType/ed25519``: `ed25519` / `ed25519`, the 32-byte public key in hex.
 /// - ``KeyType/ecdsaP256``: `ecdsa` / `ecdsa-sha2-nistp256`, a PEM SubjectPublicKeyInfo; DER signatures over
 ///   SHA-256.
 /// - ``KeyType/rsa``: `rsa` / `rsassa-pss-sha256`, a PEM SubjectPublicKeyInfo of 2048 bits or more; RSASSA-PSS
-///   with SHA-256, MGF1-SHA-256 and a 32-byte salt (what securesystemslib signs with, and what ``TUFKey`` checks).
+///   with SHA-256, MGF1-SHA-256 and a 32-byte salt (what securesystemslib signs with, and what `TUFKey` checks).
 ///
 /// Keys are read from PKCS#8 (`-----BEGIN PRIVATE KEY-----`, what `openssl genpkey` writes for all three), SEC1
 /// (`EC PRIVATE KEY`) or PKCS#1 (`RSA PRIVATE KEY`), PEM or DER. Encrypted keys are decrypted by `PinningNIO`

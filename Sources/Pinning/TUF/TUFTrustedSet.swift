@@ -33,8 +33,8 @@ public struct TUFLimits: Sendable, Hashable {
 /// clocks: the caller fetches and stores, and fixes the update's start time once (§5.1), so every expiry in one
 /// update is judged against the same instant.
 ///
-/// The order is the workflow's: ``updateRoot(_:)`` for each newer root, then ``updateTimestamp(_:)``,
-/// ``updateSnapshot(_:isLocalCopy:)``, ``updateTargets(_:)``, then ``search(for:)`` for delegated
+/// The order is the workflow's: `updateRoot(_:)` for each newer root, then `updateTimestamp(_:)`,
+/// `updateSnapshot(_:isLocalCopy:)`, `updateTargets(_:)`, then `search(for:)` for delegated
 /// targets. Each step refuses to run out of order, and each checks that the step before it ended in metadata
 /// valid to build on (a root not expired, a timestamp not expired, a snapshot of the version the timestamp names
 /// and not expired), so a caller cannot skip a freshness check.

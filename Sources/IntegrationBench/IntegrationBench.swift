@@ -439,7 +439,7 @@ enum RawRequest {
         guard response.hasPrefix("HTTP/1.1 200") else { throw BenchFailure(description: "unexpected response: \(response.prefix(60))") }
     }
 
-    final class Collector: ChannelInboundHandler, @unchecked Sendable {
+    final class Collector: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         let done: EventLoopPromise<String>
         var text = ""

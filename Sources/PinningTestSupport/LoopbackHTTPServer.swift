@@ -1,4 +1,5 @@
 public import Foundation
+import Pinning
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +11,7 @@ public import Foundation
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for report delivery tests: it records every request and answers each
 /// with a fixed status. One connection at a time, one request per connection, every read bounded.
-public final class LoopbackHTTPServer: @unchecked Sendable {
+public final class LoopbackHTTPServer: Sendable {
     /// One request as received.
     public struct Request: Sendable, Hashable {
         /// `POST /reports HTTP/1.1`.
@@ -24,57 +25,36 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// The port the server listens on (127.0.0.1).
     public let port: Int
     private let listener: Int32
-    private let lock = NSLock()
-    private var received: [Request] = []
-    private var statuses: [Int]
-    private var stopped = false
-    private var body: [UInt8] = []
-    private var served: [String: [UInt8]]?
-    private var servedDirectory: String?
+    /// What the serving thread and the test share.
+    private struct State {
+        var received: [Request] = []
+        var statuses: [Int]
+        var stopped = false
+        var body: [UInt8] = []
+        var served: [String: [UInt8]]?
+        var servedDirectory: String?
+    }
+    private let state: LockedValueBox<State>
 
     /// What a 200 answer carries (CRL downloads); other answers carry nothing. Empty by default.
     public var responseBody: [UInt8] {
-        get {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return self.body
-        }
-        set {
-            self.lock.lock()
-            self.body = newValue
-            self.lock.unlock()
-        }
+        get { self.state.withLockedValue { $0.body } }
+        set { self.state.withLockedValue { $0.body = newValue } }
     }
 
     /// When set, the server is a static file server instead: `GET /PATH` answers 200 with `files["PATH"]`
     /// (without the leading slash), or 404 when there is none; `statuses` and `responseBody` are not used.
     public var files: [String: [UInt8]]? {
-        get {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return self.served
-        }
-        set {
-            self.lock.lock()
-            self.served = newValue
-            self.lock.unlock()
-        }
+        get { self.state.withLockedValue { $0.served } }
+        set { self.state.withLockedValue { $0.served = newValue } }
     }
 
     /// When set (and ``files`` is not), the server serves this directory as a static file server does: `GET /PATH`
     /// answers 200 with the file `DIRECTORY/PATH` as it is on disk at that moment, or 404 when there is none or
     /// `PATH` has an empty, `.` or `..` part. What `pinning pinset` writes is served this way, unchanged.
     public var directory: String? {
-        get {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return self.servedDirectory
-        }
-        set {
-            self.lock.lock()
-            self.servedDirectory = newValue
-            self.lock.unlock()
-        }
+        get { self.state.withLockedValue { $0.servedDirectory } }
+        set { self.state.withLockedValue { $0.servedDirectory = newValue } }
     }
 
     /// Starts listening on an ephemeral port of 127.0.0.1.
@@ -82,7 +62,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// - Parameter statuses: The statuses to answer with, in order; the last one repeats (`[500, 204]` fails
     ///   the first request, then accepts).
     public init(statuses: [Int] = [204]) throws {
-        self.statuses = statuses.isEmpty ? [204] : statuses
+        self.state = LockedValueBox(State(statuses: statuses.isEmpty ? [204] : statuses))
         #if canImport(Darwin)
             let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -128,9 +108,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Every request received so far.
     public var requests: [Request] {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.received
+        self.state.withLockedValue { $0.received }
     }
 
     /// Waits (polling, bounded) until at least `count` requests have arrived.
@@ -148,10 +126,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Stops accepting connections.
     public func stop() {
-        self.lock.lock()
-        let wasStopped = self.stopped
-        self.stopped = true
-        self.lock.unlock()
+        let wasStopped = self.state.withLockedValue { state in
+            defer { state.stopped = true }
+            return state.stopped
+        }
         if !wasStopped {
             shutdown(self.listener, Int32(SHUT_RDWR))
             close(self.listener)
@@ -161,17 +139,15 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     deinit { self.stop() }
 
     private var isStopped: Bool {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.stopped
+        self.state.withLockedValue { $0.stopped }
     }
 
     private func nextStatus() -> Int {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        let status = self.statuses[0]
-        if self.statuses.count > 1 { self.statuses.removeFirst() }
-        return status
+        self.state.withLockedValue { state in
+            let status = state.statuses[0]
+            if state.statuses.count > 1 { state.statuses.removeFirst() }
+            return status
+        }
     }
 
     private func serve() {
@@ -241,9 +217,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             status = self.nextStatus()
             payload = status == 200 ? self.responseBody : []
         }
-        self.lock.lock()
-        self.received.append(Request(requestLine: requestLine, headers: headers, body: body))
-        self.lock.unlock()
+        self.state.withLockedValue { $0.received.append(Request(requestLine: requestLine, headers: headers, body: body)) }
         let response = Array("HTTP/1.1 \(status) Test\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n\r\n".utf8) + payload
         var sent = 0
         while sent < response.count {

@@ -9,7 +9,7 @@ import Foundation
 /// runs as Debian's `postgres` user through `setpriv`, which execs, so the process stopped is the postmaster.
 ///
 /// Used by the collector's tests and the proxy's psql test.
-public final class PostgresCluster: @unchecked Sendable {
+public final class PostgresCluster: Sendable {
     /// The newest installed server's bin directory (`/usr/lib/postgresql/N/bin`), if any.
     public static let bin: String? = {
         let base = "/usr/lib/postgresql"

@@ -3,7 +3,7 @@ public import Foundation
 /// A server process we did not write (`openssl s_server`, a Python `ssl` server) listening on loopback, up once it
 /// printed its port. Killed by ``stop()``; every wait is bounded, and no wait blocks a thread of the cooperative
 /// pool for long (the tests' own servers decide handshakes in tasks).
-public final class ServerProcess: @unchecked Sendable {
+public final class ServerProcess: Sendable {
     /// Why a server did not start: what it printed, and whether it exited or stayed silent.
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
@@ -18,7 +18,7 @@ public final class ServerProcess: @unchecked Sendable {
     /// Where its stdout and stderr go.
     public let outputPath: String
     /// The port it printed.
-    public private(set) var port = 0
+    public let port: Int
 
     /// Starts `executable arguments` in `directory` (the current directory when nil); `portLine` finds the port in
     /// one line of its output. Its stdin is a pipe that stays open and silent (`s_server` reads commands from it).
@@ -44,20 +44,18 @@ public final class ServerProcess: @unchecked Sendable {
         try? output.close()
         // Generous: on a loaded 2-core CI machine a process can take many seconds to be scheduled; the wait ends
         // as soon as the port is printed.
+        let outputPath = self.outputPath
+        let printedPort = { ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n").lazy.compactMap(portLine).first }
         let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && self.process.isRunning {
-            if let port = self.output.split(separator: "\n").lazy.compactMap(portLine).first {
-                self.port = port
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        var port: Int?
+        while port == nil && Date() < deadline && self.process.isRunning {
+            port = printedPort()
+            if port == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
         // Once more after the deadline: a task starved past it (the whole suite shares the cooperative pool) must
         // not fail a server that did print its port meanwhile.
-        if let port = self.output.split(separator: "\n").lazy.compactMap(portLine).first {
-            self.port = port
-            return
-        }
+        self.port = port ?? printedPort() ?? 0
+        if self.port != 0 { return }
         let reason = self.process.isRunning ? "no port printed within 60 s" : "exited with status \(self.process.terminationStatus)"
         let printed = self.output
         self.stop()

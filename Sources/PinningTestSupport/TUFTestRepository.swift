@@ -4,13 +4,13 @@ public import Pinning
 import _CryptoExtras
 
 /// A signing key made at test time, in the form TUF metadata lists it.
-public struct TUFTestSigner: @unchecked Sendable {
+public struct TUFTestSigner: Sendable {
     public enum Kind: Sendable { case ed25519, ecdsaP256, rsaPSS }
 
     public let kind: Kind
     public let keyJSON: TUFJSON
     public let keyID: String
-    private let signer: ([UInt8]) -> [UInt8]
+    private let signer: @Sendable ([UInt8]) -> [UInt8]
 
     public init(_ kind: Kind) {
         self.kind = kind
@@ -176,15 +176,25 @@ public struct TUFTestRepository: Sendable {
 /// signed by fewer keys than their threshold): every publication bumps the targets, snapshot and timestamp versions
 /// and adds the targets under `targets/HASH.NAME`. Tests that need a well-formed repository use
 /// ``PinSetTestRepository`` (the real ``PinningNIO/TUFRepositoryWriter``).
-public final class TUFTestPublisher: @unchecked Sendable {
+public final class TUFTestPublisher: Sendable {
     public let server: LoopbackHTTPServer
-    public private(set) var repository: TUFTestRepository
-    public private(set) var targetsVersion = 0
-    public private(set) var snapshotVersion = 0
-    public private(set) var timestampVersion = 0
+    public let repository: TUFTestRepository
+    /// The versions last published, and the signers of the next targets.
+    private struct State {
+        var targetsVersion = 0
+        var snapshotVersion = 0
+        var timestampVersion = 0
+        var targetsSigners: [TUFTestSigner]?
+    }
+    private let state = LockedValueBox(State())
+    public var targetsVersion: Int { self.state.withLockedValue { $0.targetsVersion } }
+    public var snapshotVersion: Int { self.state.withLockedValue { $0.snapshotVersion } }
+    public var timestampVersion: Int { self.state.withLockedValue { $0.timestampVersion } }
     /// Signers of new targets metadata (default: the repository's targets signers).
-    public var targetsSigners: [TUFTestSigner]?
-    private let lock = NSLock()
+    public var targetsSigners: [TUFTestSigner]? {
+        get { self.state.withLockedValue { $0.targetsSigners } }
+        set { self.state.withLockedValue { $0.targetsSigners = newValue } }
+    }
 
     /// A repository with `repository`'s keys; root version 1 served at once (`metadata/1.root.json`).
     public init(repository: TUFTestRepository = TUFTestRepository()) throws {
@@ -201,26 +211,27 @@ public final class TUFTestPublisher: @unchecked Sendable {
     /// Publishes `targets` (path → bytes) as the next targets version, with a new snapshot and timestamp, signed by
     /// ``targetsSigners``.
     public func publish(_ targets: [String: [UInt8]]) {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        self.targetsVersion += 1
-        self.snapshotVersion += 1
-        self.timestampVersion += 1
-        let targetsBytes = TUFTestRepository.signed(
-            TUFTestRepository.targetsSigned(version: self.targetsVersion, targets: targets), by: self.targetsSigners ?? self.repository.targetsSigners)
-        let snapshot = self.repository.snapshot(version: self.snapshotVersion, meta: ["targets.json": TUFTestRepository.metaEntry(version: self.targetsVersion)])
-        let timestamp = self.repository.timestamp(version: self.timestampVersion, snapshotVersion: self.snapshotVersion, snapshotBytes: snapshot)
-        var files = self.server.files ?? [:]
-        files["metadata/timestamp.json"] = timestamp
-        files["metadata/\(self.snapshotVersion).snapshot.json"] = snapshot
-        files["metadata/\(self.targetsVersion).targets.json"] = targetsBytes
-        for (path, content) in targets {
-            let hash = SHA256.hash(data: content).map { String(format: "%02x", $0) }.joined()
-            let slash = path.lastIndex(of: "/")
-            let directory = slash.map { String(path[...$0]) } ?? ""
-            let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-            files["targets/" + directory + hash + "." + name] = content
+        // One publication at a time: the versions and the served files change together.
+        self.state.withLockedValue { state in
+            state.targetsVersion += 1
+            state.snapshotVersion += 1
+            state.timestampVersion += 1
+            let targetsBytes = TUFTestRepository.signed(
+                TUFTestRepository.targetsSigned(version: state.targetsVersion, targets: targets), by: state.targetsSigners ?? self.repository.targetsSigners)
+            let snapshot = self.repository.snapshot(version: state.snapshotVersion, meta: ["targets.json": TUFTestRepository.metaEntry(version: state.targetsVersion)])
+            let timestamp = self.repository.timestamp(version: state.timestampVersion, snapshotVersion: state.snapshotVersion, snapshotBytes: snapshot)
+            var files = self.server.files ?? [:]
+            files["metadata/timestamp.json"] = timestamp
+            files["metadata/\(state.snapshotVersion).snapshot.json"] = snapshot
+            files["metadata/\(state.targetsVersion).targets.json"] = targetsBytes
+            for (path, content) in targets {
+                let hash = SHA256.hash(data: content).map { String(format: "%02x", $0) }.joined()
+                let slash = path.lastIndex(of: "/")
+                let directory = slash.map { String(path[...$0]) } ?? ""
+                let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+                files["targets/" + directory + hash + "." + name] = content
+            }
+            self.server.files = files
         }
-        self.server.files = files
     }
 }

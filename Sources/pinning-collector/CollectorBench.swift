@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import Pinning
 import PinningCollector
 
 #if canImport(Glibc)
@@ -277,27 +278,26 @@ struct CollectorBench: AsyncParsableCommand {
 }
 
 /// The next index to post, shared by the workers.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
+struct Counter: Sendable {
+    private let next = LockedValueBox(0)
     func take(below limit: Int) -> Int? {
-        self.lock.withLock {
-            guard self.value < limit else { return nil }
-            defer { self.value += 1 }
-            return self.value
+        self.next.withLockedValue { value in
+            guard value < limit else { return nil }
+            defer { value += 1 }
+            return value
         }
     }
 }
 
-final class LatencyBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Double] = []
-    func add(_ value: Double) { self.lock.withLock { self.values.append(value) } }
-    var sorted: [Double] { self.lock.withLock { self.values.sorted() } }
+/// Latencies the workers measured.
+struct LatencyBox: Sendable {
+    private let values = LockedValueBox<[Double]>([])
+    func add(_ value: Double) { self.values.withLockedValue { $0.append(value) } }
+    var sorted: [Double] { self.values.withLockedValue { $0.sorted() } }
 }
 
 /// This executable, serving, as a child process.
-final class ChildCollector: @unchecked Sendable {
+final class ChildCollector: Sendable {
     let process: Process
     let port: Int
 

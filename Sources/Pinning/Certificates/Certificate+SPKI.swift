@@ -1,6 +1,6 @@
 import Crypto
 import SwiftASN1
-public import X509
+package import X509
 
 extension Certificate {
     /// The exact SubjectPublicKeyInfo DER of this certificate, as it appears in the TBSCertificate.
@@ -8,7 +8,7 @@ extension Certificate {
     /// `publicKey.subjectPublicKeyInfoBytes` in swift-certificates is only the BIT STRING contents, not the
     /// SubjectPublicKeyInfo, so pins computed over it would not match anyone else's. We walk the
     /// TBSCertificate instead, so the bytes are the ones the CA signed (algorithm parameters included).
-    public var subjectPublicKeyInfoDER: [UInt8] {
+    package var subjectPublicKeyInfoDER: [UInt8] {
         if let bytes = Self.spkiBytes(fromTBS: self.tbsCertificateBytes) {
             return bytes
         }
@@ -70,7 +70,7 @@ extension Certificate {
     }
 
     /// The certificate's DER encoding.
-    public var derBytes: [UInt8] {
+    package var derBytes: [UInt8] {
         var serializer = DER.Serializer()
         do {
             try serializer.serialize(self)

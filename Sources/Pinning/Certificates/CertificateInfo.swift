@@ -13,16 +13,16 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     /// One entry of the subjectAltName extension.
     public struct SubjectAlternativeName: Sendable, Hashable, Codable {
         /// `"DNS"`, `"IP"`, `"URI"`, `"email"` or `"other"`.
-        public var kind: String
+        package var kind: String
         /// The name; IP addresses as a dotted quad or in RFC 5952 IPv6 form.
-        public var value: String
+        package var value: String
 
         /// A subject alternative name.
         ///
         /// - Parameters:
         ///   - kind: `"DNS"`, `"IP"`, `"URI"`, `"email"` or `"other"`.
         ///   - value: The name as text.
-        public init(kind: String, value: String) {
+        package init(kind: String, value: String) {
             self.kind = kind
             self.value = value
         }
@@ -31,16 +31,16 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     /// The basicConstraints extension.
     public struct BasicConstraints: Sendable, Hashable, Codable {
         /// Whether the certificate may issue certificates (`cA`).
-        public var isCA: Bool
+        package var isCA: Bool
         /// The maximum number of intermediate CAs below this one (`pathLenConstraint`), if limited.
-        public var pathLength: Int?
+        package var pathLength: Int?
 
         /// A basicConstraints value.
         ///
         /// - Parameters:
         ///   - isCA: Whether the certificate is a CA.
         ///   - pathLength: The path length constraint, if any.
-        public init(isCA: Bool, pathLength: Int?) {
+        package init(isCA: Bool, pathLength: Int?) {
             self.isCA = isCA
             self.pathLength = pathLength
         }

@@ -69,7 +69,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     public var appVersion: String?
 
     /// A report with every field given.
-    public init(
+    package init(
         dateTime: Date,
         hostname: String,
         port: Int,
@@ -182,7 +182,7 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     }
 
     /// The report as the JSON body that is POSTed (keys sorted, slashes unescaped).
-    public func jsonData() throws -> Data {
+    package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)

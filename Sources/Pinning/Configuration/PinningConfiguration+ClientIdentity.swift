@@ -9,7 +9,7 @@ extension PinningConfiguration {
     /// them, and `pinning config lint` checks them.
     public struct ClientIdentitySource: Sendable, Hashable {
         /// The files, with paths resolved against the configuration file's directory.
-        public enum Files: Sendable, Hashable {
+        package enum Files: Sendable, Hashable {
             /// A PKCS#12 file (key, certificate and intermediates).
             case pkcs12(String)
             /// A PEM certificate chain (leaf first) and its private key.
@@ -17,9 +17,9 @@ extension PinningConfiguration {
         }
 
         /// The files.
-        public let files: Files
+        package let files: Files
         /// The environment variable that holds the passphrase (of the PKCS#12 file, or of an encrypted key).
-        public let passphraseEnvironmentVariable: String?
+        package let passphraseEnvironmentVariable: String?
         /// The paths as written in the configuration (for encoding it back).
         let writtenPaths: [String]
     }

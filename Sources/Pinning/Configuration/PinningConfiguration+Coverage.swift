@@ -11,7 +11,7 @@ extension PinningConfiguration.Entry {
     }
 
     /// Which host names this entry covers.
-    public var coverage: Coverage {
+    package var coverage: Coverage {
         switch self.pattern.kind {
         case .exact(let name): return .exact(name)
         case .oneLabel(let suffix): return .oneLabel(suffix: suffix)

@@ -36,7 +36,7 @@ public import X509
 /// host; pins are matched by the core, on the validated path only.
 public struct PinningConfiguration: Sendable {
     /// What happens to a host that no entry matches.
-    public enum UnlistedHosts: String, Sendable, Hashable, CaseIterable {
+    package enum UnlistedHosts: String, Sendable, Hashable, CaseIterable {
         /// Normal validation: the platform roots (plus the trust's own anchors) and the host name; no pins.
         case `default`
         /// Untrusted (``TrustFailure/Code/hostNotAllowed``).
@@ -50,35 +50,35 @@ public struct PinningConfiguration: Sendable {
         /// The SPKI SHA-256 pins, in file order, without duplicates.
         public let pins: [Pin]
         /// Whether the key also covers every name below it (`includeSubdomains`, or a `**.` key).
-        public let includeSubdomains: Bool
+        package let includeSubdomains: Bool
         /// Whether a pin mismatch makes the host untrusted (true) or is only flagged and reported (false).
-        public let enforce: Bool
+        package let enforce: Bool
         /// After this instant the pins are not enforced (the chain and host name still are).
-        public let expires: Date?
+        package let expires: Date?
         /// The anchor files as written in the configuration (relative to the configuration file).
-        public let anchorFiles: [String]
-        /// The certificates loaded from ``anchorFiles``.
+        package let anchorFiles: [String]
+        /// The certificates loaded from `anchorFiles`.
         public let anchors: [Certificate]
         /// Whether only ``anchors`` are trusted for this entry (no platform roots).
         public let anchorsOnly: Bool
         /// Where failure reports for this entry are sent.
-        public let reportURIs: [URL]
+        package let reportURIs: [URL]
         /// Whether this entry exempts its host from the policy of an entry covering it from above (TrustKit's
         /// `kTSKExcludeSubdomainFromParentPolicy`): the host is not pinned; its chain and name are validated
         /// as an unlisted host's under `"unlistedHosts": "default"`. Such an entry has no pins.
-        public let excludesSubdomainFromParentPolicy: Bool
+        package let excludesSubdomainFromParentPolicy: Bool
         /// The client identity presented to this entry's hosts when they ask for one (mutual TLS), if any.
-        public let clientIdentity: ClientIdentitySource?
+        package let clientIdentity: ClientIdentitySource?
         /// The CRL files of `revocation.crls` as written (relative to the configuration file).
-        public let revocationFiles: [String]
-        /// How this entry's chains are checked for revocation (the CRLs read from ``revocationFiles``); nil
+        package let revocationFiles: [String]
+        /// How this entry's chains are checked for revocation (the CRLs read from `revocationFiles`); nil
         /// checks none, unless the trust handed to ``PinningConfiguration/evaluate(_:forHost:port:)`` has its own.
         public let revocation: RevocationPolicy?
 
         let pattern: HostPattern
 
         /// Whether the pins have expired at `date` (an entry without ``expires`` never expires).
-        public func pinsExpired(at date: Date) -> Bool {
+        package func pinsExpired(at date: Date) -> Bool {
             guard let expires = self.expires else { return false }
             return date >= expires
         }
@@ -103,14 +103,14 @@ public struct PinningConfiguration: Sendable {
     /// never past that length (TUF's endless-data protection).
     public static let maximumPinSetSize = 16 * 1024 * 1024
     /// The only version this library reads.
-    public static let supportedVersion = 1
+    package static let supportedVersion = 1
 
-    /// The format version (always ``supportedVersion``).
+    /// The format version (always `supportedVersion`).
     public let version: Int
     /// What happens to hosts no entry matches.
-    public let unlistedHosts: UnlistedHosts
+    package let unlistedHosts: UnlistedHosts
     /// The entries, sorted by key.
-    public let entries: [Entry]
+    package let entries: [Entry]
 
     /// Where failure reports are submitted; nil (the default) builds reports
     /// (``HostEvaluation/failureReport``) without sending them.
@@ -123,7 +123,7 @@ public struct PinningConfiguration: Sendable {
     /// sets it), or nil for a configuration read from a local file. Failure reports carry it
     /// (``PinFailureReport/pinsetVersion``), so a report says which pins it was judged under. It is not part of
     /// the file format.
-    public var pinsetVersion: Int?
+    package var pinsetVersion: Int?
 
     /// Entry policies already combined with a trust's CRLs (see ``revocationPolicy(for:forDomain:)``).
     private(set) var combinedRevocation = RevocationPolicyMemo()
@@ -192,7 +192,7 @@ public struct PinningConfiguration: Sendable {
     /// Matching ignores case and a trailing dot. The most specific entry wins: an exact key naming the host
     /// (with or without `includeSubdomains`), then a `*.` key, then `**.` keys and exact keys with
     /// `includeSubdomains` covering the host from above, the longer suffix first.
-    public func entry(forHost host: String) -> Entry? {
+    package func entry(forHost host: String) -> Entry? {
         let name = HostPattern.normalize(host)
         // The entries that can match, in ``entries`` order, then the same test and ranking for each as for all:
         // the index only spares testing the rest (a pin set of 10,000 hosts is searched on every connection).

@@ -60,10 +60,10 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
         /// The kind of problem.
         public var kind: Kind
         /// The `domains` key of the entry at fault, or nil for the top level.
-        public var entry: String?
+        package var entry: String?
         /// The field at fault (`pins`, `pins[1]`, `expires`…), or nil when the problem is the entry's key or
         /// the whole file.
-        public var field: String?
+        package var field: String?
         /// What is wrong, in one sentence.
         public var message: String
 
@@ -77,7 +77,7 @@ public struct PinningConfigurationError: Error, Sendable, Hashable, CustomString
 
         /// Where the problem is, as a JSON-path-like location: `domains["api.example.com"].pins[1]`, `version`,
         /// or `(file)`.
-        public var location: String {
+        package var location: String {
             var location = ""
             if let entry { location = "domains[\"\(entry)\"]" }
             if let field { location += location.isEmpty ? field : ".\(field)" }

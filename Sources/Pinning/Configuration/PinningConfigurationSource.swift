@@ -7,7 +7,7 @@ public struct CurrentConfiguration: Sendable {
     /// Changes whenever the source publishes another configuration (for a pin set, its version). A client
     /// compares it with the generation a pooled connection was trusted under, so that a connection judged by an
     /// older configuration is not reused for a new request.
-    public let generation: Int
+    package let generation: Int
 
     public init(configuration: PinningConfiguration, generation: Int) {
         self.configuration = configuration
@@ -29,15 +29,15 @@ public protocol PinningConfigurationSource: Sendable {
 ///
 /// Without a configuration (a pin set never verified yet) every peer is untrusted
 /// (``TrustFailure/Code/hostNotAllowed``, saying why): following a pin set never fails open.
-public struct SourcedConfigurationEvaluator: ServerTrustEvaluating {
+package struct SourcedConfigurationEvaluator: ServerTrustEvaluating {
     /// Where the configuration comes from.
-    public let source: any PinningConfigurationSource
+    package let source: any PinningConfigurationSource
 
-    public init(source: any PinningConfigurationSource) {
+    package init(source: any PinningConfigurationSource) {
         self.source = source
     }
 
-    public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+    package func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         guard let current = self.source.currentConfiguration() else {
             return .untrusted(
                 TrustFailure(
@@ -55,7 +55,7 @@ public struct SourcedConfigurationEvaluator: ServerTrustEvaluating {
     /// The policy of the configuration current now (the CRL fetcher asks before the evaluation; should the
     /// configuration change in between, the evaluation applies its own entry's policy, which may then refuse for
     /// want of a CRL: never trust more).
-    public func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
+    package func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy? {
         guard let current = self.source.currentConfiguration() else { return trust.revocation }
         return current.configuration.revocationPolicy(for: trust, forDomain: domain)
     }

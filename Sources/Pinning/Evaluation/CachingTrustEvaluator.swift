@@ -17,7 +17,7 @@ extension ServerTrust {
 
     /// The trusted verdict `cache` holds for ``evaluate(_:pins:cache:)`` with these arguments, if it still counts;
     /// nil otherwise. Never evaluates, so it can answer on an event loop; a nil is not a refusal, only "evaluate".
-    public func storedEvaluation(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) -> TrustEvaluation? {
+    package func storedEvaluation(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) -> TrustEvaluation? {
         cache.storedVerdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins))
     }
 }
@@ -53,9 +53,9 @@ extension SecurityPolicy {
 /// to a connection adapter in place of the policy.
 public struct CachingTrustEvaluator: ServerTrustEvaluating {
     /// The policy that decides on a miss.
-    public var policy: SecurityPolicy
+    package var policy: SecurityPolicy
     /// The shared cache.
-    public let cache: EvaluationCache
+    package let cache: EvaluationCache
 
     /// Wraps `policy`; share `cache` between the evaluators of one process.
     public init(_ policy: SecurityPolicy, cache: EvaluationCache = EvaluationCache()) {

@@ -20,8 +20,8 @@ import X509
 ///   limits, and the validation time when one is fixed (``ServerTrust/validationTime``). Evaluations at "now"
 ///   share one key and are re-checked on every hit.
 /// - A hit at "now" counts only while now lies inside every validity period on the paths that earned the verdict
-///   (the latest `notBefore` to the earliest `notAfter`), and no longer than ``timeToLive`` after it was stored.
-/// - At most ``maximumEntries`` entries are kept; the least recently used one goes first.
+///   (the latest `notBefore` to the earliest `notAfter`), and no longer than `timeToLive` after it was stored.
+/// - At most `maximumEntries` entries are kept; the least recently used one goes first.
 ///
 /// Failures are never cached. A rejection can be caused by the clock (not yet valid, expired), and the failure
 /// path is the rare one (and the one an attacker drives), so caching it would trade a correctness risk for
@@ -31,9 +31,9 @@ import X509
 /// and only while that verdict's time bounds still hold.
 public final class EvaluationCache: Sendable {
     /// The most entries kept.
-    public let maximumEntries: Int
+    package let maximumEntries: Int
     /// The longest an entry counts after it was stored, whatever the certificates' validity.
-    public let timeToLive: Duration
+    package let timeToLive: Duration
 
     private let clock: @Sendable () -> Date
     /// Everything that changes. Hashing a key and evaluating happen outside the lock.
@@ -65,18 +65,18 @@ public final class EvaluationCache: Sendable {
     }
 
     /// Hits, misses and evictions so far.
-    public struct Statistics: Hashable, Sendable {
+    package struct Statistics: Hashable, Sendable {
         /// Look-ups answered from the cache.
-        public var hits = 0
+        package var hits = 0
         /// Look-ups that evaluated (nothing stored, or the entry no longer counted).
-        public var misses = 0
+        package var misses = 0
         /// Entries dropped to stay within ``EvaluationCache/maximumEntries``.
-        public var evictions = 0
+        package var evictions = 0
         /// Entries dropped on look-up because their time bounds had passed.
-        public var expirations = 0
+        package var expirations = 0
 
         /// Counts with the given values.
-        public init(hits: Int = 0, misses: Int = 0, evictions: Int = 0, expirations: Int = 0) {
+        package init(hits: Int = 0, misses: Int = 0, evictions: Int = 0, expirations: Int = 0) {
             self.hits = hits
             self.misses = misses
             self.evictions = evictions
@@ -85,17 +85,17 @@ public final class EvaluationCache: Sendable {
     }
 
     /// Hits, misses and evictions so far.
-    public var statistics: Statistics {
+    package var statistics: Statistics {
         self.state.withLockedValue { $0.counters }
     }
 
     /// The number of entries held.
-    public var count: Int {
+    package var count: Int {
         self.state.withLockedValue { $0.entries.count }
     }
 
     /// Drops every entry.
-    public func removeAll() {
+    package func removeAll() {
         self.state.withLockedValue { $0.entries.removeAll() }
     }
 

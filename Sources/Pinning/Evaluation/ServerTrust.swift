@@ -20,7 +20,7 @@ public struct ServerTrust: Sendable {
     /// are tolerated (path building picks what it needs).
     public var certificates: [Certificate]
     /// How the chain is judged: anchors, platform roots, purpose, profile, limits.
-    public var settings: TrustSettings
+    package var settings: TrustSettings
     /// The validation instant of this one evaluation (`SecTrustSetVerifyDate`); nil means the moment of
     /// evaluation.
     public var validationTime: Date?
@@ -42,18 +42,18 @@ public struct ServerTrust: Sendable {
         set { self.settings.platformRoots = newValue }
     }
     /// What the leaf must be good for: server authentication (the default) or client authentication.
-    public var purpose: TrustPurpose {
+    package var purpose: TrustPurpose {
         get { self.settings.purpose }
         set { self.settings.purpose = newValue }
     }
     /// The certificate profile paths must conform to: ``ValidationProfile/rfc5280`` (default) or
     /// ``ValidationProfile/webPKI(publicSuffixList:)``.
-    public var profile: ValidationProfile {
+    package var profile: ValidationProfile {
         get { self.settings.profile }
         set { self.settings.profile = newValue }
     }
     /// Resource limits that bound the work a hostile chain can cause.
-    public var limits: TrustLimits {
+    package var limits: TrustLimits {
         get { self.settings.limits }
         set { self.settings.limits = newValue }
     }
@@ -182,7 +182,7 @@ public struct TrustLimits: Hashable, Sendable {
     }
 
     /// What one signature check by `key` counts against ``maximumSignatureChecks``, in P-256 verifications.
-    public static func signatureCheckCost(of key: Certificate.PublicKey) -> Int {
+    package static func signatureCheckCost(of key: Certificate.PublicKey) -> Int {
         PathBuildingBudget.cost(of: key)
     }
 }

@@ -1,5 +1,5 @@
 import SwiftASN1
-public import X509
+package import X509
 
 /// Anything that decides whether a peer's chain is trusted for a host: a ``SecurityPolicy``, a host pinning
 /// configuration, or your own composition. Connection adapters take one of these and never validate chains
@@ -56,7 +56,7 @@ extension ServerTrust {
     /// dropping it can only remove paths, never add one.
     ///
     /// - Throws: ``CertificateLoadingError`` when there is no certificate or the leaf does not parse.
-    public static func presentedCertificates(fromDER chain: [[UInt8]]) throws(CertificateLoadingError) -> [Certificate] {
+    package static func presentedCertificates(fromDER chain: [[UInt8]]) throws(CertificateLoadingError) -> [Certificate] {
         try Self.presentedCertificates(fromDER: chain) { der in try Certificate(derEncoded: der) }
     }
 
@@ -64,7 +64,7 @@ extension ServerTrust {
     /// `Certificate(derEncoded:)` returns for the same bytes or throw: a memo of certificates already parsed
     /// (connection adapters keep one, since the same intermediates arrive on every handshake). `parse` is called
     /// once for each certificate of `chain`, in order (none after a leaf that does not parse, which throws).
-    public static func presentedCertificates(
+    package static func presentedCertificates(
         fromDER chain: [[UInt8]],
         parse: ([UInt8]) throws -> Certificate
     ) throws(CertificateLoadingError) -> [Certificate] {

@@ -125,7 +125,7 @@ extension TrustEvaluation {
     /// their behalf: a mutual-TLS server judging clients with one (its client CAs must anchor every client).
     ///
     /// - Parameter whose: Whose chain it is, for the refusal's reason (`"a client chain"`).
-    public func requiringValidatedPath(whose: String) -> TrustEvaluation {
+    package func requiringValidatedPath(whose: String) -> TrustEvaluation {
         guard case .trusted(let chain) = self, chain.basis != .validatedPath else { return self }
         return .untrusted(
             TrustFailure(
@@ -142,7 +142,7 @@ extension TrustEvaluation {
     /// The trust as it was judged: the presented chain under the settings the verdict records, at its instant;
     /// nil for a verdict made outside this package's evaluations (which records no settings). What a report of
     /// the verdict shows, without the caller rebuilding the settings.
-    public var judgedTrust: ServerTrust? {
+    package var judgedTrust: ServerTrust? {
         switch self {
         case .trusted(let chain):
             guard let settings = chain.settings else { return nil }

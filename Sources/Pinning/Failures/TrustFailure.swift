@@ -75,19 +75,19 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     /// One presented certificate as a failure report shows it.
     public struct PresentedCertificate: Sendable, Hashable {
         /// Position in the chain as presented (0 is the leaf).
-        public var index: Int
+        package var index: Int
         /// The subject distinguished name, e.g. `CN=api.example.com`.
         public var subject: String
         /// The issuer distinguished name.
-        public var issuer: String
+        package var issuer: String
         /// The start of the validity period.
-        public var notValidBefore: Date
+        package var notValidBefore: Date
         /// The end of the validity period.
-        public var notValidAfter: Date
+        package var notValidAfter: Date
         /// The SPKI SHA-256 pin of its public key.
         public var pin: Pin
         /// Whether this certificate is on the validated path (false when no path validated).
-        public var isOnValidatedPath: Bool
+        package var isOnValidatedPath: Bool
     }
 
     /// The failing stage.

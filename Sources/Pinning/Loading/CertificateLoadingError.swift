@@ -58,7 +58,7 @@ public struct CertificateLoadingError: Error, Hashable, Sendable, CustomStringCo
         public static let notADirectory = Code(.notADirectory)
         /// The certificate is well-formed X.509 but uses something the verifier does not support: an RSASSA-PSS,
         /// MD5 or DSA signature, a negative serial number, … The problem names it in words. Such a certificate
-        /// can still be inspected and pinned (``CertificateLoader/inspect(atPath:)``), never used for evaluation.
+        /// can still be inspected and pinned (`CertificateLoader.inspect(atPath:)`), never used for evaluation.
         public static let unsupportedCertificate = Code(.unsupportedCertificate)
 
         /// A short human-readable name for the code, e.g. `"malformed PEM"`.

@@ -1,4 +1,4 @@
-public import X509
+package import X509
 
 /// One certificate of a file as `inspect` and `pins` list it: any well-formed X.509 certificate, whether or not
 /// the verifier can use it.
@@ -6,23 +6,23 @@ public import X509
 /// A pin is a hash of the SubjectPublicKeyInfo, so it exists for every well-formed certificate; the facts come
 /// from our own reading of the TBSCertificate when swift-certificates cannot parse it (RSASSA-PSS or MD5
 /// signatures, RSA keys under 2048 bits, DSA keys, negative serial numbers, …).
-public struct InspectedCertificate: Sendable {
+package struct InspectedCertificate: Sendable {
     /// The file (or caller-given label) the certificate came from.
-    public var origin: String
+    package var origin: String
     /// Where in that input: `"block 2 (CERTIFICATE)"`, `"certificate 3 in the PKCS#7 bundle"`, `"the certificate"`.
-    public var position: String
+    package var position: String
     /// The certificate's exact DER encoding.
-    public var derBytes: [UInt8]
+    package var derBytes: [UInt8]
     /// The certificate's facts; ``CertificateInfo/unsupportedForVerification`` says what the verifier cannot use.
-    public var info: CertificateInfo
+    package var info: CertificateInfo
     /// The parsed certificate, usable for evaluation; `nil` when the verifier does not support it.
-    public var certificate: Certificate?
+    package var certificate: Certificate?
     /// The error loading this certificate for evaluation throws (``CertificateLoadingError/Code/unsupportedKey`` or
     /// ``CertificateLoadingError/Code/unsupportedCertificate``, naming the reason); `nil` when it is usable.
-    public var unsupported: CertificateLoadingError?
+    package var unsupported: CertificateLoadingError?
 
     /// The SPKI pin: `base64(SHA-256(SubjectPublicKeyInfo DER))`, over the exact bytes in the certificate.
-    public var pin: Pin {
+    package var pin: Pin {
         // Pin strings we make are always valid; `Pin(_:)` would only throw for text a user typed.
         Pin(subjectPublicKeyInfoDER: self.spki)
     }
@@ -49,15 +49,15 @@ public struct InspectedCertificate: Sendable {
 }
 
 /// The certificates of one or more inputs for listing, and the entries that are not certificates at all.
-public struct CertificateListing: Sendable {
+package struct CertificateListing: Sendable {
     /// Every well-formed certificate, in input order.
-    public var certificates: [InspectedCertificate]
+    package var certificates: [InspectedCertificate]
     /// The entries that could not be read as certificates (broken PEM, bytes that are not X.509, unreadable files
     /// of a directory), each naming its file and block. They never hide the certificates around them.
-    public var failures: [CertificateLoadingError]
+    package var failures: [CertificateLoadingError]
 
     /// A listing.
-    public init(certificates: [InspectedCertificate] = [], failures: [CertificateLoadingError] = []) {
+    package init(certificates: [InspectedCertificate] = [], failures: [CertificateLoadingError] = []) {
         self.certificates = certificates
         self.failures = failures
     }
@@ -72,7 +72,7 @@ extension CertificateLoader {
     /// - Returns: At least one certificate.
     /// - Throws: ``CertificateLoadingError`` when the path cannot be read, or when it holds no certificate at all
     ///   (then the first failure, which names its file, or ``CertificateLoadingError/Code/noCertificates``).
-    public static func inspect(atPath path: String) throws(CertificateLoadingError) -> CertificateListing {
+    package static func inspect(atPath path: String) throws(CertificateLoadingError) -> CertificateListing {
         var listing = CertificateListing()
         if try Self.isDirectory(path) {
             let files = try Self.nonEmptyCertificateFiles(inDirectory: path)
@@ -99,7 +99,7 @@ extension CertificateLoader {
     ///   - bytes: The encoded certificates; at most ``maximumFileSize`` bytes.
     ///   - origin: What to call the input in errors.
     /// - Returns: The certificates and failures; `certificates` may be empty (then `failures` is not).
-    public static func inspect(from bytes: [UInt8], origin: String) -> CertificateListing {
+    package static func inspect(from bytes: [UInt8], origin: String) -> CertificateListing {
         var listing = CertificateListing()
         listing.add(bytes, origin: origin)
         return listing

@@ -1,6 +1,6 @@
-public import Foundation
+package import Foundation
 import SwiftASN1
-public import X509
+package import X509
 
 extension Certificate {
     /// The `http://` and `https://` URLs of the certificate's CRL distribution points (RFC 5280 §4.2.1.13), in
@@ -10,7 +10,7 @@ extension Certificate {
     /// partitioned or indirect CRL is refused by the revocation stage anyway (see ``RevocationPolicy``), so
     /// fetching one would only cost a download. LDAP and other schemes are skipped. A malformed extension yields
     /// no URL (the status then stays unknown, which hard mode refuses); it is never guessed at.
-    public var crlDistributionPointURLs: [URL] {
+    package var crlDistributionPointURLs: [URL] {
         guard let value = self.extensions.first(where: { $0.oid == Self.crlDistributionPointsOID })?.value else { return [] }
         do {
             return try Self.distributionPointURLs(Array(value))

@@ -1,18 +1,18 @@
 import Crypto
-public import Foundation
-public import SwiftASN1
-public import X509
+package import Foundation
+package import SwiftASN1
+package import X509
 import _CryptoExtras
 
 /// An X.509 certificate revocation list (RFC 5280 §5), read from DER or PEM (`-----BEGIN X509 CRL-----`).
 ///
 /// Reading and using are kept apart, as the issue of revocation asks: bytes that are not a CRL at all throw a
 /// ``CRLError`` (bad input), while a CRL that is well-formed but must not be relied on (no CRL number, a critical
-/// extension we do not understand, a delta or indirect CRL) is read and carries the reason in ``unusable``, so
+/// extension we do not understand, a delta or indirect CRL) is read and carries the reason in `unusable`, so
 /// that a checker can say "revocation status unknown, because …" for the certificates it was meant for.
 ///
 /// swift-certificates has no CRL type; this one is built on swift-asn1, and its signature is checked with
-/// swift-crypto (``verifySignature(issuer:)``), never with hand-written cryptography.
+/// swift-crypto (`verifySignature(issuer:)`), never with hand-written cryptography.
 public struct CertificateRevocationList: Sendable, Hashable {
     /// Why a certificate was revoked (RFC 5280 §5.3.1; 7 is unused).
     public enum Reason: Int, Sendable, Hashable, CaseIterable {
@@ -28,7 +28,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
         case aACompromise = 10
 
         /// The name RFC 5280 and OpenSSL use (`keyCompromise`).
-        public var name: String {
+        package var name: String {
             switch self {
             case .unspecified: return "unspecified"
             case .keyCompromise: return "keyCompromise"
@@ -48,54 +48,54 @@ public struct CertificateRevocationList: Sendable, Hashable {
     public struct Entry: Sendable, Hashable {
         /// The certificate's serial number as swift-certificates gives it (`Certificate.SerialNumber.bytes`): the
         /// INTEGER's content without the 0x00 that DER puts before a first byte with its top bit set.
-        public let serialNumber: [UInt8]
+        package let serialNumber: [UInt8]
         /// When it was revoked.
-        public let revocationDate: Date
+        package let revocationDate: Date
         /// The reason code, when the entry has one.
-        public let reason: Reason?
+        package let reason: Reason?
     }
 
     /// The whole CRL, DER.
-    public let der: [UInt8]
+    package let der: [UInt8]
     /// The signed part (TBSCertList), DER.
-    public let tbsBytes: [UInt8]
+    package let tbsBytes: [UInt8]
     /// 1 (v1, no extensions) or 2.
     public let version: Int
     /// The issuer's name.
-    public let issuer: DistinguishedName
+    package let issuer: DistinguishedName
     /// When this CRL was issued.
-    public let thisUpdate: Date
+    package let thisUpdate: Date
     /// When the next one will be; nil when the CRL does not say (then it is never fresh: see ``unusable``).
-    public let nextUpdate: Date?
+    package let nextUpdate: Date?
     /// The CRL number's content bytes (big-endian), when present.
-    public let crlNumber: [UInt8]?
+    package let crlNumber: [UInt8]?
     /// The authority key identifier, when present.
-    public let authorityKeyIdentifier: [UInt8]?
+    package let authorityKeyIdentifier: [UInt8]?
     /// The CRL's own extensions.
-    public let extensions: [Certificate.Extension]
+    package let extensions: [Certificate.Extension]
     /// The revoked certificates, in file order.
-    public let entries: [Entry]
+    package let entries: [Entry]
     /// The signature algorithm's OID.
-    public let signatureAlgorithmOID: ASN1ObjectIdentifier
+    package let signatureAlgorithmOID: ASN1ObjectIdentifier
     /// Why this CRL must not be used to decide anything (RFC 5280 §5 violations, delta and indirect CRLs), or nil.
-    public let unusable: String?
+    package let unusable: String?
 
     private let signatureParametersAreNull: Bool?
     private let signatureBytes: [UInt8]
     private let index: [[UInt8]: Int]
 
     /// The largest CRL read: 64 MiB (a 100,000-entry CRL is about 4 MiB).
-    public static let maximumSize = 64 * 1024 * 1024
+    package static let maximumSize = 64 * 1024 * 1024
     /// The most entries read: 2,000,000.
-    public static let maximumEntries = 2_000_000
+    package static let maximumEntries = 2_000_000
 
     /// The entry for `serialNumber` (as `Certificate.SerialNumber.bytes` gives it), found by hash, not by scan.
-    public func entry(forSerialNumber serialNumber: some Sequence<UInt8>) -> Entry? {
+    package func entry(forSerialNumber serialNumber: some Sequence<UInt8>) -> Entry? {
         self.index[Array(serialNumber)].map { self.entries[$0] }
     }
 
     /// The entry for `certificate`, when its serial number is listed.
-    public func entry(for certificate: Certificate) -> Entry? {
+    package func entry(for certificate: Certificate) -> Entry? {
         self.entry(forSerialNumber: certificate.serialNumber.bytes)
     }
 
@@ -312,7 +312,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
     /// keyUsage extension (RFC 5280 §4.2.1.3), and the signature verifies with the issuer's key (swift-crypto).
     ///
     /// - Throws: ``CRLError`` saying which of these fails.
-    public func verifySignature(issuer certificate: Certificate) throws(CRLError) {
+    package func verifySignature(issuer certificate: Certificate) throws(CRLError) {
         guard certificate.subject == self.issuer else {
             throw CRLError(.wrongIssuer, "the CRL's issuer \(self.issuer) is not \(certificate.subject)")
         }
@@ -486,7 +486,7 @@ public struct CRLError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
 
     /// An error.
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }

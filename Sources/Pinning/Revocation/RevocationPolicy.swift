@@ -21,9 +21,9 @@ import X509
 /// What is checked, top to bottom, for each certificate in scope (RFC 5280 §6.3, with the limits below):
 /// 1. Only CRLs whose issuer name is the certificate's issuer name are candidates: a CRL from another issuer
 ///    never revokes and never vouches (x509-limbo `certificate-serial-on-crl-different-issuer`).
-/// 2. A candidate is usable only if it passes ``CertificateRevocationList/unusable`` (CRL number present, no
+/// 2. A candidate is usable only if it passes `CertificateRevocationList.unusable` (CRL number present, no
 ///    unknown critical extension, not delta, not indirect or scoped), is signed by the certificate's issuer *on
-///    the validated path* (``CertificateRevocationList/verifySignature(issuer:)``, which also requires
+///    the validated path* (`CertificateRevocationList.verifySignature(issuer:)`, which also requires
 ///    `cRLSign` when the issuer has keyUsage), and is current: `thisUpdate ≤ time ≤ nextUpdate`.
 /// 3. A certificate listed on any usable CRL is revoked. Listed means revoked whatever the revocation date
 ///    says relative to the validation time, as OpenSSL and browsers do: a CRL lists what is revoked now.
@@ -51,26 +51,26 @@ public struct RevocationPolicy: Sendable, Hashable {
     }
 
     /// The CRLs to check against, in the order given.
-    public var crls: [CertificateRevocationList] {
+    package var crls: [CertificateRevocationList] {
         get { self.index.crls }
         set { self.index = CRLIndex(newValue) }
     }
     /// What an unknown status does; default ``Mode/hard``.
-    public var mode: Mode
+    package var mode: Mode
     /// Which certificates are checked; default ``Scope/leaf``.
-    public var scope: Scope
+    package var scope: Scope
     /// Why CRLs that were looked for could not be had (a download that failed), in words. Added to the reason
     /// of an unknown status; it changes no verdict and is not part of equality.
-    public var unavailable: [String] = []
+    package var unavailable: [String] = []
     /// CRLs are also wanted from the CRL distribution points of the certificates in scope (RFC 5280
     /// §4.2.1.13), in addition to ``crls``. The core never downloads anything: `PinningNIO`'s
     /// `RevocationFetchingEvaluator`, which every `PinnedTLSClient` puts in front of its evaluator, fetches them,
     /// adds them to ``crls`` and sets ``fetched``. An evaluator that does not fetch leaves a certificate with no
     /// CRL among ``crls`` unknown, and says why in the reason; it never treats "not fetched" as "not revoked".
-    public var fetch: Bool
+    package var fetch: Bool
     /// Set by the evaluator that fetched for this policy (whether or not every download succeeded; the failures
     /// are in ``unavailable``).
-    public var fetched: Bool = false
+    package var fetched: Bool = false
 
     /// The CRLs grouped by issuer, their digest and a memo of verified signatures; rebuilt when ``crls`` is set.
     private(set) var index: CRLIndex

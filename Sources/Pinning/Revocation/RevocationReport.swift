@@ -1,25 +1,25 @@
-public import Foundation
+package import Foundation
 public import X509
 
 /// What the revocation stage found for one path: the policy's mode and scope and one status per certificate
 /// in scope, leaf first. Carried by ``TrustedChain/revocation`` and ``TrustFailure/revocation``.
 public struct RevocationReport: Sendable, Hashable {
     /// The mode the statuses were judged in.
-    public internal(set) var mode: RevocationPolicy.Mode
+    package internal(set) var mode: RevocationPolicy.Mode
     /// The certificates that were in scope.
-    public internal(set) var scope: RevocationPolicy.Scope
+    package internal(set) var scope: RevocationPolicy.Scope
     /// One status per certificate in scope, leaf first. Empty when the path is only a trust anchor.
     public internal(set) var certificates: [CertificateRevocationStatus]
     /// Where this report holds: every CRL current.
     var window: ValidityWindow?
 
     /// The first revoked certificate, if any.
-    public var firstRevoked: CertificateRevocationStatus? {
+    package var firstRevoked: CertificateRevocationStatus? {
         self.certificates.first { $0.status == .revoked }
     }
 
     /// The certificates whose status is unknown.
-    public var unknown: [CertificateRevocationStatus] {
+    package var unknown: [CertificateRevocationStatus] {
         self.certificates.filter { $0.status == .unknown }
     }
 }
@@ -37,26 +37,26 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
     }
 
     /// Position on the path (0 is the leaf).
-    public internal(set) var index: Int
+    package internal(set) var index: Int
     /// The certificate.
     public internal(set) var certificate: Certificate
     /// The certificate's subject, e.g. `CN=device-7`.
     public var subject: String { self.certificate.subject.description }
     /// The serial number in hex, as `pinning inspect` prints it.
-    public var serialNumber: String { CertificateInfo.serialHex(self.certificate.serialNumber.bytes) }
+    package var serialNumber: String { CertificateInfo.serialHex(self.certificate.serialNumber.bytes) }
     /// The status.
     public internal(set) var status: Status
     /// For ``Status/revoked``: the CRL entry's reason code, nil when the entry has none.
-    public internal(set) var revocationReason: CertificateRevocationList.Reason?
+    package internal(set) var revocationReason: CertificateRevocationList.Reason?
     /// For ``Status/revoked``: when the CRL says it was revoked.
-    public internal(set) var revocationDate: Date?
+    package internal(set) var revocationDate: Date?
     /// For ``Status/unknown``: why no CRL could decide, in words (every candidate's problem).
-    public internal(set) var unknownReason: String?
+    package internal(set) var unknownReason: String?
     /// The CRL that decided (``Status/good`` or ``Status/revoked``).
     public internal(set) var crl: CertificateRevocationList?
 
     /// The CRL that decided, as a person reads it: its issuer and CRL number.
-    public var crlDescription: String? {
+    package var crlDescription: String? {
         self.crl.map(Self.describe)
     }
 
@@ -76,7 +76,7 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
 
     /// For ``Status/revoked``: the reason code's name (`keyCompromise`), `unspecified` when the entry has none;
     /// for ``Status/unknown``: why. Nil for ``Status/good``.
-    public var reason: String? {
+    package var reason: String? {
         switch self.status {
         case .good: return nil
         case .revoked: return Self.reasonName(self.revocationReason)
@@ -89,7 +89,7 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
     }
 
     /// One line: `certificate 0 (CN=device-7, serial 1a2b): revoked on … (keyCompromise) by CN=Fleet CA, CRL number 4`.
-    public var summary: String {
+    package var summary: String {
         let who = "certificate \(self.index) (\(self.subject), serial \(self.serialNumber))"
         switch self.status {
         case .good:

@@ -45,18 +45,18 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The role (`root`, `timestamp`, `snapshot`, `targets`, a delegated role's name) or, for a target, its path.
-    public var role: String
+    package var role: String
     public var rule: Rule
     /// What happened, after the role: "version 1 is older than the trusted version 2".
     public var message: String
     /// The version expected (trusted, or named by the URL, timestamp or snapshot), when versions are involved.
-    public var expectedVersion: Int?
+    package var expectedVersion: Int?
     /// The version found.
-    public var foundVersion: Int?
+    package var foundVersion: Int?
     /// The key ids involved (for a threshold refusal: the role's key ids without a valid signature).
-    public var keyIDs: [String]
+    package var keyIDs: [String]
 
-    public init(role: String, rule: Rule, _ message: String, expectedVersion: Int? = nil, foundVersion: Int? = nil, keyIDs: [String] = []) {
+    package init(role: String, rule: Rule, _ message: String, expectedVersion: Int? = nil, foundVersion: Int? = nil, keyIDs: [String] = []) {
         self.role = role
         self.rule = rule
         self.message = message

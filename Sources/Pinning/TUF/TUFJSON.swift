@@ -17,33 +17,33 @@ public enum TUFJSON: Sendable, Equatable {
     case object(TUFJSONObject)
 
     /// The integer's value when it fits an `Int`.
-    public var intValue: Int? {
+    package var intValue: Int? {
         guard case .integer(let digits) = self else { return nil }
         return Int(digits)
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         guard case .string(let text) = self else { return nil }
         return text
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         guard case .bool(let value) = self else { return nil }
         return value
     }
 
-    public var objectValue: TUFJSONObject? {
+    package var objectValue: TUFJSONObject? {
         guard case .object(let object) = self else { return nil }
         return object
     }
 
-    public var arrayValue: [TUFJSON]? {
+    package var arrayValue: [TUFJSON]? {
         guard case .array(let array) = self else { return nil }
         return array
     }
 
     /// What kind of value this is, for messages ("a string", "an object").
-    public var kindWords: String {
+    package var kindWords: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -59,20 +59,20 @@ public enum TUFJSON: Sendable, Equatable {
 /// A JSON object: members in canonical order (by the UTF-8 bytes of their keys, which is Unicode code point order,
 /// as Python sorts `str`), each key once. Keys are compared byte for byte, never as Unicode-equivalent strings.
 public struct TUFJSONObject: Sendable, Equatable {
-    public struct Member: Sendable, Equatable {
-        public var key: String
-        public var value: TUFJSON
+    package struct Member: Sendable, Equatable {
+        package var key: String
+        package var value: TUFJSON
 
-        public static func == (lhs: Member, rhs: Member) -> Bool {
+        package static func == (lhs: Member, rhs: Member) -> Bool {
             lhs.key.utf8.elementsEqual(rhs.key.utf8) && lhs.value == rhs.value
         }
     }
 
     /// The members, sorted by key bytes.
-    public private(set) var members: [Member]
+    package private(set) var members: [Member]
 
     /// An object of these members; nil when a key repeats (byte for byte).
-    public init?(_ members: [(String, TUFJSON)]) {
+    package init?(_ members: [(String, TUFJSON)]) {
         let sorted = members.map { Member(key: $0.0, value: $0.1) }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         for index in sorted.indices.dropFirst() where sorted[index - 1].key.utf8.elementsEqual(sorted[index].key.utf8) {
             return nil
@@ -97,20 +97,20 @@ public struct TUFJSONObject: Sendable, Equatable {
         return nil
     }
 
-    public var keys: [String] { self.members.map(\.key) }
-    public var count: Int { self.members.count }
+    package var keys: [String] { self.members.map(\.key) }
+    package var count: Int { self.members.count }
 }
 
 /// Why bytes are not JSON, or a value has no canonical form.
-public struct TUFJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct TUFJSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `invalidJSON`: the error's stable code (for logs, metrics and JSON; the words may change).
-    public var code: String { "invalidJSON" }
+    package var code: String { "invalidJSON" }
 
-    public var message: String
+    package var message: String
     /// The byte offset where reading stopped, when reading.
-    public var offset: Int?
+    package var offset: Int?
 
-    public var description: String {
+    package var description: String {
         self.offset.map { "\(self.message) at byte \($0)" } ?? self.message
     }
 }
@@ -118,14 +118,14 @@ public struct TUFJSONError: Error, Sendable, Equatable, CustomStringConvertible 
 extension TUFJSON {
     /// Deepest nesting accepted. TUF metadata nests about six levels; the bound keeps a hostile file from
     /// exhausting the stack.
-    public static let maximumDepth = 64
+    package static let maximumDepth = 64
 
     /// Reads one JSON text (RFC 8259) from UTF-8 bytes, as Python's `json.loads(data.decode("utf-8"))` would,
     /// except where that would let a file mean two things: a key repeated in one object (Python keeps the last)
     /// and an escaped lone surrogate (which Python keeps, then cannot encode to sign) are refused. Python's
     /// `NaN`/`Infinity` extensions and a byte-order mark are refused, as RFC 8259 and Python's strict UTF-8
     /// decoding do.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> TUFJSON {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> TUFJSON {
         var reader = Reader(bytes: Array(bytes))
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
@@ -137,7 +137,7 @@ extension TUFJSON {
     /// The value's canonical JSON bytes, exactly as securesystemslib's `encode_canonical(...).encode("utf-8")`:
     /// object members sorted by key code points, no whitespace, strings with only `"` and `\` escaped (every other
     /// character raw, in UTF-8), integers in decimal. A float is refused.
-    public func canonicalBytes() throws(TUFJSONError) -> [UInt8] {
+    package func canonicalBytes() throws(TUFJSONError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         try Self.encode(self, into: &out)
@@ -148,7 +148,7 @@ extension TUFJSON {
     /// characters in strings are escaped (`\n`, `\u0001`; canonical JSON writes them raw, which strict readers refuse)
     /// and floats are written as read. What a repository writes as a metadata file; signatures cover
     /// ``canonicalBytes()`` of its `signed` part, which reading this text gives back exactly.
-    public func jsonBytes() -> [UInt8] {
+    package func jsonBytes() -> [UInt8] {
         var out: [UInt8] = []
         Self.encodeText(self, into: &out)
         return out

@@ -17,15 +17,15 @@ import _CryptoExtras
 /// A key of any other type or scheme is kept (its metadata stays readable) but can never sign: a signature under
 /// it does not count toward any threshold. python-tuf refuses the whole file instead; counting nothing is as safe
 /// and lets a repository add a key type before every client knows it.
-public struct TUFKey: Sendable {
-    public let keyID: String
-    public let keyType: String
-    public let scheme: String
+package struct TUFKey: Sendable {
+    package let keyID: String
+    package let keyType: String
+    package let scheme: String
     /// `keyval.public` as written.
-    public let publicValue: String
+    package let publicValue: String
     let verifier: Verifier?
     /// Why this key cannot verify, when it cannot.
-    public let unusableReason: String?
+    package let unusableReason: String?
 
     enum Verifier: Sendable {
         case ed25519(Curve25519.Signing.PublicKey)
@@ -81,7 +81,7 @@ public struct TUFKey: Sendable {
 
     /// Whether `signatureHex` is this key's valid signature over `message`. Malformed signatures (not hex, empty,
     /// not DER) are simply not valid.
-    public func isValidSignature(_ signatureHex: String, for message: [UInt8]) -> Bool {
+    package func isValidSignature(_ signatureHex: String, for message: [UInt8]) -> Bool {
         guard let verifier = self.verifier, let signature = TUFHex.decode(signatureHex), !signature.isEmpty else { return false }
         switch verifier {
         case .ed25519(let key):

@@ -3,26 +3,26 @@ import Foundation
 
 /// One signature of a metadata file: the key id it claims and the signature in hex (possibly empty: an unsigned
 /// slot, as tuf-on-ci writes them).
-public struct TUFSignature: Sendable, Equatable {
-    public var keyID: String
-    public var signature: String
+package struct TUFSignature: Sendable, Equatable {
+    package var keyID: String
+    package var signature: String
 }
 
 /// A metadata file as read, before any signature is checked: the `signed` object, its canonical bytes (what the
 /// signatures cover), the signatures and the fields every role has.
-public struct TUFEnvelope: Sendable {
+package struct TUFEnvelope: Sendable {
     /// The name the file was loaded as (`root`, `timestamp`, `snapshot`, `targets` or a delegated role).
-    public let role: String
-    public let signed: TUFJSONObject
+    package let role: String
+    package let signed: TUFJSONObject
     /// `signed` in canonical JSON: the bytes every signature covers.
-    public let canonicalSigned: [UInt8]
-    public let signatures: [TUFSignature]
-    public let version: Int
+    package let canonicalSigned: [UInt8]
+    package let signatures: [TUFSignature]
+    package let version: Int
     /// `expires`, as written (`2030-01-01T00:00:00Z`).
-    public let expiresText: String
+    package let expiresText: String
     /// `expires` in seconds since 1970-01-01T00:00:00Z.
-    public let expires: Int64
-    public let specVersion: String
+    package let expires: Int64
+    package let specVersion: String
 
     /// Reads a metadata file as the role `role`, whose `_type` must be `type`.
     ///
@@ -87,18 +87,18 @@ public struct TUFEnvelope: Sendable {
 
     /// Whether the metadata has expired at `time` (seconds since 1970): expired from its `expires` instant on, as
     /// python-tuf's `is_expired` (`reference_time >= expires`).
-    public func isExpired(at time: Double) -> Bool {
+    package func isExpired(at time: Double) -> Bool {
         time >= Double(self.expires)
     }
 }
 
 /// A role's keys and threshold (in root's `roles`, or a delegation).
-public struct TUFRoleKeys: Sendable, Equatable {
-    public var keyIDs: [String]
-    public var threshold: Int
+package struct TUFRoleKeys: Sendable, Equatable {
+    package var keyIDs: [String]
+    package var threshold: Int
 
     /// A role's key ids and threshold, as a repository writes them.
-    public init(keyIDs: [String], threshold: Int) {
+    package init(keyIDs: [String], threshold: Int) {
         self.keyIDs = keyIDs
         self.threshold = threshold
     }
@@ -123,11 +123,11 @@ public struct TUFRoleKeys: Sendable, Equatable {
 }
 
 /// A file's expected version, and optionally length and hashes, as timestamp and snapshot list them.
-public struct TUFMetaFile: Sendable, Equatable {
-    public var version: Int
-    public var length: Int?
+package struct TUFMetaFile: Sendable, Equatable {
+    package var version: Int
+    package var length: Int?
     /// Algorithm name to hex digest.
-    public var hashes: [String: String]?
+    package var hashes: [String: String]?
 
     init(json: TUFJSON, role: String, name: String) throws(TUFError) {
         let context = "the entry for \(TUFError.printable(name))"
@@ -159,13 +159,13 @@ public struct TUFMetaFile: Sendable, Equatable {
 /// A target file's length, hashes and custom data (`targets.<path>`).
 public struct TUFTargetFile: Sendable, Equatable {
     public var path: String
-    public var length: Int
-    public var hashes: [String: String]
+    package var length: Int
+    package var hashes: [String: String]
     /// The `custom` value, if any.
-    public var custom: TUFJSON?
+    package var custom: TUFJSON?
 
     /// The entry a repository lists for a target with these contents: its length and SHA-256.
-    public init(path: String, contents: [UInt8], custom: TUFJSON? = nil) {
+    package init(path: String, contents: [UInt8], custom: TUFJSON? = nil) {
         self.path = path
         self.length = contents.count
         self.hashes = ["sha256": TUFHex.encode(SHA256.hash(data: contents))]
@@ -184,7 +184,7 @@ public struct TUFTargetFile: Sendable, Equatable {
     }
 
     /// Checks downloaded or cached bytes: exactly `length` bytes, and every listed hash.
-    public func verify(_ data: [UInt8]) throws(TUFError) {
+    package func verify(_ data: [UInt8]) throws(TUFError) {
         guard data.count == self.length else {
             throw TUFError(role: self.path, rule: .lengthMismatch, "the target is \(data.count) bytes, not the \(self.length) bytes its metadata names")
         }

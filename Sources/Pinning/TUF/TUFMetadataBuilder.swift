@@ -8,12 +8,12 @@ import Crypto
 /// `YYYY-MM-DDTHH:MM:SSZ`, snapshot and timestamp entries with the version, length and SHA-256 of the file they
 /// name, targets with their length and SHA-256. A file is ``TUFJSON/jsonBytes()`` of
 /// `{"signatures": [{"keyid", "sig"}…], "signed": {…}}`; every signature covers the canonical JSON of `signed`.
-public enum TUFMetadataBuilder {
+package enum TUFMetadataBuilder {
     /// The specification version written (the one python-tuf 7 writes).
-    public static let specVersion = "1.0.31"
+    package static let specVersion = "1.0.31"
 
     /// Root: the keys (key id to public key object) and each top-level role's key ids and threshold.
-    public static func root(
+    package static func root(
         version: Int, expires: Int64, keys: [String: TUFJSON], roles: [String: TUFRoleKeys], consistentSnapshot: Bool = true
     ) -> TUFJSONObject {
         let roleObjects: [(String, TUFJSON)] = roles.map { name, role in
@@ -28,7 +28,7 @@ public enum TUFMetadataBuilder {
     }
 
     /// Targets: each target's length, hashes and custom value.
-    public static func targets(version: Int, expires: Int64, targets: [TUFTargetFile]) -> TUFJSONObject {
+    package static func targets(version: Int, expires: Int64, targets: [TUFTargetFile]) -> TUFJSONObject {
         let entries: [(String, TUFJSON)] = targets.map { target in
             var fields: [(String, TUFJSON)] = [("length", self.integer(target.length)), ("hashes", self.hashes(target.hashes))]
             if let custom = target.custom { fields.append(("custom", custom)) }
@@ -38,21 +38,21 @@ public enum TUFMetadataBuilder {
     }
 
     /// Snapshot: the version, length and SHA-256 of `targets.json`, whose file is `targetsFile`.
-    public static func snapshot(version: Int, expires: Int64, targetsVersion: Int, targetsFile: [UInt8]) -> TUFJSONObject {
+    package static func snapshot(version: Int, expires: Int64, targetsVersion: Int, targetsFile: [UInt8]) -> TUFJSONObject {
         self.common(
             type: TUFRoleName.snapshot, version: version, expires: expires,
             [("meta", self.object([("targets.json", self.meta(version: targetsVersion, file: targetsFile))]))])
     }
 
     /// Timestamp: the version, length and SHA-256 of `snapshot.json`, whose file is `snapshotFile`.
-    public static func timestamp(version: Int, expires: Int64, snapshotVersion: Int, snapshotFile: [UInt8]) -> TUFJSONObject {
+    package static func timestamp(version: Int, expires: Int64, snapshotVersion: Int, snapshotFile: [UInt8]) -> TUFJSONObject {
         self.common(
             type: TUFRoleName.timestamp, version: version, expires: expires,
             [("meta", self.object([("snapshot.json", self.meta(version: snapshotVersion, file: snapshotFile))]))])
     }
 
     /// The metadata file: `signed` and one signature by each key (in the order given; a key given twice signs once).
-    public static func sign(_ signed: TUFJSONObject, with keys: [TUFSigningKey]) throws(TUFKeyError) -> [UInt8] {
+    package static func sign(_ signed: TUFJSONObject, with keys: [TUFSigningKey]) throws(TUFKeyError) -> [UInt8] {
         let message: [UInt8]
         do {
             message = try TUFJSON.object(signed).canonicalBytes()
@@ -68,7 +68,7 @@ public enum TUFMetadataBuilder {
     }
 
     /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since 1970.
-    public static func expiresText(_ seconds: Int64) -> String { TUFTime.format(seconds) }
+    package static func expiresText(_ seconds: Int64) -> String { TUFTime.format(seconds) }
 
     // MARK: - Pieces
 

@@ -2,26 +2,26 @@ import Crypto
 import Foundation
 
 /// The four top-level role names.
-public enum TUFRoleName {
-    public static let root = "root"
-    public static let timestamp = "timestamp"
-    public static let snapshot = "snapshot"
-    public static let targets = "targets"
-    public static let topLevel: Set<String> = [root, timestamp, snapshot, targets]
+package enum TUFRoleName {
+    package static let root = "root"
+    package static let timestamp = "timestamp"
+    package static let snapshot = "snapshot"
+    package static let targets = "targets"
+    package static let topLevel: Set<String> = [root, timestamp, snapshot, targets]
 }
 
 /// Root metadata: the keys and thresholds of the top-level roles.
 public struct TUFRoot: Sendable {
-    public let envelope: TUFEnvelope
+    package let envelope: TUFEnvelope
     /// `consistent_snapshot`; absent means false (as python-tuf reads it).
-    public let consistentSnapshot: Bool
-    public let keys: [String: TUFKey]
+    package let consistentSnapshot: Bool
+    package let keys: [String: TUFKey]
     /// `root`, `timestamp`, `snapshot` and `targets` (other entries are ignored).
-    public let roles: [String: TUFRoleKeys]
+    package let roles: [String: TUFRoleKeys]
 
     public var version: Int { self.envelope.version }
 
-    public init(bytes: [UInt8]) throws(TUFError) {
+    package init(bytes: [UInt8]) throws(TUFError) {
         let role = TUFRoleName.root
         let envelope = try TUFEnvelope(bytes: bytes, role: role, type: role)
         let signed = envelope.signed
@@ -43,17 +43,17 @@ public struct TUFRoot: Sendable {
     }
 
     /// The keys and threshold of a top-level role.
-    public func roleKeys(_ name: String) -> TUFRoleKeys? { tufExactLookup(self.roles, name) }
+    package func roleKeys(_ name: String) -> TUFRoleKeys? { tufExactLookup(self.roles, name) }
 }
 
 /// Timestamp metadata: the snapshot's version (and optionally length and hashes).
-public struct TUFTimestamp: Sendable {
-    public let envelope: TUFEnvelope
-    public let snapshotMeta: TUFMetaFile
+package struct TUFTimestamp: Sendable {
+    package let envelope: TUFEnvelope
+    package let snapshotMeta: TUFMetaFile
 
-    public var version: Int { self.envelope.version }
+    package var version: Int { self.envelope.version }
 
-    public init(bytes: [UInt8]) throws(TUFError) {
+    package init(bytes: [UInt8]) throws(TUFError) {
         let role = TUFRoleName.timestamp
         let envelope = try TUFEnvelope(bytes: bytes, role: role, type: role)
         guard let meta = envelope.signed["meta"]?.objectValue else { throw TUFError(role: role, rule: .malformed, "no \"meta\" object") }
@@ -64,14 +64,14 @@ public struct TUFTimestamp: Sendable {
 }
 
 /// Snapshot metadata: the version of every targets metadata file (`targets.json`, `ROLE.json`).
-public struct TUFSnapshot: Sendable {
-    public let envelope: TUFEnvelope
+package struct TUFSnapshot: Sendable {
+    package let envelope: TUFEnvelope
     /// File name (`targets.json`, `ROLE.json`) to its entry.
-    public let meta: [String: TUFMetaFile]
+    package let meta: [String: TUFMetaFile]
 
-    public var version: Int { self.envelope.version }
+    package var version: Int { self.envelope.version }
 
-    public init(bytes: [UInt8]) throws(TUFError) {
+    package init(bytes: [UInt8]) throws(TUFError) {
         let role = TUFRoleName.snapshot
         let envelope = try TUFEnvelope(bytes: bytes, role: role, type: role)
         guard let meta = envelope.signed["meta"]?.objectValue else { throw TUFError(role: role, rule: .malformed, "no \"meta\" object") }
@@ -80,18 +80,18 @@ public struct TUFSnapshot: Sendable {
     }
 
     /// The entry for a targets role's metadata file (`ROLE.json`).
-    public func entry(forRole name: String) -> TUFMetaFile? { tufExactLookup(self.meta, name + ".json") }
+    package func entry(forRole name: String) -> TUFMetaFile? { tufExactLookup(self.meta, name + ".json") }
 }
 
 /// Targets metadata (top-level or delegated): target files and delegations.
 public struct TUFTargets: Sendable {
-    public let envelope: TUFEnvelope
+    package let envelope: TUFEnvelope
     public let targets: [String: TUFTargetFile]
-    public let delegations: TUFDelegations?
+    package let delegations: TUFDelegations?
 
     public var version: Int { self.envelope.version }
 
-    public init(bytes: [UInt8], role: String) throws(TUFError) {
+    package init(bytes: [UInt8], role: String) throws(TUFError) {
         let envelope = try TUFEnvelope(bytes: bytes, role: role, type: TUFRoleName.targets)
         guard let targets = envelope.signed["targets"]?.objectValue else { throw TUFError(role: role, rule: .malformed, "no \"targets\" object") }
         self.targets = try tufExactDictionary(targets, role: role, what: "target") { (path, json) throws(TUFError) in try TUFTargetFile(path: path, json: json, role: role) }
@@ -104,17 +104,17 @@ public struct TUFTargets: Sendable {
     }
 
     /// The target listed under exactly `path`.
-    public func target(_ path: String) -> TUFTargetFile? { tufExactLookup(self.targets, path) }
+    package func target(_ path: String) -> TUFTargetFile? { tufExactLookup(self.targets, path) }
 }
 
 /// A targets role's delegations: keys, and the delegated roles in their order of priority.
-public struct TUFDelegations: Sendable {
-    public let keys: [String: TUFKey]
+package struct TUFDelegations: Sendable {
+    package let keys: [String: TUFKey]
     /// In the order the delegator lists them (the order of the search).
-    public let roles: [TUFDelegatedRole]
+    package let roles: [TUFDelegatedRole]
     /// True when the delegations are TAP 15 `succinct_roles` (hash bins), which this client does not follow: a
     /// search that reaches them is refused (``TUFError/Rule/delegation``), never skipped.
-    public let usesSuccinctRoles: Bool
+    package let usesSuccinctRoles: Bool
 
     init(json: TUFJSON, role: String) throws(TUFError) {
         guard let object = json.objectValue else { throw TUFError(role: role, rule: .malformed, "delegations is \(json.kindWords), not an object") }
@@ -141,20 +141,20 @@ public struct TUFDelegations: Sendable {
     }
 
     /// The delegated roles whose paths (or hash prefixes) cover `targetPath`, in order.
-    public func roles(for targetPath: String) -> [TUFDelegatedRole] {
+    package func roles(for targetPath: String) -> [TUFDelegatedRole] {
         self.roles.filter { $0.covers(targetPath) }
     }
 }
 
 /// One delegation: the role's name, keys, threshold, whether it is terminating, and the target paths it may sign.
-public struct TUFDelegatedRole: Sendable {
-    public let name: String
-    public let keys: TUFRoleKeys
-    public let terminating: Bool
+package struct TUFDelegatedRole: Sendable {
+    package let name: String
+    package let keys: TUFRoleKeys
+    package let terminating: Bool
     /// Shell-style patterns (`*`, `?`, `[…]`), matched per `/`-separated part, or nil with hash prefixes.
-    public let paths: [String]?
+    package let paths: [String]?
     /// Lower-case hex prefixes of the SHA-256 of the target path, or nil with paths.
-    public let pathHashPrefixes: [String]?
+    package let pathHashPrefixes: [String]?
 
     init(json: TUFJSON, delegator: String) throws(TUFError) {
         guard let object = json.objectValue else { throw TUFError(role: delegator, rule: .malformed, "a delegated role is \(json.kindWords), not an object") }
@@ -186,7 +186,7 @@ public struct TUFDelegatedRole: Sendable {
     }
 
     /// Whether this delegation covers `targetPath`.
-    public func covers(_ targetPath: String) -> Bool {
+    package func covers(_ targetPath: String) -> Bool {
         if let paths = self.paths {
             return paths.contains { TUFPathPattern.matches(pattern: $0, path: targetPath) }
         }
@@ -196,7 +196,7 @@ public struct TUFDelegatedRole: Sendable {
 }
 
 /// Threshold signature checks.
-public enum TUFSignatures {
+package enum TUFSignatures {
     /// Verifies that at least `roleKeys.threshold` distinct keys of the role signed `envelope`.
     ///
     /// Each key id of the role counts at most once (the signatures array has unique key ids, see ``TUFEnvelope``),
@@ -208,7 +208,7 @@ public enum TUFSignatures {
     /// - Returns: the key ids whose signatures counted.
     /// - Throws: ``TUFError/Rule/threshold`` naming the signed and the missing key ids.
     @discardableResult
-    public static func verifyThreshold(
+    package static func verifyThreshold(
         _ envelope: TUFEnvelope, keys: [String: TUFKey], roleKeys: TUFRoleKeys, role: String, signer: String
     ) throws(TUFError) -> [String] {
         var counted: [String] = []
@@ -242,8 +242,8 @@ public enum TUFSignatures {
 /// `/` into the same number of parts, and each part matches as Python's `fnmatch.fnmatchcase` (`*` any run of
 /// characters, `?` one character, `[abc]`, `[a-z]`, `[!abc]` one of or none of a set; a `[` without its `]` is
 /// itself). So `*` never crosses a `/`, and matching is case-sensitive.
-public enum TUFPathPattern {
-    public static func matches(pattern: String, path: String) -> Bool {
+package enum TUFPathPattern {
+    package static func matches(pattern: String, path: String) -> Bool {
         let patternParts = pattern.split(separator: "/", omittingEmptySubsequences: false)
         let pathParts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard patternParts.count == pathParts.count else { return false }

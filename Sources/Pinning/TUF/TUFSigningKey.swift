@@ -7,20 +7,20 @@ import _CryptoExtras
 /// specification computes it (the SHA-256 of the canonical JSON of `{"keytype", "keyval": {"public"}, "scheme"}`,
 /// as securesystemslib's `_get_keyid` does).
 ///
-/// The types are those ``TUFKey`` verifies, written as securesystemslib writes them, so python-tuf and go-tuf read
+/// The types are those `TUFKey` verifies, written as securesystemslib writes them, so python-tuf and go-tuf read
 /// them too:
 /// - ``KeyType/ed25519``: `ed25519` / `ed25519`, the 32-byte public key in hex.
 /// - ``KeyType/ecdsaP256``: `ecdsa` / `ecdsa-sha2-nistp256`, a PEM SubjectPublicKeyInfo; DER signatures over
 ///   SHA-256.
 /// - ``KeyType/rsa``: `rsa` / `rsassa-pss-sha256`, a PEM SubjectPublicKeyInfo of 2048 bits or more; RSASSA-PSS
-///   with SHA-256, MGF1-SHA-256 and a 32-byte salt (what securesystemslib signs with, and what ``TUFKey`` checks).
+///   with SHA-256, MGF1-SHA-256 and a 32-byte salt (what securesystemslib signs with, and what `TUFKey` checks).
 ///
 /// Keys are read from PKCS#8 (`-----BEGIN PRIVATE KEY-----`, what `openssl genpkey` writes for all three), SEC1
 /// (`EC PRIVATE KEY`) or PKCS#1 (`RSA PRIVATE KEY`), PEM or DER. Encrypted keys are decrypted by `PinningNIO`
 /// (`TUFSigningKey.load(file:passphrase:)`), which hands the PKCS#8 it decrypted to ``init(derRepresentation:)``.
 public struct TUFSigningKey: Sendable {
     /// The three key types a pin-set repository signs with.
-    public enum KeyType: String, Sendable, CaseIterable {
+    package enum KeyType: String, Sendable, CaseIterable {
         case ed25519
         case ecdsaP256 = "ecdsa-p256"
         case rsa
@@ -32,15 +32,15 @@ public struct TUFSigningKey: Sendable {
         case rsa(_RSA.Signing.PrivateKey)
     }
 
-    public let type: KeyType
+    package let type: KeyType
     /// The key id: lower-case hex SHA-256 of the canonical public key object.
-    public let keyID: String
+    package let keyID: String
     /// The public key object as metadata lists it: `{"keytype", "keyval": {"public"}, "scheme"}`.
-    public let publicKeyJSON: TUFJSON
+    package let publicKeyJSON: TUFJSON
     let signer: Signer
 
     /// The smallest RSA modulus accepted, in bits (NIST SP 800-131A; swift-crypto refuses smaller keys for signing).
-    public static let minimumRSABits = 2048
+    package static let minimumRSABits = 2048
 
     init(signer: Signer) {
         self.signer = signer
@@ -71,7 +71,7 @@ public struct TUFSigningKey: Sendable {
     }
 
     /// A new random key. RSA keys are 3072 bits (securesystemslib's default).
-    public static func generate(_ type: KeyType) throws(TUFKeyError) -> TUFSigningKey {
+    package static func generate(_ type: KeyType) throws(TUFKeyError) -> TUFSigningKey {
         switch type {
         case .ed25519:
             return TUFSigningKey(signer: .ed25519(Curve25519.Signing.PrivateKey()))
@@ -87,7 +87,7 @@ public struct TUFSigningKey: Sendable {
     }
 
     /// The key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), as `openssl genpkey` writes it.
-    public var pkcs8PEMRepresentation: String {
+    package var pkcs8PEMRepresentation: String {
         switch self.signer {
         case .ed25519(let key):
             // PrivateKeyInfo { 0, { id-Ed25519 }, OCTET STRING { OCTET STRING (32 bytes) } } (RFC 8410 §7).
@@ -101,12 +101,12 @@ public struct TUFSigningKey: Sendable {
     }
 
     /// The PKCS#8 DER of ``pkcs8PEMRepresentation``.
-    public var pkcs8DERRepresentation: [UInt8] {
+    package var pkcs8DERRepresentation: [UInt8] {
         TUFPEM.blocks(self.pkcs8PEMRepresentation).first?.der ?? []
     }
 
     /// Signs `message` (the canonical bytes of a `signed` object); the signature in lower-case hex.
-    public func sign(_ message: [UInt8]) throws(TUFKeyError) -> String {
+    package func sign(_ message: [UInt8]) throws(TUFKeyError) -> String {
         do {
             switch self.signer {
             case .ed25519(let key):
@@ -129,7 +129,7 @@ public struct TUFSigningKey: Sendable {
     /// - Throws: ``TUFKeyError``: ``TUFKeyError/Code/encrypted`` for an `ENCRYPTED PRIVATE KEY` block or a
     ///   traditional encrypted PEM (`Proc-Type: 4,ENCRYPTED`), ``TUFKeyError/Code/notPrivateKey`` when no
     ///   private key block is there, and as ``init(derRepresentation:)``.
-    public init(pemRepresentation text: String) throws(TUFKeyError) {
+    package init(pemRepresentation text: String) throws(TUFKeyError) {
         let blocks = TUFPEM.blocks(text)
         let keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
         guard let block = keys.first else {
@@ -160,7 +160,7 @@ public struct TUFSigningKey: Sendable {
     /// - Throws: ``TUFKeyError``: ``TUFKeyError/Code/unsupportedAlgorithm`` (X25519, Ed448, RSA-PSS-restricted and
     ///   other keys), ``TUFKeyError/Code/unsupportedCurve`` (an EC key not on P-256),
     ///   ``TUFKeyError/Code/rsaTooSmall`` (RSA under ``minimumRSABits``), ``TUFKeyError/Code/unreadable``.
-    public init(derRepresentation der: [UInt8]) throws(TUFKeyError) {
+    package init(derRepresentation der: [UInt8]) throws(TUFKeyError) {
         let algorithm: ASN1ObjectIdentifier
         let parameters: ASN1Node?
         let privateKey: [UInt8]
@@ -315,7 +315,7 @@ public struct TUFKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     public var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }

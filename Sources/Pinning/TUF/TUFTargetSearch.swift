@@ -8,9 +8,9 @@
 /// "diamond") is verified under each path separately: metadata trusted through one delegator never lends its
 /// authority to another. (python-tuf and go-tuf keep a delegated role by name once loaded, which
 /// tuf-conformance's `test_cached_role_is_verified_against_current_delegator` shows is unsafe.)
-public struct TUFTargetSearch: Sendable {
+package struct TUFTargetSearch: Sendable {
     /// One step of the search.
-    public enum Step: Sendable {
+    package enum Step: Sendable {
         /// The target, and the role that listed it.
         case found(TUFTargetFile, role: String)
         /// No role the search may reach lists the target; the reason in words.
@@ -19,9 +19,9 @@ public struct TUFTargetSearch: Sendable {
         case needs(TUFRoleRequest)
     }
 
-    public let targetPath: String
+    package let targetPath: String
     /// The roles whose metadata the search took in, in order (the top-level `targets` first).
-    public private(set) var visitedRoles: [String] = []
+    package private(set) var visitedRoles: [String] = []
 
     private struct Visit: Sendable {
         var role: String
@@ -51,7 +51,7 @@ public struct TUFTargetSearch: Sendable {
     ///
     /// - Throws: ``TUFError/Rule/notInSnapshot`` when the next role to visit is not in the snapshot (a
     ///   mix-and-match of files is never searched).
-    public mutating func next() throws(TUFError) -> Step {
+    package mutating func next() throws(TUFError) -> Step {
         if let result = self.result { return result }
         if let pending = self.pending { return .needs(pending.request) }
         while let visit = self.stack.popLast() {
@@ -77,7 +77,7 @@ public struct TUFTargetSearch: Sendable {
     ///
     /// - Throws: the candidate's refusal; ``TUFError/Rule/delegation`` when the accepted role does not list the
     ///   target and delegates with succinct hash-bin roles (TAP 15), which this client does not follow.
-    public mutating func provide(_ bytes: [UInt8]) throws(TUFError) {
+    package mutating func provide(_ bytes: [UInt8]) throws(TUFError) {
         guard let pending = self.pending else {
             throw TUFError(role: self.targetPath, rule: .outOfOrder, "no role's metadata was asked for")
         }

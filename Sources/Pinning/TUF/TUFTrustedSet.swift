@@ -1,19 +1,19 @@
-public import Foundation
+package import Foundation
 
 /// Size caps and bounds of a TUF client (python-tuf's `UpdaterConfig` defaults).
 public struct TUFLimits: Sendable, Hashable {
     /// Largest root metadata file accepted.
-    public var rootMaxLength: Int
+    package var rootMaxLength: Int
     /// Largest timestamp metadata file accepted.
-    public var timestampMaxLength: Int
+    package var timestampMaxLength: Int
     /// Largest snapshot metadata file accepted when the timestamp names no length.
-    public var snapshotMaxLength: Int
+    package var snapshotMaxLength: Int
     /// Largest targets metadata file accepted when the snapshot names no length.
-    public var targetsMaxLength: Int
+    package var targetsMaxLength: Int
     /// How many new root versions one update walks through at most.
-    public var maximumRootRotations: Int
+    package var maximumRootRotations: Int
     /// How many targets roles one target search visits at most (the top-level one included).
-    public var maximumDelegations: Int
+    package var maximumDelegations: Int
 
     public init(
         rootMaxLength: Int = 512_000, timestampMaxLength: Int = 16_384, snapshotMaxLength: Int = 2_000_000, targetsMaxLength: Int = 5_000_000,
@@ -33,8 +33,8 @@ public struct TUFLimits: Sendable, Hashable {
 /// clocks: the caller fetches and stores, and fixes the update's start time once (§5.1), so every expiry in one
 /// update is judged against the same instant.
 ///
-/// The order is the workflow's: ``updateRoot(_:)`` for each newer root, then ``updateTimestamp(_:)``,
-/// ``updateSnapshot(_:isLocalCopy:)``, ``updateTargets(_:)``, then ``search(for:)`` for delegated
+/// The order is the workflow's: `updateRoot(_:)` for each newer root, then `updateTimestamp(_:)`,
+/// `updateSnapshot(_:isLocalCopy:)`, `updateTargets(_:)`, then `search(for:)` for delegated
 /// targets. Each step refuses to run out of order, and each checks that the step before it ended in metadata
 /// valid to build on (a root not expired, a timestamp not expired, a snapshot of the version the timestamp names
 /// and not expired), so a caller cannot skip a freshness check.
@@ -46,16 +46,16 @@ public struct TUFLimits: Sendable, Hashable {
 /// offered. Failing to load a local copy never makes anything trusted.
 public struct TUFTrustedSet: Sendable {
     /// The update's start time, in seconds since 1970.
-    public let referenceTime: Double
-    public let limits: TUFLimits
+    package let referenceTime: Double
+    package let limits: TUFLimits
     public private(set) var root: TUFRoot
-    public private(set) var timestamp: TUFTimestamp?
-    public private(set) var snapshot: TUFSnapshot?
+    package private(set) var timestamp: TUFTimestamp?
+    package private(set) var snapshot: TUFSnapshot?
     public private(set) var targets: TUFTargets?
 
     /// Starts from the trusted root (the one the client shipped with, or the last it stored), which must be signed
     /// by a threshold of its own root keys. Its expiry does not matter here: a newer root may follow (§5.2).
-    public init(trustedRoot bytes: [UInt8], updateStartTime: Date, limits: TUFLimits = TUFLimits()) throws(TUFError) {
+    package init(trustedRoot bytes: [UInt8], updateStartTime: Date, limits: TUFLimits = TUFLimits()) throws(TUFError) {
         try Self.checkSize(bytes, cap: limits.rootMaxLength, role: TUFRoleName.root)
         let root = try TUFRoot(bytes: bytes)
         try TUFSignatures.verifyThreshold(
@@ -71,7 +71,7 @@ public struct TUFTrustedSet: Sendable {
     /// of the trusted root's root keys and by a threshold of its own, and of exactly version N+1. Its expiry is not
     /// checked here (an intermediate root may have expired); ``updateTimestamp(_:)`` checks the final one.
     @discardableResult
-    public mutating func updateRoot(_ bytes: [UInt8]) throws(TUFError) -> TUFRoot {
+    package mutating func updateRoot(_ bytes: [UInt8]) throws(TUFError) -> TUFRoot {
         let role = TUFRoleName.root
         guard self.timestamp == nil else { throw TUFError(role: role, rule: .outOfOrder, "root cannot be updated after the timestamp (the client workflow updates root first)") }
         try Self.checkSize(bytes, cap: self.limits.rootMaxLength, role: role)
@@ -88,7 +88,7 @@ public struct TUFTrustedSet: Sendable {
     }
 
     /// §5.3.10: the final root must not have expired at the update's start time.
-    public func checkRootNotExpired() throws(TUFError) {
+    package func checkRootNotExpired() throws(TUFError) {
         guard !self.root.envelope.isExpired(at: self.referenceTime) else {
             throw TUFError(role: TUFRoleName.root, rule: .expired, "version \(self.root.version) expired at \(self.root.envelope.expiresText)", foundVersion: self.root.version)
         }
@@ -111,7 +111,7 @@ public struct TUFTrustedSet: Sendable {
     ///
     /// - Returns: ``Outcome/unchanged`` when the version equals the trusted one (the trusted one is kept).
     @discardableResult
-    public mutating func updateTimestamp(_ bytes: [UInt8]) throws(TUFError) -> Outcome {
+    package mutating func updateTimestamp(_ bytes: [UInt8]) throws(TUFError) -> Outcome {
         let role = TUFRoleName.timestamp
         guard self.snapshot == nil else { throw TUFError(role: role, rule: .outOfOrder, "timestamp cannot be updated after the snapshot") }
         try self.checkRootNotExpired()
@@ -135,7 +135,7 @@ public struct TUFTrustedSet: Sendable {
     }
 
     /// The trusted timestamp must not have expired (§5.4.4).
-    public func checkTimestampFinal() throws(TUFError) {
+    package func checkTimestampFinal() throws(TUFError) {
         guard let timestamp = self.timestamp else { throw TUFError(role: TUFRoleName.timestamp, rule: .unavailable, "no trusted timestamp") }
         guard !timestamp.envelope.isExpired(at: self.referenceTime) else {
             throw TUFError(role: TUFRoleName.timestamp, rule: .expired, "version \(timestamp.version) expired at \(timestamp.envelope.expiresText)", foundVersion: timestamp.version)
@@ -148,7 +148,7 @@ public struct TUFTrustedSet: Sendable {
     /// local copy, which was checked when it was fetched), signed by the root's snapshot keys, not older than the
     /// trusted snapshot, and dropping no file the trusted snapshot listed nor lowering any file's version.
     /// ``checkSnapshotFinal()`` then checks its version against the timestamp and its expiry.
-    public mutating func updateSnapshot(_ bytes: [UInt8], isLocalCopy: Bool) throws(TUFError) {
+    package mutating func updateSnapshot(_ bytes: [UInt8], isLocalCopy: Bool) throws(TUFError) {
         let role = TUFRoleName.snapshot
         guard self.targets == nil else { throw TUFError(role: role, rule: .outOfOrder, "snapshot cannot be updated after the targets") }
         try self.checkTimestampFinal()
@@ -189,7 +189,7 @@ public struct TUFTrustedSet: Sendable {
     }
 
     /// The trusted snapshot must have the version the timestamp names (§5.5.4) and must not have expired (§5.5.7).
-    public func checkSnapshotFinal() throws(TUFError) {
+    package func checkSnapshotFinal() throws(TUFError) {
         let role = TUFRoleName.snapshot
         guard let snapshot = self.snapshot, let timestamp = self.timestamp else { throw TUFError(role: role, rule: .unavailable, "no trusted snapshot") }
         guard snapshot.version == timestamp.snapshotMeta.version else {
@@ -205,7 +205,7 @@ public struct TUFTrustedSet: Sendable {
     // MARK: - Targets (§5.6)
 
     /// The snapshot entry, version, size cap and file name of the top-level targets metadata, for fetching it.
-    public func targetsRequest() throws(TUFError) -> TUFRoleRequest {
+    package func targetsRequest() throws(TUFError) -> TUFRoleRequest {
         try self.checkSnapshotFinal()
         return try TUFRoleRequest(role: TUFRoleName.targets, delegator: TUFRoleName.root, snapshot: self.snapshot!, root: self.root, limits: self.limits)
     }
@@ -214,7 +214,7 @@ public struct TUFTrustedSet: Sendable {
     /// checked too: it must be the very file the snapshot names), signed by the root's targets keys, of the version
     /// the snapshot names, and not expired.
     @discardableResult
-    public mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) -> TUFTargets {
+    package mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) -> TUFTargets {
         let request = try self.targetsRequest()
         let new = try request.verify(bytes, keys: self.root.keys, roleKeys: try Self.roleKeys(self.root, TUFRoleName.targets), signer: "root", referenceTime: self.referenceTime)
         self.targets = new
@@ -223,7 +223,7 @@ public struct TUFTrustedSet: Sendable {
 
     /// A search for `targetPath` through the trusted targets and their delegations (§5.6.7). Needs the top-level
     /// targets.
-    public func search(for targetPath: String) throws(TUFError) -> TUFTargetSearch {
+    package func search(for targetPath: String) throws(TUFError) -> TUFTargetSearch {
         guard let targets = self.targets, let snapshot = self.snapshot else {
             throw TUFError(role: TUFRoleName.targets, rule: .unavailable, "no trusted targets metadata to search")
         }
@@ -245,12 +245,12 @@ public struct TUFTrustedSet: Sendable {
 /// A targets metadata file to load: its role, its delegator, the snapshot's entry for it, the cap on its size and
 /// the file name to fetch (`VERSION.ROLE.json` under consistent snapshots, else `ROLE.json`; the role name
 /// percent-encoded as python-tuf's `quote(name, "")`).
-public struct TUFRoleRequest: Sendable {
-    public let role: String
-    public let delegator: String
-    public let meta: TUFMetaFile
-    public let maximumLength: Int
-    public let consistentSnapshot: Bool
+package struct TUFRoleRequest: Sendable {
+    package let role: String
+    package let delegator: String
+    package let meta: TUFMetaFile
+    package let maximumLength: Int
+    package let consistentSnapshot: Bool
 
     init(role: String, delegator: String, snapshot: TUFSnapshot, root: TUFRoot, limits: TUFLimits) throws(TUFError) {
         guard let meta = snapshot.entry(forRole: role) else {
@@ -264,7 +264,7 @@ public struct TUFRoleRequest: Sendable {
     }
 
     /// The file name under the metadata URL.
-    public var remoteFileName: String {
+    package var remoteFileName: String {
         let name = TUFNames.quote(self.role)
         return self.consistentSnapshot ? "\(self.meta.version).\(name).json" : "\(name).json"
     }
@@ -288,10 +288,10 @@ public struct TUFRoleRequest: Sendable {
 }
 
 /// Names in URLs and file names.
-public enum TUFNames {
+package enum TUFNames {
     /// Percent-encodes every byte but ASCII letters, digits and `_.-~` (Python's `urllib.parse.quote(name, safe="")`),
     /// so a role name can never name another directory or a URL's query.
-    public static func quote(_ name: String) -> String {
+    package static func quote(_ name: String) -> String {
         var out = ""
         for byte in name.utf8 {
             switch byte {
@@ -306,7 +306,7 @@ public enum TUFNames {
     }
 
     /// Percent-encodes a target path for a URL, keeping `/` and the characters RFC 3986 allows in a path segment.
-    public static func quotePath(_ path: String) -> String {
+    package static func quotePath(_ path: String) -> String {
         var out = ""
         for byte in path.utf8 {
             switch byte {

@@ -114,7 +114,7 @@ public struct PinnedTLSClient: Sendable {
     /// connections already open are left as they are. With no configuration yet, every handshake is refused.
     ///
     /// - Parameters: as ``init(evaluator:settings:identity:configuration:keyLog:)``, the evaluator being
-    ///   ``Pinning/SourcedConfigurationEvaluator`` on `source`.
+    ///   the core's `SourcedConfigurationEvaluator` (package) on `source`.
     public init(
         configurationSource source: any PinningConfigurationSource,
         settings: TrustSettings = .default,

@@ -2,7 +2,7 @@ public import Foundation
 public import Pinning
 
 /// A TUF client (specification 1.0, §5): keeps a repository's metadata in a directory, brings it up to date, and
-/// finds and downloads targets. The rules are the core's (``TUFTrustedSet``, ``TUFTargetSearch``); this type fetches
+/// finds and downloads targets. The rules are the core's (``TUFTrustedSet``, and the package's `TUFTargetSearch`); this type fetches
 /// (through a ``TUFFetching``, normally ``TUFHTTPFetcher`` on ``PinnedHTTPClient``) and stores.
 ///
 /// The metadata directory holds the metadata the client trusts, one file per role, under names that are not
@@ -34,7 +34,7 @@ public struct TUFUpdater: Sendable {
     /// The metadata trusted by the last ``refresh(startTime:)``; nil before one succeeded.
     public private(set) var trusted: TUFTrustedSet?
     /// Delegated targets metadata taken in during this client's life, by role: bytes only, re-verified against
-    /// the delegation that leads to the role at every use (see ``TUFTargetSearch``).
+    /// the delegation that leads to the role at every use (see `TUFTargetSearch`).
     private var delegatedBytes: [String: [UInt8]] = [:]
 
     public init(
@@ -55,7 +55,7 @@ public struct TUFUpdater: Sendable {
     }
 
     /// ``initialize(metadataDirectory:trustedRoot:)`` with the contents of the file at `path` (at most
-    /// ``TUFLimits/rootMaxLength`` of `limits` bytes).
+    /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {
         guard let bytes = try TUFFiles.readFile(path, maximumLength: limits.rootMaxLength, role: TUFRoleName.root) else {
             throw TUFError(role: TUFRoleName.root, rule: .unavailable, "\(path): no such file")

@@ -93,7 +93,7 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         let theirs = config.channelDebuggingCallbacks.onCreateTCPConnection
         config.channelDebuggingCallbacks.onCreateTCPConnection = { channel in
             let secured = channel.eventLoop.makeCompletedFuture {
-                let (handlers, _) = try client.makeClientTLSHandlerChain(host: host)
+                let (handlers, _) = try client.makeClientTLSHandlerChain(host: host, port: port)
                 // First in the pipeline: everything the transport added (HTTP/2, gRPC) sits behind TLS, and
                 // the pinning handler holds every inbound byte until the policy trusted this connection.
                 try channel.pipeline.syncOperations.addHandlers(handlers, position: .first)

@@ -134,8 +134,12 @@ struct ReportsEndToEndCLITests {
     static let libraryVersion = "swift-pinning \(SwiftPinning.version)"
 
     /// The fields the collector normalised from our report.
-    static func expectReport(_ row: [String: Any], host: String, enforced: Bool, app: String) {
+    /// `port` is the upstream's, never 443 here (a loopback port the system chose): the report says the port the
+    /// connection was made to.
+    static func expectReport(_ row: [String: Any], host: String, port: Int, enforced: Bool, app: String) {
+        #expect(port != 443)
         #expect(row["host"] as? String == host, "\(row)")
+        #expect(row["port"] as? Int == port, "the port connected to: \(row)")
         #expect(row["notedHost"] as? String == host, "\(row)")
         #expect(row["result"] as? String == "pinMismatch", "\(row)")
         #expect(row["enforced"] as? Bool == enforced, "\(row)")
@@ -160,7 +164,7 @@ struct ReportsEndToEndCLITests {
         #expect(!enforced.stderr.contains("report"), "reports are silent without --verbose: \(enforced.stderr)")
         let rows = try await fixture.reports(host: "api.test")
         try #require(rows.count == 1, "\(rows) \(enforced)")
-        Self.expectReport(rows[0], host: "api.test", enforced: true, app: "pinning-cli check")
+        Self.expectReport(rows[0], host: "api.test", port: fixture.upstreamPort, enforced: true, app: "pinning-cli check")
 
         // Report-only: trusted (the mismatch let through), exit 0, and still reported, saying so.
         let reportOnly = try await fixture.check("watch.test", ["--verbose"])
@@ -168,7 +172,7 @@ struct ReportsEndToEndCLITests {
         #expect(reportOnly.stderr.contains("pinning: check: report delivered to \(fixture.collectorURL)/reports after 1 attempt: HTTP 204"), "\(reportOnly.stderr)")
         let watched = try await fixture.reports(host: "watch.test")
         try #require(watched.count == 1, "\(watched)")
-        Self.expectReport(watched[0], host: "watch.test", enforced: false, app: "pinning-cli check")
+        Self.expectReport(watched[0], host: "watch.test", port: fixture.upstreamPort, enforced: false, app: "pinning-cli check")
         // And on the dashboard: both hosts, the app and the library that saw them.
         let page = try await fixture.dashboard()
         for text in ["api.test", "watch.test", "pinning-cli check", Self.libraryVersion] {
@@ -237,13 +241,13 @@ struct ReportsEndToEndCLITests {
         #expect(refused.stdout.contains("HTTP/1.1 502 Bad Gateway"), "\(refused)")
         let rows = try await fixture.reports(host: "api.test", app: "pinning-cli proxy", within: 30)
         try #require(rows.count == 1, "\(rows); proxy stderr: \(reporting.0.stderr)")
-        Self.expectReport(rows[0], host: "api.test", enforced: true, app: "pinning-cli proxy")
+        Self.expectReport(rows[0], host: "api.test", port: fixture.upstreamPort, enforced: true, app: "pinning-cli proxy")
 
         let letThrough = try await curl(reporting, "watch.test")
         #expect(letThrough.stdout.contains("HTTP/1.1 200 OK"), "report-only: the request goes through: \(letThrough)")
         let watched = try await fixture.reports(host: "watch.test", app: "pinning-cli proxy", within: 30)
         try #require(watched.count == 1, "\(watched); proxy stderr: \(reporting.0.stderr)")
-        Self.expectReport(watched[0], host: "watch.test", enforced: false, app: "pinning-cli proxy")
+        Self.expectReport(watched[0], host: "watch.test", port: fixture.upstreamPort, enforced: false, app: "pinning-cli proxy")
         #expect(reporting.0.stderr.contains("pinning: proxy: report delivered to \(fixture.collectorURL)/reports"), "\(reporting.0.stderr)")
 
         // --no-reports: the same refusals, nothing sent. The reporting proxy's reports arrived within moments
@@ -290,7 +294,7 @@ struct ReportsEndToEndCLITests {
         let version = try #require((object["pinset"] as? [String: Any])?["version"] as? Int, "\(run.stdout)")
         let rows = try await fixture.reports(host: "api.test")
         try #require(rows.count == 1, "\(rows) \(run)")
-        Self.expectReport(rows[0], host: "api.test", enforced: true, app: "pinning-cli check")
+        Self.expectReport(rows[0], host: "api.test", port: fixture.upstreamPort, enforced: true, app: "pinning-cli check")
         // The collector keeps the version as text (apps may send either).
         #expect(rows[0]["pinsetVersion"].map { "\($0)" } == String(version), "\(rows[0])")
     }

@@ -4,6 +4,7 @@ import Pinning
 import PinningCollector
 import PinningTestSupport
 import Testing
+import X509
 
 /// The store's behaviour, run against each database: a real SQLite file, and a real PostgreSQL server on the
 /// loopback (skipped, never passed, without Debian's postgresql).
@@ -83,6 +84,93 @@ enum StoreScenarios {
         ])
         #expect(try await store.summary(since: nil) == CollectorSummary(reports: 3, occurrences: 4, hosts: 2, sources: 3))
         try await Self.expectRollupsMatchRows(store, base: base)
+
+        try await Self.hostRollups(store, base: base)
+    }
+
+    /// A report with chains, known pins and enforce-pinning, from a PKI made here.
+    static func chainItem(
+        _ host: String, at milliseconds: Int64, source: String, served: [Certificate], validated: [Certificate] = [], known: [Certificate],
+        enforce: Bool?, result: String = "pinMismatch"
+    ) throws -> IngestItem {
+        var object: [String: Any] = [
+            "hostname": host, "port": 443, "validation-result": result,
+            "known-pins": known.map { "pin-sha256=\"\(Pin(spkiOf: $0).base64)\"" },
+        ]
+        if !served.isEmpty { object["served-certificate-chain"] = served.map(ReportFixtures.pem) }
+        if !validated.isEmpty { object["validated-certificate-chain"] = validated.map(ReportFixtures.pem) }
+        if let enforce { object["enforce-pinning"] = enforce }
+        let report = try #require(try ReportParser().parse(Array(try ReportFixtures.json(object))).first)
+        return IngestItem(report: report, receivedAt: milliseconds, sourceHash: source)
+    }
+
+    /// The host rollups (migration 3) answer `/api/hosts` as counting the rows does: served keys (and the
+    /// validated chain's for a report without a served one), known pins, results, enforced against report-only,
+    /// distinct sources, de-duplicated occurrences in a later hour and day, for `since` on and inside days and
+    /// hours, before and after retention, and after more reports arrive.
+    static func hostRollups(_ store: ReportStore, base: Int64) async throws {
+        let hour: Int64 = 3_600_000
+        let day: Int64 = 86_400_000
+        let dayBase = (base / day + 3) * day
+        let fixtures = try ReportFixtures(host: "api.test")
+        let genuine = fixtures.genuine.presented
+        let intercepting = fixtures.intercepting.presented
+        let known = [fixtures.genuine.intermediate.certificate, fixtures.genuine.root.certificate]
+        _ = try await store.ingest([
+            try Self.chainItem("api.test", at: dayBase - 2 * hour + 5, source: "s1", served: intercepting, known: known, enforce: true),
+            try Self.chainItem("api.test", at: dayBase - 2 * hour + 10, source: "s1", served: intercepting, known: known, enforce: true),
+            try Self.chainItem("api.test", at: dayBase - hour + 1, source: "s2", served: intercepting, known: known, enforce: true),
+            try Self.chainItem("api.test", at: dayBase + hour / 2, source: "s2", served: genuine, known: known, enforce: false),
+            try Self.chainItem(
+                "api.test", at: dayBase + hour + 10, source: "s3", served: [], validated: fixtures.intercepting.all, known: known, enforce: nil, result: "hostnameMismatch"),
+        ])
+        _ = try await store.ingest([
+            // The report-only one again, two hours and then a day later: counted on its row, in its first hour.
+            try Self.chainItem("api.test", at: dayBase + 2 * hour, source: "s2", served: genuine, known: known, enforce: false),
+            try Self.chainItem("cdn.test", at: dayBase + day + 3 * hour, source: "s1", served: [fixtures.intercepting.leaf.certificate], known: [known[0]], enforce: true),
+            try Self.chainItem("api.test", at: dayBase + day + 3 * hour + 5, source: "s4", served: intercepting, known: known, enforce: true),
+        ])
+        let sinces: [Int64?] = [
+            nil, 0, dayBase - 2 * hour, dayBase - 2 * hour + 7, dayBase - hour, dayBase - 1, dayBase, dayBase + 1, dayBase + hour / 2, dayBase + hour / 2 + 1,
+            dayBase + hour + 10, dayBase + day - 1, dayBase + day, dayBase + day + 3 * hour + 1, dayBase + day + 3 * hour + 6, dayBase + 10 * day, Int64.max, Int64.min,
+        ]
+        let sample = try await store.hosts(since: nil, limit: 10)
+        #expect(sample.map(\.host).contains("api.test") && sample.map(\.host).contains("cdn.test"), "\(sample)")
+        let api = try #require(sample.first { $0.host == "api.test" })
+        #expect(api.servedPins.contains { $0.sources > 1 }, "a key served to several sources: \(api)")
+        #expect(api.knownPins.count == 2 && api.reportOnly > 0 && api.enforced > 0 && api.results.count == 2, "\(api)")
+        try await Self.expectHostRollupsMatchRows(store, sinces)
+
+        // Retention up to the first hour of dayBase: the day before goes (both its hours), and within dayBase only
+        // the report-only row stays of its hour (it was seen again later).
+        let deleted = try await store.deleteReports(lastSeenBefore: dayBase + hour, batch: 2)
+        #expect(deleted >= 3, "\(deleted)")
+        try await Self.expectHostRollupsMatchRows(store, sinces)
+
+        // More reports for hours and days emptied by retention, and a de-duplication of a kept row.
+        _ = try await store.ingest([
+            try Self.chainItem("api.test", at: dayBase + 2 * hour + 1, source: "s2", served: genuine, known: known, enforce: false),
+            try Self.chainItem("api.test", at: dayBase - hour + 3, source: "s5", served: genuine, known: known, enforce: true),
+            try Self.chainItem("edge.test", at: dayBase + day + 4 * hour, source: "s5", served: genuine, known: [], enforce: nil),
+        ])
+        try await Self.expectHostRollupsMatchRows(store, sinces)
+        // Retention of everything left: the rollups are empty too.
+        _ = try await store.deleteReports(lastSeenBefore: Int64.max, batch: 3)
+        #expect(try await store.hosts(since: nil, limit: 10).isEmpty)
+        try await Self.expectHostRollupsMatchRows(store, sinces)
+    }
+
+    static func expectHostRollupsMatchRows(_ store: ReportStore, _ sinces: [Int64?], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for since in sinces {
+            let label = "since \(since.map(String.init) ?? "nil")"
+            #expect(try await store.hosts(since: since, limit: 10) == (try await store.hostsFromRows(since: since, limit: 10)), "\(label)", sourceLocation: sourceLocation)
+            #expect(try await store.hosts(since: since, limit: 1) == (try await store.hostsFromRows(since: since, limit: 1)), "\(label), limit 1", sourceLocation: sourceLocation)
+            for host in ["api.test", "cdn.test", "nowhere.test"] {
+                #expect(
+                    try await store.hosts(since: since, limit: 1, host: host) == (try await store.hostsFromRows(since: since, limit: 1, host: host)), "\(label), \(host)",
+                    sourceLocation: sourceLocation)
+            }
+        }
     }
 
     static func expectRollupsMatchRows(_ store: ReportStore, base: Int64, sourceLocation: SourceLocation = #_sourceLocation) async throws {

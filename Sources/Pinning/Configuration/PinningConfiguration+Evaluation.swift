@@ -37,7 +37,8 @@ public struct HostEvaluation: Sendable {
 }
 
 extension PinningConfiguration: ServerTrustEvaluating {
-    /// ``ServerTrustEvaluating`` conformance: ``evaluate(_:forHost:port:)`` on port 443.
+    /// ``ServerTrustEvaluating`` conformance: ``evaluate(_:forHost:port:)`` on the trust's
+    /// ``ServerTrust/port``, the port the connection was made to (443 when the caller did not say).
     ///
     /// A configuration judges hosts, so without a host (`domain` nil) the peer is untrusted
     /// (``TrustFailure/Code/hostNotAllowed``): it is never waved through unpinned.
@@ -53,7 +54,7 @@ extension PinningConfiguration: ServerTrustEvaluating {
                 )
             )
         }
-        return await self.evaluate(trust, forHost: domain, port: 443).verdict
+        return await self.evaluate(trust, forHost: domain, port: trust.port ?? 443).verdict
     }
 
     /// The entry's revocation policy combined with the trust's, as ``evaluate(_:forHost:port:)`` applies it.

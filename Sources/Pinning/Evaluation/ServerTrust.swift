@@ -24,6 +24,10 @@ public struct ServerTrust: Sendable {
     /// The validation instant of this one evaluation (`SecTrustSetVerifyDate`); nil means the moment of
     /// evaluation.
     public var validationTime: Date?
+    /// The port the connection was made to, when the caller knows it (the client path sets it for each
+    /// handshake); nil means unknown. It never changes a verdict: a ``PinningConfiguration`` puts it into the
+    /// failure reports it builds, and assumes 443 when it is nil.
+    public var port: Int?
 
     /// Custom trust anchors (`SecTrustSetAnchorCertificates`); see ``TrustSettings/anchors``.
     public var anchors: [Certificate] {

@@ -81,7 +81,8 @@ public struct ChallengeTLSClient: Sendable {
         }
         let settings = self.settings
         client.peerDecision = { name, presented in
-            let trust = ServerTrust(certificates: presented, settings: settings)
+            var trust = ServerTrust(certificates: presented, settings: settings)
+            trust.port = port
             let challenge = AuthenticationChallenge(
                 protectionSpace: ProtectionSpace(host: name, port: port, authenticationMethod: .serverTrust),
                 serverTrust: trust

@@ -160,9 +160,12 @@ public struct PinnedTLSClient: Sendable {
     ///
     /// Add both, in this order, right after the socket. Prefer ``addHandlers(to:host:)``.
     ///
-    /// - Parameter host: The server's name (DNS name or IP address): sent as SNI when it is a DNS name, and the
-    ///   name the evaluator checks.
-    public func makeClientTLSHandlers(host: String) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
+    /// - Parameters:
+    ///   - host: The server's name (DNS name or IP address): sent as SNI when it is a DNS name, and the name the
+    ///     evaluator checks.
+    ///   - port: The port connected to, handed to the evaluator in the trust (``ServerTrust/port``) for the
+    ///     failure reports it builds; nil when unknown.
+    public func makeClientTLSHandlers(host: String, port: Int? = nil) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
         let evaluator = self.judge
         let settings = self.settings
@@ -173,9 +176,12 @@ public struct PinnedTLSClient: Sendable {
             }
         } else {
             // Each handshake's trust is made from the settings and this chain: nothing of an earlier handshake, and
-            // no instant but the settings' own (the current time, or a fixed one only through the SPI).
+            // no instant but the settings' own (the current time, or a fixed one only through the SPI). The port
+            // only reaches failure reports, never the verdict.
             @Sendable func trust(_ presented: [Certificate]) -> ServerTrust {
-                ServerTrust(certificates: presented, settings: settings)
+                var trust = ServerTrust(certificates: presented, settings: settings)
+                trust.port = port
+                return trust
             }
             callback = PeerVerification.callback(
                 verdict: verdict,
@@ -191,13 +197,15 @@ public struct PinnedTLSClient: Sendable {
         return (tls, PinningHandshakeHandler(verdict: verdict, host: host))
     }
 
-    /// Adds the pinned TLS handlers for `host` to a pipeline and returns the handshake outcome.
+    /// Adds the pinned TLS handlers for `host` (connected to on `port`, when known) to a pipeline and returns the
+    /// handshake outcome.
     @discardableResult
     public func addHandlers(
         to pipeline: ChannelPipeline.SynchronousOperations,
-        host: String
+        host: String,
+        port: Int? = nil
     ) throws -> EventLoopFuture<PinnedHandshake> {
-        let (tls, pinning) = try self.makeClientTLSHandlers(host: host)
+        let (tls, pinning) = try self.makeClientTLSHandlers(host: host, port: port)
         try pipeline.addHandlers(Self.alertObservingHandlers(tls: tls, pinning: pinning, role: .client))
         guard let handshake = pinning.handshake else {
             throw PinningConnectionError(code: .handshakeFailed, host: host, message: "the pinning handler was not added")
@@ -216,8 +224,8 @@ public struct PinnedTLSClient: Sendable {
     /// The handlers ``addHandlers(to:host:)`` adds, in order (a ``TLSAlertObserver``, NIOSSL's client handler and the
     /// ``PinningHandshakeHandler``), for a transport that places them itself; the handshake outcome is the last
     /// handler's ``PinningHandshakeHandler/handshake`` once added.
-    public func makeClientTLSHandlerChain(host: String) throws -> (handlers: [any ChannelHandler], pinning: PinningHandshakeHandler) {
-        let (tls, pinning) = try self.makeClientTLSHandlers(host: host)
+    public func makeClientTLSHandlerChain(host: String, port: Int? = nil) throws -> (handlers: [any ChannelHandler], pinning: PinningHandshakeHandler) {
+        let (tls, pinning) = try self.makeClientTLSHandlers(host: host, port: port)
         return (Self.alertObservingHandlers(tls: tls, pinning: pinning, role: .client), pinning)
     }
 
@@ -246,7 +254,7 @@ public struct PinnedTLSClient: Sendable {
             .connectTimeout(timeout)
             .channelInitializer { channel in
                 do {
-                    let handshake = try self.addHandlers(to: channel.pipeline.syncOperations, host: host)
+                    let handshake = try self.addHandlers(to: channel.pipeline.syncOperations, host: host, port: port)
                     handshakeFuture.withLockedValue { $0 = handshake }
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)

@@ -129,4 +129,58 @@ struct PinSetConfigurationTests {
         #expect(throws: PinError.self) { try Pin("sha256/" + String(repeating: "*", count: 44)) }
         #expect(throws: PinError.self) { try Pin("sha256/" + String(Data(digest + [0]).base64EncodedString().prefix(44))) }
     }
+
+    @Test("an ASCII key and a key outside ASCII that Swift reads as the same string (U+212A KELVIN SIGN is K) are a repeated key; a key outside ASCII alone is read")
+    func keyFormsAcrossASCII() throws {
+        let (a, b) = (Self.pin("a"), Self.pin("b"))
+        let entry = "{\"pins\": [\"\(a)\", \"\(b)\"]}"
+        let kelvin = #expect(throws: PinningConfigurationError.self) {
+            try PinningConfiguration(data: Data("{\"version\": 1, \"domains\": {\"K.example\": \(entry), \"\u{212A}.example\": \(entry)}}".utf8), baseDirectory: "/")
+        }
+        #expect(kelvin?.problems.map(\.kind) == [.invalidJSON] && kelvin?.description.contains("repeated key") == true, "\(String(describing: kelvin))")
+        let read = try PinningConfiguration(data: Data("{\"version\": 1, \"domains\": {\"b\u{FC}cher.example\": \(entry), \"a.example\": \(entry)}}".utf8), baseDirectory: "/")
+        #expect(read.entries.map(\.key) == ["a.example", "b\u{FC}cher.example"])
+    }
+
+    @Test("a text read once (PinningConfiguration.Text) names the same files and loads to the same configuration, or the same refusal, as the bytes")
+    func textReadOnce() throws {
+        let (a, b) = (Self.pin("a"), Self.pin("b"))
+        let good = Data(
+            "{\"version\": 1, \"domains\": {\"b.example\": {\"pins\": [\"\(a)\", \"\(b)\"], \"anchors\": [\"x.pem\"]}, \"a.example\": {\"pins\": [\"\(a)\", \"\(b)\"], \"revocation\": {\"crls\": [\"y.crl\"]}}}}"
+                .utf8)
+        #expect(PinningConfiguration.filesNamed(in: PinningConfiguration.Text(good, maximumSize: .max)) == ["y.crl", "x.pem"])
+        #expect(PinningConfiguration.filesNamed(inJSON: good) == ["y.crl", "x.pem"])
+        let fleet = Self.fleet(50)
+        let viaText = try PinningConfiguration(text: PinningConfiguration.Text(fleet, maximumSize: .max), baseDirectory: "/")
+        let viaData = try PinningConfiguration(data: fleet, baseDirectory: "/")
+        #expect(viaText.entries == viaData.entries)
+        for (bytes, maximum) in [(Data("{\"version\": 1, \"domains\": {".utf8), 100), (fleet, 100), (Data("[]".utf8), 100)] {
+            let fromData = #expect(throws: PinningConfigurationError.self) { try PinningConfiguration(data: bytes, baseDirectory: "/", origin: "o", maximumSize: maximum) }
+            let fromText = #expect(throws: PinningConfigurationError.self) {
+                try PinningConfiguration(text: PinningConfiguration.Text(bytes, maximumSize: maximum), baseDirectory: "/", origin: "o")
+            }
+            #expect(fromData?.description == fromText?.description && fromData != nil)
+            #expect(PinningConfiguration.filesNamed(in: PinningConfiguration.Text(bytes, maximumSize: maximum)).isEmpty)
+        }
+    }
+
+    @Test("a pin whose base64 is not canonical (bits set past the digest, no padding) reads exactly as Foundation's decoder reads it")
+    func pinShortcutNonCanonical() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        for _ in 0..<200 {
+            let digest = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var base64 = Array(Data(digest).base64EncodedString())
+            // The last character before "=" carries 2 bits past the digest: set them.
+            base64[42] = alphabet[(alphabet.firstIndex(of: base64[42])! | Int.random(in: 1...3, using: &generator)) % 64]
+            for text in [String(base64), String(base64.dropLast())] {
+                let foundation = Data(base64Encoded: text).map { Array($0) }
+                if let foundation, foundation.count == 32 {
+                    #expect(try Pin("sha256/" + text) == Pin(sha256Digest: foundation), "\(text)")
+                } else {
+                    #expect(throws: PinError.self, "\(text)") { try Pin("sha256/" + text) }
+                }
+            }
+        }
+    }
 }

@@ -79,7 +79,18 @@ package enum DNSNameSyntax {
             }
         }
         guard allowed else { return false }
-        return !name.split(separator: ".", omittingEmptySubsequences: false).contains { $0.isEmpty || $0.count > 63 }
+        // Every label (between dots, and before the first and after the last) 1 to 63 bytes; counted, not split.
+        var length = 0
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard length > 0 else { return false }
+                length = 0
+            } else {
+                length += 1
+                guard length <= 63 else { return false }
+            }
+        }
+        return length > 0
     }
 }
 

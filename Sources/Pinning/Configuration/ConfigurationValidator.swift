@@ -37,10 +37,30 @@ enum JSONValue: Decodable, Sendable {
         self = .object(try container.decode([String: JSONValue].self))
     }
 
-    /// Reads a configuration's JSON text with the core's strict reader (``TUFJSON/parse(_:)``), not `JSONDecoder`:
-    /// decoding this enum through `Decodable` tries each type in turn and builds a `DecodingError` for every miss,
-    /// which made reading 10,000 entries take hundreds of milliseconds (issue 29 asks for a pin set of 10,000
-    /// hosts verified and applied in 100 ms).
+    /// The value in the strict reader's terms, which the validator reads (``PinningConfiguration/init(from:)``):
+    /// a number as the shortest text that reads back as the same `Double`.
+    var tufJSON: TUFJSON {
+        switch self {
+        case .null: return .null
+        case .bool(let flag): return .bool(flag)
+        case .number(let number): return .float("\(number)")
+        case .string(let text): return .string(text)
+        case .array(let items): return .array(items.map(\.tufJSON))
+        case .object(let fields):
+            // Dictionary keys are distinct as Swift strings, so byte for byte too: never nil.
+            return .object(TUFJSONObject(fields.map { ($0.key, $0.value.tufJSON) }) ?? TUFJSONObject([])!)
+        }
+    }
+
+}
+
+/// How a configuration's JSON text is read: once, with the core's strict reader (``TUFJSON/parse(_:)``), into the
+/// value the validator checks field by field.
+enum ConfigurationJSON {
+    /// Reads a configuration's JSON text with the core's strict reader, not `JSONDecoder`: decoding an enum through
+    /// `Decodable` tries each type in turn and builds a `DecodingError` for every miss, which made reading 10,000
+    /// entries take hundreds of milliseconds (issue 29 asks for a pin set of 10,000 hosts verified and applied in
+    /// 100 ms). The validator reads the reader's value as it is: nothing is converted or copied.
     ///
     /// What the strict reader changes, deliberately: an object key repeated in one object is refused (the old
     /// reading kept one of the two silently, so a file could be read as something other than what a reviewer
@@ -48,30 +68,31 @@ enum JSONValue: Decodable, Sendable {
     /// UTF-16 and UTF-32 text (RFC 8259 §8.1 asks for UTF-8; `JSONDecoder` also read these, told apart by a
     /// byte-order mark or by the zero bytes of the first characters, as RFC 4627 §3 describes) is converted to
     /// UTF-8 first.
-    static func parse(_ data: Data) throws(TUFJSONError) -> JSONValue {
-        let bytes = Array(data)
-        let text: [UInt8]
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
-            text = Array(bytes.dropFirst(3))
-        } else if let wide = Self.wideEncoding(bytes) {
+    static func parse(_ data: Data) throws(TUFJSONError) -> TUFJSON {
+        let value: TUFJSON
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) {
+            value = try TUFJSON.parse(data.dropFirst(3))
+        } else if let wide = Self.wideEncoding(data) {
             guard let decoded = String(data: data, encoding: wide.encoding) else {
                 throw TUFJSONError(message: "the text looks like \(wide.name) but is not valid \(wide.name)")
             }
             var utf8 = Array(decoded.utf8)
             if utf8.starts(with: [0xEF, 0xBB, 0xBF]) { utf8.removeFirst(3) }
-            text = utf8
+            value = try TUFJSON.parse(utf8)
         } else {
-            text = bytes
+            value = try TUFJSON.parse(data)
         }
-        return try JSONValue(try TUFJSON.parse(text))
+        try Self.checkKeyForms(value)
+        return value
     }
 
     /// UTF-16 or UTF-32, from a byte-order mark or the zero bytes around the first (ASCII) characters; nil for UTF-8.
-    private static func wideEncoding(_ bytes: [UInt8]) -> (encoding: String.Encoding, name: String)? {
+    private static func wideEncoding(_ bytes: Data) -> (encoding: String.Encoding, name: String)? {
         if bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { return (.utf32, "UTF-32") }
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) { return (.utf16, "UTF-16") }
         guard bytes.count >= 4 else { return nil }
-        switch (bytes[0] == 0, bytes[1] == 0, bytes[2] == 0, bytes[3] == 0) {
+        let first = Array(bytes.prefix(4))
+        switch (first[0] == 0, first[1] == 0, first[2] == 0, first[3] == 0) {
         case (true, true, true, false): return (.utf32BigEndian, "UTF-32")
         case (false, true, true, true): return (.utf32LittleEndian, "UTF-32")
         case (true, false, true, false): return (.utf16BigEndian, "UTF-16")
@@ -80,42 +101,63 @@ enum JSONValue: Decodable, Sendable {
         }
     }
 
-    /// The strict reader's value in this enum's terms. Object keys are compared as Swift strings here (Unicode
-    /// canonical equivalence), where the reader compared bytes: two keys that differ only in normalisation are
-    /// refused as a repeated key rather than one silently replacing the other.
-    private init(_ json: TUFJSON) throws(TUFJSONError) {
+    /// Refuses an object with two keys that differ only in Unicode normalisation (`café` written precomposed and
+    /// decomposed). The reader compares keys byte for byte; the validator compares them as Swift strings
+    /// (canonical equivalence), so such a pair would be one key to it, and one of the two would silently win.
+    /// Visited as the configuration used to be converted (each member's value before its key, members in the
+    /// reader's order), so the pair named is the same. Only objects with a key outside ASCII are compared: two
+    /// different ASCII keys are never equivalent, but an ASCII key can be equivalent to one that is not (U+212A
+    /// KELVIN SIGN is `K`).
+    private static func checkKeyForms(_ json: TUFJSON) throws(TUFJSONError) {
         switch json {
-        case .null: self = .null
-        case .bool(let flag): self = .bool(flag)
-        // The reader checked the number's grammar, which Double always reads (an exponent too large is infinity).
-        case .integer(let digits): self = .number(Double(digits) ?? .nan)
-        case .float(let text): self = .number(Double(text) ?? .nan)
-        case .string(let text): self = .string(text)
         case .array(let items):
-            var values: [JSONValue] = []
-            values.reserveCapacity(items.count)
-            for item in items { values.append(try JSONValue(item)) }
-            self = .array(values)
+            for item in items { try Self.checkKeyForms(item) }
         case .object(let object):
-            var fields: [String: JSONValue] = [:]
-            fields.reserveCapacity(object.count)
+            let compare = object.members.contains { !Self.isASCII($0.key) }
+            var seen: Set<String> = []
             for member in object.members {
-                guard fields.updateValue(try JSONValue(member.value), forKey: member.key) == nil else {
+                try Self.checkKeyForms(member.value)
+                if compare, !seen.insert(member.key).inserted {
                     throw TUFJSONError(message: "an object with a repeated key (\"\(member.key)\", written in two Unicode forms)")
                 }
             }
-            self = .object(fields)
+        case .null, .bool, .integer, .float, .string:
+            break
         }
     }
 
+    static func isASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 < 0x80 } }
+
+    /// An object's keys in the order the validator reports problems in (Swift's `String` order, as `keys.sorted()`
+    /// gives), with their values. The reader's order (UTF-8 bytes) is the same for ASCII keys, so it is only
+    /// sorted again when a key is not ASCII.
+    static func sortedMembers(_ object: TUFJSONObject) -> [TUFJSONObject.Member] {
+        guard object.members.allSatisfy({ Self.isASCII($0.key) }) else { return object.members.sorted { $0.key < $1.key } }
+        return object.members
+    }
+}
+
+extension TUFJSON {
+    /// What kind of value this is, in a configuration's words (`JSONValue`'s before the validator read this type:
+    /// an integer and a number with a fraction are both "a number").
     var typeName: String {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
-        case .number: return "a number"
+        case .integer, .float: return "a number"
         case .string: return "a string"
         case .array: return "an array"
         case .object: return "an object"
+        }
+    }
+
+    /// A number's value as `Double` reads its text (the reader checked its grammar; an exponent too large is
+    /// infinity); nil for anything else.
+    var numberValue: Double? {
+        switch self {
+        case .integer(let digits): return Double(digits) ?? .nan
+        case .float(let text): return Double(text) ?? .nan
+        default: return nil
         }
     }
 }
@@ -150,7 +192,7 @@ struct ConfigurationValidator {
 
     /// The configuration, or nil when a problem makes one impossible (check ``problems`` either way: a
     /// configuration is only usable when there are none).
-    mutating func validate(_ root: JSONValue) -> PinningConfiguration? {
+    mutating func validate(_ root: TUFJSON) -> PinningConfiguration? {
         guard case .object(let fields) = root else {
             self.add(.wrongType, nil, nil, "the configuration must be a JSON object, not \(root.typeName)")
             return nil
@@ -170,8 +212,9 @@ struct ConfigurationValidator {
         case nil:
             self.add(.missingField, nil, "domains", "missing; list the pinned hosts (it may be {} to pin none)")
         case .object(let domains)?:
-            for key in domains.keys.sorted() {
-                if let value = domains[key], let entry = self.entry(key, value) {
+            entries.reserveCapacity(domains.count)
+            for member in ConfigurationJSON.sortedMembers(domains) {
+                if let entry = self.entry(member.key, member.value) {
                     entries.append(entry)
                 }
             }
@@ -184,11 +227,12 @@ struct ConfigurationValidator {
         return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries)
     }
 
-    private mutating func version(_ value: JSONValue?) -> Int? {
+    private mutating func version(_ value: TUFJSON?) -> Int? {
         switch value {
         case nil:
             self.add(.missingField, nil, "version", "missing; this library reads version \(PinningConfiguration.supportedVersion)")
-        case .number(let number)?:
+        case let value? where value.numberValue != nil:
+            let number = value.numberValue ?? .nan
             guard number == Double(PinningConfiguration.supportedVersion) else {
                 self.add(
                     .invalidValue,
@@ -205,7 +249,7 @@ struct ConfigurationValidator {
         return nil
     }
 
-    private mutating func unlistedHosts(_ value: JSONValue?) -> PinningConfiguration.UnlistedHosts? {
+    private mutating func unlistedHosts(_ value: TUFJSON?) -> PinningConfiguration.UnlistedHosts? {
         switch value {
         case nil:
             return .default
@@ -221,14 +265,14 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func entry(_ key: String, _ value: JSONValue) -> PinningConfiguration.Entry? {
+    private mutating func entry(_ key: String, _ value: TUFJSON) -> PinningConfiguration.Entry? {
         guard case .object(let fields) = value else {
             self.add(.wrongType, key, nil, "an entry must be an object such as {\"pins\": [\"sha256/…\", \"sha256/…\"]}, not \(value.typeName)")
             return nil
         }
         let before = self.problems.count
-        for field in fields.keys.sorted() where !Self.entryFields.contains(field) {
-            self.add(.unknownField, key, field, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
+        for member in ConfigurationJSON.sortedMembers(fields) where !Self.entryFields.contains(member.key) {
+            self.add(.unknownField, key, member.key, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
         }
         if self.bool(fields["excludeSubdomainFromParentPolicy"], key, "excludeSubdomainFromParentPolicy") == true {
             return self.exclusion(key, fields, problemsBefore: before)
@@ -282,7 +326,7 @@ struct ConfigurationValidator {
     /// `"unlistedHosts": "default"`. As in TrustKit, the entry may carry nothing else (a pin or an anchor on
     /// it would mean the opposite of the exemption), it names exactly one host (no wildcard), and a parent
     /// entry must exist (checked once every entry is read).
-    private mutating func exclusion(_ key: String, _ fields: [String: JSONValue], problemsBefore before: Int) -> PinningConfiguration.Entry? {
+    private mutating func exclusion(_ key: String, _ fields: TUFJSONObject, problemsBefore before: Int) -> PinningConfiguration.Entry? {
         for field in fields.keys.sorted() where field != "excludeSubdomainFromParentPolicy" && Self.entryFields.contains(field) {
             self.add(
                 .invalidValue, key, field,
@@ -320,7 +364,8 @@ struct ConfigurationValidator {
 
     /// An exclusion without a parent policy exempts nothing, which is a mistake (TrustKit refuses it too).
     private mutating func checkExclusionsHaveParents(_ entries: [PinningConfiguration.Entry]) {
-        for excluded in entries where excluded.excludesSubdomainFromParentPolicy {
+        for position in entries.indices where entries[position].excludesSubdomainFromParentPolicy {
+            let excluded = entries[position]
             guard case .exact(let host) = excluded.pattern.kind else { continue }
             let hasParent = entries.contains { parent in
                 !parent.excludesSubdomainFromParentPolicy && parent.pattern.kind != excluded.pattern.kind && parent.pattern.matches(host)
@@ -334,7 +379,7 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func bool(_ value: JSONValue?, _ key: String, _ field: String) -> Bool? {
+    private mutating func bool(_ value: TUFJSON?, _ key: String, _ field: String) -> Bool? {
         switch value {
         case nil: return nil
         case .bool(let flag)?: return flag
@@ -344,7 +389,7 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func strings(_ value: JSONValue?, _ key: String, _ field: String) -> [(Int, String)] {
+    private mutating func strings(_ value: TUFJSON?, _ key: String, _ field: String) -> [(Int, String)] {
         switch value {
         case nil:
             return []
@@ -364,7 +409,7 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func pins(_ value: JSONValue?, _ key: String, enforce: Bool) -> [Pin] {
+    private mutating func pins(_ value: TUFJSON?, _ key: String, enforce: Bool) -> [Pin] {
         guard value != nil else {
             self.add(
                 .missingField,
@@ -375,16 +420,25 @@ struct ConfigurationValidator {
             return []
         }
         var pins: [Pin] = []
+        // Where each pin was first written. An entry holds a few pins: they are compared one by one, and hashed
+        // only for a long list (a pin set of 10,000 hosts would otherwise build 10,000 small tables).
+        var indices: [Int] = []
         var firstIndex: [Pin: Int] = [:]
         var malformed = false
         for (index, text) in self.strings(value, key, "pins") {
             do {
                 let pin = try Pin(text)
-                if let earlier = firstIndex[pin] {
+                let earlier: Int? =
+                    pins.count < 16 ? pins.firstIndex(of: pin).map { indices[$0] } : firstIndex[pin]
+                if let earlier {
                     self.add(.invalidValue, key, "pins[\(index)]", "repeats pins[\(earlier)]; a backup pin must be a different key")
                     continue
                 }
-                firstIndex[pin] = index
+                if pins.count == 15 {
+                    for (position, earlierPin) in pins.enumerated() { firstIndex[earlierPin] = indices[position] }
+                }
+                if pins.count >= 15 { firstIndex[pin] = index }
+                indices.append(index)
                 pins.append(pin)
             } catch {
                 malformed = true
@@ -406,7 +460,7 @@ struct ConfigurationValidator {
         return pins
     }
 
-    private mutating func expires(_ value: JSONValue?, _ key: String) -> Date? {
+    private mutating func expires(_ value: TUFJSON?, _ key: String) -> Date? {
         switch value {
         case nil:
             return nil
@@ -423,7 +477,7 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func anchors(_ value: JSONValue?, _ key: String) -> ([String], [Certificate]) {
+    private mutating func anchors(_ value: TUFJSON?, _ key: String) -> ([String], [Certificate]) {
         var files: [String] = []
         var certificates: [Certificate] = []
         for (index, path) in self.strings(value, key, "anchors") {
@@ -448,7 +502,7 @@ struct ConfigurationValidator {
     /// the CRL files (relative to the configuration, read now, as anchors are) and how they are applied.
     /// `fetch: true` also downloads CRLs from the certificates' distribution points (in `PinningNIO`; the
     /// policy only asks for it, see ``RevocationPolicy/fetch``), and makes `crls` optional.
-    private mutating func revocation(_ value: JSONValue?, _ key: String) -> ([String], RevocationPolicy?) {
+    private mutating func revocation(_ value: TUFJSON?, _ key: String) -> ([String], RevocationPolicy?) {
         guard let value else { return ([], nil) }
         guard case .object(let fields) = value else {
             self.add(.wrongType, key, "revocation", "must be an object such as {\"crls\": [\"fleet.crl\"], \"mode\": \"hard\"}, not \(value.typeName)")
@@ -497,7 +551,7 @@ struct ConfigurationValidator {
 
     /// One of an enum's raw values, `fallback` when absent.
     private mutating func word<Word: RawRepresentable & CaseIterable>(
-        _ value: JSONValue?, _ key: String, _ field: String, default fallback: Word
+        _ value: TUFJSON?, _ key: String, _ field: String, default fallback: Word
     ) -> Word? where Word.RawValue == String {
         let choices = Word.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
         switch value {
@@ -536,7 +590,7 @@ struct ConfigurationValidator {
         return try CertificateRevocationList.read(Array(data))
     }
 
-    private mutating func reportURIs(_ value: JSONValue?, _ key: String) -> [URL] {
+    private mutating func reportURIs(_ value: TUFJSON?, _ key: String) -> [URL] {
         var uris: [URL] = []
         for (index, text) in self.strings(value, key, "reportURIs") {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -554,12 +608,15 @@ struct ConfigurationValidator {
     /// `**.example.com` and `example.com` with includeSubdomains) would make the winner depend on file order.
     private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry]) {
         var seen: [HostPattern.Kind: String] = [:]
-        for entry in entries {
-            if let other = seen[entry.pattern.kind] {
-                self.add(.invalidPattern, entry.key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
+        seen.reserveCapacity(entries.count)
+        // By position: an entry is not copied to read its key and pattern.
+        for position in entries.indices {
+            let (key, kind) = (entries[position].key, entries[position].pattern.kind)
+            if let other = seen[kind] {
+                self.add(.invalidPattern, key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
                 continue
             }
-            seen[entry.pattern.kind] = entry.key
+            seen[kind] = key
         }
     }
 

@@ -96,7 +96,9 @@ struct HostPattern: Hashable, Sendable {
             }
             return HostPattern(kind: .exact(body), isExactKey: true)
         }
-        guard !body.contains("*") else {
+        // Searched as bytes: `String.contains` with a string argument is Foundation's search, bridged through
+        // NSString (the body is ASCII here, where the two agree).
+        guard !body.utf8.contains(UInt8(ascii: "*")) else {
             throw HostPatternError("a wildcard must be a whole leading label, \"*.\" or \"**.\"")
         }
         guard DNSNameSyntax.isPlausible(body) else {
@@ -104,7 +106,17 @@ struct HostPattern: Hashable, Sendable {
                 "not a DNS name or IP address (letters, digits, '-', '_' and '.', in A-label form, no empty label)"
             )
         }
-        let labels = body.split(separator: ".").count
+        // The non-empty labels (as `split(separator: ".").count` counts them), without making them.
+        var labels = 0
+        var inLabel = false
+        for byte in body.utf8 {
+            if byte == UInt8(ascii: ".") {
+                inLabel = false
+            } else if !inLabel {
+                inLabel = true
+                labels += 1
+            }
+        }
         switch wildcard {
         case "**."?:
             guard !includeSubdomains else {

@@ -29,7 +29,7 @@ extension ConfigurationValidator {
     static let clientIdentityFields = ["certificate", "key", "passphraseEnv", "pkcs12"]
 
     /// `clientIdentity`: an object with `pkcs12`, or `certificate` and `key`; `passphraseEnv` optional.
-    mutating func clientIdentity(_ value: JSONValue?, _ key: String) -> PinningConfiguration.ClientIdentitySource? {
+    mutating func clientIdentity(_ value: TUFJSON?, _ key: String) -> PinningConfiguration.ClientIdentitySource? {
         guard let value else { return nil }
         guard case .object(let fields) = value else {
             self.addProblem(

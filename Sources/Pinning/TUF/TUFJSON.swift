@@ -73,11 +73,31 @@ public struct TUFJSONObject: Sendable, Equatable {
 
     /// An object of these members; nil when a key repeats (byte for byte).
     package init?(_ members: [(String, TUFJSON)]) {
-        let sorted = members.map { Member(key: $0.0, value: $0.1) }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        for index in sorted.indices.dropFirst() where sorted[index - 1].key.utf8.elementsEqual(sorted[index].key.utf8) {
+        self.init(members: members.map { Member(key: $0.0, value: $0.1) })
+    }
+
+    /// An object of these members, sorted here unless they already are; nil when a key repeats (byte for byte).
+    init?(members: [Member]) {
+        var members = members
+        // Already in order (canonical JSON always is): checked, not sorted again. Either way every neighbour is
+        // compared below, so a repeated key is found.
+        if !members.indices.dropFirst().allSatisfy({ !Self.precedes(members[$0].key, members[$0 - 1].key) }) {
+            members.sort { Self.precedes($0.key, $1.key) }
+        }
+        for index in members.indices.dropFirst() where members[index - 1].key.utf8.elementsEqual(members[index].key.utf8) {
             return nil
         }
-        self.members = sorted
+        self.members = members
+    }
+
+    /// Whether `lhs` sorts before `rhs` by their UTF-8 bytes (`lexicographicallyPrecedes`, over the bytes in place
+    /// when both strings hold them contiguously, as a string read from bytes does).
+    static func precedes(_ lhs: String, _ rhs: String) -> Bool {
+        let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in left.lexicographicallyPrecedes(right) }
+        }
+        if let compared, let result = compared { return result }
+        return lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
     }
 
     /// The value under exactly this key (byte for byte).
@@ -449,11 +469,11 @@ private struct Reader {
 
     mutating func object(depth: Int) throws(TUFJSONError) -> TUFJSON {
         self.position += 1
-        var members: [(String, TUFJSON)] = []
+        var members: [TUFJSONObject.Member] = []
         self.skipWhitespace()
         if self.position < self.bytes.count && self.bytes[self.position] == UInt8(ascii: "}") {
             self.position += 1
-            return .object(TUFJSONObject([])!)
+            return .object(TUFJSONObject(members: [])!)
         }
         while true {
             self.skipWhitespace()
@@ -469,13 +489,13 @@ private struct Reader {
             }
             self.position += 1
             self.skipWhitespace()
-            members.append((key, try self.value(depth: depth + 1)))
+            members.append(TUFJSONObject.Member(key: key, value: try self.value(depth: depth + 1)))
             self.skipWhitespace()
             guard self.position < self.bytes.count else { throw self.error("an object that never ends") }
             let byte = self.bytes[self.position]
             self.position += 1
             if byte == UInt8(ascii: "}") {
-                guard let object = TUFJSONObject(members) else {
+                guard let object = TUFJSONObject(members: members) else {
                     // Python keeps the last of repeated keys; a signature would then cover a value the file does not
                     // show first. One meaning per file: refused.
                     throw TUFJSONError(message: "an object with a repeated key", offset: keyOffset)

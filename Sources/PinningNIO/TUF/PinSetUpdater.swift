@@ -343,9 +343,11 @@ public actor PinSetUpdater: PinningConfigurationSource {
             if !committed { try? FileManager.default.removeItem(atPath: staging) }
         }
         let configurationBytes = try await self.download(&tuf, main, into: staging, as: name)
+        // Read once: the files it names are taken from this reading, and the same reading is loaded below.
+        let text = PinningConfiguration.Text(Data(configurationBytes), maximumSize: self.options.maximumConfigurationSize)
         var files = [name: mainDigest]
         var layout: [String: String] = [:]
-        for (local, reference) in try Self.referencedFiles(configurationBytes, targetName: name, mapping: try Self.fileMapping(main)) {
+        for (local, reference) in try Self.referencedFiles(text, targetName: name, mapping: try Self.fileMapping(main)) {
             let info = try await self.targetInfo(&tuf, reference)
             guard info.length <= self.options.maximumReferencedFileSize else {
                 throw PinSetError("\(reference): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
@@ -360,16 +362,14 @@ public actor PinSetUpdater: PinningConfigurationSource {
         var configuration: PinningConfiguration
         let base = (staging + "/" + name as NSString).deletingLastPathComponent
         do {
-            configuration = try PinningConfiguration(
-                data: Data(configurationBytes), baseDirectory: base, origin: "\(name) of pin set version \(version)",
-                maximumSize: self.options.maximumConfigurationSize)
+            configuration = try PinningConfiguration(text: text, baseDirectory: base, origin: "\(name) of pin set version \(version)")
         } catch {
             // One line: the problems one after another.
             let count = error.problems.count == 1 ? "1 problem" : "\(error.problems.count) problems"
             throw PinSetError("invalid pinning configuration \(error.origin): \(count): " + error.problems.map(\.description).joined(separator: "; "))
         }
-        if let entry = configuration.entries.first(where: { $0.clientIdentity != nil }) {
-            throw PinSetError("\(name): entry \"\(entry.key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")
+        if let position = configuration.entries.firstIndex(where: { $0.clientIdentity != nil }) {
+            throw PinSetError("\(name): entry \"\(configuration.entries[position].key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")
         }
 
         // Commit: the set's directory, then current.json naming it (the commit point), then the old sets go.
@@ -446,8 +446,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
     /// publisher's word on which target is which file. Without it (a repository some other tool made) the target is
     /// the path beside the configuration's target. Only what has the expected shape is collected: anything else is
     /// the loader's to refuse, with its own words.
-    static func referencedFiles(_ bytes: [UInt8], targetName: String, mapping: [String: String]?) throws(PinSetError) -> [(local: String, target: String)] {
-        let written = PinningConfiguration.filesNamed(inJSON: Data(bytes))
+    static func referencedFiles(_ text: PinningConfiguration.Text, targetName: String, mapping: [String: String]?) throws(PinSetError) -> [(local: String, target: String)] {
+        let written = PinningConfiguration.filesNamed(in: text)
         let slash = targetName.lastIndex(of: "/")
         let base = slash.map { String(targetName[...$0]) } ?? ""
         var files: [(local: String, target: String)] = []

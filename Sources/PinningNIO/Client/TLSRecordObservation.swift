@@ -1,5 +1,5 @@
 import Crypto
-import NIOCore
+package import NIOCore
 
 import struct Foundation.Data
 

@@ -304,13 +304,14 @@ public struct RandomChainGenerator: Sendable {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a small seeded generator, so a case's shape can be reproduced.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// SplitMix64 (Steele, Lea and Flood, 2014): a small seeded generator, for tests whose random inputs must be
+/// reproducible (generated chains, seeded mutations, random record streams).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { self.state = seed }
+    public init(seed: UInt64) { self.state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         self.state &+= 0x9E37_79B9_7F4A_7C15
         var z = self.state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOCore
+import PinningTestSupport
 import Testing
 
 @testable import PinningNIO
@@ -196,7 +197,7 @@ struct TLSAlertObservationTests {
         #expect(flood.isFinished)
 
         // Random bytes in random pieces, many seeds: never a crash, never more than the bounds.
-        var generator = SeededGenerator(seed: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         for _ in 0..<300 {
             var random = TLSRecordObservation(role: .server)
             for _ in 0..<20 {
@@ -252,20 +253,5 @@ struct TLSAlertObservationTests {
         #expect(registry.register([UInt8](repeating: 1, count: 32)))
         #expect(registry.register([UInt8](repeating: 2, count: 32)))
         #expect(!registry.register([UInt8](repeating: 3, count: 32)))
-    }
-}
-
-/// SplitMix64, for reproducible random streams.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

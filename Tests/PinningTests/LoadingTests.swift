@@ -225,19 +225,6 @@ enum LoadingFixtures {
     }
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64), so a failing mutation can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Asserts that loading fails with `code`, that the error names `origin`, and that its problem mentions
 /// each of `mentions`.
 func expectLoadingError<T>(
@@ -396,7 +383,7 @@ struct LoadingTests {
     func randomBytesAndText() throws {
         let directory = try LoadingFixtures.temporaryDirectory()
         defer { LoadingFixtures.remove(directory) }
-        var generator = SeededGenerator(state: 42)
+        var generator = SplitMix64(seed: 42)
         var random = (0..<512).map { _ in UInt8.random(in: 0...255, using: &generator) }
         random[0] = 0x89  // like a PNG: not a SEQUENCE
         let path = try LoadingFixtures.write(random, to: directory, "random.der")
@@ -616,7 +603,7 @@ struct LoadingTests {
             LoadingFixtures.pkcs7(chain),
             LoadingFixtures.pkcs7(chain, indefinite: true),
         ]
-        var generator = SeededGenerator(state: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         var loaded = 0
         var failed = 0
         for round in 0..<2_000 {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PinningTestSupport
 import SwiftASN1
 import Testing
 import X509
@@ -301,7 +302,7 @@ struct CertificateStructureTests {
     @Test("2,000 seeded mutations of a certificate either parse or throw, never crash")
     func mutations() throws {
         let der = try LoadingFixtures.chain()[0].derBytes
-        var generator = SeededGenerator(state: 11)
+        var generator = SplitMix64(seed: 11)
         for _ in 0..<2000 {
             var mutated = der
             for _ in 0..<Int.random(in: 1...4, using: &generator) {

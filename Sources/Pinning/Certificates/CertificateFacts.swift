@@ -170,10 +170,7 @@ final class CertificateFactsMemo: Sendable {
         static func == (lhs: Key, rhs: Key) -> Bool { lhs.certificate == rhs.certificate }
 
         func hash(into hasher: inout Hasher) {
-            let bytes = self.certificate.tbsCertificateBytes
-            hasher.combine(bytes.count)
-            bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
-            bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+            self.certificate.combineSample(into: &hasher)
         }
     }
 

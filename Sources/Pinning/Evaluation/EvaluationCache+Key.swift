@@ -68,19 +68,12 @@ extension EvaluationCache {
             hasher.combine(self.digest)
         }
 
-        /// Feeds a sample of each certificate's TBSCertificate to the hasher: its length, its first 64 bytes (which
-        /// hold the serial number) and its last 64 (the end of the extensions, usually key identifiers or names).
-        /// The hash only has to spread keys over the table; equality compares every byte, so two different
-        /// chains with the same sample merely share a bucket. Nobody can fill the table with colliding entries:
-        /// only trusted verdicts are stored. Hashing whole certificates was 38% of a hit.
+        /// Feeds a sample of each certificate to the hasher (``X509/Certificate/combineSample(into:)``). Nobody can
+        /// fill the table with colliding entries: only trusted verdicts are stored. Hashing whole certificates was
+        /// 38% of a hit.
         static func combine(_ certificates: [Certificate], into hasher: inout Hasher) {
             hasher.combine(certificates.count)
-            for certificate in certificates {
-                let bytes = certificate.tbsCertificateBytes
-                hasher.combine(bytes.count)
-                bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
-                bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
-            }
+            for certificate in certificates { certificate.combineSample(into: &hasher) }
         }
     }
 
@@ -95,5 +88,19 @@ extension EvaluationCache {
             allowInvalidCertificates: Bool,
             validatesDomainName: Bool
         )
+    }
+}
+
+extension Certificate {
+    /// Feeds a sample of the TBSCertificate to `hasher`: its length, its first 64 bytes (which hold the serial
+    /// number) and its last 64 (the end of the extensions, usually key identifiers or names). For the tables keyed
+    /// by whole certificates (the verdict cache, the facts memo, the verified-link memo): the hash only has to
+    /// spread keys over the table; their equality compares every byte, so two certificates with the same sample
+    /// merely share a bucket.
+    func combineSample(into hasher: inout Hasher) {
+        let bytes = self.tbsCertificateBytes
+        hasher.combine(bytes.count)
+        bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+        bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }

@@ -125,12 +125,8 @@ final class VerifiedLinkMemo: Sendable {
         static func == (lhs: Link, rhs: Link) -> Bool { lhs.subject == rhs.subject && lhs.issuer == rhs.issuer }
 
         func hash(into hasher: inout Hasher) {
-            for certificate in [self.issuer, self.subject] {
-                let bytes = certificate.tbsCertificateBytes
-                hasher.combine(bytes.count)
-                bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
-                bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
-            }
+            self.issuer.combineSample(into: &hasher)
+            self.subject.combineSample(into: &hasher)
         }
     }
 

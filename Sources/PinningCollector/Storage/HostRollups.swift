@@ -335,20 +335,7 @@ enum HostRollups {
             """,
             rollups.binds + segments.rowBinds + hostBinds + [.integer(Int64(max(1, limit)))]
         )
-        var hosts: [HostSummary] = base.compactMap { row in
-            guard row.count == 6, let host = row[0].text else { return nil }
-            return HostSummary(
-                host: host,
-                reports: row[1].integer ?? 0,
-                occurrences: row[2].integer ?? 0,
-                lastSeen: ReportStore.time(row[3].integer ?? 0),
-                results: [:],
-                servedPins: [],
-                knownPins: [],
-                enforced: row[4].integer ?? 0,
-                reportOnly: row[5].integer ?? 0
-            )
-        }
+        var hosts: [HostSummary] = base.compactMap(ReportStore.hostTotals)
         guard !hosts.isEmpty else { return [] }
         var index: [String: Int] = [:]
         for (position, summary) in hosts.enumerated() { index[summary.host] = position }

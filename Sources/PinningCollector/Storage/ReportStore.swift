@@ -435,20 +435,7 @@ public struct ReportStore: Sendable {
             """,
             binds + [.integer(Int64(max(1, limit)))]
         )
-        var hosts: [HostSummary] = base.compactMap { row in
-            guard row.count == 6, let host = row[0].text else { return nil }
-            return HostSummary(
-                host: host,
-                reports: row[1].integer ?? 0,
-                occurrences: row[2].integer ?? 0,
-                lastSeen: Self.time(row[3].integer ?? 0),
-                results: [:],
-                servedPins: [],
-                knownPins: [],
-                enforced: row[4].integer ?? 0,
-                reportOnly: row[5].integer ?? 0
-            )
-        }
+        var hosts: [HostSummary] = base.compactMap(Self.hostTotals)
         guard !hosts.isEmpty else { return [] }
         let names = hosts.map(\.host)
         let inList = Array(repeating: "?", count: names.count).joined(separator: ", ")
@@ -629,4 +616,23 @@ public struct ReportStore: Sendable {
 public struct StoreError: Error, CustomStringConvertible, Sendable {
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+extension ReportStore {
+    /// A host's totals from a row of (host, reports, occurrences, last seen, enforced, report-only), as both the
+    /// host list from the rows and the one from the rollups select them; results and pins are filled in after.
+    static func hostTotals(_ row: SQLRow) -> HostSummary? {
+        guard row.count == 6, let host = row[0].text else { return nil }
+        return HostSummary(
+            host: host,
+            reports: row[1].integer ?? 0,
+            occurrences: row[2].integer ?? 0,
+            lastSeen: Self.time(row[3].integer ?? 0),
+            results: [:],
+            servedPins: [],
+            knownPins: [],
+            enforced: row[4].integer ?? 0,
+            reportOnly: row[5].integer ?? 0
+        )
+    }
 }

@@ -144,17 +144,13 @@ extension PinningCommand.Bench {
                 throw ExitCode(1)
             }
             report.pathBuilding = PathBuildingReport(since: start)
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
         }
     }
 }
 
 /// `pinning bench handshake --json` output.
-struct HandshakeBenchReport: Encodable {
+struct HandshakeBenchReport: TextReport {
     var handshakesPerSecond: Double
     var baselineHandshakesPerSecond: Double
     var unverifiedHandshakesPerSecond: Double

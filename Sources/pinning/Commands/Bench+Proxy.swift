@@ -57,17 +57,13 @@ extension PinningCommand.Bench {
                 FileHandle.standardError.write(Data("pinning: bench proxy: \(words)\n".utf8))
                 throw ExitCode(1)
             }
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
         }
     }
 }
 
 /// `pinning bench proxy --json` output.
-struct ProxyBenchReport: Encodable {
+struct ProxyBenchReport: TextReport {
     struct Path: Encodable {
         var requestsPerSecond: Double
         var p50Milliseconds: Double

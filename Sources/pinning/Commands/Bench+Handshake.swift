@@ -304,7 +304,7 @@ enum AlternatingRounds {
         var rates: [Kind: Double] = [:]
         for kind in Kind.allCases {
             let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            rates[kind] = seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
+            rates[kind] = seconds > 0 ? (Double(done[kind] ?? 0) / seconds).rounded(places: 1) : 0
         }
         return rates
     }

@@ -70,24 +70,16 @@ public enum TestPKI {
         excludedDNSDomains: [String] = [],
         extendedKeyUsage: [ExtendedKeyUsage.Usage]? = nil
     ) throws -> TestIdentity {
-        let privateKey = try key.makePrivateKey()
-        let extensions = try self.caExtensions(
-            publicKey: privateKey.publicKey,
-            issuerKeyIdentifier: nil,
-            maxPathLength: maxPathLength,
-            permittedDNSDomains: permittedDNSDomains,
-            excludedDNSDomains: excludedDNSDomains,
-            extendedKeyUsage: extendedKeyUsage
-        )
-        let name = try DistinguishedName { CommonName(commonName) }
-        return try self.issue(
-            subject: name,
-            privateKey: privateKey,
-            validity: self.validity(notValidBefore, notValidAfter, length: self.caValidity),
-            extensions: extensions,
-            issuerName: name,
-            issuerKey: privateKey
-        )
+        try self.mint(commonName, key: key, issuer: nil, notValidBefore: notValidBefore, notValidAfter: notValidAfter, length: self.caValidity) { publicKey in
+            try self.caExtensions(
+                publicKey: publicKey,
+                issuerKeyIdentifier: nil,
+                maxPathLength: maxPathLength,
+                permittedDNSDomains: permittedDNSDomains,
+                excludedDNSDomains: excludedDNSDomains,
+                extendedKeyUsage: extendedKeyUsage
+            )
+        }
     }
 
     /// An intermediate CA issued by `issuer`.
@@ -117,39 +109,30 @@ public enum TestPKI {
         extendedKeyUsage: [ExtendedKeyUsage.Usage]? = nil,
         isCA: Bool = true
     ) throws -> TestIdentity {
-        let privateKey = try key.makePrivateKey()
-        let extensions: Certificate.Extensions
-        if isCA {
-            extensions = try self.caExtensions(
-                publicKey: privateKey.publicKey,
+        try self.mint(commonName, key: key, issuer: issuer, notValidBefore: notValidBefore, notValidAfter: notValidAfter, length: self.caValidity) { publicKey in
+            guard isCA else {
+                return try Certificate.Extensions {
+                    SubjectKeyIdentifier(hash: publicKey)
+                    AuthorityKeyIdentifier(keyIdentifier: issuer.subjectKeyIdentifier)
+                    Critical(BasicConstraints.notCertificateAuthority)
+                    Critical(KeyUsage(digitalSignature: true))
+                    if let extendedKeyUsage {
+                        try ExtendedKeyUsage(extendedKeyUsage)
+                    }
+                    if let constraints = self.nameConstraints(permittedDNSDomains, excludedDNSDomains) {
+                        Critical(constraints)
+                    }
+                }
+            }
+            return try self.caExtensions(
+                publicKey: publicKey,
                 issuerKeyIdentifier: issuer.subjectKeyIdentifier,
                 maxPathLength: maxPathLength,
                 permittedDNSDomains: permittedDNSDomains,
                 excludedDNSDomains: excludedDNSDomains,
                 extendedKeyUsage: extendedKeyUsage
             )
-        } else {
-            extensions = try Certificate.Extensions {
-                SubjectKeyIdentifier(hash: privateKey.publicKey)
-                AuthorityKeyIdentifier(keyIdentifier: issuer.subjectKeyIdentifier)
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                if let extendedKeyUsage {
-                    try ExtendedKeyUsage(extendedKeyUsage)
-                }
-                if let constraints = self.nameConstraints(permittedDNSDomains, excludedDNSDomains) {
-                    Critical(constraints)
-                }
-            }
         }
-        return try self.issue(
-            subject: try DistinguishedName { CommonName(commonName) },
-            privateKey: privateKey,
-            validity: self.validity(notValidBefore, notValidAfter, length: self.caValidity),
-            extensions: extensions,
-            issuerName: issuer.certificate.subject,
-            issuerKey: issuer.privateKey
-        )
     }
 
     // MARK: - Leaves
@@ -233,24 +216,41 @@ public enum TestPKI {
         includeSAN: Bool,
         isCA: Bool
     ) throws -> TestIdentity {
+        try self.mint(commonName, key: key, issuer: issuer, notValidBefore: notValidBefore, notValidAfter: notValidAfter, length: self.leafValidity) { publicKey in
+            try self.leafExtensions(
+                commonName: commonName,
+                publicKey: publicKey,
+                keyType: key,
+                issuerKeyIdentifier: issuer?.subjectKeyIdentifier,
+                dnsNames: dnsNames,
+                ipAddresses: ipAddresses,
+                usage: usage,
+                keyUsage: keyUsage,
+                includeSAN: includeSAN,
+                isCA: isCA
+            )
+        }
+    }
+
+    /// A new `key` certified for `commonName` by `issuer` (self-signed when nil), with the extensions
+    /// `makeExtensions` makes for its public key, valid from `notValidBefore` to `notValidAfter` (defaults: one day
+    /// ago, and `length` from now).
+    private static func mint(
+        _ commonName: String,
+        key: TestKeyType,
+        issuer: TestIdentity?,
+        notValidBefore: Date?,
+        notValidAfter: Date?,
+        length: TimeInterval,
+        makeExtensions: (Certificate.PublicKey) throws -> Certificate.Extensions
+    ) throws -> TestIdentity {
         let privateKey = try key.makePrivateKey()
-        let extensions = try self.leafExtensions(
-            commonName: commonName,
-            publicKey: privateKey.publicKey,
-            keyType: key,
-            issuerKeyIdentifier: issuer?.subjectKeyIdentifier,
-            dnsNames: dnsNames,
-            ipAddresses: ipAddresses,
-            usage: usage,
-            keyUsage: keyUsage,
-            includeSAN: includeSAN,
-            isCA: isCA
-        )
+        let extensions = try makeExtensions(privateKey.publicKey)
         let name = try DistinguishedName { CommonName(commonName) }
         return try self.issue(
             subject: name,
             privateKey: privateKey,
-            validity: self.validity(notValidBefore, notValidAfter, length: self.leafValidity),
+            validity: self.validity(notValidBefore, notValidAfter, length: length),
             extensions: extensions,
             issuerName: issuer?.certificate.subject ?? name,
             issuerKey: issuer?.privateKey ?? privateKey

@@ -118,18 +118,10 @@ struct LimboRunner {
             switch outcome {
             case .accepted where expectedSuccess, .rejected where !expectedSuccess:
                 counts.pass += 1
-            case .accepted:
+            default:
                 counts.fail += 1
-                failures.append((testCase.id, testCase.expectedResult, "SUCCESS", ""))
-            case .rejected(let why):
-                counts.fail += 1
-                failures.append((testCase.id, testCase.expectedResult, "FAILURE", why))
-            case .timedOut:
-                counts.fail += 1
-                failures.append((testCase.id, testCase.expectedResult, "TIMEOUT", "no verdict within \(timeout) s"))
-            case .invalidInput(let why):
-                counts.fail += 1
-                failures.append((testCase.id, testCase.expectedResult, "INPUT-ERROR", why))
+                let (got, why) = outcome.explained(timeout: timeout)
+                failures.append((testCase.id, testCase.expectedResult, got, why))
             }
             tally[namespace] = counts
         }
@@ -252,6 +244,17 @@ struct LimboRunner {
             switch self {
             case .rejected(let why): return "FAILURE \(why.prefix { $0 != ":" })"
             default: return self.line
+            }
+        }
+
+        /// The outcome's name (SUCCESS, FAILURE, TIMEOUT, INPUT-ERROR) and what explains it ("" for SUCCESS), for
+        /// the list of failed cases; `timeout` is the bound a timed-out case did not meet.
+        func explained(timeout: Double) -> (name: String, why: String) {
+            switch self {
+            case .accepted: return ("SUCCESS", "")
+            case .rejected(let why): return ("FAILURE", why)
+            case .timedOut: return ("TIMEOUT", "no verdict within \(timeout) s")
+            case .invalidInput(let why): return ("INPUT-ERROR", why)
             }
         }
 

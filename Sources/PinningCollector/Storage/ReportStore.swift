@@ -497,28 +497,17 @@ public struct ReportStore: Sendable {
 
     /// A page of reports, newest first, and the cursor of the next page.
     public func reports(_ query: ReportQuery) async throws -> (reports: [StoredReport], next: Int64?) {
-        var conditions: [String] = []
-        var binds: [SQLValue] = []
-        if let host = query.host {
-            conditions.append("host = ?")
-            binds.append(.text(host))
-        }
-        if let result = query.result {
-            conditions.append("result = ?")
-            binds.append(.text(result))
-        }
-        if let app = query.app {
-            conditions.append("app_id = ?")
-            binds.append(.text(app))
-        }
-        if let since = query.since {
-            conditions.append("received_at >= ?")
-            binds.append(.integer(since))
-        }
-        if let before = query.before {
-            conditions.append("id < ?")
-            binds.append(.integer(before))
-        }
+        // Each filter: its condition and the value bound to it, nil when the query does not set it.
+        let filters: [(condition: String, value: SQLValue?)] = [
+            ("host = ?", query.host.map(SQLValue.text)),
+            ("result = ?", query.result.map(SQLValue.text)),
+            ("app_id = ?", query.app.map(SQLValue.text)),
+            ("received_at >= ?", query.since.map(SQLValue.integer)),
+            ("id < ?", query.before.map(SQLValue.integer)),
+        ]
+        let set = filters.filter { $0.value != nil }
+        let conditions = set.map(\.condition)
+        let binds = set.compactMap(\.value)
         let limit = max(1, query.limit)
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let rows = try await self.database.query(

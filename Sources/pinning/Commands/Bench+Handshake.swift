@@ -144,17 +144,13 @@ extension PinningCommand.Bench {
                 throw ExitCode(1)
             }
             report.pathBuilding = PathBuildingReport(since: start)
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
         }
     }
 }
 
 /// `pinning bench handshake --json` output.
-struct HandshakeBenchReport: Encodable {
+struct HandshakeBenchReport: TextReport {
     var handshakesPerSecond: Double
     var baselineHandshakesPerSecond: Double
     var unverifiedHandshakesPerSecond: Double
@@ -308,7 +304,7 @@ enum AlternatingRounds {
         var rates: [Kind: Double] = [:]
         for kind in Kind.allCases {
             let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            rates[kind] = seconds > 0 ? BenchReport.rounded(Double(done[kind] ?? 0) / seconds) : 0
+            rates[kind] = seconds > 0 ? (Double(done[kind] ?? 0) / seconds).rounded(places: 1) : 0
         }
         return rates
     }

@@ -108,8 +108,8 @@ extension PinningCommand.Bench {
                             anchored: anchored,
                             code: failure.map { "\($0.code)" } ?? "trusted",
                             reason: failure?.reason ?? "",
-                            cpuMillisecondsMax: Self.rounded(times.max() ?? 0),
-                            cpuMillisecondsMedian: Self.rounded(PinningCommand.Bench.Revocation.median(times))
+                            cpuMillisecondsMax: (times.max() ?? 0).rounded(places: 2),
+                            cpuMillisecondsMedian: times.median.rounded(places: 2)
                         )
                     )
                 }
@@ -130,8 +130,6 @@ extension PinningCommand.Bench {
                 print("  \(check.key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(check.microseconds) µs  charged \(check.units)")
             }
         }
-
-        static func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
 
         /// CPU time of the whole process (the benchmark runs nothing else), in nanoseconds.
         static func processCPUNanoseconds() -> UInt64 {
@@ -175,7 +173,7 @@ extension PinningCommand.Bench {
                     }
                     samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e3)
                 }
-                reports.append(CheckReport(key: name, microseconds: Self.rounded(PinningCommand.Bench.Revocation.median(samples)), units: TrustLimits.signatureCheckCost(of: key.publicKey)))
+                reports.append(CheckReport(key: name, microseconds: samples.median.rounded(places: 2), units: TrustLimits.signatureCheckCost(of: key.publicKey)))
             }
             return reports
         }

@@ -189,11 +189,11 @@ extension PinningCommand.Bench {
                 hosts: self.hosts,
                 configurationBytes: configuration.count,
                 apply: Apply(
-                    milliseconds: times.map(Hostile.rounded), medianMilliseconds: Hostile.rounded(Revocation.median(times)), minMilliseconds: Hostile.rounded(sorted.first ?? 0),
-                    maxMilliseconds: Hostile.rounded(sorted.last ?? 0), parseMedianMilliseconds: Hostile.rounded(Revocation.median(parses))),
+                    milliseconds: times.map { $0.rounded(places: 2) }, medianMilliseconds: times.median.rounded(places: 2), minMilliseconds: (sorted.first ?? 0).rounded(places: 2),
+                    maxMilliseconds: (sorted.last ?? 0).rounded(places: 2), parseMedianMilliseconds: parses.median.rounded(places: 2)),
                 unchanged: Unchanged(requests: requests, count: requests.count, connections: connections),
-                lookup: Lookup(lookups: lookups, microsecondsPerLookup: (lookupMicroseconds * 1000).rounded() / 1000),
-                memory: Memory(refreshes: self.refreshes, seconds: Hostile.rounded(memorySeconds), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples),
+                lookup: Lookup(lookups: lookups, microsecondsPerLookup: lookupMicroseconds.rounded(places: 3)),
+                memory: Memory(refreshes: self.refreshes, seconds: memorySeconds.rounded(places: 2), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples),
                 load: Load(oneMinute: Self.loadAverage(), cores: ProcessInfo.processInfo.activeProcessorCount)
             )
             if self.json {
@@ -230,7 +230,7 @@ extension PinningCommand.Bench {
 
         static func loadAverage() -> Double {
             var loads = [Double](repeating: 0, count: 3)
-            return getloadavg(&loads, 3) > 0 ? Hostile.rounded(loads[0]) : 0
+            return getloadavg(&loads, 3) > 0 ? loads[0].rounded(places: 2) : 0
         }
     }
 }

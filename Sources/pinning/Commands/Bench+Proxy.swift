@@ -57,17 +57,13 @@ extension PinningCommand.Bench {
                 FileHandle.standardError.write(Data("pinning: bench proxy: \(words)\n".utf8))
                 throw ExitCode(1)
             }
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
         }
     }
 }
 
 /// `pinning bench proxy --json` output.
-struct ProxyBenchReport: Encodable {
+struct ProxyBenchReport: TextReport {
     struct Path: Encodable {
         var requestsPerSecond: Double
         var p50Milliseconds: Double
@@ -253,14 +249,14 @@ struct ProxyBenchmark {
             let p50 = histogram.percentile(0.5) / 1e6
             let p99 = histogram.percentile(0.99) / 1e6
             return ProxyBenchReport.Path(
-                requestsPerSecond: (Double(counts[kind] ?? 0) / seconds).rounded(), p50Milliseconds: Self.rounded(p50),
-                p99Milliseconds: Self.rounded(p99), addedP50Milliseconds: Self.rounded(p50 - directP50), addedP99Milliseconds: Self.rounded(p99 - directP99))
+                requestsPerSecond: (Double(counts[kind] ?? 0) / seconds).rounded(), p50Milliseconds: p50.rounded(places: 3),
+                p99Milliseconds: p99.rounded(places: 3), addedP50Milliseconds: (p50 - directP50).rounded(places: 3), addedP99Milliseconds: (p99 - directP99).rounded(places: 3))
         }
         var report = ProxyBenchReport(
             direct: path(.direct)!, tunnel: path(.tunnel)!, stunnel: path(.stunnel), forwardProxy: path(.forwardProxy)!, tunnelToStunnelThroughput: nil,
             memory: nil)
         if let stunnelPath = report.stunnel, stunnelPath.requestsPerSecond > 0 {
-            report.tunnelToStunnelThroughput = Self.rounded(report.tunnel.requestsPerSecond / stunnelPath.requestsPerSecond)
+            report.tunnelToStunnelThroughput = (report.tunnel.requestsPerSecond / stunnelPath.requestsPerSecond).rounded(places: 3)
         }
         if self.memory {
             report.memory = try await self.measureMemory(loop: loop, target: target(.forwardProxy), pid: proxy.processIdentifier)
@@ -299,11 +295,9 @@ struct ProxyBenchmark {
         for channel in held { try? await channel.close() }
         return ProxyBenchReport.Memory(
             residentBytesAfter10000: after10000, residentBytesAfter100000: after100000,
-            growthPercent: Self.rounded(after10000 > 0 ? (Double(after100000) / Double(after10000) - 1) * 100 : 0),
+            growthPercent: (after10000 > 0 ? (Double(after100000) / Double(after10000) - 1) * 100 : 0).rounded(places: 3),
             bytesPerIdleConnection: max(0, during - before) / idle, idleConnections: idle)
     }
-
-    static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
 
     static func lines(_ path: String, count: Int, process: Process) async throws -> [String] {
         let deadline = Date().addingTimeInterval(60)

@@ -107,12 +107,12 @@ extension PinningCommand.Bench {
             let report = Report(
                 entries: self.entries,
                 crlBytes: made.der.count,
-                evaluationsPerSecond: Self.median(plainRates).rounded(),
-                evaluationsPerSecondWithCRL: Self.median(checkedRates).rounded(),
-                addedPercent: ((Self.median(ratios) - 1) * 1000).rounded() / 10,
-                parseMilliseconds: (Self.median(parses) * 10).rounded() / 10,
-                opensslCRLMilliseconds: opensslBig.isEmpty ? nil : (Self.median(opensslBig) * 10).rounded() / 10,
-                opensslStartMilliseconds: opensslSmall.isEmpty ? nil : (Self.median(opensslSmall) * 10).rounded() / 10,
+                evaluationsPerSecond: plainRates.median.rounded(),
+                evaluationsPerSecondWithCRL: checkedRates.median.rounded(),
+                addedPercent: ((ratios.median - 1) * 1000).rounded() / 10,
+                parseMilliseconds: parses.median.rounded(places: 1),
+                opensslCRLMilliseconds: opensslBig.isEmpty ? nil : opensslBig.median.rounded(places: 1),
+                opensslStartMilliseconds: opensslSmall.isEmpty ? nil : opensslSmall.median.rounded(places: 1),
                 rounds: self.rounds
             )
             if self.json {
@@ -155,12 +155,6 @@ extension PinningCommand.Bench {
             ChildProcess.waitForExit(process)
             guard process.terminationStatus == 0 else { return nil }
             return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
-        }
-
-        static func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted()
-            guard !sorted.isEmpty else { return 0 }
-            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
         }
     }
 }

@@ -173,7 +173,7 @@ struct ServerHandshakeBenchmark {
         }
         func rate(_ kind: ServerKind) -> Double {
             let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            return seconds > 0 ? BenchReport.rounded(Double(connections[kind] ?? 0) / seconds) : 0
+            return seconds > 0 ? (Double(connections[kind] ?? 0) / seconds).rounded(places: 1) : 0
         }
         return HandshakeBenchReport(
             handshakesPerSecond: rate(.pinned),

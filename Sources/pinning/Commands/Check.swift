@@ -278,11 +278,7 @@ extension PinningCommand {
                 Self.warn(errorLine)
                 throw ExitCode(3)
             }
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
             if report.evaluation?.trusted != true {
                 throw ExitCode(1)
             }
@@ -472,7 +468,7 @@ enum UserFacingText {
 }
 
 /// What `pinning check` prints.
-struct CheckReport: Encodable {
+struct CheckReport: TextReport {
     /// A TLS alert as PinningNIO read it from the connection's records (never from a library's error text).
     struct Alert: Encodable {
         var code: Int

@@ -40,11 +40,7 @@ extension PinningCommand.Evaluate {
             }
         }
         let report = ConfigurationEvaluationReport(evaluation: evaluation, trust: trust, configuration: configuration, path: path)
-        if self.json {
-            try JSONOutput.print(report)
-        } else {
-            print(report.humanReadable)
-        }
+        try JSONOutput.print(report, json: self.json)
         if !evaluation.isTrusted {
             throw ExitCode(1)
         }
@@ -52,7 +48,7 @@ extension PinningCommand.Evaluate {
 }
 
 /// `pinning evaluate --config` output: the usual report plus how the configuration decided.
-struct ConfigurationEvaluationReport: Encodable {
+struct ConfigurationEvaluationReport: TextReport {
     var base: EvaluationReport
     var configuration: String
     var matchedEntry: String?

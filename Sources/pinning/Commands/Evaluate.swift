@@ -71,11 +71,7 @@ extension PinningCommand {
             let inputs = try self.loadInputs()
             let verdict = await inputs.policy.evaluate(inputs.trust, forDomain: self.host)
             let report = EvaluationReport(verdict: verdict, trust: inputs.trust, policy: inputs.policy, host: self.host)
-            if self.json {
-                try JSONOutput.print(report)
-            } else {
-                print(report.humanReadable)
-            }
+            try JSONOutput.print(report, json: self.json)
             if !verdict.isTrusted {
                 throw ExitCode(1)
             }

@@ -86,6 +86,24 @@ struct LatencyHistogram {
     }
 }
 
+/// How the bench reports round their figures and take medians, in one place.
+extension Double {
+    /// This value to `places` decimal places (1 to 3), as the reports give their figures.
+    func rounded(places: Int) -> Double {
+        let scale = Foundation.pow(10, Double(places))
+        return (self * scale).rounded() / scale
+    }
+}
+
+extension [Double] {
+    /// The median (the mean of the middle two for an even count); 0 when empty.
+    var median: Double {
+        let sorted = self.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+}
+
 /// `pinning bench --json` output.
 struct BenchReport: Encodable {
     var evaluationsPerSecond: Double
@@ -97,15 +115,13 @@ struct BenchReport: Encodable {
     var pathBuilding: PathBuildingReport
 
     init(measurement: EvaluationBenchmark.Measurement, peakRSSBytes: Int, pathBuilding: PathBuildingReport) {
-        self.evaluationsPerSecond = Self.rounded(measurement.evaluationsPerSecond)
-        self.cachedEvaluationsPerSecond = Self.rounded(measurement.cachedEvaluationsPerSecond)
-        self.p50Microseconds = Self.rounded(measurement.p50Microseconds)
-        self.p99Microseconds = Self.rounded(measurement.p99Microseconds)
+        self.evaluationsPerSecond = measurement.evaluationsPerSecond.rounded(places: 1)
+        self.cachedEvaluationsPerSecond = measurement.cachedEvaluationsPerSecond.rounded(places: 1)
+        self.p50Microseconds = measurement.p50Microseconds.rounded(places: 1)
+        self.p99Microseconds = measurement.p99Microseconds.rounded(places: 1)
         self.peakRSSBytes = peakRSSBytes
         self.pathBuilding = pathBuilding
     }
-
-    static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 
     func humanReadable(iterations: Int, cachedIterations: Int) -> String {
         let ratio = self.evaluationsPerSecond > 0 ? self.cachedEvaluationsPerSecond / self.evaluationsPerSecond : 0

@@ -3,7 +3,7 @@ import Pinning
 import X509
 
 /// What `pinning evaluate` prints: the verdict, the reason, the presented chain with pins and the path.
-struct EvaluationReport: Encodable {
+struct EvaluationReport: TextReport {
     struct CertificateLine: Encodable {
         var index: Int
         var subject: String

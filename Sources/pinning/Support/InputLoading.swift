@@ -75,4 +75,19 @@ enum JSONOutput {
         let data = try encoder.encode(value)
         Swift.print(String(decoding: data, as: UTF8.self))
     }
+
+    /// Prints `report` as JSON when `json` is set (`--json`), otherwise its text for people.
+    static func print(_ report: some TextReport, json: Bool) throws {
+        if json {
+            try self.print(report)
+        } else {
+            Swift.print(report.humanReadable)
+        }
+    }
+}
+
+/// A command's result that prints either as JSON or as text for people.
+protocol TextReport: Encodable {
+    /// The result in lines for people (what is printed without `--json`).
+    var humanReadable: String { get }
 }

@@ -140,6 +140,39 @@ struct TLSAlertObservationTests {
         #expect(!observation.hasPendingCandidates)
     }
 
+    @Test("once our handshake completed, the records kept before are dropped unread; the peer's next record is opened under its application keys alone")
+    func afterCompletion() throws {
+        let handshake = [UInt8](repeating: 0x11, count: 32)
+        let application = [UInt8](repeating: 0x22, count: 32)
+        var observation = TLSRecordObservation(role: .client)
+        Self.feed(&observation, Self.clientHello(), .outbound)
+        Self.feed(&observation, Self.serverHello(suite: 0x1301), .inbound)
+        // The server's handshake records, one of them small enough to be kept.
+        Self.feed(&observation, try Self.sealed([UInt8](repeating: 8, count: 40), type: 22, cipher: .aes128GCM, secret: handshake, sequence: 0), .inbound)
+        Self.feed(&observation, try Self.sealed([20, 0, 0, 32] + [UInt8](repeating: 0, count: 32), type: 22, cipher: .aes128GCM, secret: handshake, sequence: 1), .inbound)
+        #expect(observation.hasPendingCandidates)
+        observation.handshakeCompleted()
+        #expect(!observation.hasPendingCandidates, "a completed handshake's records are not alerts: nothing to decrypt")
+
+        // The server refuses our certificate: its first record under its application secret.
+        Self.feed(&observation, try Self.sealed([2, 116], type: 21, cipher: .aes128GCM, secret: application, sequence: 0), .inbound)
+        var secrets = TLS13Secrets()
+        secrets.serverApplication = application
+        observation.resolve(secrets: secrets)
+        #expect(observation.alerts.receivedFailure == TLSAlert(code: 116, level: .fatal))
+        #expect(!observation.hasPendingCandidates, "without the handshake secret, nothing is kept waiting for it")
+
+        // A record after completion that the application keys do not open is dropped, not held for handshake keys.
+        var other = TLSRecordObservation(role: .client)
+        Self.feed(&other, Self.clientHello(), .outbound)
+        Self.feed(&other, Self.serverHello(suite: 0x1301), .inbound)
+        other.handshakeCompleted()
+        Self.feed(&other, try Self.sealed([2, 116], type: 21, cipher: .aes128GCM, secret: handshake, sequence: 0), .inbound)
+        other.resolve(secrets: secrets)
+        #expect(other.alerts.received.isEmpty)
+        #expect(!other.hasPendingCandidates)
+    }
+
     @Test("a forged or wrongly keyed encrypted record is not an alert, and TLS 1.2 records are never decrypted")
     func forgedRecords() throws {
         let secret = [UInt8](repeating: 0x44, count: 32)

@@ -95,6 +95,7 @@ public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandl
     /// to refuse. Ending opens what was kept and overwrites the secrets.
     package func handshakeCompleted() {
         guard !self.ended, self.inboundRecordsAtCompletion == nil else { return }
+        self.observation.handshakeCompleted()
         if self.observation.role == .client && self.observation.isTLS13 {
             self.inboundRecordsAtCompletion = self.observation.recordsRead(.inbound)
         } else {

@@ -70,6 +70,8 @@ package struct TLSRecordObservation {
     private(set) var isTLS13 = false
     /// The alerts read so far (plaintext ones as they arrive, decrypted ones once ``resolve(secrets:)`` found them).
     package private(set) var alerts = TLSAlertsSeen()
+    /// How many encrypted records the peer had written when our side's handshake completed (nil before).
+    private var peerRecordsAtCompletion: Int?
 
     package init(role: Role) {
         self.role = role
@@ -200,15 +202,19 @@ package struct TLSRecordObservation {
             for index in self.streams.indices { self.streams[index].candidates = [] }
             return
         }
-        for direction in Direction.allCases {
+        for direction in Direction.allCases where !self.streams[direction.rawValue].candidates.isEmpty {
             let writtenByClient = (direction == .outbound) == (self.role == .client)
-            let handshakeKeys = (writtenByClient ? secrets.clientHandshake : secrets.serverHandshake).flatMap { suite.keys(from: $0) }
+            // After our handshake completed, the peer writes under its application keys only (see
+            // handshakeCompleted()): its handshake keys are not derived for those records.
+            let afterPeerHandshake = direction == .inbound && self.peerRecordsAtCompletion != nil
+            let handshakeKeys =
+                afterPeerHandshake ? nil : (writtenByClient ? secrets.clientHandshake : secrets.serverHandshake).flatMap { suite.keys(from: $0) }
             let applicationKeys = (writtenByClient ? secrets.clientApplication : secrets.serverApplication).flatMap { suite.keys(from: $0) }
             var kept: [Candidate] = []
             for candidate in self.streams[direction.rawValue].candidates {
                 if let inner = Self.open(candidate, suite: suite, handshake: handshakeKeys, application: applicationKeys) {
                     if inner.type == 21, let alert = Self.alert(inner.content) { self.record(alert, direction) }
-                } else if handshakeKeys == nil || applicationKeys == nil {
+                } else if (handshakeKeys == nil && !afterPeerHandshake) || applicationKeys == nil {
                     kept.append(candidate)
                 }
             }
@@ -221,16 +227,29 @@ package struct TLSRecordObservation {
         for index in self.streams.indices { self.streams[index].candidates = [] }
     }
 
+    /// Our side's handshake completed. No record kept until now can be an alert, so they are dropped unread: had
+    /// either side sent an alert, the handshake would have failed (RFC 8446 §6.2: every error alert is fatal; a
+    /// close_notify before the handshake ends it too). Only user_canceled, a warning, can be sent without ending
+    /// the handshake, and it is not what refused a connection. This spares every successful connection the key
+    /// derivation and the decryption of its handshake records; only what the peer writes afterwards is opened, and
+    /// only under its application keys, since the peer's handshake records (its Finished included) all came before
+    /// our side could complete.
+    package mutating func handshakeCompleted() {
+        self.dropCandidates()
+        self.peerRecordsAtCompletion = self.streams[Direction.inbound.rawValue].encryptedRecords
+    }
+
     /// A record opened under the handshake keys at its index, or under the application keys at any sequence number
     /// the index allows (the epoch changes after the sender's Finished, at a record this observer did not keep):
     /// the AEAD's tag decides, so a wrong guess never reads as an alert. At most index + 2 tries, on records of at
-    /// most ``candidateLimit`` bytes.
+    /// most ``candidateLimit`` bytes. The application sequence numbers are tried from 0 up: the records that matter
+    /// (a refusal written right after the peer's Finished) are the first of their epoch.
     static func open(_ candidate: Candidate, suite: TLS13Cipher, handshake: TLS13Cipher.Keys?, application: TLS13Cipher.Keys?) -> (type: UInt8, content: [UInt8])? {
         if let handshake, let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(candidate.index), keys: handshake) {
             return inner
         }
         if let application {
-            for sequence in stride(from: candidate.index, through: 0, by: -1) {
+            for sequence in 0...candidate.index {
                 if let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(sequence), keys: application) {
                     return inner
                 }

@@ -174,46 +174,31 @@ final class CertificateFactsMemo: Sendable {
         }
     }
 
-    private struct State {
-        var facts: [Key: CertificateFacts] = [:]
-        /// Insertion order, a ring: `next` is the oldest once the ring is full.
-        var order: [Key] = []
-        var next = 0
-    }
-
     /// The most certificates remembered.
     let capacity: Int
-    private let state = LockedValueBox(State())
+    private let memo: LockedValueBox<BoundedMemo<Key, CertificateFacts>>
 
     init(capacity: Int) {
-        precondition(capacity > 0, "a memo needs room for one certificate")
         self.capacity = capacity
+        self.memo = LockedValueBox(BoundedMemo(capacity: capacity))
     }
 
     /// The facts remembered for exactly this certificate, or nil.
     func facts(of certificate: Certificate) -> CertificateFacts? {
         let key = Key(certificate: certificate)
-        return self.state.withLockedValue { $0.facts[key] }
+        return self.memo.withLockedValue { $0[key] }
     }
 
     /// Remembers the facts of certificates on a trusted path.
     func remember(_ entries: [CertificateFacts]) {
         guard !entries.isEmpty else { return }
-        self.state.withLockedValue { state in
+        self.memo.withLockedValue { memo in
             for facts in entries {
-                let key = Key(certificate: facts.certificate)
-                guard state.facts.updateValue(facts, forKey: key) == nil else { continue }
-                if state.order.count < self.capacity {
-                    state.order.append(key)
-                } else {
-                    state.facts[state.order[state.next]] = nil
-                    state.order[state.next] = key
-                    state.next = (state.next + 1) % self.capacity
-                }
+                memo.remember(facts, for: Key(certificate: facts.certificate))
             }
         }
     }
 
     /// How many certificates are remembered now.
-    var count: Int { self.state.withLockedValue { $0.facts.count } }
+    var count: Int { self.memo.withLockedValue { $0.count } }
 }

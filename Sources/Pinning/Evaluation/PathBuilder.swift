@@ -130,48 +130,34 @@ final class VerifiedLinkMemo: Sendable {
         }
     }
 
-    private struct State {
-        var links: Set<Link> = []
-        /// Insertion order, a ring: `next` is the oldest once the ring is full.
-        var order: [Link] = []
-        var next = 0
-    }
-
+    /// The most links remembered.
     let capacity: Int
-    private let state = LockedValueBox(State())
+    private let memo: LockedValueBox<BoundedMemo<Link, Void>>
 
     init(capacity: Int) {
-        precondition(capacity > 0, "a memo needs room for one link")
         self.capacity = capacity
+        self.memo = LockedValueBox(BoundedMemo(capacity: capacity))
     }
 
     /// Whether `issuer`'s signature on `subject` was verified on a trusted path (these exact bytes).
     func isVerified(issuer: Certificate, subject: Certificate) -> Bool {
         let link = Link(issuer: issuer, subject: subject)
-        return self.state.withLockedValue { $0.links.contains(link) }
+        return self.memo.withLockedValue { $0[link] != nil }
     }
 
     /// Remembers the links of `path` (leaf first), a path a policy trusted and whose every link path building
     /// verified. The anchor's own signature is never part of it.
     func remember(trustedPath path: [Certificate]) {
         guard path.count > 1 else { return }
-        self.state.withLockedValue { state in
+        self.memo.withLockedValue { memo in
             for index in 0..<(path.count - 1) {
-                let link = Link(issuer: path[index + 1], subject: path[index])
-                guard state.links.insert(link).inserted else { continue }
-                if state.order.count < self.capacity {
-                    state.order.append(link)
-                } else {
-                    state.links.remove(state.order[state.next])
-                    state.order[state.next] = link
-                    state.next = (state.next + 1) % self.capacity
-                }
+                memo.remember((), for: Link(issuer: path[index + 1], subject: path[index]))
             }
         }
     }
 
     /// How many links are remembered now.
-    var count: Int { self.state.withLockedValue { $0.links.count } }
+    var count: Int { self.memo.withLockedValue { $0.count } }
 }
 
 /// Process-wide counts of path building's work, for `pinning bench` and `bench handshake` (issue 31): signatures

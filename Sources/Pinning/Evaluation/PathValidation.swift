@@ -138,7 +138,9 @@ struct PathValidation {
     }
 
     /// One run of path building with our policy, within `budget`: ours (``PathBuilder``), or swift-certificates'
-    /// `Verifier` when the differential test asks for the reference (``PathBuilderReference``).
+    /// `Verifier` when the differential test asks for the reference (``PathBuilderReference``). The reference is
+    /// what ``PathBuilder`` is compared with; no evaluation outside the differential test takes that way. Both of
+    /// its stores offer their certificates through the budget, so every candidate the verifier checks was paid for.
     private static func buildPath(
         leaf: Certificate,
         anchors: AnchorSet,
@@ -149,7 +151,18 @@ struct PathValidation {
         if PathBuilderReference.isActive {
             var reference = policy
             reference.structureRules = .swiftCertificatesReference
-            return await Self.buildReferencePath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: reference, budget: budget)
+            let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
+            var verifier = Verifier(rootCertificates: roots) { reference }
+            let result = await verifier.validate(
+                leaf: leaf,
+                intermediates: CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
+            )
+            switch result {
+            case .validCertificate(let chain):
+                return chain
+            case .couldNotValidate:
+                return nil
+            }
         }
         let builder = PathBuilder(
             anchors: anchors.bySubject,
@@ -160,30 +173,6 @@ struct PathValidation {
             links: .shared
         )
         return builder.build(leaf: leaf, policy: policy).map { X509.ValidatedCertificateChain(uncheckedCertificateChain: $0) }
-    }
-
-    /// swift-certificates' path building with our policy, within `budget`: both stores offer their certificates
-    /// through it, so every candidate the verifier checks was paid for. The reference ``PathBuilder`` is compared
-    /// with; no evaluation outside the differential test takes this way.
-    private static func buildReferencePath(
-        leaf: Certificate,
-        anchors: AnchorSet,
-        intermediates: [Certificate],
-        policy: ChainPolicy,
-        budget: PathBuildingBudget
-    ) async -> X509.ValidatedCertificateChain? {
-        let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
-        var verifier = Verifier(rootCertificates: roots) { policy }
-        let result = await verifier.validate(
-            leaf: leaf,
-            intermediates: CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
-        )
-        switch result {
-        case .validCertificate(let chain):
-            return chain
-        case .couldNotValidate:
-            return nil
-        }
     }
 
     /// Hands what this evaluation learnt about a path that met every rule to the process's memos: each

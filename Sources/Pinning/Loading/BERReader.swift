@@ -35,6 +35,19 @@ struct BERReader {
         var isObjectIdentifier: Bool { self.tagClass == 0 && !self.isConstructed && self.tagNumber == 6 }
         var isInteger: Bool { self.tagClass == 0 && !self.isConstructed && self.tagNumber == 2 }
 
+        /// The element whose identifier and length octets are `header`, starting at `start`; indefinite-length
+        /// when `header` has no length.
+        init(_ header: Header, start: Int, contentEnd: Int, end: Int) {
+            self.tagClass = header.tagClass
+            self.isConstructed = header.isConstructed
+            self.tagNumber = header.tagNumber
+            self.start = start
+            self.contentStart = header.contentStart
+            self.contentEnd = contentEnd
+            self.end = end
+            self.isIndefiniteLength = header.length == nil
+        }
+
         func isContextSpecific(_ number: UInt32, constructed: Bool = true) -> Bool {
             self.tagClass == 2 && self.isConstructed == constructed && self.tagNumber == number
         }
@@ -173,16 +186,8 @@ struct BERReader {
         let limit = min(limit, self.bytes.count)
         let header = try self.header(at: offset, limit: limit)
         if let length = header.length {
-            return Element(
-                tagClass: header.tagClass,
-                isConstructed: header.isConstructed,
-                tagNumber: header.tagNumber,
-                start: offset,
-                contentStart: header.contentStart,
-                contentEnd: header.contentStart + length,
-                end: header.contentStart + length,
-                isIndefiniteLength: false
-            )
+            let end = header.contentStart + length
+            return Element(header, start: offset, contentEnd: end, end: end)
         }
         guard depth < Self.maximumDepth else {
             throw Failure(message: "indefinite-length elements nested deeper than \(Self.maximumDepth) levels")
@@ -196,16 +201,7 @@ struct BERReader {
                 )
             }
             if self.bytes[cursor] == 0, self.bytes[cursor + 1] == 0 {
-                return Element(
-                    tagClass: header.tagClass,
-                    isConstructed: header.isConstructed,
-                    tagNumber: header.tagNumber,
-                    start: offset,
-                    contentStart: header.contentStart,
-                    contentEnd: cursor,
-                    end: cursor + 2,
-                    isIndefiniteLength: true
-                )
+                return Element(header, start: offset, contentEnd: cursor, end: cursor + 2)
             }
             cursor = try self.element(at: cursor, limit: limit, depth: depth + 1).end
         }

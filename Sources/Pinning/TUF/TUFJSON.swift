@@ -160,7 +160,9 @@ extension TUFJSON {
     package func canonicalBytes() throws(TUFJSONError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        try Self.encode(self, into: &out)
+        try Self.write(self, escapingControlCharacters: false, into: &out) { text throws(TUFJSONError) in
+            throw TUFJSONError(message: "canonical JSON has no floats (\(text))")
+        }
         return out
     }
 
@@ -170,96 +172,65 @@ extension TUFJSON {
     /// ``canonicalBytes()`` of its `signed` part, which reading this text gives back exactly.
     package func jsonBytes() -> [UInt8] {
         var out: [UInt8] = []
-        Self.encodeText(self, into: &out)
+        Self.write(self, escapingControlCharacters: true, into: &out) { text in Array(text.utf8) }
         return out
     }
 
-    private static func encodeText(_ value: TUFJSON, into out: inout [UInt8]) {
+    /// The one writer of both forms, which differ only in how strings escape control characters and in what a
+    /// float becomes (`float` gives its bytes, or throws to refuse it). Members are written in the object's order.
+    private static func write<Failure: Error>(
+        _ value: TUFJSON,
+        escapingControlCharacters: Bool,
+        into out: inout [UInt8],
+        float: (String) throws(Failure) -> [UInt8]
+    ) throws(Failure) {
         switch value {
-        case .float(let text):
-            out += Array(text.utf8)
-        case .string(let text):
-            encodeTextString(text, into: &out)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                encodeText(item, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let object):
-            out.append(UInt8(ascii: "{"))
-            for (index, member) in object.members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                encodeTextString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                encodeText(member.value, into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
         case .null:
             out += Array("null".utf8)
         case .bool(let flag):
             out += Array((flag ? "true" : "false").utf8)
         case .integer(let digits):
             out += Array(digits.utf8)
+        case .float(let text):
+            out += try float(text)
+        case .string(let text):
+            writeString(text, escapingControlCharacters: escapingControlCharacters, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                try write(item, escapingControlCharacters: escapingControlCharacters, into: &out, float: float)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(member.key, escapingControlCharacters: escapingControlCharacters, into: &out)
+                out.append(UInt8(ascii: ":"))
+                try write(member.value, escapingControlCharacters: escapingControlCharacters, into: &out, float: float)
+            }
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func encodeTextString(_ text: String, into out: inout [UInt8]) {
+    /// `"` and `\` escaped; control characters (below 0x20) raw, as canonical JSON has them, or escaped
+    /// (`\n`, `\r`, `\t`, else `\u00XX`); every other byte raw.
+    private static func writeString(_ text: String, escapingControlCharacters: Bool, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 out += [UInt8(ascii: "\\"), byte]
-            case 0x0A: out += Array("\\n".utf8)
-            case 0x0D: out += Array("\\r".utf8)
-            case 0x09: out += Array("\\t".utf8)
-            case 0x00..<0x20:
+            case 0x0A where escapingControlCharacters: out += Array("\\n".utf8)
+            case 0x0D where escapingControlCharacters: out += Array("\\r".utf8)
+            case 0x09 where escapingControlCharacters: out += Array("\\t".utf8)
+            case 0x00..<0x20 where escapingControlCharacters:
                 let digits = Array("0123456789abcdef".utf8)
                 out += Array("\\u00".utf8) + [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
             default:
                 out.append(byte)
             }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static func encode(_ value: TUFJSON, into out: inout [UInt8]) throws(TUFJSONError) {
-        switch value {
-        case .null:
-            out += Array("null".utf8)
-        case .bool(let flag):
-            out += Array((flag ? "true" : "false").utf8)
-        case .integer(let digits):
-            out += Array(digits.utf8)
-        case .float(let text):
-            throw TUFJSONError(message: "canonical JSON has no floats (\(text))")
-        case .string(let text):
-            encodeString(text, into: &out)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                try encode(item, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let object):
-            out.append(UInt8(ascii: "{"))
-            for (index, member) in object.members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                encodeString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                try encode(member.value, into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static func encodeString(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-            out.append(byte)
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -80,15 +80,11 @@ package enum ConnectionFailureWords {
     /// A ``PinningConnectionError`` is read by its ``PinningConnectionError/receivedAlert`` first, then its
     /// underlying error; another error by `alerts`, what a ``TLSAlertObserver`` read on the connection.
     package static func clientHandshakeProblem(_ error: any Error, alerts: TLSAlertsSeen? = nil) -> String? {
-        if let alert = alerts?.receivedFailure {
+        if let alert = alerts?.receivedFailure ?? (error as? PinningConnectionError)?.receivedAlert {
             return alert.isAboutCertificate
                 ? "the client refused this server's certificate: \(alert)" : "the client ended the handshake: \(alert)"
         }
         if let error = error as? PinningConnectionError {
-            if let alert = error.receivedAlert {
-                return alert.isAboutCertificate
-                    ? "the client refused this server's certificate: \(alert)" : "the client ended the handshake: \(alert)"
-            }
             return error.underlying.flatMap { self.clientHandshakeProblem($0) }
         }
         if let error = error as? NIOSSLError, case .uncleanShutdown = error {
@@ -96,25 +92,15 @@ package enum ConnectionFailureWords {
         }
         guard let entries = self.boringSSLEntries(error) else { return nil }
         guard let first = entries.first else { return "the TLS handshake failed" }
+        if let failure = SharedHandshakeFailure(reason: first.reason) {
+            return failure.words(peer: .client)
+        }
         switch first.reason {
         case "PEER_DID_NOT_RETURN_A_CERTIFICATE":
             return "the client presented no certificate, and this server requires one"
         case "EXCESSIVE_MESSAGE_SIZE":
             // BoringSSL's SSL_MAX_CERT_LIST_DEFAULT: a Certificate message is read whole, up to 100 KiB.
             return "a handshake message of the client is larger than the TLS library reads (a certificate chain over 100 KiB?)"
-        case "EOF during handshake", "EOF during addition certificate chain validation":
-            return "the client closed the connection during the TLS handshake"
-        case "WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_TOO_LARGE",
-            "INVALID_OUTER_RECORD_TYPE", "UNEXPECTED_RECORD":
-            return "the client did not speak TLS (plain HTTP to this HTTPS port, or another protocol?)"
-        case "UNSUPPORTED_PROTOCOL", "WRONG_SSL_VERSION", "UNKNOWN_SSL_VERSION":
-            return "no TLS version in common with the client (this server speaks TLS 1.2 and 1.3)"
-        case "NO_SHARED_CIPHER", "NO_CIPHER_MATCH", "NO_CIPHERS_AVAILABLE":
-            return "no cipher suite in common with the client"
-        case "NO_SHARED_GROUP", "WRONG_CURVE", "UNSUPPORTED_ELLIPTIC_CURVE":
-            return "no key-exchange group in common with the client"
-        case "NO_COMMON_SIGNATURE_ALGORITHMS", "WRONG_SIGNATURE_TYPE":
-            return "no signature algorithm in common with the client"
         case "BAD_SIGNATURE":
             return "the client's handshake signature does not verify (its key is not its certificate's?)"
         case "BAD_PACKET_LENGTH":
@@ -126,23 +112,74 @@ package enum ConnectionFailureWords {
         }
     }
 
+    /// A handshake failure either side meets, by BoringSSL's reason names: one list of the names, worded for the
+    /// side that failed with us (``words(forReason:)`` speaks of the server, ``clientHandshakeProblem(_:alerts:)``
+    /// of the client).
+    enum SharedHandshakeFailure {
+        case peerClosed
+        case notTLS
+        case noCommonVersion
+        case noCommonCipher
+        case noCommonGroup
+        case noCommonSignatureAlgorithm
+
+        /// The side the words speak of.
+        enum Peer {
+            case server
+            case client
+        }
+
+        init?(reason: String) {
+            switch reason {
+            case "EOF during handshake", "EOF during addition certificate chain validation":
+                self = .peerClosed
+            case "WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_TOO_LARGE",
+                "INVALID_OUTER_RECORD_TYPE", "UNEXPECTED_RECORD":
+                self = .notTLS
+            case "UNSUPPORTED_PROTOCOL", "WRONG_SSL_VERSION", "UNKNOWN_SSL_VERSION":
+                self = .noCommonVersion
+            case "NO_SHARED_CIPHER", "NO_CIPHER_MATCH", "NO_CIPHERS_AVAILABLE":
+                self = .noCommonCipher
+            case "NO_SHARED_GROUP", "WRONG_CURVE", "UNSUPPORTED_ELLIPTIC_CURVE":
+                self = .noCommonGroup
+            case "NO_COMMON_SIGNATURE_ALGORITHMS", "WRONG_SIGNATURE_TYPE":
+                self = .noCommonSignatureAlgorithm
+            default:
+                return nil
+            }
+        }
+
+        func words(peer: Peer) -> String {
+            let (them, us) = peer == .server ? ("server", "client") : ("client", "server")
+            switch self {
+            case .peerClosed:
+                return "the \(them) closed the connection during the TLS handshake"
+            case .notTLS where peer == .server:
+                return "the server did not answer with TLS (is the port plain HTTP, or another protocol?)"
+            case .notTLS:
+                return "the client did not speak TLS (plain HTTP to this HTTPS port, or another protocol?)"
+            case .noCommonVersion:
+                return "no TLS version in common with the \(them) (this \(us) speaks TLS 1.2 and 1.3)"
+            case .noCommonCipher:
+                return "no cipher suite in common with the \(them)"
+            case .noCommonGroup:
+                return "no key-exchange group in common with the \(them)"
+            case .noCommonSignatureAlgorithm:
+                return "no signature algorithm in common with the \(them)"
+            }
+        }
+    }
+
     /// BoringSSL reason names, in words. Only the reasons a client meets from a server are spelled out; the rest
     /// are shown as the reason's own name in lower case ("TLS error: decode error"), never as a number.
     static func words(forReason reason: String) -> String {
+        if let failure = SharedHandshakeFailure(reason: reason) {
+            return failure.words(peer: .server)
+        }
         switch reason {
-        case "EOF during handshake", "EOF during addition certificate chain validation":
-            return "the server closed the connection during the TLS handshake"
-        case "WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_TOO_LARGE",
-            "INVALID_OUTER_RECORD_TYPE", "UNEXPECTED_RECORD":
-            return "the server did not answer with TLS (is the port plain HTTP, or another protocol?)"
-        case "UNSUPPORTED_PROTOCOL", "WRONG_SSL_VERSION", "UNKNOWN_SSL_VERSION":
-            return "no TLS version in common with the server (this client speaks TLS 1.2 and 1.3)"
-        case "NO_SHARED_CIPHER", "NO_CIPHER_MATCH", "NO_CIPHERS_AVAILABLE", "WRONG_CIPHER_RETURNED", "UNKNOWN_CIPHER_RETURNED":
-            return "no cipher suite in common with the server"
-        case "NO_SHARED_GROUP", "WRONG_CURVE", "UNSUPPORTED_ELLIPTIC_CURVE":
-            return "no key-exchange group in common with the server"
-        case "NO_COMMON_SIGNATURE_ALGORITHMS", "WRONG_SIGNATURE_TYPE":
-            return "no signature algorithm in common with the server"
+        case "WRONG_CIPHER_RETURNED", "UNKNOWN_CIPHER_RETURNED":
+            // Only a client meets these: the server chose a cipher suite the client did not offer.
+            return SharedHandshakeFailure.noCommonCipher.words(peer: .server)
         case "CERTIFICATE_VERIFY_FAILED":
             return "the certificate was refused"
         case "CANNOT_PARSE_LEAF_CERT", "UNKNOWN_CERTIFICATE_TYPE", "WRONG_CERTIFICATE_TYPE":

@@ -68,13 +68,7 @@ extension PinningCommand.Config {
             } catch {
                 throw InputError("cannot export \(self.file) for \(self.format.format.platformName): \(error.description)")
             }
-            for warning in translation.warnings {
-                FileHandle.standardError.write(Data("pinning: config export: warning: \(warning.description)\n".utf8))
-            }
-            for note in translation.notes {
-                FileHandle.standardError.write(Data("pinning: config export: note: \(note)\n".utf8))
-            }
-            try OutputFile.write(translation.text, to: self.out)
+            try OutputFile.write(translation, command: "export", to: self.out)
         }
     }
 
@@ -141,19 +135,25 @@ extension PinningCommand.Config {
             } catch {
                 throw InputError("cannot import \(self.file) as \(self.format.rawValue): \(error.description)")
             }
-            for warning in translation.warnings {
-                FileHandle.standardError.write(Data("pinning: config import: warning: \(warning.description)\n".utf8))
-            }
-            for note in translation.notes {
-                FileHandle.standardError.write(Data("pinning: config import: note: \(note)\n".utf8))
-            }
-            try OutputFile.write(translation.text, to: self.out)
+            try OutputFile.write(translation, command: "import", to: self.out)
         }
     }
 }
 
 /// `--out PATH` or standard output.
 enum OutputFile {
+    /// What `config export` and `config import` print: the translation's warnings and notes on stderr, one line
+    /// each, then its text to `path` or standard output.
+    static func write(_ translation: Translation, command: String, to path: String?) throws {
+        for warning in translation.warnings {
+            FileHandle.standardError.write(Data("pinning: config \(command): warning: \(warning.description)\n".utf8))
+        }
+        for note in translation.notes {
+            FileHandle.standardError.write(Data("pinning: config \(command): note: \(note)\n".utf8))
+        }
+        try self.write(translation.text, to: path)
+    }
+
     static func write(_ text: String, to path: String?) throws {
         guard let path else {
             FileHandle.standardOutput.write(Data(text.utf8))

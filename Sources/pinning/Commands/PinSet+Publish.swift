@@ -65,7 +65,7 @@ extension PinningCommand.PinSet {
                 try await self.checkLiveHosts(configuration)
             }
             do {
-                if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
+                try self.expiry.store(in: writer)
                 let versions = try writer.publishPinSet(
                     bytes, name: self.targetName, files: files, targetsKey: online[0].key, snapshotKey: online[1].key, timestampKey: online[2].key, now: now)
                 let extra = files.isEmpty ? "" : " with \(files.count) referenced file\(files.count == 1 ? "" : "s") (\(files.keys.sorted().joined(separator: ", ")))"

@@ -87,6 +87,13 @@ struct ExpiryOptions: ParsableArguments {
         return result
     }
 
+    /// Applies the options to the periods the repository keeps (`pinset.json`), for this command and later ones;
+    /// nothing when none is given.
+    func store(in writer: TUFRepositoryWriter) throws {
+        guard !self.expires.isEmpty else { return }
+        try writer.setExpiryPeriods(try self.applied(to: try writer.expiryPeriods()))
+    }
+
     func validate() throws {
         _ = try self.applied(to: TUFExpiryPeriods())
     }
@@ -226,7 +233,7 @@ extension PinningCommand.PinSet {
             let writer = try PinningCommand.PinSet.repository(self.repository, command: "timestamp")
             let key = try PinningCommand.PinSet.key(timestampKey, option: "--timestamp-key", passphrase: try self.passphraseOptions.passphrase())
             do {
-                if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
+                try self.expiry.store(in: writer)
                 let versions = try writer.renewTimestamp(timestampKey: key)
                 print("pinning pinset: \(self.repository): timestamp v\(versions.timestamp) (\(versions))")
             } catch let error as TUFRepositoryError {
@@ -273,7 +280,7 @@ extension PinningCommand.PinSet {
             let old = try self.oldKeys.map { path throws(InputError) in ("--old-key", path, try PinningCommand.PinSet.key(path, option: "--old-key", passphrase: passphrase)) }
             let new = try self.newKeys.map { path throws(InputError) in ("--new-key", path, try PinningCommand.PinSet.key(path, option: "--new-key", passphrase: passphrase)) }
             do {
-                if !self.expiry.expires.isEmpty { try writer.setExpiryPeriods(try self.expiry.applied(to: try writer.expiryPeriods())) }
+                try self.expiry.store(in: writer)
                 let versions = try writer.rotateRoot(oldKeys: old.map(\.2), newKeys: new.map(\.2), threshold: self.rootThreshold)
                 let count = Set(new.map(\.2.keyID)).count
                 print("pinning pinset: \(self.repository): root v\(versions.root) (\(count) root key\(count == 1 ? "" : "s"), threshold \(self.rootThreshold))")

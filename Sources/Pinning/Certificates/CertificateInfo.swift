@@ -1,21 +1,28 @@
 import Crypto
-public import Foundation
+package import Foundation
 import SwiftASN1
 public import X509
 
 /// The facts of one certificate, for display and JSON output (`pinning inspect`).
 ///
-/// Building it never throws or crashes: when an extension is malformed, the field taken from it is `nil` (or
-/// empty, for ``subjectAlternativeNames``) and ``problems`` says what was wrong.
+/// Its public form is its JSON (`Codable`): the keys `pinning inspect --json` prints (`subject`, `issuer`,
+/// `serialNumber`, `notValidBefore`, `notValidAfter`, `subjectAlternativeNames`, `keyType`, `keySize`,
+/// `signatureAlgorithm`, `basicConstraints`, `keyUsage`, `extendedKeyUsage`, `sha1Fingerprint`,
+/// `sha256Fingerprint`, `spkiPin`, `isSelfSigned`, `isCA`, `problems`, `version`, `unsupportedForVerification`,
+/// `notes`). The Swift fields behind them are `package`: the CLI and the tests read them, and for a certificate
+/// in Swift, swift-certificates' `Certificate` already has its subject, dates and extensions as values.
+///
+/// Building it never throws or crashes: when an extension is malformed, the field taken from it is `null` (or
+/// empty, for `subjectAlternativeNames`) and `problems` says what was wrong.
 ///
 /// In JSON, dates are RFC 3339 strings (`"2026-01-31T12:00:00Z"`).
 public struct CertificateInfo: Sendable, Hashable, Codable {
     /// One entry of the subjectAltName extension.
     public struct SubjectAlternativeName: Sendable, Hashable, Codable {
         /// `"DNS"`, `"IP"`, `"URI"`, `"email"` or `"other"`.
-        package var kind: String
+        public var kind: String
         /// The name; IP addresses as a dotted quad or in RFC 5952 IPv6 form.
-        package var value: String
+        public var value: String
 
         /// A subject alternative name.
         ///
@@ -29,7 +36,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     }
 
     /// The basicConstraints extension.
-    public struct BasicConstraints: Sendable, Hashable, Codable {
+    package struct BasicConstraints: Sendable, Hashable, Codable {
         /// Whether the certificate may issue certificates (`cA`).
         package var isCA: Bool
         /// The maximum number of intermediate CAs below this one (`pathLenConstraint`), if limited.
@@ -47,55 +54,55 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     }
 
     /// The subject, RFC 4514 style, most specific attribute first: `CN=api.example.com,O=Example`.
-    public var subject: String
+    package var subject: String
     /// The issuer, in the same form as ``subject``.
-    public var issuer: String
+    package var issuer: String
     /// The serial number in lowercase hex without colons or leading zero bytes, e.g. `"1a2b3c"`; a negative one
     /// (which RFC 5280 forbids but some certificates carry) as `-` and the hex of its magnitude, e.g. `"-05"`.
-    public var serialNumber: String
+    package var serialNumber: String
     /// The start of the validity period.
-    public var notValidBefore: Date
+    package var notValidBefore: Date
     /// The end of the validity period.
-    public var notValidAfter: Date
+    package var notValidAfter: Date
     /// The subjectAltName entries in certificate order; empty when the extension is absent or malformed.
-    public var subjectAlternativeNames: [SubjectAlternativeName]
+    package var subjectAlternativeNames: [SubjectAlternativeName]
     /// `"EC P-256"`, `"EC P-384"`, `"EC P-521"`, `"RSA"` or `"Ed25519"`; for keys the verifier does not support,
     /// e.g. `"DSA"`, `"RSASSA-PSS"`, `"EC explicit parameters"`, `"EC brainpoolP256r1"`, `"Ed448"`.
-    public var keyType: String
+    package var keyType: String
     /// The key size in bits: the RSA modulus size, 256/384/521 for EC keys, 256 for Ed25519.
-    public var keySize: Int
+    package var keySize: Int
     /// The signature algorithm by its usual (OpenSSL) name, e.g. `"ecdsa-with-SHA256"`,
     /// `"sha256WithRSAEncryption"`; a dotted OID when unknown.
-    public var signatureAlgorithm: String
+    package var signatureAlgorithm: String
     /// The basicConstraints extension, `nil` when absent or malformed.
-    public var basicConstraints: BasicConstraints?
+    package var basicConstraints: BasicConstraints?
     /// The keyUsage bits that are set (`digitalSignature`, `keyCertSign`, …), `nil` when absent or malformed.
-    public var keyUsage: [String]?
+    package var keyUsage: [String]?
     /// The extendedKeyUsage purposes (`serverAuth`, `clientAuth`, … or a dotted OID), `nil` when absent or
     /// malformed.
-    public var extendedKeyUsage: [String]?
+    package var extendedKeyUsage: [String]?
     /// SHA-1 of the DER certificate, uppercase hex with colons (as `openssl x509 -fingerprint -sha1` prints).
-    public var sha1Fingerprint: String
+    package var sha1Fingerprint: String
     /// SHA-256 of the DER certificate, uppercase hex with colons.
-    public var sha256Fingerprint: String
+    package var sha256Fingerprint: String
     /// The SPKI pin of the certificate's key, `sha256/BASE64` (see ``Pin``).
-    public var spkiPin: String
+    package var spkiPin: String
     /// Whether subject equals issuer and the certificate's own key verifies its signature.
-    public var isSelfSigned: Bool
+    package var isSelfSigned: Bool
     /// Whether basicConstraints marks the certificate as a CA.
-    public var isCA: Bool
+    package var isCA: Bool
     /// What could not be read (malformed extensions); empty for a healthy certificate.
-    public var problems: [String]
+    package var problems: [String]
     /// The X.509 version: 1, 2 or 3.
-    public var version: Int
+    package var version: Int
     /// What the verifier does not support in this certificate, in words ("signature algorithm rsassaPss (…) is not
     /// supported for verification: …"); empty when it can be used for evaluation. Such a certificate can still be
     /// inspected and pinned.
-    public var unsupportedForVerification: [String]
+    package var unsupportedForVerification: [String]
     /// Encoding quirks that were tolerated to read the certificate (a keyUsage BIT STRING that is not minimal DER,
     /// a non-DER time form, …) and facts that could not be established (a self-signature not checked); empty for
     /// a plain DER certificate.
-    public var notes: [String]
+    package var notes: [String]
 
     /// The facts of `certificate`. Never throws: unreadable parts are reported in ``problems``.
     ///

@@ -1,19 +1,12 @@
 import Crypto
-package import Foundation
+public import Foundation
 import SwiftASN1
 public import X509
 
 /// The facts of one certificate, for display and JSON output (`pinning inspect`).
 ///
-/// Its public form is its JSON (`Codable`): the keys `pinning inspect --json` prints (`subject`, `issuer`,
-/// `serialNumber`, `notValidBefore`, `notValidAfter`, `subjectAlternativeNames`, `keyType`, `keySize`,
-/// `signatureAlgorithm`, `basicConstraints`, `keyUsage`, `extendedKeyUsage`, `sha1Fingerprint`,
-/// `sha256Fingerprint`, `spkiPin`, `isSelfSigned`, `isCA`, `problems`, `version`, `unsupportedForVerification`,
-/// `notes`). The Swift fields behind them are `package`: the CLI and the tests read them, and for a certificate
-/// in Swift, swift-certificates' `Certificate` already has its subject, dates and extensions as values.
-///
-/// Building it never throws or crashes: when an extension is malformed, the field taken from it is `null` (or
-/// empty, for `subjectAlternativeNames`) and `problems` says what was wrong.
+/// Building it never throws or crashes: when an extension is malformed, the field taken from it is `nil` (or
+/// empty, for ``subjectAlternativeNames``) and ``problems`` says what was wrong.
 ///
 /// In JSON, dates are RFC 3339 strings (`"2026-01-31T12:00:00Z"`).
 public struct CertificateInfo: Sendable, Hashable, Codable {
@@ -36,7 +29,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     }
 
     /// The basicConstraints extension.
-    package struct BasicConstraints: Sendable, Hashable, Codable {
+    public struct BasicConstraints: Sendable, Hashable, Codable {
         /// Whether the certificate may issue certificates (`cA`).
         package var isCA: Bool
         /// The maximum number of intermediate CAs below this one (`pathLenConstraint`), if limited.
@@ -54,55 +47,55 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     }
 
     /// The subject, RFC 4514 style, most specific attribute first: `CN=api.example.com,O=Example`.
-    package var subject: String
+    public var subject: String
     /// The issuer, in the same form as ``subject``.
-    package var issuer: String
+    public var issuer: String
     /// The serial number in lowercase hex without colons or leading zero bytes, e.g. `"1a2b3c"`; a negative one
     /// (which RFC 5280 forbids but some certificates carry) as `-` and the hex of its magnitude, e.g. `"-05"`.
-    package var serialNumber: String
+    public var serialNumber: String
     /// The start of the validity period.
-    package var notValidBefore: Date
+    public var notValidBefore: Date
     /// The end of the validity period.
-    package var notValidAfter: Date
+    public var notValidAfter: Date
     /// The subjectAltName entries in certificate order; empty when the extension is absent or malformed.
-    package var subjectAlternativeNames: [SubjectAlternativeName]
+    public var subjectAlternativeNames: [SubjectAlternativeName]
     /// `"EC P-256"`, `"EC P-384"`, `"EC P-521"`, `"RSA"` or `"Ed25519"`; for keys the verifier does not support,
     /// e.g. `"DSA"`, `"RSASSA-PSS"`, `"EC explicit parameters"`, `"EC brainpoolP256r1"`, `"Ed448"`.
-    package var keyType: String
+    public var keyType: String
     /// The key size in bits: the RSA modulus size, 256/384/521 for EC keys, 256 for Ed25519.
-    package var keySize: Int
+    public var keySize: Int
     /// The signature algorithm by its usual (OpenSSL) name, e.g. `"ecdsa-with-SHA256"`,
     /// `"sha256WithRSAEncryption"`; a dotted OID when unknown.
-    package var signatureAlgorithm: String
+    public var signatureAlgorithm: String
     /// The basicConstraints extension, `nil` when absent or malformed.
-    package var basicConstraints: BasicConstraints?
+    public var basicConstraints: BasicConstraints?
     /// The keyUsage bits that are set (`digitalSignature`, `keyCertSign`, …), `nil` when absent or malformed.
-    package var keyUsage: [String]?
+    public var keyUsage: [String]?
     /// The extendedKeyUsage purposes (`serverAuth`, `clientAuth`, … or a dotted OID), `nil` when absent or
     /// malformed.
-    package var extendedKeyUsage: [String]?
+    public var extendedKeyUsage: [String]?
     /// SHA-1 of the DER certificate, uppercase hex with colons (as `openssl x509 -fingerprint -sha1` prints).
-    package var sha1Fingerprint: String
+    public var sha1Fingerprint: String
     /// SHA-256 of the DER certificate, uppercase hex with colons.
-    package var sha256Fingerprint: String
+    public var sha256Fingerprint: String
     /// The SPKI pin of the certificate's key, `sha256/BASE64` (see ``Pin``).
-    package var spkiPin: String
+    public var spkiPin: String
     /// Whether subject equals issuer and the certificate's own key verifies its signature.
-    package var isSelfSigned: Bool
+    public var isSelfSigned: Bool
     /// Whether basicConstraints marks the certificate as a CA.
-    package var isCA: Bool
+    public var isCA: Bool
     /// What could not be read (malformed extensions); empty for a healthy certificate.
-    package var problems: [String]
+    public var problems: [String]
     /// The X.509 version: 1, 2 or 3.
-    package var version: Int
+    public var version: Int
     /// What the verifier does not support in this certificate, in words ("signature algorithm rsassaPss (…) is not
     /// supported for verification: …"); empty when it can be used for evaluation. Such a certificate can still be
     /// inspected and pinned.
-    package var unsupportedForVerification: [String]
+    public var unsupportedForVerification: [String]
     /// Encoding quirks that were tolerated to read the certificate (a keyUsage BIT STRING that is not minimal DER,
     /// a non-DER time form, …) and facts that could not be established (a self-signature not checked); empty for
     /// a plain DER certificate.
-    package var notes: [String]
+    public var notes: [String]
 
     /// The facts of `certificate`. Never throws: unreadable parts are reported in ``problems``.
     ///

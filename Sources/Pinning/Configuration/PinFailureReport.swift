@@ -1,4 +1,4 @@
-package import Foundation
+public import Foundation
 import X509
 
 /// A pin validation failure report in the shape of RFC 7469 §3 (HPKP's `report-uri`), as TrustKit sends it,
@@ -30,47 +30,43 @@ import X509
 /// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`. `pinset-version`, present only for a
 /// configuration that came from a signed pin set, is the version of the pin set the connection was judged under.
 /// `enforce-pinning` (TrustKit's key) is false for a report-only entry, whose mismatch was let through.
-/// `library-version` is `swift-pinning` and ``SwiftPinning/version``. `app-id` and `app-version` name the program that
+/// `library-version` is ``SwiftPinning/reportLibraryVersion``. `app-id` and `app-version` name the program that
 /// saw the failure, when the reporter was told (`HTTPPinFailureReporter`'s `appId`/`appVersion` in `PinningNIO`).
 /// These four keys are absent when unknown (a report built by hand, or decoded from an older sender).
-///
-/// Its public form is this JSON (`Codable`): a ``PinFailureReporting`` conformance encodes the report it is
-/// handed and sends or logs that. The Swift fields behind the keys are `package` (the reporters, the collector
-/// and the tests of this package read them).
 public struct PinFailureReport: Sendable, Hashable, Codable {
     /// When the failure happened (the validation instant).
-    package var dateTime: Date
+    public var dateTime: Date
     /// The host that was connected to.
-    package var hostname: String
+    public var hostname: String
     /// The port that was connected to.
-    package var port: Int
+    public var port: Int
     /// When the entry's pins stop being enforced, or nil when they never expire.
-    package var effectiveExpirationDate: Date?
+    public var effectiveExpirationDate: Date?
     /// Whether the entry also covers subdomains.
-    package var includeSubdomains: Bool
+    public var includeSubdomains: Bool
     /// The configuration key that matched the host.
-    package var notedHostname: String
+    public var notedHostname: String
     /// The chain the server sent, PEM, leaf first.
-    package var servedCertificateChain: [String]
+    public var servedCertificateChain: [String]
     /// The path that validated (without matching a pin), PEM, leaf to anchor.
-    package var validatedCertificateChain: [String]
+    public var validatedCertificateChain: [String]
     /// The entry's pins, as `pin-sha256="BASE64"`.
-    package var knownPins: [String]
+    public var knownPins: [String]
     /// The failing stage: `pinMismatch`.
-    package var validationResult: String
+    public var validationResult: String
     /// The version of the pin set the failure was judged under (`pinset-version`), or nil (and absent from the
     /// JSON) for a configuration read from a local file.
-    package var pinsetVersion: Int?
+    public var pinsetVersion: Int?
     /// Whether the entry blocked the connection (`enforce-pinning`): false for report-only; nil (absent) when not
     /// said.
-    package var enforcePinning: Bool?
+    public var enforcePinning: Bool?
     /// The library that judged the connection (`library-version`), e.g. `swift-pinning 0.1.0`; nil (absent) when
     /// not said.
-    package var libraryVersion: String?
+    public var libraryVersion: String?
     /// The program that saw the failure (`app-id`), e.g. `pinning-cli proxy`; nil (absent) when not said.
-    package var appId: String?
+    public var appId: String?
     /// That program's version (`app-version`); nil (absent) when not said.
-    package var appVersion: String?
+    public var appVersion: String?
 
     /// A report with every field given.
     package init(

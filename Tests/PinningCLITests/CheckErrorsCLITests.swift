@@ -133,6 +133,80 @@ struct CheckErrorsCLITests {
         }
     }
 
+    /// One clean line (exit 2) that names the option and the file and says what is wrong; none of the words of a
+    /// library below (the markers of ``internalsMarkers`` and of TLSIdentityError's own test).
+    static func expectIdentityLine(
+        _ run: (status: Int32?, stdout: String, stderr: String, runtime: TimeInterval?), option: String, file: String, says words: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        expectOneCleanLine(run, status: 2, contains: "pinning: \(option) \(file): ", sourceLocation: sourceLocation)
+        #expect(run.stderr.contains(words), "expected \(words) in: \(run.stderr)", sourceLocation: sourceLocation)
+        for marker in ["Error", "ASN1", "BoringSSL", "NIOSSL", "CNIO", "TLSIdentity", "PKCS12Container", "PasswordBased"] {
+            #expect(!run.stderr.contains(marker), "internals (\(marker)) leaked: \(run.stderr)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("each kind of bad identity: the option, the file and what is wrong, in words (exit 2); --verbose adds the library's detail before it")
+    func identityKinds() async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+            let path = fixture.directory.path(name)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        func check(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32?, stdout: String, stderr: String, runtime: TimeInterval?) {
+            try await fixture.check(["check", "https://localhost:1/", "--roots", fixture.root] + arguments, environment: environment)
+        }
+        let p12 = try write("device.p12", try fixture.client.leaf.pkcs12(passphrase: "s3cret", intermediates: [fixture.client.intermediate.certificate]))
+        let wrongPassphrase = try await check(["--identity", p12, "--passphrase-env", "PINNING_TEST_P12"], environment: ["PINNING_TEST_P12": "wrong"])
+        Self.expectIdentityLine(wrongPassphrase, option: "--identity", file: p12, says: "wrong passphrase: the passphrase does not unlock this PKCS#12 file")
+
+        let derCertificate = try write("device.der", fixture.client.leaf.der)
+        let derAsP12 = try await check(["--identity", derCertificate])
+        Self.expectIdentityLine(derAsP12, option: "--identity", file: derCertificate, says: "corrupt file: not a PKCS#12 (PFX) file")
+        let derAsKey = try await check(["--identity-cert", fixture.clientCert, "--identity-key", derCertificate])
+        Self.expectIdentityLine(derAsKey, option: "--identity-cert/--identity-key", file: derCertificate, says: "a DER certificate, not a private key")
+
+        let certificatePEM = fixture.client.leaf.certificatePEM
+        let truncated = try write("truncated.pem", Array(certificatePEM.prefix(certificatePEM.count / 2).utf8))
+        let cut = try await check(["--identity-cert", truncated, "--identity-key", fixture.clientKey])
+        Self.expectIdentityLine(cut, option: "--identity-cert/--identity-key", file: truncated, says: "corrupt file: not a certificate file")
+
+        let keyPEM = fixture.client.leaf.privateKeyPEM
+        let truncatedKey = try write("truncated.key", Array(keyPEM.prefix(keyPEM.count / 2).utf8))
+        let cutKey = try await check(["--identity-cert", fixture.clientCert, "--identity-key", truncatedKey])
+        Self.expectIdentityLine(cutKey, option: "--identity-cert/--identity-key", file: truncatedKey, says: "the private key cannot be read")
+
+        let mismatch = try await check(["--identity-cert", fixture.clientCert, "--identity-key", fixture.serverKey])
+        Self.expectIdentityLine(
+            mismatch, option: "--identity-cert/--identity-key", file: fixture.serverKey,
+            says: "the key does not belong to the first certificate of \(fixture.clientCert)")
+
+        // --verbose: what the library said comes first, on its own line; the last line is the same clean one.
+        let verbose = try await check(["--identity-cert", fixture.clientCert, "--identity-key", truncatedKey, "--verbose"])
+        let lines = verbose.stderr.split(separator: "\n")
+        #expect(verbose.status == 2 && lines.count == 2, "\(verbose)")
+        #expect(lines.first?.hasPrefix("pinning: check: detail: ") == true, "\(verbose)")
+        #expect(lines.last.map(String.init) == cutKey.stderr.trimmingCharacters(in: .newlines), "\(verbose)")
+    }
+
+    @Test("encrypted PEM keys made by openssl (PKCS#8 and traditional), wrong passphrase: one line in words", .enabled(if: CLI.hasOpenSSL))
+    func encryptedIdentityKey() async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let pkcs8 = fixture.directory.path("client.pkcs8.key")
+        let traditional = fixture.directory.path("client.traditional.key")
+        #expect(try await CLI.openssl(["pkcs8", "-topk8", "-in", fixture.clientKey, "-out", pkcs8, "-passout", "pass:pem-secret"]) == 0)
+        #expect(try await CLI.openssl(["pkey", "-in", fixture.clientKey, "-traditional", "-aes256", "-out", traditional, "-passout", "pass:pem-secret"]) == 0)
+        for key in [pkcs8, traditional] {
+            let run = try await fixture.check(
+                ["check", "https://localhost:1/", "--roots", fixture.root, "--identity-cert", fixture.clientCert, "--identity-key", key, "--passphrase-env", "PINNING_TEST_KEY"],
+                environment: ["PINNING_TEST_KEY": "wrong"])
+            Self.expectIdentityLine(run, option: "--identity-cert/--identity-key", file: key, says: "wrong passphrase: the passphrase does not decrypt the private key")
+        }
+    }
+
     @Test("TLS version and cipher mismatches with openssl s_server: the alert, in words", .enabled(if: CLI.hasOpenSSL))
     func versionAndCipherMismatch() async throws {
         let fixture = try await ServeCheckFixture()

@@ -13,9 +13,9 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     /// One entry of the subjectAltName extension.
     public struct SubjectAlternativeName: Sendable, Hashable, Codable {
         /// `"DNS"`, `"IP"`, `"URI"`, `"email"` or `"other"`.
-        package var kind: String
+        public var kind: String
         /// The name; IP addresses as a dotted quad or in RFC 5952 IPv6 form.
-        package var value: String
+        public var value: String
 
         /// A subject alternative name.
         ///

@@ -121,7 +121,7 @@ public struct PinningConfiguration: Sendable {
 
     /// The version of the signed pin set this configuration was published as (`PinningNIO`'s `PinSetUpdater`
     /// sets it), or nil for a configuration read from a local file. Failure reports carry it
-    /// (``PinFailureReport/pinsetVersion``), so a report says which pins it was judged under. It is not part of
+    /// (their `pinset-version`), so a report says which pins it was judged under. It is not part of
     /// the file format.
     package var pinsetVersion: Int?
 

@@ -26,7 +26,7 @@ public struct PublicSuffixList: Sendable, Hashable {
     ///
     /// - Warning: With it the webPKI profile accepts wildcards such as `*.co.uk`. It exists for systems
     ///   without a list (the `pinning` CLI falls back to it, as it always did); prefer a real list.
-    public static let empty = PublicSuffixList(Rules(text: ""))
+    package static let empty = PublicSuffixList(Rules(text: ""))
 
     /// The parsed rules; a class so that copies of a profile share one list.
     final class Rules: Sendable {

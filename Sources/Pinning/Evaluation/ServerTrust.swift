@@ -62,7 +62,7 @@ public struct ServerTrust: Sendable {
         set { self.settings.limits = newValue }
     }
     /// Revocation checking; see ``TrustSettings/revocation``.
-    public var revocation: RevocationPolicy? {
+    package var revocation: RevocationPolicy? {
         get { self.settings.revocation }
         set { self.settings.revocation = newValue }
     }

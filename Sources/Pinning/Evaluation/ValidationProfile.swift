@@ -41,7 +41,7 @@ public struct ValidationProfile: Hashable, Sendable, CustomStringConvertible {
     ///   - publicSuffixList: The list the webPKI profile needs; ignored for `rfc5280`.
     /// - Throws: ``ValidationProfileError`` with code ``ValidationProfileError/Code/unknownProfile`` for another
     ///   name, or ``ValidationProfileError/Code/publicSuffixListRequired`` for `webpki` without a list.
-    public init(named name: String, publicSuffixList: PublicSuffixList?) throws(ValidationProfileError) {
+    package init(named name: String, publicSuffixList: PublicSuffixList?) throws(ValidationProfileError) {
         switch name.lowercased() {
         case "rfc5280":
             self = .rfc5280

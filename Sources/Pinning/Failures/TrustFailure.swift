@@ -136,9 +136,9 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     /// is ``validationTime``. Nil only for a failure made outside this package's evaluations.
     public internal(set) var settings: TrustSettings?
     /// Where the failure was created: the source file (`#fileID`).
-    public internal(set) var file: String
+    package internal(set) var file: String
     /// Where the failure was created: the line in ``file``.
-    public internal(set) var line: Int
+    package internal(set) var line: Int
 
     init(
         code: Code,

@@ -45,7 +45,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
     }
 
     /// One revoked certificate.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The certificate's serial number as swift-certificates gives it (`Certificate.SerialNumber.bytes`): the
         /// INTEGER's content without the 0x00 that DER puts before a first byte with its top bit set.
         package let serialNumber: [UInt8]
@@ -60,7 +60,7 @@ public struct CertificateRevocationList: Sendable, Hashable {
     /// The signed part (TBSCertList), DER.
     package let tbsBytes: [UInt8]
     /// 1 (v1, no extensions) or 2.
-    public let version: Int
+    package let version: Int
     /// The issuer's name.
     package let issuer: DistinguishedName
     /// When this CRL was issued.

@@ -14,8 +14,12 @@ import X509
 struct PKCS12Container {
     /// A structural problem: `corrupt` for malformed input, `unsupported` for valid input we do not handle.
     enum Problem: Error {
-        case corrupt(String)
+        /// Damaged; the words say where. `underlying` is the parser's own error text, when it has one: kept apart
+        /// from the words (for `--verbose`), never part of them.
+        case corrupt(String, underlying: String? = nil)
         case unsupported(String)
+        /// Not a PKCS#12 (PFX) structure at all: not DER, or another kind of file.
+        case notPKCS12(underlying: String)
     }
 
     /// One ContentInfo of the AuthenticatedSafe.
@@ -92,7 +96,7 @@ struct PKCS12Container {
         } catch let problem as Problem {
             throw problem
         } catch {
-            throw .corrupt("not a DER-encoded PKCS#12 (PFX) structure: \(error)")
+            throw .notPKCS12(underlying: String(describing: error))
         }
     }
 
@@ -106,7 +110,7 @@ struct PKCS12Container {
                     "BER encoding with indefinite lengths is not supported; re-encode it, e.g. `openssl pkcs12 -in F -nodes | openssl pkcs12 -export`"
                 )
             }
-            throw Problem.corrupt("not a DER-encoded PKCS#12 (PFX) structure (truncated or not PKCS#12): \(error)")
+            throw Problem.notPKCS12(underlying: String(describing: error))
         }
         var pfx = try Self.children(of: root, "PFX")
         guard let versionNode = pfx.next() else { throw Problem.corrupt("the PFX is empty") }
@@ -222,7 +226,7 @@ struct PKCS12Container {
         } catch let problem as Problem {
             throw problem
         } catch {
-            throw .corrupt("a SafeContents is malformed: \(error)")
+            throw .corrupt("a SafeContents is malformed", underlying: String(describing: error))
         }
     }
 

@@ -12,10 +12,10 @@ struct PKCS12Loader {
 
     func load(_ bytes: [UInt8]) throws(TLSIdentityError) -> TLSIdentity {
         guard !bytes.isEmpty else {
-            throw self.error(.corruptFile, "the file is empty")
+            throw self.error(.emptyFile)
         }
         guard bytes.count <= TLSIdentity.maximumFileSize else {
-            throw self.error(.fileTooLarge, "\(bytes.count) bytes, more than \(TLSIdentity.maximumFileSize)")
+            throw self.error(.fileTooLarge("\(bytes.count) bytes, more than \(TLSIdentity.maximumFileSize)"))
         }
         let container: PKCS12Container
         do {
@@ -52,33 +52,25 @@ struct PKCS12Loader {
             }
         }
         guard keyBags.count <= 1 else {
-            throw self.error(
-                .unsupportedFormat, "the file holds \(keyBags.count) private keys; exactly one is supported")
+            throw self.error(.pkcs12SeveralKeys(keyBags.count))
         }
         var certificates: [NIOSSLCertificate] = []
         for (index, der) in certificateDERs.enumerated() {
             do {
                 certificates.append(try NIOSSLCertificate(bytes: der, format: .der))
             } catch {
-                throw self.error(
-                    .corruptFile, "certificate \(index + 1) of the file is not a readable X.509 certificate")
+                throw self.error(.unusableCertificate(index: index + 1), underlying: error)
             }
         }
         guard let keyBag = keyBags.first else {
-            throw self.error(
-                .noPrivateKey,
-                "the file holds \(certificates.count) certificate(s) but no private key (exported with -nokeys?)"
-            )
+            throw self.error(.pkcs12WithoutKey(certificates: certificates.count))
         }
         guard !certificates.isEmpty else {
-            throw self.error(.noCertificate, "the file holds a private key but no certificate")
+            throw self.error(.pkcs12WithoutCertificate)
         }
         let key = try self.privateKey(keyBag, passphrase: passphrase, pkcs12Password: pkcs12Password)
         guard let leafIndex = certificates.firstIndex(where: { TLSIdentity.key(key, matches: $0) }) else {
-            throw self.error(
-                .noCertificateMatchingKey,
-                "none of the file's \(certificates.count) certificate(s) carries the public key of its private key"
-            )
+            throw self.error(.keyMatchesNoCertificate(certificates: certificates.count))
         }
         var chain = certificates
         let leaf = chain.remove(at: leafIndex)
@@ -94,19 +86,14 @@ struct PKCS12Loader {
         _ container: PKCS12Container, _ passphrase: PKCS12Passphrase
     ) throws(TLSIdentityError) -> [UInt8] {
         guard let mac = container.mac else {
-            throw self.error(.unsupportedFormat, "the file has no integrity MAC (exported with -nomac?)")
+            throw self.error(.unsupportedPKCS12("the file has no integrity MAC (exported with -nomac?)"))
         }
         let candidates = passphrase.text.isEmpty ? [[], passphrase.bmp] : [passphrase.bmp]
         for candidate in candidates
         where PKCS12KeyDerivation.verify(mac, password: candidate, data: container.authenticatedSafe) {
             return candidate
         }
-        throw self.error(
-            .wrongPassphrase,
-            passphrase.text.isEmpty
-                ? "the file is protected by a passphrase and none was given"
-                : "the passphrase does not unlock this PKCS#12 file (its integrity check fails)"
-        )
+        throw self.error(passphrase.text.isEmpty ? .pkcs12PassphraseMissing : .wrongPKCS12Passphrase)
     }
 
     private func privateKey(
@@ -127,7 +114,7 @@ struct PKCS12Loader {
                 algorithm = Array(algorithmNode.encodedBytes)
                 ciphertext = Array(try ASN1OctetString(derEncoded: dataNode).bytes)
             } catch {
-                throw self.error(.corruptFile, "the encrypted private key is malformed")
+                throw self.error(.damagedEncryptedKey(part: "its EncryptedPrivateKeyInfo"), underlying: error)
             }
             privateKeyInfo = try self.decrypt(
                 ciphertext, algorithm: algorithm, passphrase: passphrase, pkcs12Password: pkcs12Password,
@@ -136,8 +123,7 @@ struct PKCS12Loader {
         do {
             return try NIOSSLPrivateKey(bytes: privateKeyInfo, format: .der)
         } catch {
-            throw self.error(
-                .corruptFile, "the private key cannot be read (damaged, or a key type BoringSSL does not support)")
+            throw self.error(.unreadableKey, underlying: error)
         }
     }
 
@@ -154,7 +140,7 @@ struct PKCS12Loader {
         do {
             node = try DER.parse(algorithm)
         } catch {
-            throw self.error(.corruptFile, "the encryption algorithm of \(what) is malformed")
+            throw self.error(.damagedPKCS12(part: "the encryption algorithm of \(what)"), underlying: error)
         }
         do {
             return try PasswordBasedEncryption.decrypt(
@@ -162,26 +148,30 @@ struct PKCS12Loader {
         } catch {
             switch error {
             case .wrongPassphrase:
-                throw self.error(
-                    .wrongPassphrase,
-                    "the passphrase unlocks the file's integrity check but does not decrypt \(what) (damaged, or encrypted with a second passphrase)"
-                )
+                throw self.error(.secondPassphrase(what: what))
             case .unsupported(let problem):
-                throw self.error(.unsupportedFormat, "\(what): \(problem)")
-            case .corrupt(let problem):
-                throw self.error(.corruptFile, "\(what): \(problem)")
+                throw self.error(.unsupportedPKCS12("\(what): \(problem)"))
+            case .corrupt(let problem, let underlying):
+                throw self.error(.damagedPKCS12(part: "\(what): \(problem)"), underlyingText: underlying)
             }
         }
     }
 
     private func mapped(_ problem: PKCS12Container.Problem) -> TLSIdentityError {
         switch problem {
-        case .corrupt(let text): return self.error(.corruptFile, text)
-        case .unsupported(let text): return self.error(.unsupportedFormat, text)
+        case .corrupt(let text, let underlying): return self.error(.damagedPKCS12(part: text), underlyingText: underlying)
+        case .unsupported(let text): return self.error(.unsupportedPKCS12(text))
+        case .notPKCS12(let underlying): return self.error(.notPKCS12, underlyingText: underlying)
         }
     }
 
-    private func error(_ code: TLSIdentityError.Code, _ problem: String) -> TLSIdentityError {
-        TLSIdentityError(code: code, origin: self.origin, problem: problem)
+    private func error(_ reason: TLSIdentityError.Reason, underlying: (any Error)? = nil) -> TLSIdentityError {
+        TLSIdentityError(reason, origin: self.origin, underlying: underlying)
+    }
+
+    private func error(_ reason: TLSIdentityError.Reason, underlyingText: String?) -> TLSIdentityError {
+        var error = TLSIdentityError(reason, origin: self.origin)
+        error.underlyingError = underlyingText
+        return error
     }
 }

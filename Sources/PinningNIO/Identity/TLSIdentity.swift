@@ -61,16 +61,11 @@ public struct TLSIdentity: Sendable, Hashable {
             do {
                 parsed.append((try Certificate(derEncoded: try certificate.toDERBytes()), certificate))
             } catch {
-                throw TLSIdentityError(
-                    code: .unsupportedFormat,
-                    origin: origin,
-                    problem:
-                        "certificate \(index + 1) cannot be read (unsupported key or signature algorithm?): \(error)"
-                )
+                throw TLSIdentityError(.unusableCertificate(index: index + 1), origin: origin, underlying: error)
             }
         }
         guard let first = parsed.first else {
-            throw TLSIdentityError(code: .noCertificate, origin: origin, problem: "the input holds no certificate")
+            throw TLSIdentityError(.noCertificate, origin: origin)
         }
         // Order: leaf, its issuer, that one's issuer, …, then whatever is left in input order.
         var ordered = [first]
@@ -166,21 +161,17 @@ public struct TLSIdentity: Sendable, Hashable {
                 nioChain.append(try NIOSSLCertificate(bytes: certificate.derBytes, format: .der))
             } catch {
                 throw TLSIdentityError(
-                    code: .corruptFile, origin: certificateOrigin,
-                    problem: "NIOSSL cannot load \(certificate.subject): \(error)")
+                    .unusableCertificate(index: nioChain.count + 1), origin: certificateOrigin, underlying: error)
             }
         }
         let key = try Self.privateKey(privateKey, passphrase: passphrase, origin: keyOrigin)
         guard let leaf = nioChain.first else {
-            throw TLSIdentityError(code: .noCertificate, origin: certificateOrigin, problem: "no certificate")
+            throw TLSIdentityError(.noCertificate, origin: certificateOrigin)
         }
         guard Self.key(key, matches: leaf) else {
             throw TLSIdentityError(
-                code: .noCertificateMatchingKey,
-                origin: keyOrigin,
-                problem:
-                    "the key does not belong to the first certificate of \(certificateOrigin) (\(certificates[0].subject)): the certificate file must start with the certificate of this key, then its intermediates"
-            )
+                .keyDoesNotMatchCertificate(certificateFile: certificateOrigin, subject: "\(certificates[0].subject)"),
+                origin: keyOrigin)
         }
         return try TLSIdentity(chain: nioChain, key: key, origin: certificateOrigin)
     }
@@ -241,8 +232,7 @@ public struct TLSIdentity: Sendable, Hashable {
         let text = String(decoding: bytes, as: UTF8.self)
         let isPEM = text.contains("-----BEGIN")
         if isPEM, !text.contains("PRIVATE KEY-----") {
-            throw TLSIdentityError(
-                code: .noPrivateKey, origin: origin, problem: "no PRIVATE KEY block in the PEM input")
+            throw TLSIdentityError(.noPrivateKeyBlock, origin: origin)
         }
         let encryptedPKCS8 = try Self.encryptedPrivateKeyInfo(bytes, text: text, isPEM: isPEM, origin: origin)
         let traditional = isPEM && encryptedPKCS8 == nil && text.contains("Proc-Type: 4,ENCRYPTED")
@@ -252,15 +242,14 @@ public struct TLSIdentity: Sendable, Hashable {
             do {
                 return try NIOSSLPrivateKey(bytes: bytes, format: isPEM ? .pem : .der)
             } catch {
-                throw TLSIdentityError(
-                    code: .corruptFile, origin: origin,
-                    problem: "not a readable private key (damaged, or a key type BoringSSL does not support)")
+                if !isPEM, Self.isDERCertificate(bytes) {
+                    throw TLSIdentityError(.certificateNotKey, origin: origin, underlying: error)
+                }
+                throw TLSIdentityError(.unreadableKey, origin: origin, underlying: error)
             }
         }
         guard let passphrase else {
-            throw TLSIdentityError(
-                code: .wrongPassphrase, origin: origin,
-                problem: "the private key is encrypted and no passphrase was given")
+            throw TLSIdentityError(.encryptedKeyWithoutPassphrase, origin: origin)
         }
         let privateKeyInfo: [UInt8]
         if let encryptedPKCS8 {
@@ -282,12 +271,19 @@ public struct TLSIdentity: Sendable, Hashable {
                 isDER = false
             }
             if !isDER {
-                throw TLSIdentityError(
-                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+                throw TLSIdentityError(.wrongKeyPassphrase, origin: origin)
             }
-            throw TLSIdentityError(
-                code: .unsupportedFormat, origin: origin,
-                problem: "the decrypted private key cannot be read (a key type BoringSSL does not support?)")
+            throw TLSIdentityError(.unsupportedKeyType, origin: origin, underlying: error)
+        }
+    }
+
+    /// Whether `bytes` are one DER certificate (given where a private key belongs).
+    private static func isDERCertificate(_ bytes: [UInt8]) -> Bool {
+        do {
+            _ = try Certificate(derEncoded: bytes)
+            return true
+        } catch {
+            return false
         }
     }
 
@@ -302,13 +298,12 @@ public struct TLSIdentity: Sendable, Hashable {
             let end = "-----END ENCRYPTED PRIVATE KEY-----"
             guard let start = text.range(of: begin) else { return nil }
             guard let stop = text.range(of: end, range: start.upperBound..<text.endIndex) else {
-                throw TLSIdentityError(
-                    code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block has no END line")
+                throw TLSIdentityError(.damagedEncryptedKey(part: "the ENCRYPTED PRIVATE KEY block has no END line"), origin: origin)
             }
             let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
             guard let der = Data(base64Encoded: String(body)) else {
                 throw TLSIdentityError(
-                    code: .corruptFile, origin: origin, problem: "the ENCRYPTED PRIVATE KEY block is not valid base64")
+                    .damagedEncryptedKey(part: "the ENCRYPTED PRIVATE KEY block is not valid base64"), origin: origin)
             }
             return Array(der)
         }
@@ -319,8 +314,13 @@ public struct TLSIdentity: Sendable, Hashable {
             return nil  // not DER at all: NIOSSL's reading reports it as unreadable
         }
         guard node.identifier == .sequence, case .constructed(let children) = node.content else { return nil }
+        // Exactly `SEQUENCE { AlgorithmIdentifier, OCTET STRING }`: a DER certificate (`SEQUENCE { SEQUENCE,
+        // SEQUENCE, BIT STRING }`) given as the key also starts with a SEQUENCE, and must be called unreadable,
+        // not "encrypted".
         var fields = children.makeIterator()
-        guard let first = fields.next(), first.identifier == .sequence else { return nil }
+        guard let first = fields.next(), first.identifier == .sequence,
+            let second = fields.next(), second.identifier == .octetString, fields.next() == nil
+        else { return nil }
         return bytes
     }
 
@@ -338,7 +338,7 @@ public struct TLSIdentity: Sendable, Hashable {
             ciphertext = Array(try ASN1OctetString(derEncoded: dataNode).bytes)
         } catch {
             throw TLSIdentityError(
-                code: .corruptFile, origin: origin, problem: "the encrypted private key is malformed")
+                .damagedEncryptedKey(part: "its EncryptedPrivateKeyInfo"), origin: origin, underlying: error)
         }
         do {
             return try PasswordBasedEncryption.decrypt(
@@ -346,14 +346,13 @@ public struct TLSIdentity: Sendable, Hashable {
         } catch {
             switch error {
             case .wrongPassphrase:
-                throw TLSIdentityError(
-                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+                throw TLSIdentityError(.wrongKeyPassphrase, origin: origin)
             case .unsupported(let problem):
-                throw TLSIdentityError(
-                    code: .unsupportedFormat, origin: origin, problem: "the encrypted private key uses \(problem)")
-            case .corrupt(let problem):
-                throw TLSIdentityError(
-                    code: .corruptFile, origin: origin, problem: "the encrypted private key: \(problem)")
+                throw TLSIdentityError(.unsupportedKeyEncryption(problem), origin: origin)
+            case .corrupt(let problem, let underlying):
+                var failure = TLSIdentityError(.damagedEncryptedKey(part: problem), origin: origin)
+                failure.underlyingError = underlying
+                throw failure
             }
         }
     }
@@ -365,27 +364,19 @@ public struct TLSIdentity: Sendable, Hashable {
     ) throws(TLSIdentityError) -> [UInt8] {
         // Both OpenSSL and BoringSSL read this form's passphrase into a 1,024-byte buffer (PEM_BUFSIZE) with its NUL.
         guard passphrase.utf8.count < 1024 else {
-            throw TLSIdentityError(
-                code: .wrongPassphrase,
-                origin: origin,
-                problem:
-                    "the passphrase is \(passphrase.utf8.count) bytes; a traditional encrypted PEM key (Proc-Type: 4,ENCRYPTED) takes at most 1,023, in OpenSSL too"
-            )
+            throw TLSIdentityError(.passphraseTooLong(bytes: passphrase.utf8.count), origin: origin)
         }
         guard !passphrase.utf8.contains(0) else {
-            throw TLSIdentityError(
-                code: .wrongPassphrase, origin: origin, problem: "the passphrase contains a NUL character")
+            throw TLSIdentityError(.passphraseContainsNUL, origin: origin)
         }
         do {
             return try BoringSSL.privateKeyInfo(pem: bytes, passphrase: passphrase)
         } catch {
             switch error {
             case .unreadable:
-                throw TLSIdentityError(
-                    code: .wrongPassphrase, origin: origin, problem: "the passphrase does not decrypt the private key")
+                throw TLSIdentityError(.wrongKeyPassphrase, origin: origin)
             case .unencodable:
-                throw TLSIdentityError(
-                    code: .unsupportedFormat, origin: origin, problem: "the decrypted key cannot be encoded as PKCS#8")
+                throw TLSIdentityError(.unsupportedKeyType, origin: origin)
             }
         }
     }
@@ -400,15 +391,27 @@ public struct TLSIdentity: Sendable, Hashable {
         }
     }
 
+    /// A file or certificate-loading failure as an identity error. The loader's own words are kept for what the
+    /// operating system said (an unreadable or oversized file); for the contents, its text may quote the parser
+    /// that failed, so the words come from the code and that text goes to ``TLSIdentityError/underlyingError``.
     static func mapped(_ error: CertificateLoadingError) -> TLSIdentityError {
-        let code: TLSIdentityError.Code
+        let reason: TLSIdentityError.Reason
+        var underlying: String? = error.problem
         switch error.code {
-        case .unreadableFile, .notADirectory: code = .unreadableFile
-        case .fileTooLarge: code = .fileTooLarge
-        case .noCertificates, .emptyInput: code = .noCertificate
-        case .unsupportedKey: code = .unsupportedFormat
-        default: code = .corruptFile
+        case .unreadableFile, .notADirectory:
+            reason = .unreadableFile(error.problem)
+            underlying = nil
+        case .fileTooLarge:
+            reason = .fileTooLarge(error.problem)
+            underlying = nil
+        case .emptyInput: reason = .emptyFile
+        case .noCertificates: reason = .noCertificate
+        case .unsupportedKey, .unsupportedCertificate: reason = .unsupportedCertificate
+        case .malformedPEM, .malformedDER, .malformedPKCS7: reason = .notCertificates
+        default: reason = .notCertificates
         }
-        return TLSIdentityError(code: code, origin: error.origin, problem: error.problem)
+        var mapped = TLSIdentityError(reason, origin: error.origin)
+        mapped.underlyingError = underlying
+        return mapped
     }
 }

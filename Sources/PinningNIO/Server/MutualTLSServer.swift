@@ -312,14 +312,15 @@ extension TLSConfiguration {
         clientCertificateAuthorities: [Certificate]
     ) throws -> TLSConfiguration {
         guard !clientCertificateAuthorities.isEmpty else {
-            throw TLSIdentityError(code: .noCertificate, origin: "clientCertificateAuthorities", problem: "a mutual-TLS server needs at least one client CA")
+            throw TLSIdentityError(.noClientCA, origin: "clientCertificateAuthorities")
         }
         var authorities: [NIOSSLCertificate] = []
-        for authority in clientCertificateAuthorities {
+        for (index, authority) in clientCertificateAuthorities.enumerated() {
             do {
                 authorities.append(try NIOSSLCertificate(bytes: authority.derBytes, format: .der))
             } catch {
-                throw TLSIdentityError(code: .corruptFile, origin: "clientCertificateAuthorities", problem: "NIOSSL cannot load \(authority.subject): \(error)")
+                throw TLSIdentityError(
+                    .unusableCertificate(index: index + 1), origin: "clientCertificateAuthorities", underlying: error)
             }
         }
         var configuration = TLSConfiguration.makeServerConfigurationWithMTLS(

@@ -43,7 +43,7 @@ public import Pinning
 ///   metadata directory was lost (the TUF rollback checks need it).
 ///
 /// The version of a pin set is the version of the top-level targets metadata that vouched for it: it changes
-/// with every publication and never goes back. Failure reports carry it (``PinFailureReport/pinsetVersion``).
+/// with every publication and never goes back. Failure reports carry it (`pinset-version`).
 public actor PinSetUpdater: PinningConfigurationSource {
     /// Where and how often.
     public struct Options: Sendable {

@@ -91,7 +91,7 @@ extension TUFSigningKey {
             switch error {
             case .wrongPassphrase: throw TUFKeyFileError(path: path, code: .unreadable, problem: "the passphrase does not decrypt the private key")
             case .unsupported(let problem): throw TUFKeyFileError(path: path, code: .unreadable, problem: "the encrypted private key uses \(problem)")
-            case .corrupt(let problem): throw TUFKeyFileError(path: path, code: .unreadable, problem: "the encrypted private key: \(problem)")
+            case .corrupt(let problem, _): throw TUFKeyFileError(path: path, code: .unreadable, problem: "the encrypted private key: \(problem)")
             }
         }
         // CBC padding checks only the last bytes: a wrong passphrase sometimes "decrypts" to bytes that are not DER.

@@ -400,22 +400,25 @@ extension PinningCommand {
                 do {
                     return try TLSIdentity.pkcs12(file: path, passphrase: passphrase ?? "")
                 } catch {
-                    throw InputError(Self.identityMessage(error, option: "--identity"))
+                    throw self.identityRefusal(error, option: "--identity")
                 }
             case .pem(let cert, let key):
                 do {
                     return try TLSIdentity.pem(certificateChainFile: cert, privateKeyFile: key, passphrase: passphrase)
                 } catch {
-                    throw InputError(Self.identityMessage(error, option: "--identity-cert/--identity-key"))
+                    throw self.identityRefusal(error, option: "--identity-cert/--identity-key")
                 }
             }
         }
 
-        static func identityMessage(_ error: TLSIdentityError, option: String) -> String {
-            // TLSIdentityError's text names the file and, for .wrongPassphrase, says the passphrase is wrong. Some
-            // problems quote the parser that failed (swift-asn1's error with its source line, NIOSSL's case name):
-            // that tail is cut here, so the line stays in words.
-            "\(option) \(UserFacingText.withoutInternals(error.description))"
+        /// The one line a bad identity gets: the option, the file and what is wrong, all in words
+        /// (``TLSIdentityError/description``, built from the failure's kind). What the library underneath reported
+        /// is printed before it only with --verbose.
+        func identityRefusal(_ error: TLSIdentityError, option: String) -> InputError {
+            if self.verbose, let underlying = error.underlyingError {
+                Self.warn("detail: \(underlying)")
+            }
+            return InputError("\(option) \(error.description)")
         }
     }
 }
@@ -445,25 +448,6 @@ enum ResolveOption {
             }
         }
         return overrides
-    }
-}
-
-/// Cuts library internals (a quoted dependency error, a source path) off the end of a message made of
-/// `": "`-separated parts: from the first part that carries one.
-enum UserFacingText {
-    static let markers = [
-        "ASN1Error", "SwiftASN1/", "CNIOBoringSSL", ".build/", "NSCocoaErrorDomain", "Error Domain", "SingleConnectionFailure",
-        ".swift:", "failedToLoad", "BoringSSLError", "OPENSSL_internal", "TestPKIError",
-    ]
-
-    static func withoutInternals(_ text: String) -> String {
-        let parts = text.components(separatedBy: ": ")
-        var kept: [String] = []
-        for part in parts {
-            if self.markers.contains(where: { part.contains($0) }) { break }
-            kept.append(part)
-        }
-        return kept.isEmpty ? "unreadable" : kept.joined(separator: ": ")
     }
 }
 

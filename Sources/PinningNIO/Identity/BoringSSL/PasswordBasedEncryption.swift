@@ -52,7 +52,9 @@ enum PasswordBasedEncryption {
     enum Failure: Error {
         case wrongPassphrase
         case unsupported(String)
-        case corrupt(String)
+        /// Damaged; the words say where. `underlying` is the parser's own error text, when it has one (for
+        /// `--verbose`), never part of the words.
+        case corrupt(String, underlying: String? = nil)
     }
 
     /// The largest PBKDF2 / PKCS#12 KDF iteration count accepted (as for the MAC): far above any real file
@@ -88,7 +90,7 @@ enum PasswordBasedEncryption {
         do {
             (oid, parameters) = try Self.algorithmIdentifier(algorithm)
         } catch {
-            throw .corrupt("the encryption algorithm identifier is malformed: \(error)")
+            throw .corrupt("the encryption algorithm identifier is malformed", underlying: String(describing: error))
         }
         if oid == Self.pbes2OID {
             guard let parameters else { throw .corrupt("PBES2 without parameters") }
@@ -177,7 +179,7 @@ enum PasswordBasedEncryption {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw .corrupt("the PBES2 parameters are malformed: \(error)")
+            throw .corrupt("the PBES2 parameters are malformed", underlying: String(describing: error))
         }
     }
 
@@ -196,7 +198,7 @@ enum PasswordBasedEncryption {
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw .corrupt("the \(cipher.name) parameters are malformed: \(error)")
+            throw .corrupt("the \(cipher.name) parameters are malformed", underlying: String(describing: error))
         }
         let key = PKCS12KeyDerivation.derive(
             Insecure.SHA1.self, password: password, salt: salt, id: 1, iterations: iterations, length: cipher.keyLength)

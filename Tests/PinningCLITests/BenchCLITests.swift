@@ -54,6 +54,26 @@ struct BenchCLITests {
         #expect(p50 <= p99)
     }
 
+    @Test("bench --cold verifies both signatures of every uncached evaluation; without it the memo answers them after the first")
+    func benchColdMemos() async throws {
+        let f = try await fixture()
+        let common = [
+            "bench", "--chain", f.chainPEM, "--roots", f.rootPEM, "--host", CLIFixture.host, "--at", CLIFixture.at,
+            "--iterations", "3", "--cached-iterations", "1", "--json",
+        ]
+        // leaf ← intermediate ← root: two links. The untimed first evaluation verifies both in either mode.
+        let warm = try await f.run(common)
+        #expect(warm.status == 0, "\(warm)")
+        let warmCounts = try Self.pathBuilding(try jsonObject(warm), warm)
+        #expect(warmCounts["signaturesVerified"] == 2, "\(warm)")
+        let cold = try await f.run(common + ["--cold"])
+        #expect(cold.status == 0, "\(cold)")
+        let coldObject = try jsonObject(cold)
+        #expect(Set(coldObject.keys) == Self.evaluationKeys.union(["pathBuilding"]), "\(cold)")
+        let coldCounts = try Self.pathBuilding(coldObject, cold)
+        #expect(coldCounts["signaturesVerified"] == 2 * (1 + 3), "\(cold)")
+    }
+
     @Test("bench without --at evaluates at now; human output names both figures")
     func benchHuman() async throws {
         let f = try await fixture()

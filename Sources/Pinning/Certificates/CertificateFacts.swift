@@ -201,4 +201,20 @@ final class CertificateFactsMemo: Sendable {
 
     /// How many certificates are remembered now.
     var count: Int { self.memo.withLockedValue { $0.count } }
+
+    /// Forgets every certificate's facts (a benchmark's first sighting; never needed for correctness).
+    func forgetAll() {
+        self.memo.withLockedValue { $0.removeAll() }
+    }
+}
+
+/// The process-wide memos evaluations share: the facts decoded from each certificate and the verified links.
+/// They hold work, never verdicts, so emptying them changes no result, only what the next evaluation costs.
+package enum ProcessMemos {
+    /// Empties both, so the next evaluation decodes every certificate's facts and verifies every signature again:
+    /// what a chain never seen before costs (`pinning bench evaluations --cold`).
+    package static func forgetAll() {
+        CertificateFactsMemo.shared.forgetAll()
+        VerifiedLinkMemo.shared.forgetAll()
+    }
 }

@@ -158,6 +158,11 @@ final class VerifiedLinkMemo: Sendable {
 
     /// How many links are remembered now.
     var count: Int { self.memo.withLockedValue { $0.count } }
+
+    /// Forgets every link (a benchmark's first sighting; never needed for correctness).
+    func forgetAll() {
+        self.memo.withLockedValue { $0.removeAll() }
+    }
 }
 
 /// Process-wide counts of path building's work, for `pinning bench` and `bench handshake` (issue 31): signatures

@@ -19,6 +19,13 @@ struct BoundedMemo<Key: Hashable, Value> {
     /// How many keys are held now.
     var count: Int { self.values.count }
 
+    /// Forgets every key.
+    mutating func removeAll() {
+        self.values.removeAll()
+        self.order.removeAll()
+        self.next = 0
+    }
+
     /// Holds `value` for `key`. A key already held gets the new value and keeps its place in the order; a new
     /// one, when the memo is full, takes the place of the oldest.
     mutating func remember(_ value: Value, for key: Key) {

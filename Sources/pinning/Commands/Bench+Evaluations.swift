@@ -10,7 +10,9 @@ extension PinningCommand.Bench {
             abstract: "Evaluate one chain repeatedly in-process, with the same chain and policy flags as `pinning evaluate`.",
             discussion: """
                 Without --at every evaluation validates at the moment it runs, and the cached figure includes the \
-                expiry re-check each hit makes.
+                expiry re-check each hit makes. The uncached figure keeps the process-wide memos (each \
+                certificate's decoded facts, signatures verified on trusted paths) warm, as a client meeting the \
+                same chain again does; --cold empties them before each uncached evaluation, untimed.
 
                 JSON keys: evaluationsPerSecond, cachedEvaluationsPerSecond, p50Microseconds, p99Microseconds \
                 (uncached latency), peakRSSBytes (VmHWM).
@@ -39,6 +41,12 @@ extension PinningCommand.Bench {
         )
         var cachedIterations: Int?
 
+        @Flag(
+            name: .long,
+            help: "Empty the process-wide memos (certificate facts, verified signatures) before each uncached evaluation: the cost of a chain never seen before."
+        )
+        var cold = false
+
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
 
@@ -60,7 +68,7 @@ extension PinningCommand.Bench {
             }
             let start = PathBuildingCounters.snapshot
             let measurement = await EvaluationBenchmark(trust: inputs.trust, policy: inputs.policy, host: self.host)
-                .run(iterations: self.iterations, cachedIterations: cachedIterations)
+                .run(iterations: self.iterations, cachedIterations: cachedIterations, coldMemos: self.cold)
             if let failure = measurement.failure {
                 PinningCommand.Evaluate.warn("the chain is not trusted (\(failure.code)): untrusted verdicts are never cached, so the cached figure measures evaluation too")
             }

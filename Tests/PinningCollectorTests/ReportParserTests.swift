@@ -110,6 +110,20 @@ struct ReportParserTests {
         #expect(self.refusal(Array(longChain.utf8))?.contains("at most 16") == true)
     }
 
+    @Test("`raw` keeps every JSON type as sent: strings, booleans, integers, fractions, null, nested arrays and objects")
+    func rawKeepsTypes() throws {
+        let body =
+            #"{"port":443,"hostname":"a/b.test","x-extra":{"t":true,"f":false,"n":null,"i":-7,"d":1.5,"big":12345678901234567890,"s":"1","#
+            + #""list":[1,"x",[true],{}]},"validation-result":"pinMismatch"}"#
+        let report = try #require(try ReportParser().parse(Array(body.utf8)).first)
+        #expect(report.port == 443)
+        #expect(
+            report.raw
+                == #"{"hostname":"a/b.test","port":443,"validation-result":"pinMismatch","#
+                + #""x-extra":{"big":1.2345678901234567e+19,"d":1.5,"f":false,"i":-7,"list":[1,"x",[true],{}],"n":null,"s":"1","t":true}}"#,
+            "\(report.raw)")
+    }
+
     @Test("SQL metacharacters and markup are ordinary text to the parser")
     func metacharacters() throws {
         let hostile = "'; DROP TABLE reports; -- \" <script>alert(1)</script> ` $1 ? \\"

@@ -129,9 +129,12 @@ public struct ReportParser: Sendable {
         } catch {
             throw ReportRefusal(Self.jsonProblem(error))
         }
+        // One encoder for the body's reports (`raw`), rather than one each.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         switch document {
         case .object:
-            return [try self.report(document, label: "the report")]
+            return [try self.report(document, label: "the report", encoder: encoder)]
         case .array(let elements):
             guard !elements.isEmpty else { throw ReportRefusal("the body is an empty array: send one report or an array of reports") }
             guard elements.count <= self.maximumReportsPerBody else {
@@ -140,7 +143,7 @@ public struct ReportParser: Sendable {
             var reports: [NormalizedReport] = []
             reports.reserveCapacity(elements.count)
             for (index, element) in elements.enumerated() {
-                reports.append(try self.report(element, label: "report [\(index)]"))
+                reports.append(try self.report(element, label: "report [\(index)]", encoder: encoder))
             }
             return reports
         default:
@@ -163,7 +166,7 @@ public struct ReportParser: Sendable {
         return flat.count > limit ? String(flat.prefix(limit)) + "…" : flat
     }
 
-    private func report(_ value: JSONValue, label: String) throws(ReportRefusal) -> NormalizedReport {
+    private func report(_ value: JSONValue, label: String, encoder: JSONEncoder) throws(ReportRefusal) -> NormalizedReport {
         guard case .object(let fields) = value else {
             throw ReportRefusal("\(label) is \(value.typeName), not an object")
         }
@@ -217,8 +220,6 @@ public struct ReportParser: Sendable {
 
         let raw: String
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             raw = String(decoding: try encoder.encode(value), as: UTF8.self)
         } catch {
             throw ReportRefusal("\(label) could not be re-serialised")

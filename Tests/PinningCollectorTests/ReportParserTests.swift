@@ -110,6 +110,62 @@ struct ReportParserTests {
         #expect(self.refusal(Array(longChain.utf8))?.contains("at most 16") == true)
     }
 
+    @Test("`raw` keeps every JSON type as sent: strings, booleans, integers, fractions, null, nested arrays and objects")
+    func rawKeepsTypes() throws {
+        let body =
+            #"{"port":443,"hostname":"a/b.test","x-extra":{"t":true,"f":false,"n":null,"i":-7,"d":1.5,"big":12345678901234567890,"s":"1","#
+            + #""list":[1,"x",[true],{}]},"validation-result":"pinMismatch"}"#
+        let report = try #require(try ReportParser().parse(Array(body.utf8)).first)
+        #expect(report.port == 443)
+        #expect(
+            report.raw
+                == #"{"hostname":"a/b.test","port":443,"validation-result":"pinMismatch","#
+                + #""x-extra":{"big":1.2345678901234567e+19,"d":1.5,"f":false,"i":-7,"list":[1,"x",[true],{}],"n":null,"s":"1","t":true}}"#,
+            "\(report.raw)")
+    }
+
+    @Test("known pins are read as the core's general reading reads them: canonical digests, odd ones, prefixes, spaces")
+    func knownPinsAsTheCoreReadsThem() throws {
+        let digest = try Pin(sha256Digest: Array(0..<32)).base64
+        let head36 = String(digest.prefix(36))
+        let head38 = String(digest.prefix(38))
+        let allButLast = String(digest.dropLast())
+        let candidates: [String] = [
+            digest,
+            // The same 32 bytes with the 2 bits past the digest set: not canonical base64.
+            String(digest.dropLast(2)) + "B=",
+            "/" + String(digest.dropFirst()),
+            // 44 base64 characters that begin with our own prefix, in two cases.
+            "sha256/\(head36)=",
+            "SHA256/\(head36)=",
+            "sha256/" + digest,
+            "sha256//" + digest,
+            "sha1/\(head38)=",
+            " \(digest) ",
+            "\u{00A0}\(digest)\u{3000}",
+            "\u{00A0}\u{0301}\(digest)",
+            allButLast + "A",
+            allButLast + "==",
+            "",
+        ]
+        for candidate in candidates {
+            for written in [candidate, "pin-sha256=\"\(candidate)\"", " PIN-SHA256=\"\(candidate)\" "] {
+                // What the parser did before it took the core's fast path: trim, unwrap, and the general reading.
+                var expected = written.trimmingCharacters(in: .whitespaces)
+                if expected.lowercased().hasPrefix("pin-sha256=") {
+                    expected = String(expected.dropFirst("pin-sha256=".count))
+                    if expected.count >= 2, expected.hasPrefix("\""), expected.hasSuffix("\"") { expected = String(expected.dropFirst().dropLast()) }
+                }
+                let general: String?
+                do { general = try Pin(expected).base64 } catch { general = nil }
+                let body = try ReportFixtures.json(["hostname": "a.test", "known-pins": [written]])
+                let read: String?
+                do { read = try ReportParser().parse(Array(body)).first?.knownPins.first } catch { read = nil }
+                #expect(read == general, "\(written.debugDescription): \(read ?? "refused") against \(general ?? "refused")")
+            }
+        }
+    }
+
     @Test("SQL metacharacters and markup are ordinary text to the parser")
     func metacharacters() throws {
         let hostile = "'; DROP TABLE reports; -- \" <script>alert(1)</script> ` $1 ? \\"

@@ -86,6 +86,75 @@ enum StoreScenarios {
         try await Self.expectRollupsMatchRows(store, base: base)
 
         try await Self.hostRollups(store, base: base)
+        try await Self.batchMatchesOneAtATime(store, base: base)
+    }
+
+    /// A batch is stored as storing its reports one at a time, in order, stores them: identical reports inside
+    /// the batch (new rows and rows already stored, receipt times out of order) get the same outcomes, the same
+    /// rows with the same counts, first and last receipt times, and the same rollups. The batch writes hosts
+    /// `x.test`; the same reports one at a time write `y.test` (the fingerprint covers the host, so neither sees
+    /// the other's rows).
+    static func batchMatchesOneAtATime(_ store: ReportStore, base: Int64) async throws {
+        let hour: Int64 = 3_600_000
+        // (host suffix, received at, source, result)
+        let earlier: [(String, Int64, String, String)] = [("r1", base + 1, "s1", "pinMismatch"), ("r4", base + 2, "s2", "pinMismatch")]
+        let batch: [(String, Int64, String, String)] = [
+            ("r1", base + 5, "s1", "pinMismatch"),  // onto a stored row
+            ("r2", base + 7, "s1", "pinMismatch"),  // a new row
+            ("r2", base + 3, "s1", "pinMismatch"),  // onto the new row, received earlier: last seen stays base + 7
+            ("r1", base + 4, "s1", "pinMismatch"),  // onto the stored row again, earlier than the first time
+            ("r3", base + hour + 2, "s1", "noPathToAnchor"),
+            ("r2", base + hour + 1, "s1", "pinMismatch"),  // the next window: a row of its own
+            ("r3", base + hour + 9, "s1", "noPathToAnchor"),
+            ("r2", base + 8, "s2", "pinMismatch"),  // another source: a row of its own
+            ("r4", base + 9, "s2", "pinMismatch"),
+            ("r4", base + 6, "s2", "pinMismatch"),
+        ]
+        func items(_ list: [(String, Int64, String, String)], host: String) throws -> [IngestItem] {
+            try list.map { try Self.item("\($0.0).\(host)", at: $0.1, source: $0.2, result: $0.3) }
+        }
+        _ = try await store.ingest(try items(earlier, host: "x.test"))
+        for item in try items(earlier, host: "y.test") { _ = try await store.ingest([item]) }
+        let together = try await store.ingest(try items(batch, host: "x.test"))
+        var alone: [IngestOutcome] = []
+        for item in try items(batch, host: "y.test") { alone += try await store.ingest([item]) }
+
+        // The same outcomes, row for row: stored or not, and which reports share a row.
+        func shape(_ outcomes: [IngestOutcome]) -> [String] {
+            var order: [Int64] = []
+            return outcomes.map { outcome in
+                let (kind, id): (String, Int64) =
+                    switch outcome {
+                    case .stored(let id): ("stored", id)
+                    case .deduplicated(let id): ("deduplicated", id)
+                    }
+                if !order.contains(id) { order.append(id) }
+                return "\(kind) row \(order.firstIndex(of: id) ?? -1)"
+            }
+        }
+        #expect(shape(together) == shape(alone), "\(together) against \(alone)")
+        #expect(together.count == batch.count)
+        // New rows get ids in batch order.
+        let storedIDs = together.compactMap { if case .stored(let id) = $0 { return id } else { return nil } }
+        #expect(storedIDs == storedIDs.sorted() && storedIDs.count == 4, "\(together)")
+
+        // The same rows: first receipt, last seen, occurrences, per host and result, oldest first.
+        func rows(_ host: String) async throws -> [String] {
+            var query = ReportQuery()
+            query.limit = 100
+            return try await store.reports(query).reports.filter { $0.host.hasSuffix("." + host) }.sorted { $0.id < $1.id }.map {
+                "\($0.host.prefix(2)) \($0.receivedAt) \($0.lastSeen) \($0.occurrences) \($0.result)"
+            }
+        }
+        let batchRows = try await rows("x.test")
+        #expect(batchRows.count == 6)
+        #expect(batchRows == (try await rows("y.test")))
+        try await Self.expectRollupsMatchRows(store, base: base)
+        for since in [nil, base, base + 4, base + hour, base + hour + 2] as [Int64?] {
+            #expect(try await store.hosts(since: since, limit: 20) == (try await store.hostsFromRows(since: since, limit: 20)), "since \(since.map(String.init) ?? "nil")")
+        }
+        let summary = try await store.summary(since: nil)
+        #expect(summary.reports == 12 && summary.occurrences == 24, "\(summary)")
     }
 
     /// A report with chains, known pins and enforce-pinning, from a PKI made here.

@@ -15,12 +15,29 @@ enum JSONValue: Sendable, Hashable, Codable {
     case object([String: JSONValue])
 
     init(from decoder: any Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            var values: [JSONValue] = []
-            while !array.isAtEnd {
-                values.append(try array.decode(JSONValue.self))
-            }
-            self = .array(values)
+        // Scalars first, strings first among them: most of a report's values are strings, and every type a value
+        // is not costs a thrown DecodingError (with its coding path) here. Each try asks for one JSON type only
+        // (Foundation's decoder never reads a number as a string or a boolean, nor a string as either), so the
+        // order does not change what a value becomes; Int64 still goes before Double, as before.
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() {
+            self = .null
+            return
+        }
+        if let value = try? single.decode(String.self) {
+            self = .string(value)
+            return
+        }
+        if let value = try? single.decode(Bool.self) {
+            self = .bool(value)
+            return
+        }
+        if let value = try? single.decode(Int64.self) {
+            self = .integer(value)
+            return
+        }
+        if let value = try? single.decode(Double.self) {
+            self = .number(value)
             return
         }
         if let object = try? decoder.container(keyedBy: AnyKey.self) {
@@ -31,18 +48,12 @@ enum JSONValue: Sendable, Hashable, Codable {
             self = .object(values)
             return
         }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() {
-            self = .null
-        } else if let value = try? single.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? single.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? single.decode(Double.self) {
-            self = .number(value)
-        } else {
-            self = .string(try single.decode(String.self))
+        var array = try decoder.unkeyedContainer()
+        var values: [JSONValue] = []
+        while !array.isAtEnd {
+            values.append(try array.decode(JSONValue.self))
         }
+        self = .array(values)
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -170,77 +170,122 @@ public struct ReportStore: Sendable {
 
     // MARK: Ingest
 
-    static let upsert = """
-        INSERT INTO reports (fingerprint, window_start, received_at, last_seen_at, occurrences, format, date_time, host, port,
-            noted_host, include_subdomains, enforced, result, app_id, app_version, platform, platform_version, library_version,
-            pinset_version, pins_expiration, device_hash, source_hash, served_pins, validated_pins, known_pins, served_chain,
-            validated_chain, raw)
-        VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (fingerprint, window_start) DO UPDATE SET occurrences = reports.occurrences + 1,
-            last_seen_at = CASE WHEN excluded.last_seen_at > reports.last_seen_at THEN excluded.last_seen_at ELSE reports.last_seen_at END
-        RETURNING id, occurrences, received_at
-        """
+    /// The upsert of a batch's rows, `rows` groups of binds (``upsertColumns`` each). A row stands for the
+    /// batch's reports that share a fingerprint and window (combined in memory first: PostgreSQL refuses an
+    /// `ON CONFLICT DO UPDATE` that touches one row twice in a statement), with their count and their newest
+    /// receipt time. Each row returned names its key: the order of a multi-row `RETURNING` is not defined
+    /// (SQLite's documentation says so), so rows are matched to reports by key, never by position.
+    static func upsert(rows: Int) -> String {
+        let group = "(" + Array(repeating: "?", count: Self.upsertColumns).joined(separator: ", ") + ")"
+        return """
+            INSERT INTO reports (fingerprint, window_start, received_at, last_seen_at, occurrences, format, date_time, host, port,
+                noted_host, include_subdomains, enforced, result, app_id, app_version, platform, platform_version, library_version,
+                pinset_version, pins_expiration, device_hash, source_hash, served_pins, validated_pins, known_pins, served_chain,
+                validated_chain, raw)
+            VALUES \(Array(repeating: group, count: rows).joined(separator: ", "))
+            ON CONFLICT (fingerprint, window_start) DO UPDATE SET occurrences = reports.occurrences + excluded.occurrences,
+                last_seen_at = CASE WHEN excluded.last_seen_at > reports.last_seen_at THEN excluded.last_seen_at ELSE reports.last_seen_at END
+            RETURNING id, occurrences, received_at, fingerprint, window_start
+            """
+    }
+
+    /// Binds per row of ``upsert(rows:)``.
+    static let upsertColumns = 28
 
     /// The width of a `rollup_hours` bucket.
     static let hour: Int64 = 3_600_000
 
-    /// Rows per multi-row INSERT (4 binds a pin row: far below SQLite's and PostgreSQL's bind limits).
+    /// Rows per multi-row INSERT (at most 28 binds a row: far below SQLite's and PostgreSQL's bind limits).
     static let rowsPerInsert = 500
 
-    /// Stores a batch in one transaction (the ingest writer's group commit), with the batch's pins and its
-    /// changes to the rollup tables written as a few multi-row statements at the end of the same transaction.
+    /// What identifies a stored row: identical reports within one window share it.
+    struct RowKey: Hashable {
+        var fingerprint: String
+        var windowStart: Int64
+    }
+
+    /// The reports of a batch that share one ``RowKey``.
+    struct BatchRow {
+        var key: RowKey
+        /// The first of them (batch order): its fields are the row's, its receipt time the row's `received_at`.
+        var first: Int
+        var count: Int64
+        var lastSeen: Int64
+    }
+
+    /// Stores a batch in one transaction (the ingest writer's group commit): the batch's reports upserted as a
+    /// few multi-row statements, then its pins and its changes to the rollup tables, all in the same
+    /// transaction.
+    ///
+    /// The outcome is what storing the reports one at a time, in batch order, gives: the first report of a new
+    /// row is `stored`, every other one `deduplicated` onto its row, each counted once in `occurrences`, with
+    /// `last_seen_at` the newest receipt time.
     public func ingest(_ items: [IngestItem]) async throws -> [IngestOutcome] {
         let window = self.deduplicationWindow
         return try await self.database.transaction { session in
+            // Identical reports combined, rows in the order of their first report (so ids grow in batch order).
+            var rows: [BatchRow] = []
+            var rowOfKey: [RowKey: Int] = [:]
+            var rowOfItem: [Int] = []
+            rowOfItem.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                let key = RowKey(fingerprint: item.report.fingerprint(source: item.sourceHash), windowStart: item.receivedAt / window * window)
+                if let row = rowOfKey[key] {
+                    rows[row].count += 1
+                    rows[row].lastSeen = max(rows[row].lastSeen, item.receivedAt)
+                    rowOfItem.append(row)
+                } else {
+                    rowOfKey[key] = rows.count
+                    rowOfItem.append(rows.count)
+                    rows.append(BatchRow(key: key, first: index, count: 1, lastSeen: item.receivedAt))
+                }
+            }
+
+            // What the database holds for each key after the upsert: (id, occurrences, received_at).
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            var stored: [RowKey: (id: Int64, occurrences: Int64, firstReceived: Int64)] = [:]
+            stored.reserveCapacity(rows.count)
+            var start = 0
+            while start < rows.count {
+                let chunk = rows[start..<min(rows.count, start + Self.rowsPerInsert)]
+                var binds: [SQLValue] = []
+                binds.reserveCapacity(chunk.count * Self.upsertColumns)
+                for row in chunk {
+                    try Self.appendUpsertBinds(of: items[row.first], key: row.key, occurrences: row.count, lastSeen: row.lastSeen, encoder: encoder, to: &binds)
+                }
+                for returned in try await session.query(Self.upsert(rows: chunk.count), binds) {
+                    guard returned.count == 5, let id = returned[0].integer, let occurrences = returned[1].integer, let firstReceived = returned[2].integer,
+                        let fingerprint = returned[3].text, let windowStart = returned[4].integer
+                    else {
+                        throw StoreError("the database returned an unexpected row for an upsert")
+                    }
+                    stored[RowKey(fingerprint: fingerprint, windowStart: windowStart)] = (id, occurrences, firstReceived)
+                }
+                start += chunk.count
+            }
+
             var outcomes: [IngestOutcome] = []
             outcomes.reserveCapacity(items.count)
             var pinRows: [SQLValue] = []
             var rollup = RollupChange()
             var hostRollup = HostRollups.Change()
-            for item in items {
-                let report = item.report
-                let binds: [SQLValue] = [
-                    .text(report.fingerprint(source: item.sourceHash)),
-                    .integer(item.receivedAt / window * window),
-                    .integer(item.receivedAt),
-                    .integer(item.receivedAt),
-                    .text(report.format.rawValue),
-                    SQLValue(report.dateTime.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
-                    .text(report.host),
-                    SQLValue(report.port),
-                    SQLValue(report.notedHost),
-                    SQLValue(report.includeSubdomains),
-                    SQLValue(report.enforced),
-                    .text(report.result),
-                    SQLValue(report.appId),
-                    SQLValue(report.appVersion),
-                    SQLValue(report.platform),
-                    SQLValue(report.platformVersion),
-                    SQLValue(report.libraryVersion),
-                    SQLValue(report.pinsetVersion),
-                    SQLValue(report.pinsExpiration),
-                    SQLValue(report.deviceHash),
-                    .text(item.sourceHash),
-                    .text(report.servedPins.joined(separator: ",")),
-                    .text(report.validatedPins.joined(separator: ",")),
-                    .text(report.knownPins.joined(separator: ",")),
-                    .text(String(decoding: try encoder.encode(report.servedChain), as: UTF8.self)),
-                    .text(String(decoding: try encoder.encode(report.validatedChain), as: UTF8.self)),
-                    .text(report.raw),
-                ]
-                let rows = try await session.query(Self.upsert, binds)
-                guard let row = rows.first, row.count == 3, let id = row[0].integer, let count = row[1].integer, let firstReceived = row[2].integer else {
+            for (index, item) in items.enumerated() {
+                let row = rows[rowOfItem[index]]
+                guard let found = stored[row.key] else {
                     throw StoreError("the database returned no row for an upsert")
                 }
-                if count > 1 {
+                let (id, firstReceived) = (found.id, found.firstReceived)
+                // A row this statement inserted holds exactly the batch's count (a row already stored had at
+                // least one occurrence before): only then is the row's first report of the batch a new row.
+                guard index == row.first, found.occurrences == row.count else {
                     // Counted on the existing row, in the hour that row was first received.
                     rollup.add(bucket: firstReceived / Self.hour, reports: 0, occurrences: 1)
                     hostRollup.add(item, id: id, firstReceived: firstReceived, stored: false)
                     outcomes.append(.deduplicated(id: id))
                     continue
                 }
+                let report = item.report
                 rollup.add(bucket: item.receivedAt / Self.hour, reports: 1, occurrences: 1)
                 rollup.received(host: report.host, source: item.sourceHash, at: item.receivedAt)
                 hostRollup.add(item, id: id, firstReceived: item.receivedAt, stored: true)
@@ -256,6 +301,50 @@ public struct ReportStore: Sendable {
             try await hostRollup.apply(session)
             return outcomes
         }
+    }
+
+    /// The binds of one row of ``upsert(rows:)``, in its column order.
+    static func appendUpsertBinds(of item: IngestItem, key: RowKey, occurrences: Int64, lastSeen: Int64, encoder: JSONEncoder, to binds: inout [SQLValue]) throws {
+        let report = item.report
+        binds += [
+            .text(key.fingerprint),
+            .integer(key.windowStart),
+            .integer(item.receivedAt),
+            .integer(lastSeen),
+            .integer(occurrences),
+            .text(report.format.rawValue),
+            SQLValue(report.dateTime.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }),
+            .text(report.host),
+            SQLValue(report.port),
+            SQLValue(report.notedHost),
+            SQLValue(report.includeSubdomains),
+            SQLValue(report.enforced),
+            .text(report.result),
+            SQLValue(report.appId),
+            SQLValue(report.appVersion),
+            SQLValue(report.platform),
+            SQLValue(report.platformVersion),
+            SQLValue(report.libraryVersion),
+            SQLValue(report.pinsetVersion),
+            SQLValue(report.pinsExpiration),
+            SQLValue(report.deviceHash),
+            .text(item.sourceHash),
+            .text(report.servedPins.joined(separator: ",")),
+            .text(report.validatedPins.joined(separator: ",")),
+            .text(report.knownPins.joined(separator: ",")),
+            .text(try Self.chainJSON(report.servedChain, encoder)),
+            .text(try Self.chainJSON(report.validatedChain, encoder)),
+            .text(report.raw),
+        ]
+    }
+
+    /// A chain as the `served_chain` and `validated_chain` columns hold it: JSON from `encoder` (keys sorted,
+    /// slashes unescaped).
+    static func chainJSON(_ chain: [ReportedCertificate], _ encoder: JSONEncoder) throws -> String {
+        // An empty chain (TrustKit sends no served chain, RFC 7469 reports may send neither) is the text the
+        // encoder writes for it, without running the encoder.
+        if chain.isEmpty { return "[]" }
+        return String(decoding: try encoder.encode(chain), as: UTF8.self)
     }
 
     /// Runs `prefix` with as many `(?, …)` groups as `values` holds rows, `rowsPerInsert` rows a statement.

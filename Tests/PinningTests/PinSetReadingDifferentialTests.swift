@@ -347,4 +347,79 @@ struct PinSetReadingDifferentialTests {
         }
         #expect(Set(pins.map(\.0)).count == Set(pins.map(\.1)).count)
     }
+
+    // MARK: - Host names and addresses
+
+    /// `inet_pton` asked directly, as `IPAddressText.bytes` was before its pre-check.
+    static func addressByInetPton(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    @Test("an address is read as inet_pton reads it, whatever the text (letters past f, NUL, %, spaces, text outside ASCII)")
+    func addressPreCheck() {
+        var generator = SplitMix64(seed: 13)
+        let pieces = ["1", "0", "255", "256", ".", ":", "::", "a", "F", "g", "ffff", "%", " ", "\u{0}", "\u{E9}", "-", "10.0.0.1", "::1", "fe80::", "x"]
+        var addresses = 0
+        var texts = ["10.0.0.1", "::1", "FE80::1", "::ffff:10.0.0.2", "1.2.3.4\u{0}junk", "::1\u{0}", "host-1.example", "", "1.2.3", "01.2.3.4"]
+        for _ in 0..<3000 {
+            texts.append((0..<Int.random(in: 1...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined())
+        }
+        for text in texts {
+            let expected = Self.addressByInetPton(text)
+            #expect(IPAddressText.bytes(text) == expected, "\(text.debugDescription)")
+            if expected != nil { addresses += 1 }
+        }
+        #expect(addresses > 50, "\(addresses)")
+    }
+
+    @Test("an ASCII host name is its lower-cased self, copied only when it has an upper-case letter")
+    func asciiHostNames() throws {
+        var generator = SplitMix64(seed: 17)
+        let alphabet = Array("abcXYZ019-._*:[]")
+        for _ in 0..<500 {
+            let name = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(try IDNA.toASCII(name) == name.lowercased())
+        }
+    }
+
+    // MARK: - Overlapping patterns
+
+    @Test("entries that cover the same hosts are found by the host index as a table of patterns finds them, in order")
+    func overlapsFromIndex() throws {
+        var generator = SplitMix64(seed: 19)
+        let keys = [
+            "api.example.com", "API.example.com.", "api.example.com.", "*.example.com", "*.EXAMPLE.com", "**.example.com", "example.com", "10.0.0.1",
+            "b\u{FC}cher.example", "xn--bcher-kva.example", "**.b\u{FC}cher.example", "*.xn--bcher-kva.example", "::1", "0:0:0:0:0:0:0:1",
+        ]
+        let (a, b) = (Self.pin("a"), Self.pin("b"))
+        for _ in 0..<200 {
+            var domains: [(String, TUFJSON)] = []
+            for key in keys.shuffled(using: &generator).prefix(Int.random(in: 1...keys.count, using: &generator)) {
+                var fields: [(String, TUFJSON)] = [("pins", .array([.string(a), .string(b)]))]
+                if Bool.random(using: &generator) { fields.append(("includeSubdomains", .bool(true))) }
+                domains.append((key, .object(try #require(TUFJSONObject(fields)))))
+            }
+            let domainsObject = try #require(TUFJSONObject(domains))
+            let root = TUFJSON.object(try #require(TUFJSONObject([("version", .integer("1")), ("domains", .object(domainsObject))])))
+            var validator = ConfigurationValidator(baseDirectory: "/")
+            let validated = validator.validate(root)
+            let configuration = try #require(validated)
+            let found = validator.problems.filter { $0.message.contains("covers exactly the same hosts") }
+            // The table the validator used before the index: the first key of each pattern, in entry order.
+            var seen: [HostPattern.Kind: String] = [:]
+            var expected: [PinningConfigurationError.Problem] = []
+            for entry in configuration.entries {
+                if let other = seen[entry.pattern.kind] {
+                    expected.append(.init(.invalidPattern, entry: entry.key, field: nil, "covers exactly the same hosts as \"\(other)\"; keep one entry"))
+                } else {
+                    seen[entry.pattern.kind] = entry.key
+                }
+            }
+            #expect(found == expected)
+        }
+    }
 }

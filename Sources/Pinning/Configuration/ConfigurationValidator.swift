@@ -127,8 +127,6 @@ enum ConfigurationJSON {
         }
     }
 
-    static func isASCII(_ text: String) -> Bool { TUFJSONObject.isASCII(text) }
-
     /// An object's keys in the order the validator reports problems in (Swift's `String` order, as `keys.sorted()`
     /// gives), with their values. The reader's order (UTF-8 bytes) is the same for ASCII keys, so it is only
     /// sorted again when a key is not ASCII.
@@ -209,6 +207,7 @@ struct ConfigurationValidator {
         let version = self.version(fields["version"])
         let unlisted = self.unlistedHosts(fields["unlistedHosts"])
         var entries: [PinningConfiguration.Entry] = []
+        var index: PinningConfiguration.HostIndex?
         switch fields["domains"] {
         case nil:
             self.add(.missingField, nil, "domains", "missing; list the pinned hosts (it may be {} to pin none)")
@@ -219,13 +218,15 @@ struct ConfigurationValidator {
                     entries.append(entry)
                 }
             }
-            self.checkOverlaps(entries)
+            let built = PinningConfiguration.HostIndex(entries)
+            self.checkOverlaps(entries, built)
             self.checkExclusionsHaveParents(entries)
+            index = built
         case let other?:
             self.add(.wrongType, nil, "domains", "must be an object mapping host patterns to entries, not \(other.typeName)")
         }
         guard let version, let unlisted else { return nil }
-        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries)
+        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries, index: index)
     }
 
     private mutating func version(_ value: TUFJSON?) -> Int? {
@@ -652,17 +653,11 @@ struct ConfigurationValidator {
 
     /// Two keys that cover exactly the same hosts (`API.example.com` and `api.example.com.`, or
     /// `**.example.com` and `example.com` with includeSubdomains) would make the winner depend on file order.
-    private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry]) {
-        var seen: [HostPattern.Kind: String] = [:]
-        seen.reserveCapacity(entries.count)
-        // By position: an entry is not copied to read its key and pattern.
-        for position in entries.indices {
-            let (key, kind) = (entries[position].key, entries[position].pattern.kind)
-            if let other = seen[kind] {
-                self.add(.invalidPattern, key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
-                continue
-            }
-            seen[kind] = key
+    /// The host index of `entries` (built once, and kept by the configuration) lists them: an entry whose pattern
+    /// is the same kind over the same name as an earlier one's, with the first of them.
+    private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry], _ index: PinningConfiguration.HostIndex) {
+        for (position, first) in index.repeated {
+            self.add(.invalidPattern, entries[position].key, nil, "covers exactly the same hosts as \"\(entries[first].key)\"; keep one entry")
         }
     }
 

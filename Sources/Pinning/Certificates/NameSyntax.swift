@@ -13,6 +13,10 @@ import Foundation
 package enum IPAddressText {
     /// The bytes of an IPv4 (dotted quad only) or IPv6 address (without brackets), or nil.
     package static func bytes(_ text: String) -> [UInt8]? {
+        // `inet_pton` reads the text up to its first NUL (it is handed over as a C string) and accepts only digits
+        // and `.` (IPv4), hex digits, `:` and `.` (IPv6): text with any other byte before a NUL is no address, and is
+        // answered without the two calls (a pin set's 10,000 host names are each asked).
+        guard Self.mayBeAddress(text) else { return nil }
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             return withUnsafeBytes(of: &v4) { Array($0) }
@@ -22,6 +26,23 @@ package enum IPAddressText {
             return withUnsafeBytes(of: &v6) { Array($0) }
         }
         return nil
+    }
+
+    /// Whether the bytes of `text` before its first NUL are all digits, hex letters, `:` or `.`.
+    private static func mayBeAddress(_ text: String) -> Bool {
+        func check(_ bytes: some Sequence<UInt8>) -> Bool {
+            for byte in bytes {
+                switch byte {
+                case 0: return true
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"),
+                    UInt8(ascii: ":"), UInt8(ascii: "."):
+                    continue
+                default: return false
+                }
+            }
+            return true
+        }
+        return text.utf8.withContiguousStorageIfAvailable { check($0) } ?? check(text.utf8)
     }
 
     /// A dotted quad, or IPv6 in RFC 5952 form (lowercase, no leading zeros, longest zero run of two or more
@@ -68,8 +89,13 @@ package enum DNSNameSyntax {
     /// letters, digits, `-`, `_` and `.`, at most 253 bytes, every label 1 to 63 bytes. Deliberately lenient
     /// (`_` and leading hyphens pass, as they appear in names people connect to).
     package static func isPlausible(_ name: String) -> Bool {
-        guard name.utf8.count <= 253 else { return false }
-        let allowed = name.utf8.allSatisfy { byte in
+        // Over the bytes in place when the string holds them contiguously (as nearly every string does).
+        name.utf8.withContiguousStorageIfAvailable { Self.isPlausible(bytes: $0) } ?? Self.isPlausible(bytes: name.utf8)
+    }
+
+    private static func isPlausible(bytes name: some Collection<UInt8>) -> Bool {
+        guard name.count <= 253 else { return false }
+        let allowed = name.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
@@ -81,7 +107,7 @@ package enum DNSNameSyntax {
         guard allowed else { return false }
         // Every label (between dots, and before the first and after the last) 1 to 63 bytes; counted, not split.
         var length = 0
-        for byte in name.utf8 {
+        for byte in name {
             if byte == UInt8(ascii: ".") {
                 guard length > 0 else { return false }
                 length = 0

@@ -69,21 +69,22 @@ enum ConfigurationJSON {
     /// byte-order mark or by the zero bytes of the first characters, as RFC 4627 §3 describes) is converted to
     /// UTF-8 first.
     static func parse(_ data: Data) throws(TUFJSONError) -> TUFJSON {
-        let value: TUFJSON
+        let read: (value: TUFJSON, hasNonASCIIKey: Bool)
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
-            value = try TUFJSON.parse(data.dropFirst(3))
+            read = try TUFJSON.parseNotingKeys(data.dropFirst(3))
         } else if let wide = Self.wideEncoding(data) {
             guard let decoded = String(data: data, encoding: wide.encoding) else {
                 throw TUFJSONError(message: "the text looks like \(wide.name) but is not valid \(wide.name)")
             }
             var utf8 = Array(decoded.utf8)
             if utf8.starts(with: [0xEF, 0xBB, 0xBF]) { utf8.removeFirst(3) }
-            value = try TUFJSON.parse(utf8)
+            read = try TUFJSON.parseNotingKeys(utf8)
         } else {
-            value = try TUFJSON.parse(data)
+            read = try TUFJSON.parseNotingKeys(data)
         }
-        try Self.checkKeyForms(value)
-        return value
+        // Only keys outside ASCII can be Unicode-equivalent: with none anywhere, there is nothing to compare.
+        if read.hasNonASCIIKey { try Self.checkKeyForms(read.value) }
+        return read.value
     }
 
     /// UTF-16 or UTF-32, from a byte-order mark or the zero bytes around the first (ASCII) characters; nil for UTF-8.
@@ -113,7 +114,7 @@ enum ConfigurationJSON {
         case .array(let items):
             for item in items { try Self.checkKeyForms(item) }
         case .object(let object):
-            let compare = object.members.contains { !Self.isASCII($0.key) }
+            let compare = object.hasNonASCIIKey
             var seen: Set<String> = []
             for member in object.members {
                 try Self.checkKeyForms(member.value)
@@ -126,13 +127,11 @@ enum ConfigurationJSON {
         }
     }
 
-    static func isASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 < 0x80 } }
-
     /// An object's keys in the order the validator reports problems in (Swift's `String` order, as `keys.sorted()`
     /// gives), with their values. The reader's order (UTF-8 bytes) is the same for ASCII keys, so it is only
     /// sorted again when a key is not ASCII.
     static func sortedMembers(_ object: TUFJSONObject) -> [TUFJSONObject.Member] {
-        guard object.members.allSatisfy({ Self.isASCII($0.key) }) else { return object.members.sorted { $0.key < $1.key } }
+        guard !object.hasNonASCIIKey else { return object.members.sorted { $0.key < $1.key } }
         return object.members
     }
 }
@@ -208,6 +207,7 @@ struct ConfigurationValidator {
         let version = self.version(fields["version"])
         let unlisted = self.unlistedHosts(fields["unlistedHosts"])
         var entries: [PinningConfiguration.Entry] = []
+        var index: PinningConfiguration.HostIndex?
         switch fields["domains"] {
         case nil:
             self.add(.missingField, nil, "domains", "missing; list the pinned hosts (it may be {} to pin none)")
@@ -218,13 +218,15 @@ struct ConfigurationValidator {
                     entries.append(entry)
                 }
             }
-            self.checkOverlaps(entries)
+            let built = PinningConfiguration.HostIndex(entries)
+            self.checkOverlaps(entries, built)
             self.checkExclusionsHaveParents(entries)
+            index = built
         case let other?:
             self.add(.wrongType, nil, "domains", "must be an object mapping host patterns to entries, not \(other.typeName)")
         }
         guard let version, let unlisted else { return nil }
-        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries)
+        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries, index: index)
     }
 
     private mutating func version(_ value: TUFJSON?) -> Int? {
@@ -271,15 +273,18 @@ struct ConfigurationValidator {
             return nil
         }
         let before = self.problems.count
-        for member in ConfigurationJSON.sortedMembers(fields) where !Self.entryFields.contains(member.key) {
-            self.add(.unknownField, key, member.key, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
+        let found = EntryFields(fields)
+        if found.hasOtherKey {
+            for member in ConfigurationJSON.sortedMembers(fields) where !Self.entryFields.contains(member.key) {
+                self.add(.unknownField, key, member.key, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
+            }
         }
-        if self.bool(fields["excludeSubdomainFromParentPolicy"], key, "excludeSubdomainFromParentPolicy") == true {
+        if self.bool(found.excludeSubdomainFromParentPolicy, key, "excludeSubdomainFromParentPolicy") == true {
             return self.exclusion(key, fields, problemsBefore: before)
         }
-        let includeSubdomains = self.bool(fields["includeSubdomains"], key, "includeSubdomains") ?? false
-        let enforce = self.bool(fields["enforce"], key, "enforce") ?? true
-        let anchorsOnly = self.bool(fields["anchorsOnly"], key, "anchorsOnly") ?? false
+        let includeSubdomains = self.bool(found.includeSubdomains, key, "includeSubdomains") ?? false
+        let enforce = self.bool(found.enforce, key, "enforce") ?? true
+        let anchorsOnly = self.bool(found.anchorsOnly, key, "anchorsOnly") ?? false
 
         var pattern: HostPattern?
         do {
@@ -288,15 +293,15 @@ struct ConfigurationValidator {
             self.add(.invalidPattern, key, nil, error.message)
         }
 
-        let pins = self.pins(fields["pins"], key, enforce: enforce)
-        let expires = self.expires(fields["expires"], key)
-        let (anchorFiles, anchors) = self.anchors(fields["anchors"], key)
+        let pins = self.pins(found.pins, key, enforce: enforce)
+        let expires = self.expires(found.expires, key)
+        let (anchorFiles, anchors) = self.anchors(found.anchors, key)
         if anchorsOnly && anchorFiles.isEmpty {
             self.add(.invalidValue, key, "anchorsOnly", "is true but the entry lists no anchors, so nothing could be trusted")
         }
-        let reportURIs = self.reportURIs(fields["reportURIs"], key)
-        let clientIdentity = self.clientIdentity(fields["clientIdentity"], key)
-        let (revocationFiles, revocation) = self.revocation(fields["revocation"], key)
+        let reportURIs = self.reportURIs(found.reportURIs, key)
+        let clientIdentity = self.clientIdentity(found.clientIdentity, key)
+        let (revocationFiles, revocation) = self.revocation(found.revocation, key)
 
         guard self.problems.count == before, let pattern else { return nil }
         return PinningConfiguration.Entry(
@@ -318,6 +323,44 @@ struct ConfigurationValidator {
             revocation: revocation,
             pattern: pattern
         )
+    }
+
+    /// An entry's fields, found in one pass over its members: each value is what `fields["name"]` gives (the key
+    /// matched byte for byte), without a search per field name.
+    struct EntryFields {
+        var anchors: TUFJSON?
+        var anchorsOnly: TUFJSON?
+        var clientIdentity: TUFJSON?
+        var enforce: TUFJSON?
+        var excludeSubdomainFromParentPolicy: TUFJSON?
+        var expires: TUFJSON?
+        var includeSubdomains: TUFJSON?
+        var pins: TUFJSON?
+        var reportURIs: TUFJSON?
+        var revocation: TUFJSON?
+        /// Whether a key is none of the field names byte for byte (it is then checked against
+        /// ``ConfigurationValidator/entryFields`` as before, and reported when unknown).
+        var hasOtherKey = false
+
+        init(_ fields: TUFJSONObject) {
+            for member in fields.members {
+                let key = member.key
+                func named(_ name: String) -> Bool { TUFJSONObject.compare(key, name) == 0 }
+                switch key.utf8.count {
+                case 4 where named("pins"): self.pins = member.value
+                case 7 where named("anchors"): self.anchors = member.value
+                case 7 where named("enforce"): self.enforce = member.value
+                case 7 where named("expires"): self.expires = member.value
+                case 10 where named("reportURIs"): self.reportURIs = member.value
+                case 10 where named("revocation"): self.revocation = member.value
+                case 11 where named("anchorsOnly"): self.anchorsOnly = member.value
+                case 14 where named("clientIdentity"): self.clientIdentity = member.value
+                case 17 where named("includeSubdomains"): self.includeSubdomains = member.value
+                case 32 where named("excludeSubdomainFromParentPolicy"): self.excludeSubdomainFromParentPolicy = member.value
+                default: self.hasOtherKey = true
+                }
+            }
+        }
     }
 
     /// TrustKit's `kTSKExcludeSubdomainFromParentPolicy`: `{"excludeSubdomainFromParentPolicy": true}` exempts
@@ -395,6 +438,7 @@ struct ConfigurationValidator {
             return []
         case .array(let items)?:
             var strings: [(Int, String)] = []
+            strings.reserveCapacity(items.count)
             for (index, item) in items.enumerated() {
                 guard case .string(let text) = item else {
                     self.add(.wrongType, key, "\(field)[\(index)]", "must be a string, not \(item.typeName)")
@@ -419,13 +463,16 @@ struct ConfigurationValidator {
             )
             return []
         }
+        let texts = self.strings(value, key, "pins")
         var pins: [Pin] = []
+        pins.reserveCapacity(texts.count)
         // Where each pin was first written. An entry holds a few pins: they are compared one by one, and hashed
         // only for a long list (a pin set of 10,000 hosts would otherwise build 10,000 small tables).
         var indices: [Int] = []
+        indices.reserveCapacity(texts.count)
         var firstIndex: [Pin: Int] = [:]
         var malformed = false
-        for (index, text) in self.strings(value, key, "pins") {
+        for (index, text) in texts {
             do {
                 let pin = try Pin(text)
                 let earlier: Int? =
@@ -606,17 +653,11 @@ struct ConfigurationValidator {
 
     /// Two keys that cover exactly the same hosts (`API.example.com` and `api.example.com.`, or
     /// `**.example.com` and `example.com` with includeSubdomains) would make the winner depend on file order.
-    private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry]) {
-        var seen: [HostPattern.Kind: String] = [:]
-        seen.reserveCapacity(entries.count)
-        // By position: an entry is not copied to read its key and pattern.
-        for position in entries.indices {
-            let (key, kind) = (entries[position].key, entries[position].pattern.kind)
-            if let other = seen[kind] {
-                self.add(.invalidPattern, key, nil, "covers exactly the same hosts as \"\(other)\"; keep one entry")
-                continue
-            }
-            seen[kind] = key
+    /// The host index of `entries` (built once, and kept by the configuration) lists them: an entry whose pattern
+    /// is the same kind over the same name as an earlier one's, with the first of them.
+    private mutating func checkOverlaps(_ entries: [PinningConfiguration.Entry], _ index: PinningConfiguration.HostIndex) {
+        for (position, first) in index.repeated {
+            self.add(.invalidPattern, entries[position].key, nil, "covers exactly the same hosts as \"\(entries[first].key)\"; keep one entry")
         }
     }
 

@@ -98,7 +98,7 @@ struct HostPattern: Hashable, Sendable {
         }
         // Searched as bytes: `String.contains` with a string argument is Foundation's search, bridged through
         // NSString (the body is ASCII here, where the two agree).
-        guard !body.utf8.contains(UInt8(ascii: "*")) else {
+        guard !(body.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "*")) } ?? body.utf8.contains(UInt8(ascii: "*"))) else {
             throw HostPatternError("a wildcard must be a whole leading label, \"*.\" or \"**.\"")
         }
         guard DNSNameSyntax.isPlausible(body) else {

@@ -95,8 +95,8 @@ public struct PinningConfiguration: Sendable {
     /// Why larger than ``maximumFileSize``: a pin set is generated for a fleet, not written by hand, and 10,000
     /// hosts with two pins each are already 1.43 MB (issue 29 asks for pin sets of that size). Why 16 MiB: it holds
     /// about 110,000 such hosts, ten times that with room for longer names and more pins per host, and reading it
-    /// stays bounded (100,000 hosts, 14.4 MB: applied in 2.9 s, 0.35 GB resident, on 2 shared cores at load 10–13,
-    /// `pinning bench pinset --hosts 100000`); it is the cap of
+    /// stays bounded (100,000 hosts, 14.4 MB: applied in 1.0 s median, 0.37 GB peak resident, on 2 shared cores at
+    /// load 5–7, `pinning bench pinset --hosts 100000`); it is the cap of
     /// every other file a pin set names (anchors and CRLs, `PinSetUpdater.Options.maximumReferencedFileSize`) and
     /// of certificate files (``CertificateLoader/maximumFileSize``). The bytes are also bounded before they arrive:
     /// a pin-set target is downloaded only when the length the signed targets metadata lists is within the cap, and
@@ -131,13 +131,21 @@ public struct PinningConfiguration: Sendable {
     /// The entries by the names their patterns cover (``entry(forHost:)``).
     let index: HostIndex
 
-    init(version: Int, unlistedHosts: UnlistedHosts, entries: [Entry]) {
+    /// - Parameter index: The index of `entries` when the caller built it already (the validator does, to find
+    ///   entries that cover the same hosts); it is used only if `entries` are in key order, as the validator hands
+    ///   them over.
+    init(version: Int, unlistedHosts: UnlistedHosts, entries: [Entry], index: HostIndex? = nil) {
         self.version = version
         self.unlistedHosts = unlistedHosts
         // The validator hands them over in key order already (a pin set's 10,000 entries are not moved again).
         let inOrder = entries.indices.dropFirst().allSatisfy { !(entries[$0].key < entries[$0 - 1].key) }
-        self.entries = inOrder ? entries : entries.sorted { $0.key < $1.key }
-        self.index = HostIndex(self.entries)
+        if inOrder {
+            self.entries = entries
+            self.index = index ?? HostIndex(entries)
+        } else {
+            self.entries = entries.sorted { $0.key < $1.key }
+            self.index = HostIndex(self.entries)
+        }
         self.reportQueue = nil
         self.pinsetVersion = nil
     }
@@ -261,15 +269,21 @@ public struct PinningConfiguration: Sendable {
         /// The positions of the entries under one name: nearly always one (`rest` empty, which allocates nothing),
         /// so 10,000 names are not 10,000 arrays.
         private struct Positions: Sendable {
+            /// -1 only while being added (``add(_:under:to:)``).
             var first: Int
             var rest: [Int] = []
 
-            static func add(_ position: Int, under name: String, to table: inout [String: Positions]) {
-                if table[name] != nil {
-                    table[name]?.rest.append(position)
-                } else {
-                    table[name] = Positions(first: position)
+            /// Adds `position` under `name` (one look-up of `name`); returns the first position already there, if any.
+            static func add(_ position: Int, under name: String, to table: inout [String: Positions]) -> Int? {
+                func add(to positions: inout Positions) -> Int? {
+                    guard positions.first >= 0 else {
+                        positions.first = position
+                        return nil
+                    }
+                    positions.rest.append(position)
+                    return positions.first
                 }
+                return add(to: &table[name, default: Positions(first: -1)])
             }
 
             static func append(_ positions: Positions?, to found: inout [Int]) {
@@ -283,15 +297,27 @@ public struct PinningConfiguration: Sendable {
         private var oneLabel: [String: Positions] = [:]
         private var anyDepth: [String: Positions] = [:]
 
+        /// The entries whose pattern is the same as an earlier entry's (the same kind over the same name, so they
+        /// cover exactly the same hosts), ascending, each with the position of the first entry of that pattern.
+        private(set) var repeated: [(position: Int, first: Int)] = []
+
         init(_ entries: [Entry]) {
             // By position, not `for entry in entries`: an entry is not copied (with a retain and a release of each of
-            // its fields) to read its pattern.
+            // its fields) to read its pattern. The tables are sized once (a pin set's 10,000 names are not rehashed
+            // as they grow).
+            var exactCount = 0
             for position in entries.indices {
+                if case .exact = entries[position].pattern.kind { exactCount += 1 }
+            }
+            self.exact.reserveCapacity(exactCount)
+            for position in entries.indices {
+                let first: Int?
                 switch entries[position].pattern.kind {
-                case .exact(let name): Positions.add(position, under: name, to: &self.exact)
-                case .oneLabel(let suffix): Positions.add(position, under: suffix, to: &self.oneLabel)
-                case .anyDepth(let suffix): Positions.add(position, under: suffix, to: &self.anyDepth)
+                case .exact(let name): first = Positions.add(position, under: name, to: &self.exact)
+                case .oneLabel(let suffix): first = Positions.add(position, under: suffix, to: &self.oneLabel)
+                case .anyDepth(let suffix): first = Positions.add(position, under: suffix, to: &self.anyDepth)
                 }
+                if let first { self.repeated.append((position, first)) }
             }
         }
 

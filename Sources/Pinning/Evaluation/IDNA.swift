@@ -26,7 +26,11 @@ enum IDNA {
     ///
     /// - Throws: ``IDNAError`` saying which character or label cannot be part of a host name.
     static func toASCII(_ host: String) throws(IDNAError) -> String {
-        if host.utf8.allSatisfy({ $0 < 0x80 }) { return host.lowercased() }
+        switch Self.asciiCase(host) {
+        case .lowercaseASCII: return host
+        case .ascii: return host.lowercased()
+        case .notASCII: break
+        }
         // Bound the work before mapping: a host name has at most 253 bytes, and mapping only shortens
         // compatibility forms by a little, never by a factor of four.
         guard host.unicodeScalars.count <= 4 * 253 else {
@@ -49,6 +53,22 @@ enum IDNA {
             throw IDNAError(host: host, problem: "its ASCII form (\(ascii.utf8.count) bytes) is longer than 253 bytes")
         }
         return ascii
+    }
+
+    private enum ASCIICase { case lowercaseASCII, ascii, notASCII }
+
+    /// Whether `text` is ASCII, and then whether it has an upper-case letter (`lowercased()` of ASCII text only maps
+    /// `A`–`Z`, so text without one is its own lower-cased form, and is not copied to make it).
+    private static func asciiCase(_ text: String) -> ASCIICase {
+        func scan(_ bytes: some Sequence<UInt8>) -> ASCIICase {
+            var upper = false
+            for byte in bytes {
+                if byte >= 0x80 { return .notASCII }
+                if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { upper = true }
+            }
+            return upper ? .ascii : .lowercaseASCII
+        }
+        return text.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(text.utf8)
     }
 
     private static func encode(_ label: String, in host: String) throws(IDNAError) -> String {

@@ -16,8 +16,41 @@ public import X509
 /// let served = Pin(spkiOf: certificate)
 /// ```
 public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The digest, held inline as four big-endian 64-bit words (bytes 0–7, 8–15, 16–23, 24–31), not as an array:
+    /// a pin set of 10,000 hosts holds 20,000 pins, each of which would otherwise be an allocation, and comparing
+    /// two pins is four word comparisons. Equality and hashing are the digest bytes'; the order is theirs too
+    /// (big-endian words compare as their bytes do).
+    private let words: (UInt64, UInt64, UInt64, UInt64)
+
     /// The 32-byte SHA-256 digest of the SubjectPublicKeyInfo DER.
-    public let sha256: [UInt8]
+    public var sha256: [UInt8] {
+        let words = (self.words.0.bigEndian, self.words.1.bigEndian, self.words.2.bigEndian, self.words.3.bigEndian)
+        return withUnsafeBytes(of: words) { Array($0) }
+    }
+
+    /// A pin from the 32 bytes of a digest (the caller checked the count).
+    private init(digestBytes bytes: some Sequence<UInt8>) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { memory in
+            for (index, byte) in bytes.prefix(32).enumerated() { memory[index] = byte }
+        }
+        self.words = (UInt64(bigEndian: words.0), UInt64(bigEndian: words.1), UInt64(bigEndian: words.2), UInt64(bigEndian: words.3))
+    }
+
+    private init(words: (UInt64, UInt64, UInt64, UInt64)) {
+        self.words = words
+    }
+
+    public static func == (lhs: Pin, rhs: Pin) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.words.0)
+        hasher.combine(self.words.1)
+        hasher.combine(self.words.2)
+        hasher.combine(self.words.3)
+    }
 
     /// A pin from its text form: `sha256/BASE64`, curl's `sha256//BASE64` (the form of `--pinnedpubkey`), or
     /// bare BASE64, decoding to exactly 32 bytes. The prefix is case-insensitive.
@@ -29,8 +62,8 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         // without the trimming and searching below (a pin set of 10,000 hosts holds 20,000 pins). The general
         // reading gives the same pin for such a text: it has no space to trim and no ";", and its body decodes to
         // 32 bytes, so even a body that starts with "/" is read as ours, not as curl's "sha256//".
-        if text.utf8.count == 51, text.utf8.starts(with: "sha256/".utf8), let digest = Self.decodeCanonicalDigest(text) {
-            self.sha256 = digest
+        if text.utf8.count == 51, let words = Self.decodeCanonicalDigest(text) {
+            self.init(words: words)
             return
         }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
@@ -70,51 +103,77 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         guard digest.count == 32 else {
             throw PinError(text: text, problem: "a SHA-256 pin is 32 bytes, this one decodes to \(digest.count)")
         }
-        self.sha256 = digest
+        self.init(digestBytes: digest)
     }
 
     private static func decode(_ base64: String) -> [UInt8]? {
         Data(base64Encoded: base64).map { Array($0) }
     }
 
-    /// The 32 bytes of `sha256/` and exactly 44 characters of canonical base64 (43 from the standard alphabet, then
+    /// The digest of `sha256/` and exactly 44 characters of canonical base64 (43 from the standard alphabet, then
     /// one `=`, the 2 bits past the digest zero), as every tool writes a SHA-256 pin; nil for anything else, which
     /// the general reading (Foundation's decoder) then reads. A pin set of 10,000 hosts holds 20,000 pins: decoded
     /// here, over the string's bytes in place, each spares a `String`, a `Data` and a copy. It accepts only what
     /// Foundation's decoder reads as the same 32 bytes (canonical base64 has one decoding), so the pin read is the
     /// same either way.
-    private static func decodeCanonicalDigest(_ text: String) -> [UInt8]? {
+    private static func decodeCanonicalDigest(_ text: String) -> (UInt64, UInt64, UInt64, UInt64)? {
         var text = text
-        return text.withUTF8 { bytes -> [UInt8]? in
-            guard bytes.count == 51, bytes[50] == UInt8(ascii: "=") else { return nil }
-            var digest = [UInt8](repeating: 0, count: 32)
-            var accumulator: UInt32 = 0
-            var bits: UInt32 = 0
-            var out = 0
-            for position in 7..<50 {
-                let byte = bytes[position]
-                let value: UInt8
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte &- UInt8(ascii: "A")
-                case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte &- UInt8(ascii: "a") &+ 26
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte &- UInt8(ascii: "0") &+ 52
-                case UInt8(ascii: "+"): value = 62
-                case UInt8(ascii: "/"): value = 63
-                default: return nil
+        // The table is read once here, not once per character (a static is reached through a lazy-initialisation check).
+        let values = Self.base64Values
+        return text.withUTF8 { bytes -> (UInt64, UInt64, UInt64, UInt64)? in
+            guard bytes.count == 51, bytes[50] == UInt8(ascii: "="), bytes.starts(with: "sha256/".utf8) else { return nil }
+            // 43 characters of 6 bits are 258 bits: the 256 of the digest, shifted into four words, then 2 bits
+            // that canonical base64 leaves zero. Any byte outside the alphabet has the table's 0xFF, so OR-ing the
+            // values together finds one.
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            var invalid: UInt8 = 0
+            var position = 7
+            func next() -> UInt64 {
+                let value = values[Int(bytes[position])]
+                invalid |= value
+                position += 1
+                return UInt64(value & 0x3F)
+            }
+            // Each word's 64 bits are 10 characters and 4 bits of the next; the next word starts with its other 2.
+            var carry: UInt64 = 0
+            var carryBits: UInt64 = 0
+            for word in 0..<4 {
+                var value = carry
+                var bits = carryBits
+                while bits + 6 <= 64 {
+                    value = value << 6 | next()
+                    bits += 6
                 }
-                accumulator = (accumulator << 6 | UInt32(value)) & 0x3FFF
-                bits += 6
-                if bits >= 8 {
-                    bits -= 8
-                    digest[out] = UInt8(truncatingIfNeeded: accumulator >> bits)
-                    out += 1
+                let remaining = 64 - bits  // 4, 2 or 0 bits still needed from one more character
+                if remaining > 0 {
+                    let sixBits = next()
+                    value = value << remaining | sixBits >> (6 - remaining)
+                    carry = sixBits & ((1 << (6 - remaining)) - 1)
+                    carryBits = 6 - remaining
+                } else {
+                    carry = 0
+                    carryBits = 0
+                }
+                switch word {
+                case 0: words.0 = value
+                case 1: words.1 = value
+                case 2: words.2 = value
+                default: words.3 = value
                 }
             }
-            // 43 characters are 258 bits: the 32 bytes, then 2 bits that canonical base64 leaves zero.
-            guard out == 32, bits == 2, accumulator & 0b11 == 0 else { return nil }
-            return digest
+            guard position == 50, invalid & 0xC0 == 0, carryBits == 2, carry == 0 else { return nil }
+            return words
         }
     }
+
+    /// The value of each byte as a base64 digit (standard alphabet), 0xFF for a byte that is not one.
+    private static let base64Values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, byte) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
+            table[Int(byte)] = UInt8(value)
+        }
+        return table
+    }()
 
     /// `sha1`, `SHA-384`, `md5`…: the prefixes other pin formats use. Base64 text can itself look like
     /// "ASA/…", so only names of digest families count.
@@ -129,12 +188,12 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         guard sha256Digest.count == 32 else {
             throw PinError(text: "\(sha256Digest.count) bytes", problem: "a SHA-256 pin is 32 bytes")
         }
-        self.sha256 = sha256Digest
+        self.init(digestBytes: sha256Digest)
     }
 
     /// The pin of a SubjectPublicKeyInfo given as its exact DER bytes.
     public init(subjectPublicKeyInfoDER der: some Sequence<UInt8>) {
-        self.sha256 = Array(SHA256.hash(data: Array(der)))
+        self.init(digestBytes: SHA256.hash(data: Array(der)))
     }
 
     /// The pin of a certificate's public key: SHA-256 over the exact SubjectPublicKeyInfo DER in the certificate.
@@ -149,7 +208,9 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var description: String { "sha256/" + self.base64 }
 
     /// Orders pins by their digest bytes, so sorted pin lists are stable across runs.
-    public static func < (lhs: Pin, rhs: Pin) -> Bool { lhs.sha256.lexicographicallyPrecedes(rhs.sha256) }
+    public static func < (lhs: Pin, rhs: Pin) -> Bool {
+        (lhs.words.0, lhs.words.1, lhs.words.2, lhs.words.3) < (rhs.words.0, rhs.words.1, rhs.words.2, rhs.words.3)
+    }
 }
 
 /// A pin string that is not an SPKI SHA-256 pin.

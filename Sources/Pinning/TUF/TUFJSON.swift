@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A JSON value as The Update Framework signs it: integers kept exactly (as their decimal digits), object keys kept
 /// byte for byte, and an encoder for OLPC canonical JSON as securesystemslib writes it (`encode_canonical`).
 ///
@@ -71,33 +79,57 @@ public struct TUFJSONObject: Sendable, Equatable {
     /// The members, sorted by key bytes.
     package private(set) var members: [Member]
 
+    /// Whether a key holds a byte outside ASCII (then Unicode-equivalent keys are possible, which a configuration
+    /// refuses, and Swift's `String` order may differ from the byte order of ``members``).
+    package private(set) var hasNonASCIIKey: Bool
+
     /// An object of these members; nil when a key repeats (byte for byte).
     package init?(_ members: [(String, TUFJSON)]) {
         self.init(members: members.map { Member(key: $0.0, value: $0.1) })
     }
 
     /// An object of these members, sorted here unless they already are; nil when a key repeats (byte for byte).
-    init?(members: [Member]) {
-        var members = members
+    /// The members are taken, not copied: sorting the 10,000 members of a pin set's `domains` does not first copy them.
+    init?(members: consuming [Member]) {
         // Already in order (canonical JSON always is): checked, not sorted again. Either way every neighbour is
         // compared below, so a repeated key is found.
         if !members.indices.dropFirst().allSatisfy({ !Self.precedes(members[$0].key, members[$0 - 1].key) }) {
             members.sort { Self.precedes($0.key, $1.key) }
         }
-        for index in members.indices.dropFirst() where members[index - 1].key.utf8.elementsEqual(members[index].key.utf8) {
+        for index in members.indices.dropFirst() where Self.compare(members[index - 1].key, members[index].key) == 0 {
             return nil
         }
         self.members = members
+        self.hasNonASCIIKey = !members.allSatisfy { Self.isASCII($0.key) }
     }
 
-    /// Whether `lhs` sorts before `rhs` by their UTF-8 bytes (`lexicographicallyPrecedes`, over the bytes in place
-    /// when both strings hold them contiguously, as a string read from bytes does).
+    /// Whether `lhs` sorts before `rhs` by their UTF-8 bytes.
     static func precedes(_ lhs: String, _ rhs: String) -> Bool {
+        Self.compare(lhs, rhs) < 0
+    }
+
+    /// How `lhs` and `rhs` compare by their UTF-8 bytes, as `lexicographicallyPrecedes` and `elementsEqual` do
+    /// (negative, zero or positive): over the bytes in place with `memcmp` when both strings hold them contiguously,
+    /// as a string read from bytes does, element by element otherwise.
+    package static func compare(_ lhs: String, _ rhs: String) -> Int {
         let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
-            rhs.utf8.withContiguousStorageIfAvailable { right in left.lexicographicallyPrecedes(right) }
+            rhs.utf8.withContiguousStorageIfAvailable { right -> Int in
+                let common = min(left.count, right.count)
+                if common > 0, let leftBase = left.baseAddress, let rightBase = right.baseAddress {
+                    let order = memcmp(leftBase, rightBase, common)
+                    if order != 0 { return Int(order) }
+                }
+                return left.count - right.count
+            }
         }
         if let compared, let result = compared { return result }
-        return lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        if lhs.utf8.elementsEqual(rhs.utf8) { return 0 }
+        return lhs.utf8.lexicographicallyPrecedes(rhs.utf8) ? -1 : 1
+    }
+
+    /// Whether every byte of `text` is ASCII.
+    package static func isASCII(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } } ?? text.utf8.allSatisfy { $0 < 0x80 }
     }
 
     /// The value under exactly this key (byte for byte).
@@ -106,9 +138,9 @@ public struct TUFJSONObject: Sendable, Equatable {
         var high = self.members.count
         while low < high {
             let middle = (low + high) / 2
-            let candidate = self.members[middle].key
-            if candidate.utf8.elementsEqual(key.utf8) { return self.members[middle].value }
-            if candidate.utf8.lexicographicallyPrecedes(key.utf8) {
+            let order = Self.compare(self.members[middle].key, key)
+            if order == 0 { return self.members[middle].value }
+            if order < 0 {
                 low = middle + 1
             } else {
                 high = middle
@@ -146,12 +178,18 @@ extension TUFJSON {
     /// `NaN`/`Infinity` extensions and a byte-order mark are refused, as RFC 8259 and Python's strict UTF-8
     /// decoding do.
     package static func parse(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> TUFJSON {
+        try Self.parseNotingKeys(bytes).value
+    }
+
+    /// ``parse(_:)``, and whether any object key of the value, at any depth, holds a byte outside ASCII (when none
+    /// does, no two keys can be Unicode-equivalent, and nothing has to be walked to find out).
+    package static func parseNotingKeys(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> (value: TUFJSON, hasNonASCIIKey: Bool) {
         var reader = Reader(bytes: Array(bytes))
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
         guard reader.atEnd else { throw reader.error("more data after the JSON value") }
-        return value
+        return (value, reader.sawNonASCIIKey)
     }
 
     /// The value's canonical JSON bytes, exactly as securesystemslib's `encode_canonical(...).encode("utf-8")`:
@@ -240,6 +278,8 @@ extension TUFJSON {
 private struct Reader {
     let bytes: [UInt8]
     var position = 0
+    /// Whether an object read so far has a key with a byte outside ASCII.
+    var sawNonASCIIKey = false
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -466,11 +506,12 @@ private struct Reader {
             let byte = self.bytes[self.position]
             self.position += 1
             if byte == UInt8(ascii: "}") {
-                guard let object = TUFJSONObject(members: members) else {
+                guard let object = TUFJSONObject(members: consume members) else {
                     // Python keeps the last of repeated keys; a signature would then cover a value the file does not
                     // show first. One meaning per file: refused.
                     throw TUFJSONError(message: "an object with a repeated key", offset: keyOffset)
                 }
+                if object.hasNonASCIIKey { self.sawNonASCIIKey = true }
                 return .object(object)
             }
             guard byte == UInt8(ascii: ",") else { throw TUFJSONError(message: "expected , or } in an object", offset: self.position - 1) }

@@ -297,7 +297,7 @@ struct PinSetReadingDifferentialTests {
 
     // MARK: - Pins decoded over their bytes
 
-    @Test("a pin with any one character changed reads as Foundation's base64 decoder reads its body, or is refused as it is")
+    @Test("a pin with any one character changed, after sha256/ or bare, reads as Foundation's base64 decoder reads its body, or is refused as it is")
     func pinDecoderAgainstFoundation() throws {
         var generator = SplitMix64(seed: 5)
         let replacements: [Character] = Array("AZaz09+/=-_.*~ ;é\u{0}") + ["\u{1F600}"]
@@ -306,6 +306,7 @@ struct PinSetReadingDifferentialTests {
             let digest = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
             var body = Array(Data(digest).base64EncodedString())
             #expect(try Pin("sha256/" + String(body)) == Pin(sha256Digest: digest))
+            #expect(try Pin(String(body)) == Pin(sha256Digest: digest), "bare")
             let position = Int.random(in: 0..<body.count, using: &generator)
             body[position] = replacements.randomElement(using: &generator)!
             let text = String(body)
@@ -314,9 +315,11 @@ struct PinSetReadingDifferentialTests {
             guard !text.hasPrefix(" "), !text.hasSuffix(" "), !text.contains(";"), !text.hasPrefix("/") else { continue }
             if let foundation = Data(base64Encoded: text), foundation.count == 32 {
                 #expect(try Pin("sha256/" + text) == Pin(sha256Digest: Array(foundation)), "\(text)")
+                #expect(try Pin(text) == Pin(sha256Digest: Array(foundation)), "bare \(text)")
                 decoded += 1
             } else {
                 #expect(throws: PinError.self, "\(text)") { try Pin("sha256/" + text) }
+                #expect(throws: PinError.self, "bare \(text)") { try Pin(text) }
                 refusedCount += 1
             }
         }

@@ -61,8 +61,10 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         // The form configurations write, "sha256/" and the 44 base64 characters of 32 bytes, is decoded at once,
         // without the trimming and searching below (a pin set of 10,000 hosts holds 20,000 pins). The general
         // reading gives the same pin for such a text: it has no space to trim and no ";", and its body decodes to
-        // 32 bytes, so even a body that starts with "/" is read as ours, not as curl's "sha256//".
-        if text.utf8.count == 51, let words = Self.decodeCanonicalDigest(text) {
+        // 32 bytes, so even a body that starts with "/" is read as ours, not as curl's "sha256//". The bare 44
+        // characters (as reports and most tools write a digest) are decoded at once too, unless they begin with
+        // "sha256/", which the general reading takes as the prefix.
+        if text.utf8.count == 51 || text.utf8.count == 44, let words = Self.decodeCanonicalDigest(text) {
             self.init(words: words)
             return
         }
@@ -110,8 +112,9 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         Data(base64Encoded: base64).map { Array($0) }
     }
 
-    /// The digest of `sha256/` and exactly 44 characters of canonical base64 (43 from the standard alphabet, then
-    /// one `=`, the 2 bits past the digest zero), as every tool writes a SHA-256 pin; nil for anything else, which
+    /// The digest of exactly 44 characters of canonical base64 (43 from the standard alphabet, then one `=`, the 2
+    /// bits past the digest zero), as every tool writes a SHA-256 pin, after `sha256/` or bare (a bare text that
+    /// begins with `sha256/` in any case is left to the general reading); nil for anything else, which
     /// the general reading (Foundation's decoder) then reads. A pin set of 10,000 hosts holds 20,000 pins: decoded
     /// here, over the string's bytes in place, each spares a `String`, a `Data` and a copy. It accepts only what
     /// Foundation's decoder reads as the same 32 bytes (canonical base64 has one decoding), so the pin read is the
@@ -121,13 +124,17 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         // The table is read once here, not once per character (a static is reached through a lazy-initialisation check).
         let values = Self.base64Values
         return text.withUTF8 { bytes -> (UInt64, UInt64, UInt64, UInt64)? in
-            guard bytes.count == 51, bytes[50] == UInt8(ascii: "="), bytes.starts(with: "sha256/".utf8) else { return nil }
+            let prefixed = bytes.count == 51
+            guard prefixed || bytes.count == 44, bytes[bytes.count - 1] == UInt8(ascii: "=") else { return nil }
+            let startsWithOurPrefix = bytes.prefix(7).map { $0 | 0x20 }.elementsEqual("sha256/".utf8.map { $0 | 0x20 })
+            guard prefixed ? bytes.starts(with: "sha256/".utf8) : !startsWithOurPrefix else { return nil }
             // 43 characters of 6 bits are 258 bits: the 256 of the digest, shifted into four words, then 2 bits
             // that canonical base64 leaves zero. Any byte outside the alphabet has the table's 0xFF, so OR-ing the
             // values together finds one.
             var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
             var invalid: UInt8 = 0
-            var position = 7
+            let start = prefixed ? 7 : 0
+            var position = start
             func next() -> UInt64 {
                 let value = values[Int(bytes[position])]
                 invalid |= value
@@ -161,7 +168,7 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
                 default: words.3 = value
                 }
             }
-            guard position == 50, invalid & 0xC0 == 0, carryBits == 2, carry == 0 else { return nil }
+            guard position == start + 43, invalid & 0xC0 == 0, carryBits == 2, carry == 0 else { return nil }
             return words
         }
     }

@@ -324,7 +324,7 @@ public struct ReportParser: Sendable {
             }
             let pin: Pin
             do {
-                pin = try Pin(Self.isPlainDigest(candidate) ? "sha256/" + candidate : candidate)
+                pin = try Pin(candidate)
             } catch {
                 throw ReportRefusal("\(reader.label): `known-pins`[\(index)] is not a SHA-256 pin (pin-sha256=\"BASE64\" of 32 bytes)")
             }
@@ -344,28 +344,6 @@ extension ReportParser {
             return text.trimmingCharacters(in: .whitespaces)
         }
         return text
-    }
-
-    /// Whether `text` is 44 characters of base64, the last one `=`, not beginning with `sha256/` in any case: a
-    /// digest written as every tool writes it. Such a text is read by the core's `Pin` as the same pin, or refused
-    /// alike, with `sha256/` before it, which the core decodes in place instead of through its general reading
-    /// (trimming, searching for `;` and prefixes, Foundation's base64 decoder): about half of the known pins' cost.
-    /// Both readings take the whole text as the base64 body (it has no space, no `;`, no prefix of ours); a text
-    /// beginning with `sha256/` is left to the general reading, which reads that beginning as a prefix.
-    static func isPlainDigest(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard bytes.count == 44, bytes.last == UInt8(ascii: "=") else { return false }
-        for byte in bytes.dropLast() {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
-                continue
-            default:
-                return false
-            }
-        }
-        // ASCII only by now, so lowercasing byte by byte is what `lowercased()` does.
-        let prefix = bytes.prefix(7).map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }
-        return !prefix.elementsEqual("sha256/".utf8)
     }
 }
 

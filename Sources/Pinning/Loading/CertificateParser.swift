@@ -331,16 +331,55 @@ enum CertificateParser {
 
     // MARK: Helpers
 
-    /// An error from swift-certificates or SwiftASN1 without the `File.swift:123` location they append.
+    /// An error from SwiftASN1 or swift-certificates in words, for a message a user reads.
+    ///
+    /// Their descriptions read `ASN1Error.truncatedASN1Field:  SwiftASN1/DER.swift:123`: a type name, a code,
+    /// the library's own reason (often empty) and a source location. The message keeps only the words: each
+    /// SwiftASN1 code says what is wrong with the encoding, followed by the library's reason when it has one;
+    /// swift-certificates' reasons are already sentences. Any other error keeps its description without a
+    /// trailing `File.swift:123`.
     static func describe(_ error: any Error) -> String {
-        var text = String(describing: error)
-        if let space = text.lastIndex(of: " ") {
-            let tail = text[text.index(after: space)...]
-            if tail.contains(".swift:") {
-                text = String(text[..<space])
+        if let asn1 = error as? ASN1Error {
+            let words: String
+            switch asn1.code {
+            case .truncatedASN1Field: words = "the encoding ends inside a field (truncated)"
+            case .unexpectedFieldType: words = "a field has a different type than the structure requires"
+            case .invalidASN1Object: words = "a field is not valid DER"
+            case .invalidASN1IntegerEncoding: words = "an INTEGER is not in its shortest DER form"
+            case .unsupportedFieldLength: words = "a field's length is too large or not in DER's shortest form"
+            case .invalidPEMDocument: words = "not a valid PEM document"
+            case .invalidStringRepresentation: words = "a string field holds characters its type does not allow"
+            case .tooFewOIDComponents: words = "an object identifier has fewer than two components"
+            default: words = "the encoding is not valid DER"
             }
+            // The tag an unexpected field had is printed as a Swift value (`ASN1Identifier(...)`): not words.
+            let reason = asn1.code == .unexpectedFieldType ? "" : Self.reason(in: String(describing: error))
+            return reason.isEmpty ? words : "\(words) (\(reason))"
         }
-        return text
+        if error is CertificateError {
+            let reason = Self.reason(in: String(describing: error))
+            return reason.isEmpty ? "the certificate library refused it" : reason
+        }
+        return Self.withoutSourceLocation(String(describing: error))
+    }
+
+    /// The reason in a `Type.code: reason File.swift:123` description: the text between the first `:` and the
+    /// source location, trimmed.
+    private static func reason(in description: String) -> String {
+        var text = Substring(Self.withoutSourceLocation(description))
+        if let colon = text.firstIndex(of: ":") {
+            text = text[text.index(after: colon)...]
+        }
+        while let first = text.first, first.isWhitespace { text = text.dropFirst() }
+        while let last = text.last, last.isWhitespace { text = text.dropLast() }
+        return String(text)
+    }
+
+    /// The text without the ` File.swift:123` its last word may be.
+    private static func withoutSourceLocation(_ text: String) -> String {
+        guard let space = text.lastIndex(of: " ") else { return text.contains(".swift:") ? "" : text }
+        let tail = text[text.index(after: space)...]
+        return tail.contains(".swift:") ? String(text[..<space]) : text
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {

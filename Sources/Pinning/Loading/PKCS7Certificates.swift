@@ -144,7 +144,7 @@ enum PKCS7Certificates {
         } catch let error as CertificateLoadingError {
             throw error
         } catch {
-            throw malformed("\(error)")
+            throw malformed(CertificateParser.describe(error))
         }
     }
 }

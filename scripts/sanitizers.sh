@@ -49,17 +49,63 @@ run() {
     [[ $status -eq 0 && $reports -eq 0 ]]
 }
 
+# The test targets of the hardening pass (see the top), in two groups by their kind of work: `local_tests` are
+# the core and the CLI subset (CPU-bound parsing and evaluation, the binary's launches), `peer_tests` everything
+# that talks to a peer (PinningNIO's loopback clients and servers with openssl and Python, the collector's
+# databases, the proxy, the export). `hardening` runs both in one `swift test`; `hardening-lanes` one lane each.
+local_tests=(
+    --filter 'PinningTests\.'
+    --filter 'PinningCLITests\.(NumericOptionCLITests|OptionIdiomCLITests|PKICLITests)'
+    --filter 'PinningCLITests\.CLIConsistencyTests/(exportAndConnect|passphraseFileRefusals)'
+)
+peer_tests=(
+    --filter 'PinningNIOTests\.' --filter 'PinningExportTests\.' --filter 'PinningProxyTests\.'
+    --filter 'PinningCollectorTests\.'
+)
 case "$which" in
     thread) run thread "$root/.build-tsan" -- --sanitize=thread "$@" ;;
     address) run address "$root/.build-asan" -- --sanitize=address "$@" ;;
     all) run thread "$root/.build-tsan" -- --sanitize=thread "$@" && run address "$root/.build-asan" -- --sanitize=address "$@" ;;
     hardening)
-        hardening_tests=(
-            --filter 'PinningTests\.' --filter 'PinningNIOTests\.' --filter 'PinningExportTests\.'
-            --filter 'PinningProxyTests\.' --filter 'PinningCollectorTests\.'
-            --filter 'PinningCLITests\.(NumericOptionCLITests|OptionIdiomCLITests|PKICLITests)'
-            --filter 'PinningCLITests\.CLIConsistencyTests/(exportAndConnect|passphraseFileRefusals)'
-        )
-        run address "$hardening_scratch" "${hardening_env[@]}" -- "${hardening_flags[@]}" "${hardening_tests[@]}" "$@" ;;
-    *) echo "usage: $0 thread|address|all|hardening [swift test args...]" >&2; exit 64 ;;
+        run address "$hardening_scratch" "${hardening_env[@]}" -- "${hardening_flags[@]}" "${local_tests[@]}" "${peer_tests[@]}" "$@" ;;
+    hardening-lanes)
+        # CI's pass: the same tests as `hardening`, in two lanes at once over the hardening build that
+        # `scripts/fuzz.sh build --build-tests` made (nothing is built here). Each lane runs one test at a time
+        # (as `--no-parallel` did for the whole pass: a loopback timeout measures the code, not a crowd of tests);
+        # lane 1 runs `local_tests`, lane 2 `peer_tests`. One test at a time leaves a core mostly idle; the two
+        # lanes together take about the longer lane's time (about 215 s of the 395 s in one lane, last measured).
+        # The test binary is run directly, not through `swift test`: SwiftPM holds a lock on the scratch directory
+        # for a whole `swift test`, so two cannot run at once.
+        tests_binary="$hardening_scratch/debug/swift-pinningPackageTests.xctest"
+        [[ -x "$tests_binary" ]] || { echo "== $tests_binary not built (run scripts/fuzz.sh build --build-tests first)" >&2; exit 1; }
+        pids=()
+        for lane in 1 2; do
+            log="$hardening_scratch/sanitizer-test-lane$lane.log"
+            echo "== lane $lane under AddressSanitizer (log: $log)"
+            (
+                if [[ $lane -eq 1 ]]; then filters=("${local_tests[@]}"); else filters=("${peer_tests[@]}"); fi
+                # The same runtime options as `run` above (see there why each is set).
+                exec env "${hardening_env[@]}" NO_COLOR=1 \
+                    LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+                    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}" \
+                    "$tests_binary" --testing-library swift-testing --no-parallel "${filters[@]}" "$@"
+            ) > "$log" 2>&1 &
+            pids+=($!)
+        done
+        status=0
+        for lane in 1 2; do
+            lane_status=0
+            wait "${pids[$((lane - 1))]}" || lane_status=$?
+            log="$hardening_scratch/sanitizer-test-lane$lane.log"
+            reports=$(grep -c -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer" "$log" || true)
+            echo "== lane $lane: exit $lane_status, $reports sanitizer report(s); $(grep -E "Test run with" "$log" | tail -1)"
+            if [[ $lane_status -ne 0 || $reports -ne 0 ]]; then
+                status=1
+                echo "== lane $lane failed; what failed:"
+                grep -E "✘|recorded an issue|ERROR: (Address|Leak)Sanitizer|SUMMARY: |Fatal error|signal" "$log" | head -60 || true
+                echo "== (the whole output: $log)"
+            fi
+        done
+        exit "$status" ;;
+    *) echo "usage: $0 thread|address|all|hardening|hardening-lanes [swift test args...]" >&2; exit 64 ;;
 esac

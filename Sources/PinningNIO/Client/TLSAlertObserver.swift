@@ -53,8 +53,15 @@ public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandl
     /// The observer in `channel`'s pipeline (its parent's, for an HTTP/2 stream), if there is one: no observer is
     /// "no alert known", never a different verdict. On the channel's event loop.
     package static func alerts(of channel: any Channel) -> TLSAlertsSeen? {
-        let connection = channel.parent ?? channel
-        return (try? connection.pipeline.syncOperations.handler(type: TLSAlertObserver.self))?.alerts
+        if let observer = try? channel.pipeline.syncOperations.handler(type: TLSAlertObserver.self) {
+            return observer.alerts
+        }
+        // An HTTP/2 stream's observer is on its connection, its parent, on the same event loop. The parent of a
+        // connection a server accepted is the listening channel instead: it has no observer, and it may run on
+        // another event loop, whose pipeline may not be read from here (NIO's precondition; a data race in a
+        // release build). So a parent is asked only when it shares this event loop.
+        guard let parent = channel.parent, parent.eventLoop.inEventLoop else { return nil }
+        return (try? parent.pipeline.syncOperations.handler(type: TLSAlertObserver.self))?.alerts
     }
 
     /// Whether it still reads records (and may hold the connection's secrets); false once it ended.

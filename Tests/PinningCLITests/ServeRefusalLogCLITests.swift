@@ -76,4 +76,74 @@ struct ServeRefusalLogCLITests {
             #expect(lines(for: clientPort).isEmpty, "\(name) was not refused: \(serve.subprocess.stderr)")
         }
     }
+
+    // Issue 28, item 5: without --client-ca, `serve` said nothing when a client's handshake failed, so whoever
+    // debugged a client against it saw only the client's side. Now the client's alert is read from the records
+    // (TLSAlertObserver) and said in words, as nginx logs a failed SSL handshake.
+    @Test(
+        "serve without --client-ca: a client refusing this server's certificate is one line with its alert, TLS 1.2 and 1.3; plain HTTP is one line; a trusting or silent client none",
+        .enabled(if: CLI.hasOpenSSL))
+    func plainServerSaysWhyAClientLeft() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-serve-plain")
+        defer { directory.remove() }
+        let server = try TestChain(host: "localhost")
+        let serverChain = try directory.write("server-chain.pem", TestPKI.pemBundle(server.presented))
+        let serverKey = try directory.write("server.key", server.leaf.privateKeyPEM)
+        let serverRoot = try directory.write("server-root.pem", server.root.certificatePEM)
+        let strangerRoot = try directory.write("stranger-root.pem", try TestPKI.root("Not This Server's Root").certificatePEM)
+        let serve = try await ServeProcess(["--cert", serverChain, "--key", serverKey], in: directory)
+        defer { serve.stop() }
+        func lines() -> [Substring] {
+            serve.subprocess.stderr.split(separator: "\n").filter { $0.contains("pinning: serve: the TLS handshake with the client at 127.0.0.1:") }
+        }
+        /// The lines that appeared after `count` lines, once at least one did (or a bound generous for a loaded machine).
+        func newLines(after count: Int) async throws -> ArraySlice<Substring> {
+            let deadline = Date().addingTimeInterval(20)
+            while lines().count == count, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            return lines().dropFirst(count)
+        }
+        func sClient(trusting roots: String, _ version: String) async throws -> Int32 {
+            try await CLI.openssl(
+                ["s_client", "-connect", "127.0.0.1:\(serve.port)", "-servername", "localhost", "-CAfile", roots, "-verify_return_error", version],
+                stdin: "", stdoutPath: directory.path("s_client-\(UUID().uuidString).out"))
+        }
+
+        // A client that trusts the server, and one that connects and leaves without a byte: nothing to say.
+        #expect(try await sClient(trusting: serverRoot, "-tls1_3") == 0)
+        let probe = try await TestTools.run(
+            "/usr/bin/python3", ["-c", "import socket; socket.create_connection(('127.0.0.1', \(serve.port))).close()"], in: directory)
+        #expect(probe.status == 0, "\(probe)")
+
+        for version in ["-tls1_2", "-tls1_3"] {
+            let before = lines().count
+            #expect(try await sClient(trusting: strangerRoot, version) != 0, "\(version): openssl must refuse a server it does not trust")
+            let said = try await newLines(after: before)
+            #expect(said.count == 1, "\(version): exactly one line: \(serve.subprocess.stderr)")
+            // OpenSSL sends unknown_ca (48) for a chain to a root it does not have.
+            #expect(said.first?.contains("the client refused this server's certificate: TLS alert unknown_ca (48)") == true, "\(version): \(said)")
+            #expect(said.first.map { !$0.contains("OPENSSL_internal") && !$0.contains(".swift:") && !$0.contains("NIOSSL") } ?? false, "\(said)")
+        }
+
+        let before = lines().count
+        // Plain HTTP to the HTTPS port; the server may answer or reset: either is fine for the client.
+        let plainHTTP = try directory.write(
+            "plain_http.py",
+            """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+            try:
+                s.recv(100)
+            except OSError:
+                pass
+            s.close()
+            """)
+        let http = try await TestTools.run("/usr/bin/python3", [plainHTTP, "\(serve.port)"], in: directory)
+        #expect(http.status == 0, "\(http)")
+        let said = try await newLines(after: before)
+        #expect(said.count == 1, "plain HTTP: \(serve.subprocess.stderr)")
+        #expect(said.first?.contains("did not speak TLS") == true, "\(said)")
+        // Three clients failed their handshake: three lines, no more (the trusting and the silent client have none).
+        #expect(lines().count == 3, "\(serve.subprocess.stderr)")
+    }
 }

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import Pinning
 import PinningNIO
 import X509
@@ -109,7 +110,8 @@ private struct TLSSetup: Sendable {
                 privateKey: identity.privateKeySource
             )
             configuration.minimumTLSVersion = .tlsv12
-            configuration.keyLogCallback = keyLog?.callback
+            // The alert observers' secrets first (a TLS 1.3 client's alert is encrypted), then the key log as before.
+            configuration.keyLogCallback = TLSAlertSecrets.shared.keyLogCallback(forwardingTo: keyLog?.callback)
             configuration.applicationProtocols = LocalHTTPSServer.applicationProtocols
             self.mode = .plain(try NIOSSLContext(configuration: configuration))
         } else {
@@ -128,8 +130,20 @@ private struct TLSSetup: Sendable {
     func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations, remote: SocketAddress?, logsRefusals: Bool, handshakeTimeout: TimeAmount) throws {
         switch self.mode {
         case .plain(let context):
+            guard logsRefusals else {
+                try pipeline.addHandler(NIOSSLServerHandler(context: context))
+                try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
+                return
+            }
+            // Without client certificates nothing of ours judges the client, but a client may still refuse this
+            // server (its certificate not trusted, no protocol in common): `serve` says so, with the alert the client
+            // sent as a value read from the records (TLSAlertObserver), as nginx logs a failed SSL handshake.
+            let watch = ClientWatch()
+            try pipeline.addHandler(watch)
+            try pipeline.addHandler(TLSAlertObserver.forServer())
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
             try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
+            try pipeline.addHandler(PlainHandshakeWatch(watch: watch, peer: Self.describe(remote)))
         case .mutual(let server):
             guard logsRefusals else {
                 try server.addHandlers(to: pipeline)
@@ -141,7 +155,7 @@ private struct TLSSetup: Sendable {
             let handshake = try server.addHandlers(to: pipeline)
             try pipeline.addHandler(HandshakeDeadlineHandler(timeout: handshakeTimeout))
             try pipeline.addHandler(DeadlineWatch(watch: watch))
-            let peer = remote.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "a client"
+            let peer = Self.describe(remote)
             let loopBound = NIOLoopBound(watch, eventLoop: pipeline.eventLoop)
             handshake.whenFailure { error in
                 // Completed on the channel's event loop, as the watch's counts are kept.
@@ -149,6 +163,11 @@ private struct TLSSetup: Sendable {
                 FileHandle.standardError.write(Data("pinning: serve: refused the client at \(peer): \(line)\n".utf8))
             }
         }
+    }
+
+    /// A client's address as the refusal lines name it.
+    static func describe(_ remote: SocketAddress?) -> String {
+        remote.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "a client"
     }
 
     /// Why a client's handshake did not end trusted, in words, or nil for a client that sent nothing.
@@ -213,5 +232,60 @@ private final class DeadlineWatch: ChannelInboundHandler {
             self.watch.expired = expired
         }
         context.fireUserInboundEventTriggered(event)
+    }
+}
+
+/// `serve` without client CAs: one line on stderr for a client whose TLS handshake failed (it refused this server's
+/// certificate, sent an alert, was not TLS, overran the handshake deadline, or hung up part way), with the alert it
+/// sent when one is known. A client that sent nothing at all is not logged (a port probe). Last in the pipeline's
+/// TLS part; event-loop bound.
+private final class PlainHandshakeWatch: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    typealias InboundOut = NIOAny
+
+    private let watch: ClientWatch
+    private let peer: String
+    /// Set once the handshake completed or a line was written: nothing more is said about this connection.
+    private var settled = false
+
+    init(watch: ClientWatch, peer: String) {
+        self.watch = watch
+        self.peer = peer
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls {
+            self.settled = true
+            // The observer ends and forgets the connection's secrets.
+            (try? context.pipeline.syncOperations.handler(type: TLSAlertObserver.self))?.handshakeCompleted()
+        }
+        if let expired = event as? ConnectionDeadlineExpired {
+            self.watch.expired = expired
+            self.say("\(expired.description); the connection was closed")
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !self.settled, self.watch.bytesReceived > 0 {
+            let words =
+                ConnectionFailureWords.clientHandshakeProblem(error, alerts: TLSAlertObserver.alerts(of: context.channel))
+                ?? "the TLS handshake failed: \(ConnectionFailureWords.words(error))"
+            self.say("\(words) (\(self.watch.bytesReceived) bytes received)")
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !self.settled, self.watch.bytesReceived > 0 {
+            self.say("the client closed the connection during the TLS handshake (\(self.watch.bytesReceived) bytes received)")
+        }
+        context.fireChannelInactive()
+    }
+
+    private func say(_ line: String) {
+        guard !self.settled else { return }
+        self.settled = true
+        FileHandle.standardError.write(Data("pinning: serve: the TLS handshake with the client at \(self.peer) failed: \(line)\n".utf8))
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Foundation's decoder refuses invalid UTF-8, unescaped control characters and nesting deeper than its limit
 /// before any of this runs, and keeps booleans and numbers apart (`true` never decodes as `1`).
-enum JSONValue: Sendable, Hashable, Codable {
+enum JSONValue: Sendable, Hashable, Decodable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -54,32 +54,6 @@ enum JSONValue: Sendable, Hashable, Codable {
             values.append(try array.decode(JSONValue.self))
         }
         self = .array(values)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .null:
-            var single = encoder.singleValueContainer()
-            try single.encodeNil()
-        case .bool(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .integer(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .number(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .string(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .array(let values):
-            var array = encoder.unkeyedContainer()
-            for value in values { try array.encode(value) }
-        case .object(let values):
-            var object = encoder.container(keyedBy: AnyKey.self)
-            for (key, value) in values { try object.encode(value, forKey: AnyKey(stringValue: key)) }
-        }
     }
 
     /// What a refusal calls the value's type.

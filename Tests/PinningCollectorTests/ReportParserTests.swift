@@ -171,6 +171,28 @@ struct ReportParserTests {
         }
     }
 
+    @Test("every key the parser reads, sent as the wrong type, is refused naming it; unknown keys are kept in raw without being decoded")
+    func knownKeysTyped() throws {
+        let keys = [
+            "hostname", "port", "date-time", "noted-hostname", "include-subdomains", "enforce-pinning", "report-only", "validation-result", "app-bundle-id",
+            "app-id", "app-version", "app-platform", "app-platform-version", "app-vendor-id", "library-version", "trustkit-version", "pinset-version",
+            "effective-expiration-date", "known-pins-expiration-date", "served-certificate-chain", "validated-certificate-chain", "known-pins",
+        ]
+        for key in keys {
+            for wrong in [#"{"a":1}"#, "[[1]]", "1.5"] where !(key == "port" && wrong == "1.5") {
+                // An array is a wrong type for every key but the chains and the known pins, whose elements are
+                // then wrong; a fraction for every key (port's own message says it is not an integer).
+                let body = key == "hostname" ? #"{"hostname":\#(wrong)}"# : #"{"hostname":"a.test","\#(key)":\#(wrong)}"#
+                let message = try #require(self.refusal(Array(body.utf8)), "accepted: \(body)")
+                #expect(message.contains("`\(key)`"), "\(body) → \(message)")
+            }
+        }
+        // A value Foundation could not decode as a Double, under a key no one reads: stored as sent.
+        let body = #"{"hostname":"a.test","x-huge":1e400,"x-deep":[[[{"k":[null]}]]]}"#
+        let report = try #require(try ReportParser().parse(Array(body.utf8)).first)
+        #expect(report.raw == body)
+    }
+
     @Test("a UTF-16 or UTF-32 body is refused in words (JSON between systems is UTF-8), never stored")
     func notUTF8() throws {
         let text = #"{"hostname":"a.test"}"#

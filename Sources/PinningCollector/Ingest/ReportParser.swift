@@ -105,7 +105,7 @@ public struct ReportRefusal: Error, Sendable, Equatable, CustomStringConvertible
 /// Every value is attacker-controlled. The body's size is capped before this runs (``CollectorLimits``); here each
 /// string, chain and array has a cap of its own, every certificate is parsed by swift-certificates (through the
 /// core's `CertificateLoader`) and its pin computed here, and a key of the wrong type is refused with its name.
-/// Keys this parser does not know are kept in `raw` only.
+/// Keys this parser does not know are kept in `raw` only (and not decoded: ``ReportBody``).
 public struct ReportParser: Sendable {
     /// The most reports one body may carry.
     public var maximumReportsPerBody = 1000
@@ -130,15 +130,15 @@ public struct ReportParser: Sendable {
         if body.contains(0) {
             throw ReportRefusal("the body is not UTF-8 JSON: it contains a NUL byte (UTF-16 or UTF-32 are not accepted)")
         }
-        let document: JSONValue
+        let document: ReportBody
         do {
-            document = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+            document = try JSONDecoder().decode(ReportBody.self, from: Data(body))
         } catch {
             throw ReportRefusal(Self.jsonProblem(error))
         }
         switch document {
-        case .object:
-            return [try self.report(document, label: "the report", raw: try Self.texts(of: body, count: 1)[0])]
+        case .object(let element):
+            return [try self.report(element, label: "the report", raw: try Self.texts(of: body, count: 1)[0])]
         case .array(let elements):
             guard !elements.isEmpty else { throw ReportRefusal("the body is an empty array: send one report or an array of reports") }
             guard elements.count <= self.maximumReportsPerBody else {
@@ -151,8 +151,8 @@ public struct ReportParser: Sendable {
                 reports.append(try self.report(element, label: "report [\(index)]", raw: texts[index]))
             }
             return reports
-        default:
-            throw ReportRefusal("the body is \(document.typeName), not a report object or an array of them")
+        case .other(let value):
+            throw ReportRefusal("the body is \(value.typeName), not a report object or an array of them")
         }
     }
 
@@ -182,9 +182,11 @@ public struct ReportParser: Sendable {
         return flat.count > limit ? String(flat.prefix(limit)) + "…" : flat
     }
 
-    private func report(_ value: JSONValue, label: String, raw: String) throws(ReportRefusal) -> NormalizedReport {
-        guard case .object(let fields) = value else {
-            throw ReportRefusal("\(label) is \(value.typeName), not an object")
+    private func report(_ element: ReportFields, label: String, raw: String) throws(ReportRefusal) -> NormalizedReport {
+        let fields: [String: JSONValue]
+        switch element {
+        case .object(let known): fields = known
+        case .other(let value): throw ReportRefusal("\(label) is \(value.typeName), not an object")
         }
         let reader = FieldReader(fields: fields, label: label, maximumFieldBytes: self.maximumFieldBytes)
 

@@ -79,6 +79,8 @@ struct CollectorProcessTests {
             (["--database", database, "--token-file", tokenFile, "--rate", "5/hour"], "--rate"),
             (["--database", database, "--token-file", tokenFile, "--retention-days", "0"], "--retention-days"),
             (["--database", database, "--token-file", tokenFile, "--max-report-bytes", "10"], "--max-report-bytes"),
+            (["--database", database, "--token-file", tokenFile, "--commit-batch", "0"], "--commit-batch"),
+            (["--database", database, "--token-file", tokenFile, "--commit-batch", "many"], "--commit-batch"),
             (["--database", database, "--token-file", tokenFile, "--anchors", directory.path("missing.pem")], "--anchors"),
             (["--database", "sqlite:" + directory.path("no/such/dir/r.db"), "--token-file", tokenFile], "--database sqlite:"),
         ]

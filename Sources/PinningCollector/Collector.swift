@@ -75,6 +75,12 @@ public struct Collector: Sendable {
         }
     }
 
+    /// Serves on a database the caller opened, runs (a PostgreSQL pool) and closes: the tests put a database that
+    /// fails or holds its transactions under the routes this way. Otherwise as ``run(signals:started:)``.
+    package func run(on database: any SQLDatabase, signals: [UnixSignal] = [], started: @escaping @Sendable (String, Int) -> Void) async throws {
+        try await self.serve(database: database, metrics: CollectorMetrics(), server: try self.serverBuilder(), signals: signals, started: started)
+    }
+
     /// Plain HTTP/1.1, or HTTPS with `--tls-identity` (its chain and key read and checked before anything else).
     private func serverBuilder() throws -> HTTPServerBuilder {
         guard let path = self.tlsIdentity else { return .http1() }
@@ -118,7 +124,7 @@ public struct Collector: Sendable {
         } catch {
             throw StartError(description: "--database: cannot prepare the \(database.kind.rawValue) database: \(Self.words(error))", exitStatus: 3)
         }
-        let writer = IngestWriter(store: store, metrics: metrics, logger: self.logger)
+        let writer = IngestWriter(store: store, metrics: metrics, logger: self.logger, batchSize: self.settings.commitBatch)
         let retention = RetentionService(writer: writer, days: self.settings.retentionDays, metrics: metrics, logger: self.logger)
         var settings = self.settings
         // Over HTTPS the dashboard's cookie is Secure.

@@ -17,6 +17,7 @@ public final class CollectorMetrics: Sendable {
     let stored: Counter
     let deduplicated: Counter
     let storageFailures: Counter
+    let commits: Counter
     let queueDepth: Gauge
     let retained: Counter
     private let refused: [RefusalReason: Counter]
@@ -29,6 +30,9 @@ public final class CollectorMetrics: Sendable {
             descriptor: MetricNameDescriptor(metricName: "collector_reports_deduplicated", unitName: "total", helpText: "Reports counted on an identical row within the window."))
         self.storageFailures = self.registry.makeCounter(
             descriptor: MetricNameDescriptor(metricName: "collector_storage_failures", unitName: "total", helpText: "Requests whose transaction the database refused."))
+        self.commits = self.registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "collector_ingest_commits", unitName: "total", helpText: "Transactions the ingest writer committed (each holds one or more requests' reports)."))
         self.queueDepth = self.registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "collector_ingest_queue", unitName: "reports", helpText: "Reports waiting for the writer."))
         self.retained = self.registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "collector_reports_expired", unitName: "total", helpText: "Reports deleted by retention."))
         var refused: [RefusalReason: Counter] = [:]

@@ -42,6 +42,9 @@ struct CollectorBench: AsyncParsableCommand {
     @Option(name: .long, help: "Also measure ingest into this PostgreSQL database (postgres://USER@HOST:PORT/DB); its reports table is emptied first.")
     var postgres: String?
 
+    @Option(name: .customLong("commit-batch"), help: "The collector's --commit-batch in the ingest phases (1 commits each request alone).")
+    var commitBatch: Int = 512
+
     @Option(name: .long, help: "Phases to run: ingest, postgres, read, flood (comma-separated).")
     var phases: String = "ingest,postgres,read,flood"
 
@@ -100,7 +103,8 @@ struct CollectorBench: AsyncParsableCommand {
         if emptyFirst, case .postgres(let url) = try DatabaseURL.parse(database) {
             try await Self.emptyPostgres(url)
         }
-        let child = try await ChildCollector.start(["--listen", "127.0.0.1:0", "--database", database, "--token-file", tokenFile, "--rate", "1000000/min"], directory: directory)
+        let child = try await ChildCollector.start(
+            ["--listen", "127.0.0.1:0", "--database", database, "--token-file", tokenFile, "--rate", "1000000/min", "--commit-batch", String(self.commitBatch)], directory: directory)
         defer { child.stop() }
         let requests = max(1, self.reports / perRequest)
         // Warm-up: connections and the first pages of the database.
@@ -109,10 +113,14 @@ struct CollectorBench: AsyncParsableCommand {
         let statuses = try await Self.post(client: client, port: child.port, count: requests, concurrency: self.concurrency, offset: 0, perRequest: perRequest)
         let seconds = Self.seconds(ContinuousClock.now - start)
         let accepted = statuses[204, default: 0] * perRequest
+        // The writer's transactions, warm-up included: how many requests each commit gathered (group commit).
+        let commits = try await Self.metric("collector_ingest_commits_total", client: client, port: child.port)
+        let warmUp = min(200, requests)
         print(
             String(
-                format: "ingest %@: %d reports in %.2f s = %.0f reports/s (%d requests; answers %@); collector peak RSS %.1f MiB", label, accepted, seconds, Double(accepted) / seconds,
-                requests, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "), Double(child.peakResidentBytes()) / 1_048_576)
+                format: "ingest %@: %d reports in %.2f s = %.0f reports/s (%d requests; answers %@); collector peak RSS %.1f MiB; %.0f commits, %.1f requests each", label, accepted,
+                seconds, Double(accepted) / seconds, requests, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
+                Double(child.peakResidentBytes()) / 1_048_576, commits, commits > 0 ? Double(requests + warmUp) / commits : 0)
         )
     }
 
@@ -196,6 +204,18 @@ struct CollectorBench: AsyncParsableCommand {
     }
 
     // MARK: Helpers
+
+    /// One unlabelled sample of the collector's `/metrics` (0 when it is absent).
+    static func metric(_ name: String, client: HTTPClient, port: Int) async throws -> Double {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
+        request.method = .GET
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        return 0
+    }
 
     static func post(client: HTTPClient, port: Int, count: Int, concurrency: Int, offset: Int, perRequest: Int) async throws -> [Int: Int] {
         let next = Counter()

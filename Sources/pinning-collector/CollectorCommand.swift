@@ -49,6 +49,11 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("CAs the team knows (PEM): a new key chaining to one is shown as a rotation.", valueName: "file"))
     var anchors: String?
 
+    @Option(
+        name: .customLong("commit-batch"),
+        help: ArgumentHelp("The most reports stored in one transaction, gathered from the requests waiting (1 to 10,000; 1 commits each request alone).", valueName: "reports"))
+    var commitBatch: String = "512"
+
     @Flag(name: .long, help: "Log each request on stderr.")
     var verbose = false
 
@@ -115,6 +120,7 @@ struct CollectorCommand: AsyncParsableCommand {
         settings.maxReportBytes = try Self.integer(self.maxReportBytes, option: "--max-report-bytes", range: 1024...16_777_216)
         settings.ratePerMinute = try RateOption.parse(self.rate).perMinute
         settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
+        settings.commitBatch = try Self.integer(self.commitBatch, option: "--commit-batch", range: 1...10_000)
         // HTTPS: the dashboard's cookie is then Secure.
         settings.secure = self.tlsIdentity != nil
         var anchors: [Certificate] = []

@@ -96,7 +96,8 @@ struct ReportFixtures: Sendable {
     }
 }
 
-/// A collector in this process on a real SQLite file (or PostgreSQL), on 127.0.0.1:0, stopped by ``stop()``.
+/// A collector in this process on a real SQLite file (or PostgreSQL, or a database the test opened and closes),
+/// on 127.0.0.1:0, stopped by ``stop()``.
 final class CollectorHarness: @unchecked Sendable {
     let directory: TemporaryDirectory
     let port: Int
@@ -107,6 +108,7 @@ final class CollectorHarness: @unchecked Sendable {
 
     init(
         database: DatabaseURL? = nil,
+        opened: (any SQLDatabase)? = nil,
         configure: (inout CollectorSettings) -> Void = { _ in },
         anchors: [Certificate] = [],
         tlsIdentity: String? = nil,
@@ -125,9 +127,14 @@ final class CollectorHarness: @unchecked Sendable {
         let ports = AsyncStream<Int>.makeStream()
         self.task = Task {
             defer { ports.continuation.finish() }
-            try await collector.run(signals: []) { _, port in
+            let started: @Sendable (String, Int) -> Void = { _, port in
                 ports.continuation.yield(port)
                 ports.continuation.finish()
+            }
+            if let opened {
+                try await collector.run(on: opened, signals: [], started: started)
+            } else {
+                try await collector.run(signals: [], started: started)
             }
         }
         var port = 0

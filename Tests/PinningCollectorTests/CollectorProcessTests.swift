@@ -79,6 +79,8 @@ struct CollectorProcessTests {
             (["--database", database, "--token-file", tokenFile, "--rate", "5/hour"], "--rate"),
             (["--database", database, "--token-file", tokenFile, "--retention-days", "0"], "--retention-days"),
             (["--database", database, "--token-file", tokenFile, "--max-report-bytes", "10"], "--max-report-bytes"),
+            (["--database", database, "--token-file", tokenFile, "--commit-batch", "0"], "--commit-batch"),
+            (["--database", database, "--token-file", tokenFile, "--commit-batch", "many"], "--commit-batch"),
             (["--database", database, "--token-file", tokenFile, "--anchors", directory.path("missing.pem")], "--anchors"),
             (["--database", "sqlite:" + directory.path("no/such/dir/r.db"), "--token-file", tokenFile], "--database sqlite:"),
         ]
@@ -194,6 +196,79 @@ struct CollectorProcessTests {
         } while cursor != nil
         let missing = accepted.all.subtracting(stored)
         #expect(missing.isEmpty, "answered 204 but not stored: \(missing.sorted().prefix(10))")
+        #expect(try await second.terminate() == 0)
+    }
+
+    @Test(
+        "killed with SIGKILL while 16 clients post one report each, then restarted: every report answered 204 is stored (WAL, synchronous=NORMAL)",
+        .enabled(if: CollectorBinaries.collector != nil, "pinning-collector is built by swift build")
+    )
+    func killedMidIngest() async throws {
+        let binary = try #require(CollectorBinaries.collector)
+        let (directory, tokenFile) = try self.setUp()
+        defer { directory.remove() }
+        let arguments = ["--listen", "127.0.0.1:0", "--database", "sqlite:" + directory.path("r.db"), "--token-file", tokenFile, "--rate", "1000000/min"]
+        let first = try await CollectorProcess(binary, arguments, in: directory)
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        defer { _ = client.shutdown() }
+        let port = first.port
+        let accepted = NIOLockedHosts()
+        let answered = NIOLockedHosts()
+        let stopped = StopFlag()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<16 {
+                group.addTask {
+                    var index = worker
+                    while !stopped.isSet {
+                        let host = "h\(index).kill.test"
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/reports")
+                        request.method = .POST
+                        request.body = .bytes(ByteBuffer(string: "{\"hostname\":\"\(host)\",\"validation-result\":\"pinMismatch\"}"))
+                        // A connection the kill broke is no answer: only a 204 counts as accepted.
+                        let status: Int
+                        do {
+                            status = Int(try await client.execute(request, timeout: .seconds(60)).status.code)
+                        } catch {
+                            status = 0
+                        }
+                        answered.add("\(status)")
+                        if status == 204 { accepted.add(host) }
+                        index += 16
+                    }
+                }
+            }
+            group.addTask {
+                while answered.count < 1500 { try await Task.sleep(for: .milliseconds(2)) }
+                // No graceful stop: the process dies between one commit and the next.
+                kill(first.server.process.processIdentifier, SIGKILL)
+                while first.server.process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+                stopped.set()
+            }
+            try await group.waitForAll()
+        }
+        #expect(accepted.count >= 1000, "\(answered.counts)")
+        #expect(answered.counts["500", default: 0] == 0)
+
+        let second = try await CollectorProcess(binary, arguments, in: directory)
+        defer { second.server.stop() }
+        var stored: Set<String> = []
+        var cursor: String?
+        repeat {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(second.port)/api/reports?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? ""))
+            request.headers.add(name: "Authorization", value: "Bearer \(self.token)")
+            let response = try await client.execute(request, timeout: .seconds(60))
+            let body = try await response.body.collect(upTo: 64 * 1024 * 1024)
+            let page = try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8)) as? [String: Any])
+            for row in page["reports"] as? [[String: Any]] ?? [] {
+                if let host = row["host"] as? String { stored.insert(host) }
+            }
+            cursor = page["next"] as? String
+        } while cursor != nil
+        let missing = accepted.all.subtracting(stored)
+        #expect(missing.isEmpty, "answered 204 but not stored after SIGKILL: \(missing.count) of \(accepted.count), e.g. \(missing.sorted().prefix(10))")
         #expect(try await second.terminate() == 0)
     }
 }

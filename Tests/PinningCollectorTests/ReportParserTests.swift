@@ -110,18 +110,97 @@ struct ReportParserTests {
         #expect(self.refusal(Array(longChain.utf8))?.contains("at most 16") == true)
     }
 
-    @Test("`raw` keeps every JSON type as sent: strings, booleans, integers, fractions, null, nested arrays and objects")
+    @Test("`raw` is the report's text as sent: every JSON type, numbers Foundation would rewrite, key order, spacing")
     func rawKeepsTypes() throws {
         let body =
             #"{"port":443,"hostname":"a/b.test","x-extra":{"t":true,"f":false,"n":null,"i":-7,"d":1.5,"big":12345678901234567890,"s":"1","#
             + #""list":[1,"x",[true],{}]},"validation-result":"pinMismatch"}"#
         let report = try #require(try ReportParser().parse(Array(body.utf8)).first)
         #expect(report.port == 443)
-        #expect(
-            report.raw
-                == #"{"hostname":"a/b.test","port":443,"validation-result":"pinMismatch","#
-                + #""x-extra":{"big":1.2345678901234567e+19,"d":1.5,"f":false,"i":-7,"list":[1,"x",[true],{}],"n":null,"s":"1","t":true}}"#,
-            "\(report.raw)")
+        #expect(Array(report.raw.utf8) == Array(body.utf8), "\(report.raw)")
+        // One object with whitespace around it: the object's own bytes.
+        let spaced = try #require(try ReportParser().parse(Array((" \r\n\t" + body + "\n\n").utf8)).first)
+        #expect(Array(spaced.raw.utf8) == Array(body.utf8))
+    }
+
+    @Test("each report of an array keeps its own bytes: non-ASCII, escapes, brackets inside strings, odd whitespace")
+    func rawOfEachReport() throws {
+        let reports = try ReportParser().parse(Array(StoreScenarios.rawBody.utf8))
+        #expect(reports.map(\.host) == ["raw1.test", "raw2.test", "raw3.test"])
+        #expect(reports.map { Array($0.raw.utf8) } == StoreScenarios.rawTexts.map { Array($0.utf8) })
+    }
+
+    @Test("each report's text found in 300 generated arrays reads back as the element it is (Foundation writes them)")
+    func rawOfGeneratedArrays() throws {
+        // A fixed generator, so a failure repeats: strings from an alphabet of JSON's delimiters, escapes and
+        // non-ASCII, nested in objects and arrays, written compact or pretty-printed by JSONSerialization.
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let alphabet: [String] = ["a", "\"", "\\", "/", ",", "[", "]", "{", "}", ":", " ", "\t", "\n", "é", "日", "😀", "\u{1}", "\u{7F}", "\u{2028}"]
+        func text() -> String { (0..<next(12)).map { _ in alphabet[next(alphabet.count)] }.joined() }
+        func value(_ depth: Int) -> Any {
+            switch next(depth > 2 ? 4 : 6) {
+            case 0: return text()
+            case 1: return next(1000) - 500
+            case 2: return next(2) == 0
+            case 3: return NSNull()
+            case 4: return (0..<next(4)).map { _ in value(depth + 1) }
+            default: return Dictionary((0..<next(4)).map { _ in (text(), value(depth + 1)) }, uniquingKeysWith: { first, _ in first })
+            }
+        }
+        for round in 0..<300 {
+            let elements: [[String: Any]] = (0..<(1 + next(5))).map { index in
+                var object: [String: Any] = ["hostname": "g\(round)-\(index).test"]
+                for _ in 0..<next(4) { object["x-" + text()] = value(0) }
+                return object
+            }
+            let options: JSONSerialization.WritingOptions = round % 2 == 0 ? [] : [.prettyPrinted]
+            let body = try JSONSerialization.data(withJSONObject: elements, options: options)
+            let reports = try ReportParser().parse(Array(body))
+            #expect(reports.count == elements.count)
+            for (report, element) in zip(reports, elements) {
+                // The same value: both written again, keys sorted, by the same writer.
+                let read = try JSONSerialization.jsonObject(with: Data(report.raw.utf8))
+                let again = try JSONSerialization.data(withJSONObject: read, options: [.sortedKeys])
+                #expect(again == (try JSONSerialization.data(withJSONObject: element, options: [.sortedKeys])), "round \(round): \(report.raw)")
+                #expect(body.range(of: Data(report.raw.utf8)) != nil, "round \(round): not a part of the body")
+            }
+        }
+    }
+
+    @Test("every key the parser reads, sent as the wrong type, is refused naming it; unknown keys are kept in raw without being decoded")
+    func knownKeysTyped() throws {
+        let keys = [
+            "hostname", "port", "date-time", "noted-hostname", "include-subdomains", "enforce-pinning", "report-only", "validation-result", "app-bundle-id",
+            "app-id", "app-version", "app-platform", "app-platform-version", "app-vendor-id", "library-version", "trustkit-version", "pinset-version",
+            "effective-expiration-date", "known-pins-expiration-date", "served-certificate-chain", "validated-certificate-chain", "known-pins",
+        ]
+        for key in keys {
+            for wrong in [#"{"a":1}"#, "[[1]]", "1.5"] where !(key == "port" && wrong == "1.5") {
+                // An array is a wrong type for every key but the chains and the known pins, whose elements are
+                // then wrong; a fraction for every key (port's own message says it is not an integer).
+                let body = key == "hostname" ? #"{"hostname":\#(wrong)}"# : #"{"hostname":"a.test","\#(key)":\#(wrong)}"#
+                let message = try #require(self.refusal(Array(body.utf8)), "accepted: \(body)")
+                #expect(message.contains("`\(key)`"), "\(body) → \(message)")
+            }
+        }
+        // A value Foundation could not decode as a Double, under a key no one reads: stored as sent.
+        let body = #"{"hostname":"a.test","x-huge":1e400,"x-deep":[[[{"k":[null]}]]]}"#
+        let report = try #require(try ReportParser().parse(Array(body.utf8)).first)
+        #expect(report.raw == body)
+    }
+
+    @Test("a UTF-16 or UTF-32 body is refused in words (JSON between systems is UTF-8), never stored")
+    func notUTF8() throws {
+        let text = #"{"hostname":"a.test"}"#
+        for encoding in [String.Encoding.utf16LittleEndian, .utf16BigEndian, .utf16, .utf32LittleEndian] {
+            let body = try #require(text.data(using: encoding))
+            let message = try #require(self.refusal(Array(body)), "accepted as \(encoding)")
+            #expect(message.contains("not UTF-8"), "\(encoding): \(message)")
+        }
     }
 
     @Test("known pins are read as the core's general reading reads them: canonical digests, odd ones, prefixes, spaces")

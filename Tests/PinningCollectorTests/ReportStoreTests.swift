@@ -87,6 +87,38 @@ enum StoreScenarios {
 
         try await Self.hostRollups(store, base: base)
         try await Self.batchMatchesOneAtATime(store, base: base)
+        try await Self.rawStoredAsSent(store, base: base)
+    }
+
+    /// Reports whose text tests the raw column: non-ASCII as UTF-8 and as escapes, every escape JSON has, a string
+    /// holding `,]}[{` and ending in an escaped backslash, numbers Foundation would rewrite, keys out of order,
+    /// whitespace (spaces, tabs, CR LF) inside and around them.
+    static let rawTexts: [String] = [
+        #"{"hostname":"raw1.test", "note":"é 日本 😀 \u00e9\ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t \u0000","port":443}"#,
+        #"{ "port" : 8443 ,"hostname" : "raw2.test" , "odd" : "a,]}[{\\" , "n":1.50e+2 ,"big":12345678901234567890, "z":[ {"k":[]} , null,true ] }"#,
+        "{\r\n\t\"hostname\":\"raw3.test\",\r\n\t\"validation-result\":\"pinMismatch\"\r\n}",
+    ]
+
+    /// A body holding ``rawTexts`` as an array, with whitespace between them and around the array.
+    static var rawBody: String {
+        " \t\r\n[ " + Self.rawTexts[0] + " ,\n\t" + Self.rawTexts[1] + "\r\n,\t" + Self.rawTexts[2] + " \n]\n "
+    }
+
+    /// Each report's text is stored byte for byte as it was sent, on either database.
+    static func rawStoredAsSent(_ store: ReportStore, base: Int64) async throws {
+        let reports = try ReportParser().parse(Array(Self.rawBody.utf8))
+        let outcomes = try await store.ingest(reports.map { IngestItem(report: $0, receivedAt: base + 11, sourceHash: "source-raw") })
+        #expect(outcomes.count == Self.rawTexts.count)
+        for (outcome, sent) in zip(outcomes, Self.rawTexts) {
+            guard case .stored(let id) = outcome else {
+                Issue.record("not stored: \(outcome)")
+                continue
+            }
+            let row = try await store.database.query("SELECT raw FROM reports WHERE id = ?", [.integer(id)]).first
+            var raw: String?
+            if case .text(let text)? = row?.first { raw = text }
+            #expect(raw.map { Array($0.utf8) } == Array(sent.utf8), "stored \(raw ?? "nothing") for \(sent)")
+        }
     }
 
     /// A batch is stored as storing its reports one at a time, in order, stores them: identical reports inside

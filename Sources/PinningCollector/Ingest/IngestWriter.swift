@@ -121,6 +121,7 @@ public actor IngestWriter: Service {
         let items = batch.flatMap(\.items)
         do {
             let outcomes = try await self.store.ingest(items)
+            self.metrics.commits.increment()
             var offset = 0
             for pending in batch {
                 pending.continuation.resume(returning: Array(outcomes[offset..<offset + pending.items.count]))
@@ -132,7 +133,9 @@ public actor IngestWriter: Service {
             self.logger.warning("a batch of \(items.count) reports failed; retrying each request alone: \(error)")
             for pending in batch {
                 do {
-                    pending.continuation.resume(returning: try await self.store.ingest(pending.items))
+                    let outcomes = try await self.store.ingest(pending.items)
+                    self.metrics.commits.increment()
+                    pending.continuation.resume(returning: outcomes)
                 } catch {
                     self.metrics.storageFailures.increment()
                     pending.continuation.resume(throwing: error)

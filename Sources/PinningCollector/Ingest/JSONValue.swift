@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Foundation's decoder refuses invalid UTF-8, unescaped control characters and nesting deeper than its limit
 /// before any of this runs, and keeps booleans and numbers apart (`true` never decodes as `1`).
-enum JSONValue: Sendable, Hashable, Codable {
+enum JSONValue: Sendable, Hashable, Decodable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -56,32 +56,6 @@ enum JSONValue: Sendable, Hashable, Codable {
         self = .array(values)
     }
 
-    func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .null:
-            var single = encoder.singleValueContainer()
-            try single.encodeNil()
-        case .bool(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .integer(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .number(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .string(let value):
-            var single = encoder.singleValueContainer()
-            try single.encode(value)
-        case .array(let values):
-            var array = encoder.unkeyedContainer()
-            for value in values { try array.encode(value) }
-        case .object(let values):
-            var object = encoder.container(keyedBy: AnyKey.self)
-            for (key, value) in values { try object.encode(value, forKey: AnyKey(stringValue: key)) }
-        }
-    }
-
     /// What a refusal calls the value's type.
     var typeName: String {
         switch self {
@@ -94,10 +68,84 @@ enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    private struct AnyKey: CodingKey {
+    struct AnyKey: CodingKey {
         var stringValue: String
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
         init?(intValue: Int) { nil }
+    }
+}
+
+/// A `POST /reports` body as the parser reads it: one report object, an array of values, or anything else (which
+/// the parser refuses, naming its type).
+///
+/// A report keeps only the keys ``ReportParser`` reads (``ReportFields/expected``): every other key is in the
+/// report's `raw` text, which is copied from the body, so it is not decoded at all. Each key it reads is decoded
+/// as the type it should have first, so a well-formed report costs the decoder no failed attempt (each one throws
+/// an error carrying its coding path); a value of another type is then decoded as a ``JSONValue``, so that the
+/// refusal names what it is, exactly as when every value was a ``JSONValue``. The document was scanned whole
+/// before any of this runs, so malformed JSON anywhere, an unknown key's value included, is still refused.
+enum ReportBody: Decodable {
+    case object(ReportFields)
+    case array([ReportFields])
+    case other(JSONValue)
+
+    init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            var elements: [ReportFields] = []
+            while !array.isAtEnd { elements.append(try array.decode(ReportFields.self)) }
+            self = .array(elements)
+        } else if (try? decoder.container(keyedBy: JSONValue.AnyKey.self)) != nil {
+            self = .object(try ReportFields(from: decoder))
+        } else {
+            self = .other(try JSONValue(from: decoder))
+        }
+    }
+}
+
+/// One element of a body: a report object's known keys, or a value that is not an object.
+enum ReportFields: Decodable {
+    case object([String: JSONValue])
+    case other(JSONValue)
+
+    /// The type each key the parser reads should have (what it is decoded as first).
+    enum Expected {
+        case string, integer, bool, array
+    }
+
+    static let expected: [String: Expected] = [
+        "hostname": .string, "port": .integer, "date-time": .string, "noted-hostname": .string, "include-subdomains": .bool,
+        "enforce-pinning": .bool, "report-only": .bool, "validation-result": .string, "app-bundle-id": .string, "app-id": .string,
+        "app-version": .string, "app-platform": .string, "app-platform-version": .string, "app-vendor-id": .string,
+        "library-version": .string, "trustkit-version": .string, "pinset-version": .string, "effective-expiration-date": .string,
+        "known-pins-expiration-date": .string, "served-certificate-chain": .array, "validated-certificate-chain": .array,
+        "known-pins": .array,
+    ]
+
+    init(from decoder: any Decoder) throws {
+        guard let object = try? decoder.container(keyedBy: JSONValue.AnyKey.self) else {
+            self = .other(try JSONValue(from: decoder))
+            return
+        }
+        var fields: [String: JSONValue] = [:]
+        for key in object.allKeys {
+            guard let expected = Self.expected[key.stringValue] else { continue }
+            fields[key.stringValue] = try Self.value(object, key, expected)
+        }
+        self = .object(fields)
+    }
+
+    private static func value(_ object: KeyedDecodingContainer<JSONValue.AnyKey>, _ key: JSONValue.AnyKey, _ expected: Expected) throws -> JSONValue {
+        switch expected {
+        case .string:
+            if let value = try? object.decode(String.self, forKey: key) { return .string(value) }
+        case .integer:
+            if let value = try? object.decode(Int64.self, forKey: key) { return .integer(value) }
+        case .bool:
+            if let value = try? object.decode(Bool.self, forKey: key) { return .bool(value) }
+        case .array:
+            if let value = try? object.decode([JSONValue].self, forKey: key) { return .array(value) }
+        }
+        return try object.decode(JSONValue.self, forKey: key)
     }
 }

@@ -52,7 +52,8 @@ public struct NormalizedReport: Sendable, Hashable {
     public var validatedChain: [ReportedCertificate]
     /// The known pins, base64 (the `pin-sha256="…"` wrapper removed).
     public var knownPins: [String]
-    /// The report's JSON, re-serialised by Foundation with sorted keys.
+    /// The report's JSON text exactly as the client sent it (its bytes inside the body, without the whitespace
+    /// around it and, for an array, without the commas between reports).
     public var raw: String
 
     /// The served chain's pins, leaf first.
@@ -104,7 +105,7 @@ public struct ReportRefusal: Error, Sendable, Equatable, CustomStringConvertible
 /// Every value is attacker-controlled. The body's size is capped before this runs (``CollectorLimits``); here each
 /// string, chain and array has a cap of its own, every certificate is parsed by swift-certificates (through the
 /// core's `CertificateLoader`) and its pin computed here, and a key of the wrong type is refused with its name.
-/// Keys this parser does not know are kept in `raw` only.
+/// Keys this parser does not know are kept in `raw` only (and not decoded: ``ReportBody``).
 public struct ReportParser: Sendable {
     /// The most reports one body may carry.
     public var maximumReportsPerBody = 1000
@@ -123,32 +124,47 @@ public struct ReportParser: Sendable {
     ///
     /// - Throws: ``ReportRefusal`` naming the first problem (and the report's index when the body is an array).
     public func parse(_ body: [UInt8]) throws(ReportRefusal) -> [NormalizedReport] {
-        let document: JSONValue
+        // RFC 8259 §8.1: JSON between systems is UTF-8, where a NUL byte cannot occur (a string writes it
+        // `\u0000`). Foundation's decoder would also read UTF-16 and UTF-32, whose text has NULs beside every ASCII
+        // character; `raw` keeps the bytes as sent and the tables hold UTF-8, so such a body is refused here.
+        if body.contains(0) {
+            throw ReportRefusal("the body is not UTF-8 JSON: it contains a NUL byte (UTF-16 or UTF-32 are not accepted)")
+        }
+        let document: ReportBody
         do {
-            document = try JSONDecoder().decode(JSONValue.self, from: Data(body))
+            document = try JSONDecoder().decode(ReportBody.self, from: Data(body))
         } catch {
             throw ReportRefusal(Self.jsonProblem(error))
         }
-        // One encoder for the body's reports (`raw`), rather than one each.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         switch document {
-        case .object:
-            return [try self.report(document, label: "the report", encoder: encoder)]
+        case .object(let element):
+            return [try self.report(element, label: "the report", raw: try Self.texts(of: body, count: 1)[0])]
         case .array(let elements):
             guard !elements.isEmpty else { throw ReportRefusal("the body is an empty array: send one report or an array of reports") }
             guard elements.count <= self.maximumReportsPerBody else {
                 throw ReportRefusal("the body has \(elements.count) reports; at most \(self.maximumReportsPerBody) are accepted in one request")
             }
+            let texts = try Self.texts(of: body, count: elements.count)
             var reports: [NormalizedReport] = []
             reports.reserveCapacity(elements.count)
             for (index, element) in elements.enumerated() {
-                reports.append(try self.report(element, label: "report [\(index)]", encoder: encoder))
+                reports.append(try self.report(element, label: "report [\(index)]", raw: texts[index]))
             }
             return reports
-        default:
-            throw ReportRefusal("the body is \(document.typeName), not a report object or an array of them")
+        case .other(let value):
+            throw ReportRefusal("the body is \(value.typeName), not a report object or an array of them")
         }
+    }
+
+    /// Each report's JSON text exactly as sent (``ReportText``), `count` of them, as the decoder found.
+    private static func texts(of body: [UInt8], count: Int) throws(ReportRefusal) -> [String] {
+        guard let ranges = ReportText.ranges(in: body), ranges.count == count else {
+            // Not reached for a UTF-8 body the decoder accepted (the NUL check before it turns away UTF-16 and
+            // UTF-32); if the two ever disagree, the body is refused rather than stored with the wrong text.
+            throw ReportRefusal("the body's reports could not be delimited; send UTF-8 JSON")
+        }
+        // The decoder has validated the bytes as UTF-8, so decoding them repairs nothing.
+        return ranges.map { String(decoding: body[$0], as: UTF8.self) }
     }
 
     private static func jsonProblem(_ error: any Error) -> String {
@@ -166,9 +182,11 @@ public struct ReportParser: Sendable {
         return flat.count > limit ? String(flat.prefix(limit)) + "…" : flat
     }
 
-    private func report(_ value: JSONValue, label: String, encoder: JSONEncoder) throws(ReportRefusal) -> NormalizedReport {
-        guard case .object(let fields) = value else {
-            throw ReportRefusal("\(label) is \(value.typeName), not an object")
+    private func report(_ element: ReportFields, label: String, raw: String) throws(ReportRefusal) -> NormalizedReport {
+        let fields: [String: JSONValue]
+        switch element {
+        case .object(let known): fields = known
+        case .other(let value): throw ReportRefusal("\(label) is \(value.typeName), not an object")
         }
         let reader = FieldReader(fields: fields, label: label, maximumFieldBytes: self.maximumFieldBytes)
 
@@ -217,13 +235,6 @@ public struct ReportParser: Sendable {
 
         var libraryVersion = try reader.string("library-version")
         if let version = try reader.string("trustkit-version") { libraryVersion = "TrustKit " + version }
-
-        let raw: String
-        do {
-            raw = String(decoding: try encoder.encode(value), as: UTF8.self)
-        } catch {
-            throw ReportRefusal("\(label) could not be re-serialised")
-        }
 
         return NormalizedReport(
             format: format,

@@ -20,6 +20,9 @@ public struct CollectorSettings: Sendable {
     public var deduplicationSeconds: Int = 86400
     /// Whether the dashboard is served over HTTPS (its cookie is then `Secure`).
     public var secure: Bool = false
+    /// The most reports the ingest writer commits in one transaction, gathered from the requests waiting (group
+    /// commit); a request is never split, so 1 commits each request alone.
+    public var commitBatch: Int = 512
 
     public init(token: String) { self.token = token }
 }

@@ -38,12 +38,13 @@ extension PinningCommand.Bench {
 
                 lookup: 100,000 host look-ups in the applied pin set (the entry a connection is judged by).
 
-                memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) after the first and after \
-                the last, and ten samples between.
+                memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) and the bytes malloc has \
+                in use (glibc's mallinfo2, all arenas) before the first and after the last, and ten samples between.
 
                 JSON keys: hosts, configurationBytes, apply {milliseconds: [..], medianMilliseconds, minMilliseconds, \
                 maxMilliseconds, parseMedianMilliseconds}, unchanged {requests: [PATH..], count, connections}, lookup {lookups, microsecondsPerLookup}, memory {refreshes, \
-                seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..], requests}, load {oneMinute, cores}.
+                seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..], requests, heapInUseStartBytes, heapInUseEndBytes, \
+                heapInUseSamplesBytes: [..]}, load {oneMinute, cores}.
                 """
         )
 
@@ -67,6 +68,11 @@ extension PinningCommand.Bench {
 
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
+
+        // A control for the memory figures: the benchmark's server kept every requested path until this change, and
+        // that list alone grew with the refreshes.
+        @Flag(name: .long, help: "Keep every path requested during the memory refreshes in the benchmark's server (a list that grows by two paths per refresh; a control for the memory figures).")
+        var keepRequestPaths = false
 
         struct Apply: Encodable {
             var milliseconds: [Double]
@@ -96,6 +102,11 @@ extension PinningCommand.Bench {
             var rssSamplesBytes: [Int]
             /// Requests the server answered during those refreshes (two per refresh with nothing new).
             var requests: Int
+            /// `malloc`'s bytes in use (``ProcessMemory/heapInUseBytes()``) after the first refresh, after the last,
+            /// and at the ten samples.
+            var heapInUseStartBytes: Int
+            var heapInUseEndBytes: Int
+            var heapInUseSamplesBytes: [Int]
         }
 
         struct Load: Encodable {
@@ -175,17 +186,23 @@ extension PinningCommand.Bench {
 
             // Memory: many refreshes with nothing new. The server counts their requests but keeps no path (a list of
             // 20,000 paths would itself be memory growing with the refreshes).
-            server.resetRequests(recordingPaths: false)
+            server.resetRequests(recordingPaths: self.keepRequestPaths)
             let rssStart = ProcessMemory.residentBytes()
+            let heapStart = ProcessMemory.heapInUseBytes()
             var samples: [Int] = []
+            var heapSamples: [Int] = []
             let memoryStart = DispatchTime.now().uptimeNanoseconds
             for index in 0..<self.refreshes {
                 let outcome = await updater.refresh()
                 guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(outcome)") }
-                if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 { samples.append(ProcessMemory.residentBytes()) }
+                if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 {
+                    samples.append(ProcessMemory.residentBytes())
+                    heapSamples.append(ProcessMemory.heapInUseBytes())
+                }
             }
             let memorySeconds = Double(DispatchTime.now().uptimeNanoseconds - memoryStart) / 1e9
             let rssEnd = ProcessMemory.residentBytes()
+            let heapEnd = ProcessMemory.heapInUseBytes()
             let memoryRequests = server.requestCount
             await client.shutdown()
 
@@ -200,7 +217,7 @@ extension PinningCommand.Bench {
                 lookup: Lookup(lookups: lookups, microsecondsPerLookup: lookupMicroseconds.rounded(places: 3)),
                 memory: Memory(
                     refreshes: self.refreshes, seconds: memorySeconds.rounded(places: 2), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples,
-                    requests: memoryRequests),
+                    requests: memoryRequests, heapInUseStartBytes: heapStart, heapInUseEndBytes: heapEnd, heapInUseSamplesBytes: heapSamples),
                 load: Load(oneMinute: Self.loadAverage(), cores: ProcessInfo.processInfo.activeProcessorCount)
             )
             if self.json {
@@ -216,7 +233,7 @@ extension PinningCommand.Bench {
             )
             print("  host lookup in the applied pin set: \(report.lookup.microsecondsPerLookup) µs (\(report.lookup.lookups) lookups)")
             print(
-                "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s, \(report.memory.requests) requests): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end"
+                "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s, \(report.memory.requests) requests): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end; malloc in use \(report.memory.heapInUseStartBytes) bytes at start, \(report.memory.heapInUseEndBytes) at the end"
             )
         }
 

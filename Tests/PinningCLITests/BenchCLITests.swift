@@ -164,6 +164,13 @@ struct BenchCLITests {
         #expect(unchanged["requests"] as? [String] == ["/metadata/2.root.json", "/metadata/timestamp.json"], "\(unchanged)")
         let memory = try #require(object["memory"] as? [String: Any], "\(run)")
         #expect(memory["refreshes"] as? Int == 20 && (memory["rssSamplesBytes"] as? [Int])?.count == 10 && (memory["rssEndBytes"] as? Int ?? 0) > 0, "\(memory)")
+        // Two requests per refresh with nothing new, counted by the server; malloc's bytes in use read at each sample.
+        #expect(memory["requests"] as? Int == 40, "\(memory)")
+        #expect((memory["heapInUseSamplesBytes"] as? [Int])?.count == 10 && (memory["heapInUseEndBytes"] as? Int ?? 0) > 0, "\(memory)")
+        // The control that keeps every path requested again: the same run otherwise.
+        let control = try await f.run(["bench", "pinset", "--hosts", "5", "--applies", "1", "--refreshes", "10", "--keep-request-paths", "--json"])
+        #expect(control.status == 0, "\(control)")
+        #expect((try jsonObject(control)["memory"] as? [String: Any])?["requests"] as? Int == 20, "\(control)")
         let zero = try await f.run(["bench", "pinset", "--hosts", "0"])
         #expect(zero.status == 2 && zero.stderr.contains("--hosts"), "\(zero)")
     }

@@ -109,6 +109,70 @@ struct PinSetUpdaterTests {
         #expect(paths == Array(repeating: ["GET /metadata/2.root.json HTTP/1.1", "GET /metadata/timestamp.json HTTP/1.1"], count: 3).flatMap { $0 }, "\(paths)")
     }
 
+    /// The names in `path` that begin with a dot (temporary files, staging directories), with those below them.
+    static func leftovers(_ path: String) -> [String] {
+        (FileManager.default.enumerator(atPath: path)?.allObjects.compactMap { $0 as? String } ?? []).filter { name in
+            name.split(separator: "/").contains { $0.hasPrefix(".") }
+        }
+    }
+
+    @Test("a pin set is stored whole where current.json names it (a file in a subdirectory included); no other set's directory nor a temporary file is left, after an apply nor after a refusal")
+    func storedWhole() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-stored")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        let configuration = Self.configuration([Self.pinA, Self.pinB])
+        try repository.publish(configuration, files: Self.anchorFiles)
+        let updater = try Self.updater(repository, directory: directory)
+        #expect(await updater.refresh() == .updated(version: 2))
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(Self.contents(directory.path("state/current.json")))) as? [String: Any])
+        let stored = try #require(record["directory"] as? String)
+        #expect(try Self.contents(directory.path("state/\(stored)/pinning.json")) == configuration)
+        #expect(try Self.contents(directory.path("state/\(stored)/roots/root.pem")) == Self.anchorPEM)
+        #expect(Self.leftovers(directory.path("state")).isEmpty, "\(Self.leftovers(directory.path("state")))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets")) == [String(stored.dropFirst("pinsets/".count))])
+
+        // Refused after its files were written (the configuration is invalid): that set's directory goes too.
+        try repository.publish(Self.configuration([]), files: Self.anchorFiles)
+        guard case .failed = await updater.refresh() else {
+            Issue.record("an invalid configuration was applied")
+            return
+        }
+        #expect(Self.pins(updater) == [Self.pinA, Self.pinB])
+        #expect(Self.leftovers(directory.path("state")).isEmpty, "\(Self.leftovers(directory.path("state")))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets")) == [String(stored.dropFirst("pinsets/".count))])
+    }
+
+    @Test("a refresh with nothing new leaves current.json as it is; one whose metadata expires later (a renewed timestamp) records the new expiry, which a restart reads")
+    func unchangedRefreshWrites() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-unchanged-writes")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let clock = TestClock()
+        let updater = try Self.updater(repository, directory: directory, clock: clock)
+        #expect(await updater.refresh() == .updated(version: 2))
+        let written = try Self.contents(directory.path("state/current.json"))
+        let freshUntil = try #require(updater.status.freshUntil)
+
+        clock.advance(60)
+        #expect(await updater.refresh() == .unchanged(version: 2))
+        #expect(try Self.contents(directory.path("state/current.json")) == written, "nothing a restart relies on changed")
+        #expect(updater.status.refreshed == clock.closure(), "the refresh is still reported")
+
+        // The timestamp renewed a day later: the set is the same, its metadata fresh for longer.
+        try repository.writer.renewTimestamp(timestampKey: repository.timestampKey, now: Date().addingTimeInterval(86_400))
+        #expect(await updater.refresh() == .unchanged(version: 2))
+        let renewed = try #require(updater.status.freshUntil)
+        #expect(renewed > freshUntil)
+        #expect(try Self.contents(directory.path("state/current.json")) != written)
+        repository.server.stop()
+        let restarted = try Self.updater(repository, directory: directory, clock: clock)
+        #expect(restarted.status.freshUntil == renewed && restarted.status.version == 2, "\(restarted.status)")
+    }
+
     @Test("a new pin set replaces the old one whole (a pin withdrawn is gone) and the old set's files are removed")
     func replaceNotMerge() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-replace")

@@ -126,7 +126,13 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         return text.withUTF8 { bytes -> (UInt64, UInt64, UInt64, UInt64)? in
             let prefixed = bytes.count == 51
             guard prefixed || bytes.count == 44, bytes[bytes.count - 1] == UInt8(ascii: "=") else { return nil }
-            let startsWithOurPrefix = bytes.prefix(7).map { $0 | 0x20 }.elementsEqual("sha256/".utf8.map { $0 | 0x20 })
+            // "sha256/" in any case, compared in place (no array per pin): OR-ing 0x20 lower-cases the letters and
+            // leaves the digits and "/" as they are.
+            var startsWithOurPrefix = true
+            for (offset, expected) in "sha256/".utf8.enumerated() where bytes[offset] | 0x20 != expected {
+                startsWithOurPrefix = false
+                break
+            }
             guard prefixed ? bytes.starts(with: "sha256/".utf8) : !startsWithOurPrefix else { return nil }
             // 43 characters of 6 bits are 258 bits: the 256 of the digest, shifted into four words, then 2 bits
             // that canonical base64 leaves zero. Any byte outside the alphabet has the table's 0xFF, so OR-ing the

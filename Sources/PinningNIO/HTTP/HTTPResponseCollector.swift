@@ -108,11 +108,15 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
+            // A body announced by Content-Length within the cap is collected into one allocation.
+            if !self.statusOnly, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }), length > 0, length <= self.maximumBodySize {
+                self.body.reserveCapacity(length)
+            }
             if self.statusOnly, let promise = self.promise {
                 self.promise = nil
                 promise.succeed(CollectedResponse(head: head, body: [], bodyMayBeTruncated: false))
             }
-        case .body(var buffer):
+        case .body(let buffer):
             guard !self.statusOnly else { return }
             guard self.body.count + buffer.readableBytes <= self.maximumBodySize else {
                 var error = PinningConnectionError(code: .httpFailed, host: self.host, message: "the response body exceeds \(self.maximumBodySize) bytes")
@@ -121,7 +125,7 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
                 context.close(promise: nil)
                 return
             }
-            self.body += buffer.readBytes(length: buffer.readableBytes) ?? []
+            buffer.withUnsafeReadableBytes { self.body.append(contentsOf: $0) }
         case .end:
             guard let promise = self.promise, let head = self.head else { return }
             self.promise = nil

@@ -317,7 +317,13 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 record.version = version
                 record.refreshed = startTime
                 record.freshUntil = freshUntil
-                try self.commit(record)
+                // current.json is rewritten (two flushes) only when what a restart relies on changed: the version
+                // (the monotonic check) or the expiry (staleness). The time of a refresh that found nothing else new
+                // is kept in memory (``status``) and written with the next change, so after a restart `refreshed`
+                // may be an earlier refresh's: it can only understate how recently the set was confirmed.
+                if record.version != previous.version || record.freshUntil != previous.freshUntil {
+                    try self.commit(record)
+                }
                 self.state.withLockedValue { state in
                     state.record = record
                     if let current = state.current, current.generation != version {
@@ -330,11 +336,16 @@ public actor PinSetUpdater: PinningConfigurationSource {
             }
         }
 
-        // Download into a staging directory laid out as the repository's target paths.
+        // Download into the set's own new directory, laid out as the repository's target paths. Nothing names it
+        // until current.json does (the commit below), so its files are written without waiting for the disk, and
+        // flushed (every file, then its directories and its entry in `pinsets/`) on another thread while the
+        // configuration is read; the commit waits for that flush. A set refused, or left by a crash, is never
+        // named, and is removed (at once, or by the next commit).
         let pinsets = self.directory + "/pinsets"
-        let staging = pinsets + "/.staging-" + TUFFiles.randomSuffix()
+        let final = "v\(version)-" + String(mainDigest.prefix(16)) + "-" + TUFFiles.randomSuffix()
+        let staging = pinsets + "/" + final
         do {
-            try FileManager.default.createDirectory(atPath: staging + "/.download", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
             throw PinSetError("\(staging): cannot create: \((error as NSError).localizedDescription)")
         }
@@ -342,7 +353,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
         defer {
             if !committed { try? FileManager.default.removeItem(atPath: staging) }
         }
-        let configurationBytes = try await self.download(&tuf, main, into: staging, as: name)
+        var staged = StagedFiles(root: staging, parent: pinsets)
+        let configurationBytes = try await self.download(&tuf, main, into: &staged, as: name)
         // Read once: the files it names are taken from this reading, and the same reading is loaded below.
         let text = PinningConfiguration.Text(Data(configurationBytes), maximumSize: self.options.maximumConfigurationSize)
         var files = [name: mainDigest]
@@ -353,12 +365,13 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 throw PinSetError("\(reference): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
             }
             guard let digest = info.hashes["sha256"] else { throw PinSetError("\(reference): the repository lists no sha256 for it") }
-            _ = try await self.download(&tuf, info, into: staging, as: local)
+            _ = try await self.download(&tuf, info, into: &staged, as: local)
             files[reference] = digest
             if local != reference { layout[reference] = local }
         }
-        try? FileManager.default.removeItem(atPath: staging + "/.download")
 
+        // On a refusal below the flush's result is not used (the set's directory is removed, flushed or not).
+        async let flushed = Self.flush(staged)
         var configuration: PinningConfiguration
         let base = (staging + "/" + name as NSString).deletingLastPathComponent
         do {
@@ -372,12 +385,12 @@ public actor PinSetUpdater: PinningConfigurationSource {
             throw PinSetError("\(name): entry \"\(configuration.entries[position].key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")
         }
 
-        // Commit: the set's directory, then current.json naming it (the commit point), then the old sets go.
-        let final = "v\(version)-" + String(mainDigest.prefix(16))
-        let destination = pinsets + "/" + final
-        try? FileManager.default.removeItem(atPath: destination)
-        guard rename(staging, destination) == 0 else {
-            throw PinSetError("\(destination): cannot store the pin set: \(String(cString: strerror(errno)))")
+        // Commit: once the set is on disk in full (the flush above), current.json naming it (written and flushed,
+        // renamed, the state directory flushed: the commit point), then the old sets go. A crash before the commit
+        // point leaves current.json naming the previous set, whole; after it, the set it names is whole too. From
+        // here the set's directory is kept even if writing current.json fails (it may already name it).
+        if let failure = await flushed {
+            throw PinSetError(failure.description)
         }
         committed = true
         let record = PinSetRecord(
@@ -387,7 +400,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: pinsets)) ?? [] where entry != final {
             try? FileManager.default.removeItem(atPath: pinsets + "/" + entry)
         }
-        // The configuration was read from the staging path; its anchors and CRLs are values already loaded.
+        // The configuration was read from the set's directory; its anchors and CRLs are values already loaded.
         configuration.pinsetVersion = version
         configuration.reportQueue = self.options.reportQueue
         let published = CurrentConfiguration(configuration: configuration, generation: version)
@@ -407,32 +420,86 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
     }
 
-    /// Downloads and verifies `target` (length, every hash), moves it to `local` (a path under `staging`, where the
-    /// configuration expects it), and returns its bytes.
-    private func download(_ tuf: inout TUFUpdater, _ target: TUFTargetFile, into staging: String, as local: String) async throws(PinSetError) -> [UInt8] {
-        let stored: String
+    /// Downloads and verifies `target` (length, every hash), writes it at `local` (a path under the staging
+    /// directory, where the configuration expects it; flushed later by ``StagedFiles/flush()``), and returns its bytes.
+    private func download(_ tuf: inout TUFUpdater, _ target: TUFTargetFile, into staged: inout StagedFiles, as local: String) async throws(PinSetError) -> [UInt8] {
+        let bytes: [UInt8]
         do {
-            stored = try await tuf.download(target, from: self.targetsURL, into: staging + "/.download")
+            bytes = try await tuf.fetchTarget(target, from: self.targetsURL)
         } catch {
             throw PinSetError(error.description)
         }
-        let destination = staging + "/" + local
+        let destination = staged.root + "/" + local
         guard !FileManager.default.fileExists(atPath: destination) else {
             throw PinSetError("\(target.path): would be stored at \(local), where another file of the pin set is")
         }
-        let parent = (destination as NSString).deletingLastPathComponent
+        try staged.createParents(of: local)
         do {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw PinSetError("\(parent): cannot create: \((error as NSError).localizedDescription)")
-        }
-        guard rename(stored, destination) == 0 else {
-            throw PinSetError("\(destination): cannot store: \(String(cString: strerror(errno)))")
-        }
-        do {
-            return try TUFFiles.readFile(destination, maximumLength: target.length, role: target.path) ?? []
+            try TUFFiles.createFile(bytes, path: destination, role: target.path)
         } catch {
             throw PinSetError(error.description)
+        }
+        staged.files.append(destination)
+        return bytes
+    }
+
+    /// `staged.flush()` on a thread of its own (the flushes wait for the disk): the refusal, nil once all is on disk.
+    private static func flush(_ staged: StagedFiles) async -> TUFError? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<TUFError?, Never>) in
+            DispatchQueue.global().async {
+                do throws(TUFError) {
+                    try staged.flush()
+                    continuation.resume(returning: nil)
+                } catch {
+                    continuation.resume(returning: error)
+                }
+            }
+        }
+    }
+
+    /// A pin set being written: the files written and the directories made under ``root`` (a new directory in
+    /// `parent`), to be flushed before the set is committed.
+    struct StagedFiles: Sendable {
+        let root: String
+        let parent: String
+        var files: [String] = []
+        /// ``root`` and every directory made below it, each once.
+        var directories: [String]
+        private var known: Set<String>
+
+        init(root: String, parent: String) {
+            self.root = root
+            self.parent = parent
+            self.directories = [root]
+            self.known = [root]
+        }
+
+        /// Makes the directories above `local` (a relative path under ``root``) that do not exist yet.
+        mutating func createParents(of local: String) throws(PinSetError) {
+            var components = local.split(separator: "/").map(String.init)
+            components.removeLast()
+            var path = self.root
+            for component in components {
+                path += "/" + component
+                if self.known.contains(path) { continue }
+                guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+                    throw PinSetError("\(path): cannot create: \(String(cString: strerror(errno)))")
+                }
+                self.known.insert(path)
+                self.directories.append(path)
+            }
+        }
+
+        /// Every file's contents, then every directory (deepest first), then ``parent`` (where ``root`` was made),
+        /// flushed to disk.
+        func flush() throws(TUFError) {
+            for file in self.files {
+                try TUFFiles.syncFile(file, role: file)
+            }
+            for directory in self.directories.reversed() {
+                try TUFFiles.syncDirectory(directory, role: directory)
+            }
+            try TUFFiles.syncDirectory(self.parent, role: self.parent)
         }
     }
 

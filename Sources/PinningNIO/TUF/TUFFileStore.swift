@@ -16,6 +16,11 @@ import Pinning
 /// renamed over the destination, and the directory is flushed so the rename itself survives a crash. At any instant
 /// the destination holds either the whole old file or the whole new one: a crash can never leave a truncated
 /// `timestamp.json` that a later run would fail to read and so skip as the reference for rollback checks.
+///
+/// A caller that replaces several files of one directory in a row may leave the directory's flush to one
+/// ``syncDirectory(_:role:)`` after the last rename (`syncDirectory: false`): each file's contents are still on disk
+/// before its rename, so whichever renames a crash loses, every name holds a whole file, the old one or the new one.
+/// The caller says why losing some of those renames is safe for what it stores.
 enum TUFFiles {
     /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
     /// no further than the cap.
@@ -43,7 +48,7 @@ enum TUFFiles {
     }
 
     /// Replaces `name` in `directory` with `bytes`, atomically and durably (see the type's comment).
-    static func writeFileAtomically(_ bytes: [UInt8], directory: String, name: String, role: String) throws(TUFError) {
+    static func writeFileAtomically(_ bytes: [UInt8], directory: String, name: String, role: String, syncDirectory: Bool = true) throws(TUFError) {
         let destination = directory + "/" + name
         var temporary = ""
         var descriptor: Int32 = -1
@@ -82,6 +87,13 @@ enum TUFFiles {
             throw TUFError(role: role, rule: .unavailable, "cannot write \(destination): rename: \(reason)")
         }
         // The rename is durable only once the directory is.
+        if syncDirectory {
+            try Self.syncDirectory(directory, role: role)
+        }
+    }
+
+    /// Flushes `directory` (`fsync`), so the names created, renamed or removed in it so far survive a crash.
+    static func syncDirectory(_ directory: String, role: String) throws(TUFError) {
         let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
@@ -89,6 +101,42 @@ enum TUFFiles {
         defer { close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Creates `path` (it must not exist) holding `bytes`, not flushed: a later ``syncFile(_:role:)`` makes it
+    /// durable. For files that nothing refers to until that flush and the commit after it (a pin set's staging
+    /// directory).
+    static func createFile(_ bytes: [UInt8], path: String, role: String) throws(TUFError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                throw TUFError(role: role, rule: .unavailable, "cannot write \(path): \(reason)")
+            }
+            written += count
+        }
+        guard close(descriptor) == 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): close: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Flushes the contents of the file at `path` to disk (`fsync`).
+    static func syncFile(_ path: String, role: String) throws(TUFError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(path): \(String(cString: strerror(errno)))")
         }
     }
 

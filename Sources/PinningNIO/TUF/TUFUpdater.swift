@@ -7,10 +7,12 @@ public import Pinning
 ///
 /// The metadata directory holds the metadata the client trusts, one file per role, under names that are not
 /// version-prefixed (`root.json`, `timestamp.json`, `snapshot.json`, `targets.json`, and a delegated role `ROLE`
-/// as `quote(ROLE).json`), each the exact bytes the repository served. Every file is replaced atomically and
-/// durably (write, fsync, rename, fsync of the directory) only after the core accepted its contents, so after a
-/// crash at any point each file is a complete, verified version: never one older than a version the client
-/// accepted and stored, never a torn file that would be skipped as the reference for a rollback check.
+/// as `quote(ROLE).json`), each the exact bytes the repository served. Every file is replaced atomically (write,
+/// fsync, rename) only after the core accepted its contents, and the directory is flushed once a refresh has stored
+/// files, before the refresh returns (so before anything is made current on what it trusts). After a crash at
+/// any point each file is a complete, verified version: never a torn file that would be skipped as the reference
+/// for a rollback check. A crash before that flush may lose some of the refresh's renames (see
+/// ``refresh(startTime:)``): each role then holds the version stored before, which the client had accepted.
 ///
 /// <!-- snippet: given(dir: String, targetDir: String, client: PinnedHTTPClient)
 /// import Foundation
@@ -36,6 +38,8 @@ public struct TUFUpdater: Sendable {
     /// Delegated targets metadata taken in during this client's life, by role: bytes only, re-verified against
     /// the delegation that leads to the role at every use (see `TUFTargetSearch`).
     private var delegatedBytes: [String: [UInt8]] = [:]
+    /// Whether a file was renamed into the metadata directory since the directory was last flushed.
+    private var renamedSinceFlush = false
 
     public init(
         metadataDirectory: String, metadataURL: URL, fetcher: any TUFFetching, limits: TUFLimits = TUFLimits(), log: (@Sendable (String) -> Void)? = nil
@@ -69,9 +73,49 @@ public struct TUFUpdater: Sendable {
     /// snapshot and targets, each checked by the core and stored once accepted. Expiry is judged against
     /// `startTime` throughout.
     ///
+    /// Timestamp, snapshot and targets are each written (contents flushed) and renamed into place as they are
+    /// accepted, in that order, and the directory is flushed once, when the refresh ends, rather than after each
+    /// rename (a root is flushed at once, as before). A crash before that flush may lose any of those renames; every
+    /// name still holds a whole file the client verified, the new one or the one before it. That never accepts a
+    /// rollback: each stored role is the reference its own rollback check is made against (§5.4: a timestamp older
+    /// than the stored one is refused; §5.5: so is a snapshot older than the stored one, or listing an older
+    /// targets version, even when an older timestamp names it), so a mix of new and previous files refuses
+    /// anything older than the newest stored copy of each role; and nothing is made current on the refresh (a pin
+    /// set committed) before the flush.
+    ///
     /// - Throws: ``TUFError``: the first refusal or fetch failure. What was accepted before it stays stored.
     @discardableResult
     public mutating func refresh(startTime: Date = Date()) async throws(TUFError) -> TUFTrustedSet {
+        let set: TUFTrustedSet
+        do {
+            set = try await self.refreshStoring(startTime: startTime)
+        } catch {
+            self.trusted = nil
+            // The renames made before the refusal are flushed too, so a later refresh that finds those files
+            // already in place (and so stores nothing) never relies on a rename that is not on disk. A flush that
+            // fails here leaves the refusal as the error; what it may lose at a crash is a rename to a newer
+            // verified file, that is a return to the previous one, which the client had stored and accepted.
+            if self.renamedSinceFlush {
+                do {
+                    try TUFFiles.syncDirectory(self.metadataDirectory, role: TUFRoleName.targets)
+                    self.renamedSinceFlush = false
+                } catch let flush {
+                    self.log?("\(flush)")
+                }
+            }
+            throw error
+        }
+        // The renames made durable before the caller acts on the set. A refresh that stored nothing flushes nothing
+        // (a flush costs a disk cache flush, milliseconds, even when nothing is pending).
+        if self.renamedSinceFlush {
+            try TUFFiles.syncDirectory(self.metadataDirectory, role: TUFRoleName.targets)
+            self.renamedSinceFlush = false
+        }
+        self.trusted = set
+        return set
+    }
+
+    private mutating func refreshStoring(startTime: Date) async throws(TUFError) -> TUFTrustedSet {
         self.trusted = nil
         self.delegatedBytes = [:]
         guard let rootBytes = try self.readLocal(TUFRoleName.root, maximumLength: self.limits.rootMaxLength) else {
@@ -108,7 +152,7 @@ public struct TUFUpdater: Sendable {
         let outcome = try set.updateTimestamp(timestampBytes)
         try set.checkTimestampFinal()
         if outcome == .accepted {
-            try self.store(TUFRoleName.timestamp, timestampBytes)
+            try self.store(TUFRoleName.timestamp, timestampBytes, syncDirectory: false)
         }
         let timestamp = set.timestamp!
         self.log?("timestamp: trusted version \(timestamp.version)\(outcome == .unchanged ? " (unchanged)" : "")")
@@ -132,7 +176,7 @@ public struct TUFUpdater: Sendable {
             let data = try await self.fetchRole(TUFRoleName.snapshot, fileName: name, maximumLength: timestamp.snapshotMeta.length ?? self.limits.snapshotMaxLength)
             try set.updateSnapshot(data, isLocalCopy: false)
             try set.checkSnapshotFinal()
-            try self.store(TUFRoleName.snapshot, data)
+            try self.store(TUFRoleName.snapshot, data, syncDirectory: false)
         }
         self.log?("snapshot: trusted version \(set.snapshot!.version)")
 
@@ -150,10 +194,9 @@ public struct TUFUpdater: Sendable {
         if !targetsLoaded {
             let data = try await self.fetchRole(TUFRoleName.targets, fileName: request.remoteFileName, maximumLength: request.maximumLength)
             try set.updateTargets(data)
-            try self.store(TUFRoleName.targets, data)
+            try self.store(TUFRoleName.targets, data, syncDirectory: false)
         }
         self.log?("targets: trusted version \(set.targets!.version)")
-        self.trusted = set
         return set
     }
 
@@ -229,6 +272,14 @@ public struct TUFUpdater: Sendable {
     ///
     /// - Returns: The stored file's path.
     public func download(_ target: TUFTargetFile, from baseURL: URL, into directory: String) async throws(TUFError) -> String {
+        let data = try await self.fetchTarget(target, from: baseURL)
+        try TUFFiles.writeFileAtomically(data, directory: directory, name: TUFNames.quote(target.path), role: target.path)
+        return Self.targetFilePath(target, in: directory)
+    }
+
+    /// Downloads `target` from `baseURL` as ``download(_:from:into:)`` does and returns its bytes, checked against
+    /// its length and every hash, without storing them.
+    func fetchTarget(_ target: TUFTargetFile, from baseURL: URL) async throws(TUFError) -> [UInt8] {
         guard let trusted = self.trusted else { throw TUFError(role: target.path, rule: .outOfOrder, "refresh the metadata before downloading targets") }
         var remotePath = target.path
         if trusted.root.consistentSnapshot, let algorithm = target.hashes.keys.sorted().first {
@@ -249,8 +300,7 @@ public struct TUFUpdater: Sendable {
             throw TUFError(role: target.path, rule: .unavailable, "cannot download the target: \(error.message)")
         }
         try target.verify(data)
-        try TUFFiles.writeFileAtomically(data, directory: directory, name: TUFNames.quote(target.path), role: target.path)
-        return Self.targetFilePath(target, in: directory)
+        return data
     }
 
     // MARK: - Files and fetching
@@ -271,8 +321,9 @@ public struct TUFUpdater: Sendable {
         }
     }
 
-    private func store(_ role: String, _ bytes: [UInt8]) throws(TUFError) {
-        try TUFFiles.writeFileAtomically(bytes, directory: self.metadataDirectory, name: self.fileName(role), role: role)
+    private mutating func store(_ role: String, _ bytes: [UInt8], syncDirectory: Bool = true) throws(TUFError) {
+        try TUFFiles.writeFileAtomically(bytes, directory: self.metadataDirectory, name: self.fileName(role), role: role, syncDirectory: syncDirectory)
+        if !syncDirectory { self.renamedSinceFlush = true }
     }
 
     private func fetchMetadata(_ fileName: String, maximumLength: Int) async throws(TUFFetchError) -> [UInt8] {

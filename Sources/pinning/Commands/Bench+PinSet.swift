@@ -38,12 +38,13 @@ extension PinningCommand.Bench {
 
                 lookup: 100,000 host look-ups in the applied pin set (the entry a connection is judged by).
 
-                memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) after the first and after \
-                the last, and ten samples between.
+                memory: --refreshes refreshes with nothing new; the resident set size (VmRSS) and the bytes malloc has \
+                in use (glibc's mallinfo2, all arenas) before the first and after the last, and ten samples between.
 
                 JSON keys: hosts, configurationBytes, apply {milliseconds: [..], medianMilliseconds, minMilliseconds, \
                 maxMilliseconds, parseMedianMilliseconds}, unchanged {requests: [PATH..], count, connections}, lookup {lookups, microsecondsPerLookup}, memory {refreshes, \
-                seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..]}, load {oneMinute, cores}.
+                seconds, rssStartBytes, rssEndBytes, rssSamplesBytes: [..], requests, heapInUseStartBytes, heapInUseEndBytes, \
+                heapInUseSamplesBytes: [..]}, load {oneMinute, cores}.
                 """
         )
 
@@ -67,6 +68,11 @@ extension PinningCommand.Bench {
 
         @Flag(name: .long, help: "Print the result as JSON.")
         var json = false
+
+        // A control for the memory figures: the benchmark's server kept every requested path until this change, and
+        // that list alone grew with the refreshes.
+        @Flag(name: .long, help: "Keep every path requested during the memory refreshes in the benchmark's server (a list that grows by two paths per refresh; a control for the memory figures).")
+        var keepRequestPaths = false
 
         struct Apply: Encodable {
             var milliseconds: [Double]
@@ -94,6 +100,13 @@ extension PinningCommand.Bench {
             var rssStartBytes: Int
             var rssEndBytes: Int
             var rssSamplesBytes: [Int]
+            /// Requests the server answered during those refreshes (two per refresh with nothing new).
+            var requests: Int
+            /// `malloc`'s bytes in use (``ProcessMemory/heapInUseBytes()``) after the first refresh, after the last,
+            /// and at the ten samples.
+            var heapInUseStartBytes: Int
+            var heapInUseEndBytes: Int
+            var heapInUseSamplesBytes: [Int]
         }
 
         struct Load: Encodable {
@@ -171,17 +184,26 @@ extension PinningCommand.Bench {
             let lookupMicroseconds = Double(DispatchTime.now().uptimeNanoseconds - lookupStart) / 1e3 / Double(lookups)
             guard found == lookups else { throw InputError("bench pinset: \(lookups - found) hosts of the pin set were not found") }
 
-            // Memory: many refreshes with nothing new.
+            // Memory: many refreshes with nothing new. The server counts their requests but keeps no path (a list of
+            // 20,000 paths would itself be memory growing with the refreshes).
+            server.resetRequests(recordingPaths: self.keepRequestPaths)
             let rssStart = ProcessMemory.residentBytes()
+            let heapStart = ProcessMemory.heapInUseBytes()
             var samples: [Int] = []
+            var heapSamples: [Int] = []
             let memoryStart = DispatchTime.now().uptimeNanoseconds
             for index in 0..<self.refreshes {
                 let outcome = await updater.refresh()
                 guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(outcome)") }
-                if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 { samples.append(ProcessMemory.residentBytes()) }
+                if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 {
+                    samples.append(ProcessMemory.residentBytes())
+                    heapSamples.append(ProcessMemory.heapInUseBytes())
+                }
             }
             let memorySeconds = Double(DispatchTime.now().uptimeNanoseconds - memoryStart) / 1e9
             let rssEnd = ProcessMemory.residentBytes()
+            let heapEnd = ProcessMemory.heapInUseBytes()
+            let memoryRequests = server.requestCount
             await client.shutdown()
 
             let sorted = times.sorted()
@@ -193,7 +215,9 @@ extension PinningCommand.Bench {
                     maxMilliseconds: (sorted.last ?? 0).rounded(places: 2), parseMedianMilliseconds: parses.median.rounded(places: 2)),
                 unchanged: Unchanged(requests: requests, count: requests.count, connections: connections),
                 lookup: Lookup(lookups: lookups, microsecondsPerLookup: lookupMicroseconds.rounded(places: 3)),
-                memory: Memory(refreshes: self.refreshes, seconds: memorySeconds.rounded(places: 2), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples),
+                memory: Memory(
+                    refreshes: self.refreshes, seconds: memorySeconds.rounded(places: 2), rssStartBytes: rssStart, rssEndBytes: rssEnd, rssSamplesBytes: samples,
+                    requests: memoryRequests, heapInUseStartBytes: heapStart, heapInUseEndBytes: heapEnd, heapInUseSamplesBytes: heapSamples),
                 load: Load(oneMinute: Self.loadAverage(), cores: ProcessInfo.processInfo.activeProcessorCount)
             )
             if self.json {
@@ -209,7 +233,7 @@ extension PinningCommand.Bench {
             )
             print("  host lookup in the applied pin set: \(report.lookup.microsecondsPerLookup) µs (\(report.lookup.lookups) lookups)")
             print(
-                "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end"
+                "  memory over \(report.memory.refreshes) refreshes (\(report.memory.seconds) s, \(report.memory.requests) requests): RSS \(report.memory.rssStartBytes / 1024) KiB at start, \(report.memory.rssEndBytes / 1024) KiB at the end; malloc in use \(report.memory.heapInUseStartBytes) bytes at start, \(report.memory.heapInUseEndBytes) at the end"
             )
         }
 
@@ -239,17 +263,26 @@ extension PinningCommand.Bench {
 final class CountingFileServer: Sendable {
     let port: Int
     private let channel: any Channel
-    private let received: NIOLockedValueBox<[String]>
+    private let received: NIOLockedValueBox<Received>
     private let accepted: NIOLockedValueBox<Int>
 
+    struct Received {
+        var paths: [String] = []
+        var count = 0
+        var recordingPaths = true
+    }
+
     init(directory: String) async throws {
-        let received = NIOLockedValueBox<[String]>([])
+        let received = NIOLockedValueBox(Received())
         self.received = received
         let accepted = NIOLockedValueBox(0)
         self.accepted = accepted
         let respond: SimpleHTTPResponder.Respond = { head, _ in
             let path = String(head.uri.prefix { $0 != "?" })
-            received.withLockedValue { $0.append(path) }
+            received.withLockedValue { received in
+                received.count += 1
+                if received.recordingPaths { received.paths.append(path) }
+            }
             let relative = (path.removingPercentEncoding ?? "").drop { $0 == "/" }
             let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
             guard !relative.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }),
@@ -271,11 +304,14 @@ final class CountingFileServer: Sendable {
         self.port = self.channel.localAddress?.port ?? 0
     }
 
-    var requests: [String] { self.received.withLockedValue { $0 } }
-    /// Connections accepted since the last ``resetRequests()``.
+    /// The paths requested since the last ``resetRequests(recordingPaths:)`` (none when it said not to record them).
+    var requests: [String] { self.received.withLockedValue { $0.paths } }
+    /// Requests answered since the last ``resetRequests(recordingPaths:)``.
+    var requestCount: Int { self.received.withLockedValue { $0.count } }
+    /// Connections accepted since the last ``resetRequests(recordingPaths:)``.
     var connections: Int { self.accepted.withLockedValue { $0 } }
-    func resetRequests() {
-        self.received.withLockedValue { $0.removeAll() }
+    func resetRequests(recordingPaths: Bool = true) {
+        self.received.withLockedValue { $0 = Received(recordingPaths: recordingPaths) }
         self.accepted.withLockedValue { $0 = 0 }
     }
     func stop() { self.channel.close(promise: nil) }

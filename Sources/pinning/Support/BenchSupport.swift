@@ -2,6 +2,10 @@ import ArgumentParser
 import Foundation
 import Pinning
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Times one evaluation repeated, without and with an ``EvaluationCache``.
 struct EvaluationBenchmark {
     var trust: ServerTrust
@@ -170,6 +174,43 @@ enum ProcessMemory {
 
     /// VmRSS: the current resident set size, in bytes.
     static func residentBytes() -> Int { self.statusField("VmRSS:") }
+
+    /// The bytes `malloc` has handed out and not had back, over all its arenas, from glibc's `malloc_info` totals
+    /// (the arenas' current size less their free chunks, plus mapped large blocks); 0 where unavailable. Unlike the
+    /// resident set, it does not depend on where the allocator places new blocks among pages freed earlier, so it
+    /// shows a leak by itself. (`malloc.h` is not part of Swift's Glibc module, so the function is looked up.)
+    static func heapInUseBytes() -> Int {
+        #if canImport(Glibc)
+            typealias MallocInfo = @convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32
+            guard let symbol = dlsym(nil, "malloc_info") else { return 0 }
+            let mallocInfo = unsafeBitCast(symbol, to: MallocInfo.self)
+            var buffer: UnsafeMutablePointer<CChar>?
+            var size = 0
+            guard let stream = open_memstream(&buffer, &size) else { return 0 }
+            let status = mallocInfo(0, stream)
+            fclose(stream)
+            defer { free(buffer) }
+            guard status == 0, let buffer else { return 0 }
+            let text = String(cString: buffer)
+            // The totals over all arenas follow the last arena's element: `<total type="KIND" count="N" size="BYTES"/>`
+            // for the free chunks (fast, rest) and the mapped blocks (mmap), and `<system type="current" size="BYTES"/>`.
+            guard let totals = text.range(of: "</heap>", options: .backwards)?.upperBound else { return 0 }
+            func number(after marker: String, then field: String) -> Int? {
+                guard let element = text.range(of: marker, range: totals..<text.endIndex),
+                    let start = text.range(of: field, range: element.upperBound..<text.endIndex)
+                else { return nil }
+                return Int(text[start.upperBound...].prefix { $0.isNumber })
+            }
+            guard let current = number(after: "<system type=\"current\"", then: "size=\""),
+                let fast = number(after: "<total type=\"fast\"", then: "size=\""),
+                let rest = number(after: "<total type=\"rest\"", then: "size=\""),
+                let mapped = number(after: "<total type=\"mmap\"", then: "size=\"")
+            else { return 0 }
+            return current - fast - rest + mapped
+        #else
+            return 0
+        #endif
+    }
 
     /// VmRSS of another process (`pinning bench proxy` measures the proxy and stunnel it started).
     static func residentBytes(pid: Int32) -> Int { self.statusField("VmRSS:", file: "/proc/\(pid)/status") }

@@ -85,10 +85,10 @@ struct MutualTLSHummingbirdTests {
         )
         var configuration = try pinning.makeHTTPClientConfiguration()
         configuration.dnsOverride = ["device.local": "127.0.0.1"]
-        configuration.timeout = .init(connect: .seconds(30), read: .seconds(30))
+        configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
         do {
-            let response = try await client.execute(HTTPClientRequest(url: "https://device.local:\(port)/"), timeout: .seconds(10))
+            let response = try await client.execute(HTTPClientRequest(url: "https://device.local:\(port)/"), timeout: .seconds(60))
             let body = try await response.body.collect(upTo: 1 << 16)
             try await client.shutdown()
             return (response.status.code, String(buffer: body))

@@ -156,17 +156,24 @@ def run(command):
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, command
-    return time.perf_counter() - started, usage.ru_maxrss
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 for name, (ours, theirs) in cases.items():
     times = {"pinning": [], "openssl": []}
+    cpu = {"pinning": [], "openssl": []}
     rss = {"pinning": 0, "openssl": 0}
+    load = os.getloadavg()[0]
     for _ in range(runs):
         for label, command in (("pinning", ours), ("openssl", theirs)):
-            seconds, peak = run(command)
+            seconds, processor, peak = run(command)
             times[label].append(seconds)
+            cpu[label].append(processor)
             rss[label] = max(rss[label], peak)
     p, o = statistics.median(times["pinning"]), statistics.median(times["openssl"])
-    print(f"cold {name:15} pinning evaluate {p*1000:6.1f} ms ({rss['pinning']/1024:.1f} MiB)  openssl verify {o*1000:6.1f} ms ({rss['openssl']/1024:.1f} MiB)  ratio {p/o:.2f}×")
+    pc, oc = statistics.median(cpu["pinning"]), statistics.median(cpu["openssl"])
+    # Wall time is the figure; CPU time (user + system, both processes' medians) beside it, as on a loaded
+    # machine the wall time of a short process is mostly waiting for a core.
+    print(f"cold {name:15} pinning evaluate {p*1000:6.1f} ms ({rss['pinning']/1024:.1f} MiB)  openssl verify {o*1000:6.1f} ms ({rss['openssl']/1024:.1f} MiB)  ratio {p/o:.2f}×"
+          f"  CPU {pc*1000:.1f} vs {oc*1000:.1f} ms, {pc/oc:.2f}×  load average {load:.1f}–{os.getloadavg()[0]:.1f}")
 PY
     rm -rf "$cold"
 fi

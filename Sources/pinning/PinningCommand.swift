@@ -25,7 +25,7 @@ struct PinningCommand: AsyncParsableCommand {
     static func main() async {
         var command: any ParsableCommand
         do {
-            command = try parseAsRoot()
+            command = try parseCommandLine(Array(CommandLine.arguments.dropFirst()))
         } catch {
             Self.exit(refusing: error)
         }
@@ -44,6 +44,16 @@ struct PinningCommand: AsyncParsableCommand {
             }
             Self.exit(refusing: error)
         }
+    }
+
+    /// The command line as the executable reads it: `pinning evaluate …` first through ``HotEvaluate`` (its
+    /// options alone), everything else, and every command line that parser does not take as an evaluation, through
+    /// the whole command tree (`parseAsRoot`), whose answer (the command, or the refusal and its words) is final.
+    static func parseCommandLine(_ arguments: [String]) throws -> any ParsableCommand {
+        if let evaluate = HotEvaluate.parse(arguments) {
+            return evaluate
+        }
+        return try parseAsRoot(arguments)
     }
 
     /// Prints why the command line or its input was refused and exits 2 (0 for `--help` and `--version`).
@@ -65,6 +75,40 @@ struct PinningCommand: AsyncParsableCommand {
             return "pinning: \(input.message)"
         }
         return fullMessage(for: error)
+    }
+}
+
+/// `pinning evaluate …` read without the rest of the command tree (issue 31, the cold path: a script evaluates one
+/// chain per process). For every command line, the whole tree's parse (`parseAsRoot`) also runs argument-parser's
+/// two `--generate-completion-script` parsers and builds the tree of all thirteen subcommands; in a binary this
+/// size, each first use of a generic type or dynamic cast there scans every protocol conformance record, and perf
+/// put parsing at ~35% of `pinning evaluate`'s process time, the completion check alone at ~40% of that.
+///
+/// This root declares exactly `Evaluate`'s options (the same declarations, through `@OptionGroup`, which runs
+/// `Evaluate.validate()` and its option groups' `validate()` as the subcommand's parse does) and names `pinning`
+/// as its super-command (argument-parser's `_superCommandName`, the configuration it reads to leave the completion
+/// check to the super-command). It only ever says yes: a command line it refuses, or reads as a request for help
+/// (`--help`, `-h`), is read again by the whole tree, which gives the refusal, the help text, `--version` and
+/// `--generate-completion-script` exactly as before. So the words, exit statuses and built-in flags are
+/// argument-parser's own in every case; only a command line that is an evaluation skips the detour.
+struct HotEvaluate: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "evaluate", _superCommandName: "pinning")
+
+    @OptionGroup var evaluate: PinningCommand.Evaluate
+
+    /// The evaluation `arguments` (after the executable's name) ask for, or nil when they are something else or
+    /// are not accepted here (then the whole tree decides, and refuses in its own words).
+    static func parse(_ arguments: [String]) -> PinningCommand.Evaluate? {
+        guard arguments.first == PinningCommand.Evaluate.configuration.commandName else {
+            return nil
+        }
+        do {
+            // A request for help parses as argument-parser's help command, not as this root.
+            return (try parseAsRoot(Array(arguments.dropFirst())) as? HotEvaluate)?.evaluate
+        } catch {
+            // Not decided here: the whole tree reads the same command line again and reports this refusal.
+            return nil
+        }
     }
 }
 

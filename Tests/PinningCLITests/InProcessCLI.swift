@@ -5,7 +5,8 @@ import Testing
 @testable import pinning
 
 // Command lines parsed IN PROCESS, exactly as the `pinning` executable parses them before it runs anything
-// (argument-parser's `parseAsRoot`: every option's `transform`, then every `validate()`), and refused with the
+// (`PinningCommand.parseCommandLine`: argument-parser runs every option's `transform`, then every `validate()`;
+// `evaluate` goes first through its own parser, HotEvaluate, then the whole tree), and refused with the
 // words and exit status its `main` uses (``PinningCommand/refusalMessage(for:)``, exit 2). For tests of
 // refusals that happen while parsing: hundreds of them cost a few milliseconds here, where each binary launch
 // costs a process start (and, under AddressSanitizer, LeakSanitizer's scan at exit). The suites keep at least
@@ -18,9 +19,11 @@ enum InProcessCLI {
     /// What the binary would answer to `arguments` when parsing refuses them (exit 2, one message on stderr), or
     /// to `--help`/`--version` (exit 0, the text on stdout). A command line that parses is returned as status -1
     /// with a note instead: in process nothing is run, so a test expecting a refusal fails and says why.
-    static func parse(_ arguments: [String]) -> CLIRun {
+    /// `wholeTreeOnly`: parse with argument-parser's `parseAsRoot` alone, as the executable did before HotEvaluate,
+    /// so a test can hold the two readings side by side.
+    static func parse(_ arguments: [String], wholeTreeOnly: Bool = false) -> CLIRun {
         do {
-            let command = try PinningCommand.parseAsRoot(arguments)
+            let command = try wholeTreeOnly ? PinningCommand.parseAsRoot(arguments) : PinningCommand.parseCommandLine(arguments)
             return CLIRun(
                 arguments: arguments, status: -1, stdout: "",
                 stderr: "parsed in process as \(type(of: command)); the binary would have run it\n")
@@ -32,5 +35,24 @@ enum InProcessCLI {
             let message = PinningCommand.refusalMessage(for: error)
             return CLIRun(arguments: arguments, status: 2, stdout: "", stderr: message.isEmpty ? "" : message + "\n")
         }
+    }
+
+    /// `pinning evaluate …` as HotEvaluate reads it and as the whole command tree reads it, each written out field
+    /// by field (`dump`: every option's parsed value, option groups included), or nil where that parser does not
+    /// read it as an evaluation (a refusal, or a request for help or the version).
+    static func evaluateReadings(_ arguments: [String]) -> (hot: String?, tree: String?) {
+        func written(_ evaluate: PinningCommand.Evaluate?) -> String? {
+            guard let evaluate else { return nil }
+            var text = ""
+            dump(evaluate, to: &text)
+            return text
+        }
+        let tree: PinningCommand.Evaluate?
+        do {
+            tree = try PinningCommand.parseAsRoot(arguments) as? PinningCommand.Evaluate
+        } catch {
+            tree = nil
+        }
+        return (written(HotEvaluate.parse(arguments)), written(tree))
     }
 }

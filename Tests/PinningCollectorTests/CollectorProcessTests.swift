@@ -57,6 +57,24 @@ final class CollectorProcess: @unchecked Sendable {
 struct CollectorProcessTests {
     let token = "process-token-0123456789abcdef"
 
+    /// Every host the collector on `port` has stored, read through `/api/reports` page by page.
+    func storedHosts(port: Int, client: HTTPClient) async throws -> Set<String> {
+        var stored: Set<String> = []
+        var cursor: String?
+        repeat {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/reports?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? ""))
+            request.headers.add(name: "Authorization", value: "Bearer \(self.token)")
+            let response = try await client.execute(request, timeout: .seconds(60))
+            let body = try await response.body.collect(upTo: 64 * 1024 * 1024)
+            let page = try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8)) as? [String: Any])
+            for row in page["reports"] as? [[String: Any]] ?? [] {
+                if let host = row["host"] as? String { stored.insert(host) }
+            }
+            cursor = page["next"] as? String
+        } while cursor != nil
+        return stored
+    }
+
     func setUp() throws -> (TemporaryDirectory, String) {
         let directory = try TemporaryDirectory(prefix: "pinning-collector-process")
         let tokenFile = try directory.write("token", self.token + "\n")
@@ -181,19 +199,7 @@ struct CollectorProcessTests {
         // Restart on the same file: every host answered 204 is there.
         let second = try await CollectorProcess(binary, arguments, in: directory)
         defer { second.server.stop() }
-        var stored: Set<String> = []
-        var cursor: String?
-        repeat {
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(second.port)/api/reports?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? ""))
-            request.headers.add(name: "Authorization", value: "Bearer \(self.token)")
-            let response = try await client.execute(request, timeout: .seconds(60))
-            let body = try await response.body.collect(upTo: 64 * 1024 * 1024)
-            let page = try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8)) as? [String: Any])
-            for row in page["reports"] as? [[String: Any]] ?? [] {
-                if let host = row["host"] as? String { stored.insert(host) }
-            }
-            cursor = page["next"] as? String
-        } while cursor != nil
+        let stored = try await self.storedHosts(port: second.port, client: client)
         let missing = accepted.all.subtracting(stored)
         #expect(missing.isEmpty, "answered 204 but not stored: \(missing.sorted().prefix(10))")
         #expect(try await second.terminate() == 0)
@@ -254,19 +260,7 @@ struct CollectorProcessTests {
 
         let second = try await CollectorProcess(binary, arguments, in: directory)
         defer { second.server.stop() }
-        var stored: Set<String> = []
-        var cursor: String?
-        repeat {
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(second.port)/api/reports?limit=1000" + (cursor.map { "&cursor=\($0)" } ?? ""))
-            request.headers.add(name: "Authorization", value: "Bearer \(self.token)")
-            let response = try await client.execute(request, timeout: .seconds(60))
-            let body = try await response.body.collect(upTo: 64 * 1024 * 1024)
-            let page = try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: body).utf8)) as? [String: Any])
-            for row in page["reports"] as? [[String: Any]] ?? [] {
-                if let host = row["host"] as? String { stored.insert(host) }
-            }
-            cursor = page["next"] as? String
-        } while cursor != nil
+        let stored = try await self.storedHosts(port: second.port, client: client)
         let missing = accepted.all.subtracting(stored)
         #expect(missing.isEmpty, "answered 204 but not stored after SIGKILL: \(missing.count) of \(accepted.count), e.g. \(missing.sorted().prefix(10))")
         #expect(try await second.terminate() == 0)

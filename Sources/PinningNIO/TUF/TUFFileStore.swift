@@ -66,15 +66,7 @@ enum TUFFiles {
             unlink(temporary)
             return TUFError(role: role, rule: .unavailable, "cannot write \(destination): \(what): \(reason)")
         }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw fail("write")
-            }
-            written += count
-        }
+        guard Self.writeAll(bytes, to: descriptor) else { throw fail("write") }
         guard fsync(descriptor) == 0 else { throw fail("fsync") }
         guard close(descriptor) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -112,20 +104,29 @@ enum TUFFiles {
         guard descriptor >= 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
+        guard Self.writeAll(bytes, to: descriptor) else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): \(reason)")
+        }
+        guard close(descriptor) == 0 else {
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): close: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, again after a write(2) that was interrupted or wrote part; false on
+    /// an error (then `errno` says which).
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
             if count < 0 {
                 if errno == EINTR { continue }
-                let reason = String(cString: strerror(errno))
-                close(descriptor)
-                throw TUFError(role: role, rule: .unavailable, "cannot write \(path): \(reason)")
+                return false
             }
             written += count
         }
-        guard close(descriptor) == 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): close: \(String(cString: strerror(errno)))")
-        }
+        return true
     }
 
     /// Flushes the contents of the file at `path` to disk (`fsync`).

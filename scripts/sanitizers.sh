@@ -23,6 +23,13 @@ source "$root/scripts/hardening-settings.sh"
 which="${1:-all}"
 shift || true
 
+# The sanitizer runtimes' options, for `run` and for the lanes below.
+# halt_on_error=0 (TSan): see every report of the run, not just the first; the log is checked afterwards.
+# Leaks in dependencies that we cannot fix are suppressed, each with its reason, in the fuzzers' list.
+# print_suppressions=0: the `pinning` subprocesses the CLI tests run would otherwise append LSan's table of
+# suppressions used to their stderr, which the tests compare exactly.
+lsan_options=LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+asan_options=ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}"
 # run SANITIZER SCRATCH [env VAR=value…] -- [swift test args…]
 run() {
     local sanitizer="$1" scratch="$2"; shift 2
@@ -33,14 +40,10 @@ run() {
     mkdir -p "$scratch"
     echo "== swift test --sanitize=$sanitizer (log: $log)"
     local status=0
-    # halt_on_error=0: see every report of the run, not just the first; the log is checked afterwards.
-    # Leaks in dependencies that we cannot fix are suppressed, each with its reason, in the fuzzers' list.
-    # print_suppressions=0: the `pinning` subprocesses the CLI tests run would otherwise append LSan's table of
-    # suppressions used to their stderr, which the tests compare exactly.
     env "${environment[@]}" \
     TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}" \
-    LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}" \
+    "$lsan_options" \
+    "$asan_options" \
         swift test --package-path "$root" --scratch-path "$scratch" "$@" 2>&1 \
         | tee "$log" || status=$?
     local reports
@@ -84,10 +87,9 @@ case "$which" in
             echo "== lane $lane under AddressSanitizer (log: $log)"
             (
                 if [[ $lane -eq 1 ]]; then filters=("${local_tests[@]}"); else filters=("${peer_tests[@]}"); fi
-                # The same runtime options as `run` above (see there why each is set).
                 exec env "${hardening_env[@]}" NO_COLOR=1 \
-                    LSAN_OPTIONS="suppressions=$root/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-                    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 halt_on_error=1 strict_string_checks=1 detect_stack_use_after_return=1}" \
+                    "$lsan_options" \
+                    "$asan_options" \
                     "$tests_binary" --testing-library swift-testing --no-parallel "${filters[@]}" "$@"
             ) > "$log" 2>&1 &
             pids+=($!)

@@ -57,6 +57,15 @@ final class CollectorProcess: @unchecked Sendable {
 struct CollectorProcessTests {
     let token = "process-token-0123456789abcdef"
 
+    /// A client for the collector processes: generous bounds for a loaded machine, and a refused connection (after
+    /// a SIGTERM or SIGKILL) is an answer, not something to retry for seconds.
+    static func client() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
     /// Every host the collector on `port` has stored, read through `/api/reports` page by page.
     func storedHosts(port: Int, client: HTTPClient) async throws -> Set<String> {
         var stored: Set<String> = []
@@ -136,11 +145,7 @@ struct CollectorProcessTests {
         defer { directory.remove() }
         let arguments = ["--listen", "127.0.0.1:0", "--database", "sqlite:" + directory.path("r.db"), "--token-file", tokenFile, "--rate", "2000/min"]
         let first = try await CollectorProcess(binary, arguments, in: directory)
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
-        // A refused connection (after the SIGTERM) is an answer, not something to retry for seconds.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = Self.client()
         defer { _ = client.shutdown() }
 
         func post(_ host: String, port: Int) async -> Int {
@@ -215,10 +220,7 @@ struct CollectorProcessTests {
         defer { directory.remove() }
         let arguments = ["--listen", "127.0.0.1:0", "--database", "sqlite:" + directory.path("r.db"), "--token-file", tokenFile, "--rate", "1000000/min"]
         let first = try await CollectorProcess(binary, arguments, in: directory)
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = Self.client()
         defer { _ = client.shutdown() }
         let port = first.port
         let accepted = NIOLockedHosts()

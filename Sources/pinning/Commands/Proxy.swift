@@ -70,21 +70,7 @@ extension PinningCommand {
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var idleTimeout: Double = 300
 
-        @Option(
-            name: .customLong("handshake-timeout"),
-            help: ArgumentHelp(
-                "Close an intercepted client whose TLS handshake with the local CA's certificate has not completed this long after the CONNECT was answered (0.001 to 604,800; default 10).",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var handshakeTimeout: Double = 10
-
-        @Option(
-            name: .customLong("request-head-timeout"),
-            help: ArgumentHelp(
-                "Close a client whose request head (the CONNECT, or a request inside an intercepted session) has not arrived whole this long after the connection was ready or its first byte came (0.001 to 604,800; default 30); 408 when part of it came.",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var requestHeadTimeout: Double = 30
+        @OptionGroup var deadlines: DeadlineOptions<DeadlineHelp>
 
         @Option(name: .customLong("log-format"), help: ArgumentHelp("text or json.", valueName: "format"), transform: LogFormat.parse)
         var logFormat: LogFormat = .text
@@ -96,6 +82,15 @@ extension PinningCommand {
 
         @Flag(name: .customLong("no-reports"), help: "Send no pin failure reports (by default an entry's reportURIs get one, in the background).")
         var noReports = false
+
+        /// What the proxy's deadlines cover: an intercepted client's handshake with the local CA's certificate, and
+        /// every request head (the CONNECT, or a request inside an intercepted session).
+        enum DeadlineHelp: DeadlineWords {
+            static let handshakeTimeout =
+                "Close an intercepted client whose TLS handshake with the local CA's certificate has not completed this long after the CONNECT was answered (0.001 to 604,800; default 10)."
+            static let requestHeadTimeout =
+                "Close a client whose request head (the CONNECT, or a request inside an intercepted session) has not arrived whole this long after the connection was ready or its first byte came (0.001 to 604,800; default 30); 408 when part of it came."
+        }
 
         enum LogFormat: String, Sendable {
             case text
@@ -177,8 +172,8 @@ extension PinningCommand {
                 idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9)),
                 metrics: Self.prometheusMetrics(),
                 keyLog: keyLog,
-                handshakeTimeout: .nanoseconds(Int64(self.handshakeTimeout * 1e9)),
-                requestHeadTimeout: .nanoseconds(Int64(self.requestHeadTimeout * 1e9))
+                handshakeTimeout: self.deadlines.handshake,
+                requestHeadTimeout: self.deadlines.requestHead
             )
             if let updater {
                 settings.pinSetStatus = { updater.status }

@@ -149,15 +149,8 @@ extension PinningCommand {
             let resolve = try self.parsedResolve()
             let roots = try InputLoading.roots(self.roots)
             let directory = self.caDirectory ?? Self.defaultCADirectory()
-            let authority: ProxyCertificateAuthority
-            do {
-                authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
-            } catch {
-                throw InputError("--ca-dir \(directory): \(error.message)")
-            }
-            if case .reissued(let reason) = authority.event {
-                Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-            }
+            let authority = try Self.authority(directory: directory, covering: configuration)
+            Self.warnIfReissued(authority)
             // A pin set carries no client identities (PinSetUpdater refuses one that names any).
             let identities = try self.config.map { file throws(InputError) in try Self.identities(configuration, file: file) } ?? [:]
             let keyLog = try self.keyLogOptions.open(command: "proxy")
@@ -241,20 +234,13 @@ extension PinningCommand {
                 var configuration = try self.loadConfiguration()
                 configuration.reportQueue = reportQueue
                 let identities = try Self.identities(configuration, file: self.config ?? "")
-                let authority: ProxyCertificateAuthority
-                do {
-                    authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
-                } catch {
-                    throw InputError("--ca-dir \(directory): \(error.message)")
-                }
+                let authority = try Self.authority(directory: directory, covering: configuration)
                 do {
                     try proxy.reload(configuration: configuration, identities: identities, authority: authority)
                 } catch {
                     throw InputError(error.message)
                 }
-                if case .reissued(let reason) = authority.event {
-                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-                }
+                Self.warnIfReissued(authority)
                 outcome = .success(configuration)
             } catch {
                 outcome = .failure(error)
@@ -300,15 +286,31 @@ extension PinningCommand {
                     json
                     ? #"{"event":"reload","result":"succeeded","entries":\#(count),"pinsetVersion":\#(current.generation)}"#
                     : "reload succeeded: pin set version \(current.generation), \(count) entr\(count == 1 ? "y" : "ies")"
-                if case .reissued(let reason) = authority.event {
-                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-                }
+                Self.warnIfReissued(authority)
             } catch {
                 proxy.statistics.reloaded(succeeded: false)
                 let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
                 line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(message)"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a
+        /// problem names --ca-dir. (A pin set's version applied in the background says its problem in its own words:
+        /// see ``apply(_:to:directory:json:applied:)``.)
+        static func authority(directory: String, covering configuration: PinningConfiguration) throws(InputError) -> ProxyCertificateAuthority {
+            do {
+                return try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
+            } catch {
+                throw InputError("--ca-dir \(directory): \(error.message)")
+            }
+        }
+
+        /// The warning on stderr when loading the local CA issued its certificate again: clients must import it again.
+        static func warnIfReissued(_ authority: ProxyCertificateAuthority) {
+            if case .reissued(let reason) = authority.event {
+                Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
+            }
         }
 
         /// One line per failure report sent (to one URI): delivered or not, where, and why.

@@ -70,21 +70,7 @@ extension PinningCommand {
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var idleTimeout: Double = 300
 
-        @Option(
-            name: .customLong("handshake-timeout"),
-            help: ArgumentHelp(
-                "Close an intercepted client whose TLS handshake with the local CA's certificate has not completed this long after the CONNECT was answered (0.001 to 604,800; default 10).",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var handshakeTimeout: Double = 10
-
-        @Option(
-            name: .customLong("request-head-timeout"),
-            help: ArgumentHelp(
-                "Close a client whose request head (the CONNECT, or a request inside an intercepted session) has not arrived whole this long after the connection was ready or its first byte came (0.001 to 604,800; default 30); 408 when part of it came.",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var requestHeadTimeout: Double = 30
+        @OptionGroup var deadlines: DeadlineOptions<DeadlineHelp>
 
         @Option(name: .customLong("log-format"), help: ArgumentHelp("text or json.", valueName: "format"), transform: LogFormat.parse)
         var logFormat: LogFormat = .text
@@ -96,6 +82,15 @@ extension PinningCommand {
 
         @Flag(name: .customLong("no-reports"), help: "Send no pin failure reports (by default an entry's reportURIs get one, in the background).")
         var noReports = false
+
+        /// What the proxy's deadlines cover: an intercepted client's handshake with the local CA's certificate, and
+        /// every request head (the CONNECT, or a request inside an intercepted session).
+        enum DeadlineHelp: DeadlineWords {
+            static let handshakeTimeout =
+                "Close an intercepted client whose TLS handshake with the local CA's certificate has not completed this long after the CONNECT was answered (0.001 to 604,800; default 10)."
+            static let requestHeadTimeout =
+                "Close a client whose request head (the CONNECT, or a request inside an intercepted session) has not arrived whole this long after the connection was ready or its first byte came (0.001 to 604,800; default 30); 408 when part of it came."
+        }
 
         enum LogFormat: String, Sendable {
             case text
@@ -154,15 +149,8 @@ extension PinningCommand {
             let resolve = try self.parsedResolve()
             let roots = try InputLoading.roots(self.roots)
             let directory = self.caDirectory ?? Self.defaultCADirectory()
-            let authority: ProxyCertificateAuthority
-            do {
-                authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
-            } catch {
-                throw InputError("--ca-dir \(directory): \(error.message)")
-            }
-            if case .reissued(let reason) = authority.event {
-                Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-            }
+            let authority = try Self.authority(directory: directory, covering: configuration)
+            Self.warnIfReissued(authority)
             // A pin set carries no client identities (PinSetUpdater refuses one that names any).
             let identities = try self.config.map { file throws(InputError) in try Self.identities(configuration, file: file) } ?? [:]
             let keyLog = try self.keyLogOptions.open(command: "proxy")
@@ -177,8 +165,8 @@ extension PinningCommand {
                 idleTimeout: .nanoseconds(Int64(self.idleTimeout * 1e9)),
                 metrics: Self.prometheusMetrics(),
                 keyLog: keyLog,
-                handshakeTimeout: .nanoseconds(Int64(self.handshakeTimeout * 1e9)),
-                requestHeadTimeout: .nanoseconds(Int64(self.requestHeadTimeout * 1e9))
+                handshakeTimeout: self.deadlines.handshake,
+                requestHeadTimeout: self.deadlines.requestHead
             )
             if let updater {
                 settings.pinSetStatus = { updater.status }
@@ -246,20 +234,13 @@ extension PinningCommand {
                 var configuration = try self.loadConfiguration()
                 configuration.reportQueue = reportQueue
                 let identities = try Self.identities(configuration, file: self.config ?? "")
-                let authority: ProxyCertificateAuthority
-                do {
-                    authority = try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
-                } catch {
-                    throw InputError("--ca-dir \(directory): \(error.message)")
-                }
+                let authority = try Self.authority(directory: directory, covering: configuration)
                 do {
                     try proxy.reload(configuration: configuration, identities: identities, authority: authority)
                 } catch {
                     throw InputError(error.message)
                 }
-                if case .reissued(let reason) = authority.event {
-                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-                }
+                Self.warnIfReissued(authority)
                 outcome = .success(configuration)
             } catch {
                 outcome = .failure(error)
@@ -305,15 +286,31 @@ extension PinningCommand {
                     json
                     ? #"{"event":"reload","result":"succeeded","entries":\#(count),"pinsetVersion":\#(current.generation)}"#
                     : "reload succeeded: pin set version \(current.generation), \(count) entr\(count == 1 ? "y" : "ies")"
-                if case .reissued(let reason) = authority.event {
-                    Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
-                }
+                Self.warnIfReissued(authority)
             } catch {
                 proxy.statistics.reloaded(succeeded: false)
                 let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
                 line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(message)"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a
+        /// problem names --ca-dir. (A pin set's version applied in the background says its problem in its own words:
+        /// see ``apply(_:to:directory:json:applied:)``.)
+        static func authority(directory: String, covering configuration: PinningConfiguration) throws(InputError) -> ProxyCertificateAuthority {
+            do {
+                return try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
+            } catch {
+                throw InputError("--ca-dir \(directory): \(error.message)")
+            }
+        }
+
+        /// The warning on stderr when loading the local CA issued its certificate again: clients must import it again.
+        static func warnIfReissued(_ authority: ProxyCertificateAuthority) {
+            if case .reissued(let reason) = authority.event {
+                Self.warn("the local CA certificate was issued again (same key): \(reason); clients that imported the old one must import \(authority.certificatePath) again")
+            }
         }
 
         /// One line per failure report sent (to one URI): delivered or not, where, and why.

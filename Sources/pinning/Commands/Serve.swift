@@ -56,21 +56,15 @@ extension PinningCommand {
             transform: NumericOption.seconds(0.1...86_400))
         var crlReload: Double = 5
 
-        @Option(
-            name: .customLong("handshake-timeout"),
-            help: ArgumentHelp(
-                "Close a connection whose TLS handshake (the client's chain judged included) has not completed this long after it was accepted (0.001 to 604,800; default 10).",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var handshakeTimeout: Double = 10
+        @OptionGroup var deadlines: DeadlineOptions<DeadlineHelp>
 
-        @Option(
-            name: .customLong("request-head-timeout"),
-            help: ArgumentHelp(
-                "HTTP/1.1: close a connection whose request head has not arrived whole this long after the handshake or the previous request (0.001 to 604,800; default 30); 408 when part of it came.",
-                valueName: "seconds"),
-            transform: NumericOption.seconds(NumericOption.timeoutRange))
-        var requestHeadTimeout: Double = 30
+        /// What `serve`'s deadlines cover: each accepted connection's handshake, and over HTTP/1.1 each request head.
+        enum DeadlineHelp: DeadlineWords {
+            static let handshakeTimeout =
+                "Close a connection whose TLS handshake (the client's chain judged included) has not completed this long after it was accepted (0.001 to 604,800; default 10)."
+            static let requestHeadTimeout =
+                "HTTP/1.1: close a connection whose request head has not arrived whole this long after the handshake or the previous request (0.001 to 604,800; default 30); 408 when part of it came."
+        }
 
         func validate() throws {
             if !self.revocationOptions.crl.isEmpty && self.clientCA.isEmpty {
@@ -97,8 +91,7 @@ extension PinningCommand {
                     keyLog: keyLog,
                     revocation: revocation,
                     logsRefusals: true,
-                    deadlines: LocalHTTPSServer.Deadlines(
-                        handshake: .nanoseconds(Int64(self.handshakeTimeout * 1e9)), requestHead: .nanoseconds(Int64(self.requestHeadTimeout * 1e9)))
+                    deadlines: LocalHTTPSServer.Deadlines(handshake: self.deadlines.handshake, requestHead: self.deadlines.requestHead)
                 )
             } catch let error as LocalHTTPSServer.SetupError {
                 // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.

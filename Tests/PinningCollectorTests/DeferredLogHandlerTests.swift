@@ -27,7 +27,7 @@ struct DeferredLogHandlerTests {
         var logger = logger
         logger.logLevel = .warning
         logger[metadataKey: "hb.request.id"] = "42"
-        logger[metadataKey: "peer"] = .dictionary(["address": "127.0.0.1", "port": .stringConvertible(8090)])
+        logger[metadataKey: "peer"] = .array(["127.0.0.1", .stringConvertible(8090)])
         logger.info("not written")
         logger.warning("written", metadata: ["extra": "1"])
         logger[metadataKey: "peer"] = nil

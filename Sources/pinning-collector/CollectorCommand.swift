@@ -131,7 +131,9 @@ struct CollectorCommand: AsyncParsableCommand {
                 throw CollectorOptionError("--anchors \(path): \(error.problem)")
             }
         }
-        var logger = Logger(label: "pinning-collector")
+        // Written by swift-log's StreamLogHandler on standard error, as before; DeferredLogHandler only spares
+        // every request the formatting of its logger's metadata for messages that are not written.
+        var logger = Logger(label: "pinning-collector") { DeferredLogHandler(label: $0) }
         logger.logLevel = self.verbose ? .info : .warning
         var collector = Collector(listen: listen, database: database, settings: settings, logger: logger)
         collector.anchors = anchors

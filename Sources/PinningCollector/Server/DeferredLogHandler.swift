@@ -1,4 +1,4 @@
-public import Logging
+package import Logging
 
 /// A log handler that keeps its level and metadata itself and makes the handler that writes (swift-log's
 /// `StreamLogHandler` on standard error, by default) only for a message that is logged.
@@ -9,26 +9,26 @@ public import Logging
 /// collector's default level (`warning`) are never written. Here setting an entry is a dictionary write; a message
 /// that is logged is written by the handler made for it, with this handler's level and metadata, so the output is
 /// that handler's own.
-public struct DeferredLogHandler: LogHandler {
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct DeferredLogHandler: LogHandler {
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let makeHandler: @Sendable (String) -> any LogHandler
 
     /// - Parameter makeHandler: Makes the handler that writes a message, from the logger's label.
-    public init(label: String, makeHandler: @escaping @Sendable (String) -> any LogHandler = { StreamLogHandler.standardError(label: $0) }) {
+    package init(label: String, makeHandler: @escaping @Sendable (String) -> any LogHandler = { StreamLogHandler.standardError(label: $0) }) {
         self.label = label
         self.makeHandler = makeHandler
         self.metadataProvider = LoggingSystem.metadataProvider
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { self.metadata[key] }
         set { self.metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var handler = self.makeHandler(self.label)
         handler.logLevel = self.logLevel
         handler.metadataProvider = self.metadataProvider

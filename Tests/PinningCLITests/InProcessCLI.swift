@@ -55,4 +55,18 @@ enum InProcessCLI {
         }
         return (written(HotEvaluate.parse(arguments)), written(tree))
     }
+    /// The options HotEvaluate's reader knows, as typed after `--`, each with whether it is a flag.
+    static var evaluateReaderOptions: [(name: String, isFlag: Bool)] {
+        HotEvaluate.Name.allCases.map { ($0.rawValue, $0.isFlag) }
+    }
+
+    /// The subcommand name HotEvaluate's reader looks for, and the one `Evaluate` declares.
+    static var evaluateCommandNames: (reader: String, declared: String?) {
+        (HotEvaluate.commandName, PinningCommand.Evaluate.configuration.commandName)
+    }
+
+    /// argument-parser's help text for `pinning evaluate`, on lines as wide as it needs.
+    static var evaluateHelp: String {
+        PinningCommand.Evaluate.helpMessage(columns: 10_000)
+    }
 }

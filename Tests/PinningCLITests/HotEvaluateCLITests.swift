@@ -127,6 +127,15 @@ import Testing
         #expect(listed.count == 19)
     }
 
+    /// The value lists of the enumerated options (help texts, refusals, completion scripts) are argument-parser's
+    /// own, computed without its key path (the cold path's start-up).
+    @Test func enumeratedValuesAreArgumentParsersList() {
+        for list in InProcessCLI.enumeratedValueLists {
+            #expect(!list.ours.isEmpty, "\(list.type)")
+            #expect(list.ours == list.argumentParsers, "\(list.type)")
+        }
+    }
+
     /// The differential test: thousands of command lines generated from `evaluate`'s options, their spellings
     /// (`--name value`, `--name=value`), values that convert and values that do not, repetitions, `--`, words
     /// argument-parser treats specially (`-`, `-x`, `--help`, `--version`, empty words) and words it refuses.

@@ -69,4 +69,19 @@ enum InProcessCLI {
     static var evaluateHelp: String {
         PinningCommand.Evaluate.helpMessage(columns: 10_000)
     }
+    /// For every enumerated option type: its `allValueStrings` (ours, a plain map of the raw values) and what
+    /// argument-parser's default for a `CaseIterable` `RawRepresentable` type computes
+    /// (`allCases.map(\.rawValue.defaultValueDescription)`), which ours replaces.
+    static var enumeratedValueLists: [(type: String, ours: [String], argumentParsers: [String])] {
+        func lists<T: EnumeratedArgument & RawRepresentable>(_ type: T.Type) -> (String, [String], [String])
+        where T.RawValue == String {
+            ("\(type)", T.allValueStrings, T.allCases.map(\.rawValue.defaultValueDescription))
+        }
+        return [
+            lists(PinningModeArgument.self), lists(ProfileArgument.self), lists(RevocationModeArgument.self),
+            lists(RevocationScopeArgument.self), lists(TLSVersionArgument.self), lists(ExportFormatArgument.self),
+            lists(ImportFormatArgument.self), lists(BenchKeyArgument.self), lists(KeyTypeArgument.self),
+            lists(RevocationReasonArgument.self),
+        ]
+    }
 }

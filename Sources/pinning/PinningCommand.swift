@@ -30,20 +30,38 @@ struct PinningCommand: AsyncParsableCommand {
             Self.exit(refusing: error)
         }
         do {
-            if var asyncCommand = command as? any AsyncParsableCommand {
+            if let evaluate = command as? Evaluate {
+                // The hot path (issue 31): the concrete command, not the cast to a protocol below, whose first use
+                // scans every protocol conformance record of the binary.
+                try await evaluate.run()
+            } else if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
-        } catch let error as InputError {
-            Self.exit(refusing: error)
         } catch {
-            let code = exitCode(for: error)
-            if code == .success || code == ExitCode(1) || code == ExitCode(3) {
-                exit(withError: error)
-            }
-            Self.exit(refusing: error)
+            Self.exit(after: error)
         }
+    }
+
+    /// Exits after `run()` threw `error`: ours (``InputError``) as bad input, exit 2; a verdict or a connection
+    /// failure (exit codes 0, 1 and 3) as argument-parser's `exit(withError:)` ends it; anything else as a refusal.
+    static func exit(after error: any Error) -> Never {
+        if let input = error as? InputError {
+            Self.exit(refusing: input)
+        }
+        if let code = error as? ExitCode {
+            // `pinning evaluate`'s "not trusted" on the hot path. argument-parser's `exit(withError:)` prints nothing
+            // for an `ExitCode` and exits with it, but first renders the whole command tree's usage text, which it
+            // then discards; so ours exits with the same status directly (2 for any code that is not 0, 1 or 3, as
+            // `exit(refusing:)` gives, also without words).
+            Foundation.exit(code == .success || code == ExitCode(1) || code == ExitCode(3) ? code.rawValue : 2)
+        }
+        let code = exitCode(for: error)
+        if code == .success || code == ExitCode(1) || code == ExitCode(3) {
+            exit(withError: error)
+        }
+        Self.exit(refusing: error)
     }
 
     /// The command line as the executable reads it: `pinning evaluate …` first through ``HotEvaluate`` (its
@@ -75,40 +93,6 @@ struct PinningCommand: AsyncParsableCommand {
             return "pinning: \(input.message)"
         }
         return fullMessage(for: error)
-    }
-}
-
-/// `pinning evaluate …` read without the rest of the command tree (issue 31, the cold path: a script evaluates one
-/// chain per process). For every command line, the whole tree's parse (`parseAsRoot`) also runs argument-parser's
-/// two `--generate-completion-script` parsers and builds the tree of all thirteen subcommands; in a binary this
-/// size, each first use of a generic type or dynamic cast there scans every protocol conformance record, and perf
-/// put parsing at ~35% of `pinning evaluate`'s process time, the completion check alone at ~40% of that.
-///
-/// This root declares exactly `Evaluate`'s options (the same declarations, through `@OptionGroup`, which runs
-/// `Evaluate.validate()` and its option groups' `validate()` as the subcommand's parse does) and names `pinning`
-/// as its super-command (argument-parser's `_superCommandName`, the configuration it reads to leave the completion
-/// check to the super-command). It only ever says yes: a command line it refuses, or reads as a request for help
-/// (`--help`, `-h`), is read again by the whole tree, which gives the refusal, the help text, `--version` and
-/// `--generate-completion-script` exactly as before. So the words, exit statuses and built-in flags are
-/// argument-parser's own in every case; only a command line that is an evaluation skips the detour.
-struct HotEvaluate: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "evaluate", _superCommandName: "pinning")
-
-    @OptionGroup var evaluate: PinningCommand.Evaluate
-
-    /// The evaluation `arguments` (after the executable's name) ask for, or nil when they are something else or
-    /// are not accepted here (then the whole tree decides, and refuses in its own words).
-    static func parse(_ arguments: [String]) -> PinningCommand.Evaluate? {
-        guard arguments.first == PinningCommand.Evaluate.configuration.commandName else {
-            return nil
-        }
-        do {
-            // A request for help parses as argument-parser's help command, not as this root.
-            return (try parseAsRoot(Array(arguments.dropFirst())) as? HotEvaluate)?.evaluate
-        } catch {
-            // Not decided here: the whole tree reads the same command line again and reports this refusal.
-            return nil
-        }
     }
 }
 

@@ -55,4 +55,33 @@ enum InProcessCLI {
         }
         return (written(HotEvaluate.parse(arguments)), written(tree))
     }
+    /// The options HotEvaluate's reader knows, as typed after `--`, each with whether it is a flag.
+    static var evaluateReaderOptions: [(name: String, isFlag: Bool)] {
+        HotEvaluate.Name.allCases.map { ($0.rawValue, $0.isFlag) }
+    }
+
+    /// The subcommand name HotEvaluate's reader looks for, and the one `Evaluate` declares.
+    static var evaluateCommandNames: (reader: String, declared: String?) {
+        (HotEvaluate.commandName, PinningCommand.Evaluate.configuration.commandName)
+    }
+
+    /// argument-parser's help text for `pinning evaluate`, on lines as wide as it needs.
+    static var evaluateHelp: String {
+        PinningCommand.Evaluate.helpMessage(columns: 10_000)
+    }
+    /// For every enumerated option type: its `allValueStrings` (ours, a plain map of the raw values) and what
+    /// argument-parser's default for a `CaseIterable` `RawRepresentable` type computes
+    /// (`allCases.map(\.rawValue.defaultValueDescription)`), which ours replaces.
+    static var enumeratedValueLists: [(type: String, ours: [String], argumentParsers: [String])] {
+        func lists<T: EnumeratedArgument & RawRepresentable>(_ type: T.Type) -> (String, [String], [String])
+        where T.RawValue == String {
+            ("\(type)", T.allValueStrings, T.allCases.map(\.rawValue.defaultValueDescription))
+        }
+        return [
+            lists(PinningModeArgument.self), lists(ProfileArgument.self), lists(RevocationModeArgument.self),
+            lists(RevocationScopeArgument.self), lists(TLSVersionArgument.self), lists(ExportFormatArgument.self),
+            lists(ImportFormatArgument.self), lists(BenchKeyArgument.self), lists(KeyTypeArgument.self),
+            lists(RevocationReasonArgument.self),
+        ]
+    }
 }

@@ -6,10 +6,13 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
-// `stat` comes from the C headers, which Glibc and CoreFoundation both import; which module the compiler credits
-// with it depends on how the target's files are batched, so both are named here.
+// `stat` comes from the C headers, which Glibc, CoreFoundation and Dispatch's CDispatch all import; which module the
+// compiler credits with it depends on how the target's files are batched, so all three are named here.
 #if canImport(CoreFoundation)
     import CoreFoundation
+#endif
+#if canImport(CDispatch)
+    import CDispatch
 #endif
 
 // TLS key logging (issue 15): `--keylog FILE` on check, serve, demo and proxy writes the NSS key log format, and

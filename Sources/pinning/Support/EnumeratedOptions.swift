@@ -22,10 +22,20 @@ protocol EnumeratedArgument: CaseIterable, ExpressibleByArgument {
 
 extension EnumeratedArgument {
     /// The accepted values as a sentence lists them: `none, public-key or certificate`.
+    ///
+    /// Built in a plain loop: each option's help text calls this when its command's options are initialised, which
+    /// `pinning evaluate` does on every run (issue 31's cold path), and `joined(separator:)` on a slice is a first use
+    /// of generic code there.
     static var choices: String {
         let names = Self.allValueStrings
-        guard names.count > 1, let last = names.last else { return names.first ?? "" }
-        return names.dropLast().joined(separator: ", ") + " or " + last
+        var sentence = ""
+        for (index, name) in names.enumerated() {
+            if index > 0 {
+                sentence += index == names.count - 1 ? " or " : ", "
+            }
+            sentence += name
+        }
+        return sentence
     }
 
     /// The `transform` of an option taking one of these values; `option` is its name as the user types it.
@@ -36,6 +46,15 @@ extension EnumeratedArgument {
             }
             return value
         }
+    }
+}
+
+extension EnumeratedArgument where Self: RawRepresentable, RawValue == String {
+    /// Each case's raw value, in declaration order: what argument-parser's default gives for such an enum
+    /// (`allCases.map(\.rawValue.defaultValueDescription)`, and a `String`'s description is itself), without its
+    /// key path, whose generic instantiation perf put at ~3% of a one-chain `pinning evaluate` process.
+    static var allValueStrings: [String] {
+        Self.allCases.map { $0.rawValue }
     }
 }
 

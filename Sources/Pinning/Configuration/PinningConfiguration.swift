@@ -95,8 +95,8 @@ public struct PinningConfiguration: Sendable {
     /// Why larger than ``maximumFileSize``: a pin set is generated for a fleet, not written by hand, and 10,000
     /// hosts with two pins each are already 1.43 MB (issue 29 asks for pin sets of that size). Why 16 MiB: it holds
     /// about 110,000 such hosts, ten times that with room for longer names and more pins per host, and reading it
-    /// stays bounded (100,000 hosts, 14.4 MB: applied in 1.0 s median, 0.37 GB peak resident, on 2 shared cores at
-    /// load 5–7, `pinning bench pinset --hosts 100000`); it is the cap of
+    /// stays bounded (100,000 hosts, 14.4 MB: applied in 432 ms median, 256 MiB peak resident, on 2 shared cores at
+    /// load 4.0–4.5, `pinning bench pinset --hosts 100000`); it is the cap of
     /// every other file a pin set names (anchors and CRLs, `PinSetUpdater.Options.maximumReferencedFileSize`) and
     /// of certificate files (``CertificateLoader/maximumFileSize``). The bytes are also bounded before they arrive:
     /// a pin-set target is downloaded only when the length the signed targets metadata lists is within the cap, and

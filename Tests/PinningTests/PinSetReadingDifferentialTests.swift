@@ -15,7 +15,8 @@ import Testing
 
 /// The shortcuts that make a pin set of 10,000 hosts quick to read (issue 29), each held to a reading that does not
 /// take them: a configuration written plainly, written unusually (whitespace everywhere, every character of a
-/// string possibly `\u`-escaped, members shuffled) and read by Foundation's JSON reader; an entry's fields found in
+/// string possibly `\u`-escaped, members shuffled) and read by Foundation's JSON reader; the one-pass reading of a
+/// configuration (``ConfigurationDocument``) against the strict reader's tree, and each case it decides itself; an entry's fields found in
 /// one pass against a search per field; keys compared with `memcmp` against element by element; the pin decoder
 /// against Foundation's base64; the address pre-check against `inet_pton` itself; overlapping patterns found by the
 /// host index against a table of patterns.
@@ -225,6 +226,189 @@ struct PinSetReadingDifferentialTests {
         }
         // Both outcomes were compared, many times each.
         #expect(read >= 10 && refused >= 10, "\(read) read, \(refused) refused")
+    }
+
+    // MARK: - The one-pass reading against the strict reader's tree
+
+    /// What loading `data` gives, with the one-pass reading allowed (as every caller loads) or not (the strict
+    /// reader's tree, then the validator, as before the one-pass reading), and the files each reading names.
+    static func bothReadings(_ data: Data, baseDirectory: String = "/") -> (onePass: Bool, allowed: Outcome, strict: Outcome, files: [String], strictFiles: [String]) {
+        let text = PinningConfiguration.Text(data, maximumSize: .max)
+        let strictText = PinningConfiguration.Text(data, maximumSize: .max, readingInOnePass: false)
+        let allowed = Self.outcome { try PinningConfiguration(text: text, baseDirectory: baseDirectory) }
+        let strict = Self.outcome { try PinningConfiguration(text: strictText, baseDirectory: baseDirectory) }
+        return (
+            text.wasReadInOnePass, allowed, strict, PinningConfiguration.filesNamed(in: text), PinningConfiguration.filesNamed(in: strictText)
+        )
+    }
+
+    /// A configuration of up to `count` entries with ASCII keys and known field names only (the values still of any
+    /// type, and the keys good or refused patterns), at most once each: the shape the one-pass reading takes.
+    static func usualConfiguration(entries count: Int, using generator: inout SplitMix64) -> Value {
+        let asciiKeys = Self.hostKeys.filter { key in key.utf8.allSatisfy { $0 < 0x80 } }
+        let known = Self.fieldNames.filter { ConfigurationValidator.entryFields.contains($0) && $0 != "pins" }
+        var seen: Set<String> = []
+        var domains: [(String, Value)] = []
+        for index in 0..<count {
+            let key = Bool.random(using: &generator) ? asciiKeys.randomElement(using: &generator)! : "host-\(index).example"
+            guard seen.insert(key).inserted else { continue }
+            let twoPins = Value.array([.string(Self.pin("\(index) a")), .string(Self.pin("\(index) b"))])
+            var fields: [(String, Value)] = [("pins", Int.random(in: 0..<4, using: &generator) == 0 ? Self.randomValue(field: "pins", using: &generator) : twoPins)]
+            if Int.random(in: 0..<3, using: &generator) == 0 {
+                for name in known.shuffled(using: &generator).prefix(Int.random(in: 1...2, using: &generator)) {
+                    fields.append((name, Self.randomValue(field: name, using: &generator)))
+                }
+            }
+            domains.append((key, .object(fields)))
+        }
+        var top: [(String, Value)] = [("version", .number("1")), ("domains", .object(domains))]
+        if Int.random(in: 0..<6, using: &generator) == 0 { top.append(("unlistedHosts", .string("reject"))) }
+        return .object(top)
+    }
+
+    @Test("generated configurations, written plainly and unusually: the one-pass reading loads what the strict reader's tree loads, or the same problems, and names the same files")
+    func onePassAgainstTree() throws {
+        var generator = SplitMix64(seed: 2929)
+        var (onePassRead, onePassRefused, leftToStrict) = (0, 0, 0)
+        for round in 0..<200 {
+            let count = round % 20 == 0 ? 300 : Int.random(in: 1...10, using: &generator)
+            // Every other round in the shape the one-pass reading takes (which the validator may still refuse).
+            let value =
+                round % 2 == 0
+                ? Self.randomConfiguration(entries: count, using: &generator) : Self.usualConfiguration(entries: count, using: &generator)
+            for text in [Self.plain(value), Self.unusual(value, using: &generator)] {
+                let read = Self.bothReadings(Data(text.utf8))
+                #expect(read.allowed == read.strict, "round \(round): \(text.prefix(300))")
+                #expect(read.files == read.strictFiles, "round \(round): \(text.prefix(300))")
+                switch (read.onePass, read.allowed) {
+                case (true, .read): onePassRead += 1
+                case (true, .refused): onePassRefused += 1
+                case (false, _): leftToStrict += 1
+                }
+            }
+        }
+        // Each way was taken many times: read in one pass and loaded, read in one pass and refused by the validator,
+        // and left to the strict reader.
+        #expect(onePassRead >= 20 && onePassRefused >= 20 && leftToStrict >= 20, "\(onePassRead) \(onePassRefused) \(leftToStrict)")
+    }
+
+    @Test("what the one-pass reading decides itself: escaped keys (a repeated key that differs only in escaping is refused), escaped pins, host names outside ASCII, number forms, depth, UTF-8")
+    func onePassDecisions() throws {
+        let (a, b) = (Self.pin("a"), Self.pin("b"))
+        let pins = "\"pins\": [\"\(a)\", \"\(b)\"]"
+        let entry = "{\(pins)}"
+        /// A text, whether the one-pass reading takes it, and what loading it gives (nil: loaded; else words of the refusal).
+        let cases: [(text: String, onePass: Bool, refusal: String?)] = [
+            // The usual form, and keys with escapes that unescape to ASCII.
+            ("{\"version\": 1, \"domains\": {\"a.example\": \(entry)}}", true, nil),
+            ("{\"v\\u0065rsion\": 1, \"dom\\u0061ins\": {\"\\u0061.example\": {\"p\\u0069ns\": [\"\(a)\", \"\(b)\"]}}}", true, nil),
+            // A key repeated, once escaped and once not: the same key, refused as the strict reader refuses it.
+            ("{\"version\": 1, \"domains\": {\"hosts.example\": \(entry), \"ho\\u0073ts.example\": \(entry)}}", false, "repeated key"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"p\\u0069ns\": [\"\(a)\", \"\(b)\"]}}}", false, "repeated key"),
+            ("{\"version\": 1, \"dom\\u0061ins\": {}, \"domains\": {}}", false, "repeated key"),
+            ("{\"version\": 1, \"version\": 1, \"domains\": {}}", false, "repeated key"),
+            // Host names outside ASCII, raw or escaped: left to the strict reader, which compares their Unicode forms.
+            ("{\"version\": 1, \"domains\": {\"b\u{FC}cher.example\": \(entry)}}", false, nil),
+            ("{\"version\": 1, \"domains\": {\"b\\u00fccher.example\": \(entry)}}", false, nil),
+            ("{\"version\": 1, \"domains\": {\"caf\u{E9}.example\": \(entry), \"cafe\u{301}.example\": \(entry)}}", false, "repeated key"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"revocation\": {\"\u{212A}\": 1, \"K\": 1}}}}", false, "repeated key"),
+            // Pins written otherwise (an escape, curl's form, a repeat, one of them not a string): read by the validator.
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"sha256\\/\(a.dropFirst(7))\", \"\(b)\"]}}}", true, nil),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"sha256//\(a.dropFirst(7))\", \"\(b)\"]}}}", true, nil),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\", \"\(a)\"]}}}", true, "repeats pins[0]"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\", 7]}}}", true, "must be a string"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\"]}}}", true, "at least two distinct pins"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\"], \"enforce\": false}}}", true, nil),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": []}}}", true, "at least two distinct pins"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"excludeSubdomainFromParentPolicy\": true, \(pins)}}}", true, "cannot be combined"),
+            // Number forms: read by the strict reader's number reading either way.
+            ("{\"version\": 1.0, \"domains\": {}}", true, nil),
+            ("{\"version\": 10e-1, \"domains\": {}}", true, nil),
+            ("{\"version\": -0, \"domains\": {}}", true, "unsupported version 0"),
+            ("{\"version\": 01, \"domains\": {}}", false, "leading zero"),
+            ("{\"version\": 1., \"domains\": {}}", false, "no digits after its decimal point"),
+            ("{\"version\": NaN, \"domains\": {}}", false, "unexpected character"),
+            // Depth, UTF-8, the text's end, fields unknown or of another type.
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"reportURIs\": \(String(repeating: "[", count: 61))\(String(repeating: "]", count: 61))}}}", true, "must be a string"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"reportURIs\": \(String(repeating: "[", count: 62))\(String(repeating: "]", count: 62))}}}", false, "nested deeper than 64"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"expires\": \"\\ud800\"}}}", false, "lone surrogate"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": \(entry)}} x", false, "more data after"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": \(entry),}}", false, "expected a string key"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"pin\": 1}}}", false, "unknown field"),
+            ("{\"version\": 1, \"domains\": {}, \"extra\": 1}", false, "unknown field"),
+            ("{\"version\": 1, \"domains\": []}", false, "must be an object"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": []}}", false, "an entry must be an object"),
+            ("{\"version\": 1}", true, "missing; list the pinned hosts"),
+            ("\u{FEFF}{\"version\": 1, \"domains\": {}}", false, nil),
+        ]
+        for (text, onePass, refusal) in cases {
+            let read = Self.bothReadings(Data(text.utf8))
+            #expect(read.onePass == onePass, "\(text.prefix(200))")
+            #expect(read.allowed == read.strict, "\(text.prefix(200))")
+            switch (read.allowed, refusal) {
+            case (.read, nil): break
+            case (.refused(let problems), let words?):
+                #expect(problems.contains { $0.description.contains(words) }, "\(text.prefix(200)): \(problems)")
+            default:
+                Issue.record("\(text.prefix(200)): expected \(refusal ?? "to load"), got \(read.allowed)")
+            }
+        }
+        // Invalid UTF-8 in a host key and in a value: refused in the strict reader's words.
+        for bytes in [
+            Array("{\"version\": 1, \"domains\": {\"a".utf8) + [0xC0, 0xAF] + Array(".example\": \(entry)}}".utf8),
+            Array("{\"version\": 1, \"domains\": {\"a.example\": {\(pins), \"expires\": \"".utf8) + [0xED, 0xA0, 0x80] + Array("\"}}}".utf8),
+        ] {
+            let read = Self.bothReadings(Data(bytes))
+            #expect(!read.onePass && read.allowed == read.strict)
+            guard case .refused(let problems) = read.allowed else {
+                Issue.record("invalid UTF-8 was read")
+                continue
+            }
+            #expect(problems.contains { $0.description.contains("not valid UTF-8") }, "\(problems)")
+        }
+    }
+
+    @Test("usual configurations with bytes changed, inserted or cut (JSON punctuation, escapes, quotes, bytes outside ASCII): both readings give the same entries or the same problems")
+    func onePassAgainstTreeOnMutatedBytes() throws {
+        var generator = SplitMix64(seed: 290)
+        let pieces: [[UInt8]] = [
+            Array("{".utf8), Array("}".utf8), Array("[".utf8), Array("]".utf8), Array(",".utf8), Array(":".utf8), Array("\"".utf8),
+            Array("\\".utf8), Array("\\u0073".utf8), Array("\\ud800".utf8), Array(" ".utf8), Array("0".utf8), Array("1e".utf8),
+            Array("-".utf8), Array("pins".utf8), Array("t".utf8), Array("null".utf8), [0x80], [0xC3, 0xA9], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0x00], [0x1F],
+        ]
+        var (same, onePass) = (0, 0)
+        for round in 0..<1500 {
+            var bytes = Array(Self.plain(Self.usualConfiguration(entries: Int.random(in: 1...4, using: &generator), using: &generator)).utf8)
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: bytes.replaceSubrange(position...position, with: pieces.randomElement(using: &generator)!)
+                case 1: bytes.insert(contentsOf: pieces.randomElement(using: &generator)!, at: position)
+                case 2: bytes.remove(at: position)
+                default: bytes.removeSubrange(position...)
+                }
+                if bytes.isEmpty { bytes = Array("{".utf8) }
+            }
+            let read = Self.bothReadings(Data(bytes))
+            #expect(read.allowed == read.strict, "round \(round): \(String(decoding: bytes, as: UTF8.self).prefix(300))")
+            #expect(read.files == read.strictFiles, "round \(round)")
+            if read.allowed == read.strict { same += 1 }
+            if read.onePass { onePass += 1 }
+        }
+        // Many mutated texts were still read in one pass (a change inside a value, an escape in a key), many not.
+        #expect(same == 1500 && onePass >= 100 && onePass <= 1400, "\(same) same, \(onePass) read in one pass")
+    }
+
+    @Test("an entry's field names by their bytes are the validator's list, in its order")
+    func entryFieldTable() {
+        let fields = ConfigurationValidator.EntryFields.Field.allCases
+        #expect(fields.map { ConfigurationValidator.entryFields[$0.rawValue] } == ConfigurationValidator.entryFields)
+        for field in fields {
+            let name = ConfigurationValidator.entryFields[field.rawValue]
+            #expect(ConfigurationValidator.EntryFields.Field(named: Array(name.utf8)) == field)
+            #expect(ConfigurationValidator.EntryFields.Field(named: Array(name.utf8.dropLast())) == nil)
+        }
+        #expect(Set(fields.map(\.bit)).count == fields.count)
     }
 
     // MARK: - An entry's fields in one pass

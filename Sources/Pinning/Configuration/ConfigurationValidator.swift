@@ -218,15 +218,45 @@ struct ConfigurationValidator {
                     entries.append(entry)
                 }
             }
-            let built = PinningConfiguration.HostIndex(entries)
-            self.checkOverlaps(entries, built)
-            self.checkExclusionsHaveParents(entries)
-            index = built
+            index = self.indexEntries(entries)
         case let other?:
             self.add(.wrongType, nil, "domains", "must be an object mapping host patterns to entries, not \(other.typeName)")
         }
         guard let version, let unlisted else { return nil }
         return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries, index: index)
+    }
+
+    /// ``validate(_:)-(TUFJSON)`` of a text the one-pass reader read: the same checks in the same order, on the
+    /// values the tree would have held (the reader reads only texts with no other top-level field, `domains` an
+    /// object of objects, and no unknown entry field).
+    mutating func validate(_ document: ConfigurationDocument) -> PinningConfiguration? {
+        let version = self.version(document.version)
+        let unlisted = self.unlistedHosts(document.unlistedHosts)
+        var entries: [PinningConfiguration.Entry] = []
+        var index: PinningConfiguration.HostIndex?
+        if let domains = document.domains {
+            entries.reserveCapacity(domains.count)
+            for domain in domains {
+                let entry = self.entry(domain.key, domain.fields, problemsBefore: self.problems.count) {
+                    EntryFields.Field.allCases.filter { $0 != .excludeSubdomainFromParentPolicy && domain.fields.has($0) }.map { Self.entryFields[$0.rawValue] }
+                }
+                if let entry { entries.append(entry) }
+            }
+            index = self.indexEntries(entries)
+        } else {
+            self.add(.missingField, nil, "domains", "missing; list the pinned hosts (it may be {} to pin none)")
+        }
+        guard let version, let unlisted else { return nil }
+        return PinningConfiguration(version: version, unlistedHosts: unlisted, entries: entries, index: index)
+    }
+
+    /// The host index of the entries (in key order), after checking that no two cover the same hosts and that every
+    /// exclusion has a parent.
+    private mutating func indexEntries(_ entries: [PinningConfiguration.Entry]) -> PinningConfiguration.HostIndex {
+        let built = PinningConfiguration.HostIndex(entries)
+        self.checkOverlaps(entries, built)
+        self.checkExclusionsHaveParents(entries)
+        return built
     }
 
     private mutating func version(_ value: TUFJSON?) -> Int? {
@@ -279,8 +309,19 @@ struct ConfigurationValidator {
                 self.add(.unknownField, key, member.key, "unknown field; an entry has only \(Self.entryFields.joined(separator: ", "))")
             }
         }
+        return self.entry(key, found, problemsBefore: before) {
+            fields.keys.sorted().filter { $0 != "excludeSubdomainFromParentPolicy" && Self.entryFields.contains($0) }
+        }
+    }
+
+    /// An entry from its fields (found by ``EntryFields/init(_:)`` in the tree, or read by ``ConfigurationDocument``);
+    /// `otherKnownFields` lists the known fields present but `excludeSubdomainFromParentPolicy`, in Swift's `String`
+    /// order, for an exclusion, which may have none.
+    private mutating func entry(
+        _ key: String, _ found: EntryFields, problemsBefore before: Int, otherKnownFields: () -> [String]
+    ) -> PinningConfiguration.Entry? {
         if self.bool(found.excludeSubdomainFromParentPolicy, key, "excludeSubdomainFromParentPolicy") == true {
-            return self.exclusion(key, fields, problemsBefore: before)
+            return self.exclusion(key, otherKnownFields(), problemsBefore: before)
         }
         let includeSubdomains = self.bool(found.includeSubdomains, key, "includeSubdomains") ?? false
         let enforce = self.bool(found.enforce, key, "enforce") ?? true
@@ -293,7 +334,7 @@ struct ConfigurationValidator {
             self.add(.invalidPattern, key, nil, error.message)
         }
 
-        let pins = self.pins(found.pins, key, enforce: enforce)
+        let pins = self.pins(found, key, enforce: enforce)
         let expires = self.expires(found.expires, key)
         let (anchorFiles, anchors) = self.anchors(found.anchors, key)
         if anchorsOnly && anchorFiles.isEmpty {
@@ -327,39 +368,91 @@ struct ConfigurationValidator {
 
     /// An entry's fields, found in one pass over its members: each value is what `fields["name"]` gives (the key
     /// matched byte for byte), without a search per field name.
-    struct EntryFields {
-        var anchors: TUFJSON?
-        var anchorsOnly: TUFJSON?
-        var clientIdentity: TUFJSON?
-        var enforce: TUFJSON?
-        var excludeSubdomainFromParentPolicy: TUFJSON?
-        var expires: TUFJSON?
-        var includeSubdomains: TUFJSON?
+    ///
+    /// Small, as the one-pass reader keeps one per entry (10,000 for a pin set of 10,000 hosts, moved as the list
+    /// grows and is sorted): `pins` held in place, every other field (most entries have none) in a list beside it.
+    struct EntryFields: Sendable {
         var pins: TUFJSON?
-        var reportURIs: TUFJSON?
-        var revocation: TUFJSON?
+        /// The pins, when the one-pass reader (``ConfigurationDocument``) decoded them from the text: `pins` was an
+        /// array of strings each a pin in the usual form, none repeated (``pins`` is then nil). Validated as that array.
+        var readPins: [Pin]?
+        /// The fields other than `pins` that are present, each once.
+        private var others: [(field: Field, value: TUFJSON)] = []
         /// Whether a key is none of the field names byte for byte (it is then checked against
         /// ``ConfigurationValidator/entryFields`` as before, and reported when unknown).
         var hasOtherKey = false
 
-        init(_ fields: TUFJSONObject) {
-            for member in fields.members {
-                let key = member.key
-                func named(_ name: String) -> Bool { TUFJSONObject.compare(key, name) == 0 }
-                switch key.utf8.count {
-                case 4 where named("pins"): self.pins = member.value
-                case 7 where named("anchors"): self.anchors = member.value
-                case 7 where named("enforce"): self.enforce = member.value
-                case 7 where named("expires"): self.expires = member.value
-                case 10 where named("reportURIs"): self.reportURIs = member.value
-                case 10 where named("revocation"): self.revocation = member.value
-                case 11 where named("anchorsOnly"): self.anchorsOnly = member.value
-                case 14 where named("clientIdentity"): self.clientIdentity = member.value
-                case 17 where named("includeSubdomains"): self.includeSubdomains = member.value
-                case 32 where named("excludeSubdomainFromParentPolicy"): self.excludeSubdomainFromParentPolicy = member.value
-                default: self.hasOtherKey = true
+        var anchors: TUFJSON? { self.value(of: .anchors) }
+        var anchorsOnly: TUFJSON? { self.value(of: .anchorsOnly) }
+        var clientIdentity: TUFJSON? { self.value(of: .clientIdentity) }
+        var enforce: TUFJSON? { self.value(of: .enforce) }
+        var excludeSubdomainFromParentPolicy: TUFJSON? { self.value(of: .excludeSubdomainFromParentPolicy) }
+        var expires: TUFJSON? { self.value(of: .expires) }
+        var includeSubdomains: TUFJSON? { self.value(of: .includeSubdomains) }
+        var reportURIs: TUFJSON? { self.value(of: .reportURIs) }
+        var revocation: TUFJSON? { self.value(of: .revocation) }
+
+        private func value(of field: Field) -> TUFJSON? {
+            self.others.first { $0.field == field }?.value
+        }
+
+        /// The fields, by name (``ConfigurationValidator/entryFields``, in that order).
+        enum Field: Int, CaseIterable {
+            case anchors, anchorsOnly, clientIdentity, enforce, excludeSubdomainFromParentPolicy, expires, includeSubdomains, pins, reportURIs, revocation
+
+            /// The field named exactly these bytes, if any.
+            init?(named key: some Collection<UInt8>) {
+                func named(_ name: String) -> Bool { key.elementsEqual(name.utf8) }
+                switch key.count {
+                case 4 where named("pins"): self = .pins
+                case 7 where named("anchors"): self = .anchors
+                case 7 where named("enforce"): self = .enforce
+                case 7 where named("expires"): self = .expires
+                case 10 where named("reportURIs"): self = .reportURIs
+                case 10 where named("revocation"): self = .revocation
+                case 11 where named("anchorsOnly"): self = .anchorsOnly
+                case 14 where named("clientIdentity"): self = .clientIdentity
+                case 17 where named("includeSubdomains"): self = .includeSubdomains
+                case 32 where named("excludeSubdomainFromParentPolicy"): self = .excludeSubdomainFromParentPolicy
+                default: return nil
                 }
             }
+
+            /// The field's bit in a set of fields held as one integer.
+            var bit: UInt16 { 1 << UInt16(self.rawValue) }
+        }
+
+        /// No field.
+        init() {}
+
+        init(_ fields: TUFJSONObject) {
+            for member in fields.members {
+                // Compared over the key's bytes in place when it holds them contiguously (a string read from bytes does).
+                let field = member.key.utf8.withContiguousStorageIfAvailable { Field(named: $0) } ?? Field(named: member.key.utf8)
+                guard let field else {
+                    self.hasOtherKey = true
+                    continue
+                }
+                self.set(field, member.value)
+            }
+        }
+
+        /// Sets a field (the last value wins, as a tree's object holds each key once anyway).
+        mutating func set(_ field: Field, _ value: TUFJSON) {
+            guard field != .pins else {
+                self.pins = value
+                return
+            }
+            if let position = self.others.firstIndex(where: { $0.field == field }) {
+                self.others[position].value = value
+            } else {
+                self.others.append((field, value))
+            }
+        }
+
+        /// Whether the field is present.
+        func has(_ field: Field) -> Bool {
+            field == .pins ? self.pins != nil || self.readPins != nil : self.others.contains { $0.field == field }
         }
     }
 
@@ -369,8 +462,8 @@ struct ConfigurationValidator {
     /// `"unlistedHosts": "default"`. As in TrustKit, the entry may carry nothing else (a pin or an anchor on
     /// it would mean the opposite of the exemption), it names exactly one host (no wildcard), and a parent
     /// entry must exist (checked once every entry is read).
-    private mutating func exclusion(_ key: String, _ fields: TUFJSONObject, problemsBefore before: Int) -> PinningConfiguration.Entry? {
-        for field in fields.keys.sorted() where field != "excludeSubdomainFromParentPolicy" && Self.entryFields.contains(field) {
+    private mutating func exclusion(_ key: String, _ otherKnownFields: [String], problemsBefore before: Int) -> PinningConfiguration.Entry? {
+        for field in otherKnownFields {
             self.add(
                 .invalidValue, key, field,
                 "cannot be combined with \"excludeSubdomainFromParentPolicy\": true; the excluded host is not pinned (remove the field, or the exclusion)"
@@ -453,7 +546,14 @@ struct ConfigurationValidator {
         }
     }
 
-    private mutating func pins(_ value: TUFJSON?, _ key: String, enforce: Bool) -> [Pin] {
+    private mutating func pins(_ found: EntryFields, _ key: String, enforce: Bool) -> [Pin] {
+        if let read = found.readPins {
+            // Decoded by the one-pass reader: an array of strings, each a pin in the usual form, none repeated; what
+            // is left to check of such an array is its count, below.
+            self.checkPinCount(read.count, key, enforce: enforce)
+            return read
+        }
+        let value = found.pins
         guard value != nil else {
             self.add(
                 .missingField,
@@ -493,18 +593,23 @@ struct ConfigurationValidator {
             }
         }
         if case .array? = value, !malformed {
-            if enforce && pins.count < 2 {
-                self.add(
-                    .invalidValue,
-                    key,
-                    "pins",
-                    "an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found \(pins.count). Add a backup pin, or set \"enforce\": false for report-only"
-                )
-            } else if !enforce && pins.isEmpty {
-                self.add(.invalidValue, key, "pins", "a report-only entry needs at least one pin to report against")
-            }
+            self.checkPinCount(pins.count, key, enforce: enforce)
         }
         return pins
+    }
+
+    /// Whether an entry's list of pins, every one read and none repeated, has enough of them.
+    private mutating func checkPinCount(_ count: Int, _ key: String, enforce: Bool) {
+        if enforce && count < 2 {
+            self.add(
+                .invalidValue,
+                key,
+                "pins",
+                "an enforced entry needs at least two distinct pins (a backup key makes rotation possible without locking clients out); found \(count). Add a backup pin, or set \"enforce\": false for report-only"
+            )
+        } else if !enforce && count == 0 {
+            self.add(.invalidValue, key, "pins", "a report-only entry needs at least one pin to report against")
+        }
     }
 
     private mutating func expires(_ value: TUFJSON?, _ key: String) -> Date? {

@@ -121,62 +121,74 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// same either way.
     private static func decodeCanonicalDigest(_ text: String) -> (UInt64, UInt64, UInt64, UInt64)? {
         var text = text
+        return text.withUTF8 { Self.decodeCanonicalDigest(utf8: $0) }
+    }
+
+    /// A pin from the UTF-8 bytes of a text in the usual form (``decodeCanonicalDigest(_:)``'s: `sha256/` and 44
+    /// characters of canonical base64, or the bare 44); nil for any other text. For such a text it is the pin
+    /// ``init(_:)`` reads from the same text, by the same decoder, which ``init(_:)`` tries first. A configuration's
+    /// one-pass reading (``ConfigurationDocument``) decodes pins where they stand in the text, without a `String`.
+    init?(usualFormUTF8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard let words = Self.decodeCanonicalDigest(utf8: bytes) else { return nil }
+        self.init(words: words)
+    }
+
+    /// ``decodeCanonicalDigest(_:)`` over the text's UTF-8 bytes.
+    private static func decodeCanonicalDigest(utf8 bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64, UInt64, UInt64)? {
         // The table is read once here, not once per character (a static is reached through a lazy-initialisation check).
         let values = Self.base64Values
-        return text.withUTF8 { bytes -> (UInt64, UInt64, UInt64, UInt64)? in
-            let prefixed = bytes.count == 51
-            guard prefixed || bytes.count == 44, bytes[bytes.count - 1] == UInt8(ascii: "=") else { return nil }
-            // "sha256/" in any case, compared in place (no array per pin): OR-ing 0x20 lower-cases the letters and
-            // leaves the digits and "/" as they are.
-            var startsWithOurPrefix = true
-            for (offset, expected) in "sha256/".utf8.enumerated() where bytes[offset] | 0x20 != expected {
-                startsWithOurPrefix = false
-                break
-            }
-            guard prefixed ? bytes.starts(with: "sha256/".utf8) : !startsWithOurPrefix else { return nil }
-            // 43 characters of 6 bits are 258 bits: the 256 of the digest, shifted into four words, then 2 bits
-            // that canonical base64 leaves zero. Any byte outside the alphabet has the table's 0xFF, so OR-ing the
-            // values together finds one.
-            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            var invalid: UInt8 = 0
-            let start = prefixed ? 7 : 0
-            var position = start
-            func next() -> UInt64 {
-                let value = values[Int(bytes[position])]
-                invalid |= value
-                position += 1
-                return UInt64(value & 0x3F)
-            }
-            // Each word's 64 bits are 10 characters and 4 bits of the next; the next word starts with its other 2.
-            var carry: UInt64 = 0
-            var carryBits: UInt64 = 0
-            for word in 0..<4 {
-                var value = carry
-                var bits = carryBits
-                while bits + 6 <= 64 {
-                    value = value << 6 | next()
-                    bits += 6
-                }
-                let remaining = 64 - bits  // 4, 2 or 0 bits still needed from one more character
-                if remaining > 0 {
-                    let sixBits = next()
-                    value = value << remaining | sixBits >> (6 - remaining)
-                    carry = sixBits & ((1 << (6 - remaining)) - 1)
-                    carryBits = 6 - remaining
-                } else {
-                    carry = 0
-                    carryBits = 0
-                }
-                switch word {
-                case 0: words.0 = value
-                case 1: words.1 = value
-                case 2: words.2 = value
-                default: words.3 = value
-                }
-            }
-            guard position == start + 43, invalid & 0xC0 == 0, carryBits == 2, carry == 0 else { return nil }
-            return words
+        let prefixed = bytes.count == 51
+        guard prefixed || bytes.count == 44, bytes[bytes.count - 1] == UInt8(ascii: "=") else { return nil }
+        // "sha256/" in any case, compared in place (no array per pin): OR-ing 0x20 lower-cases the letters and
+        // leaves the digits and "/" as they are.
+        var startsWithOurPrefix = true
+        for (offset, expected) in "sha256/".utf8.enumerated() where bytes[offset] | 0x20 != expected {
+            startsWithOurPrefix = false
+            break
         }
+        guard prefixed ? bytes.starts(with: "sha256/".utf8) : !startsWithOurPrefix else { return nil }
+        // 43 characters of 6 bits are 258 bits: the 256 of the digest, shifted into four words, then 2 bits
+        // that canonical base64 leaves zero. Any byte outside the alphabet has the table's 0xFF, so OR-ing the
+        // values together finds one.
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var invalid: UInt8 = 0
+        let start = prefixed ? 7 : 0
+        var position = start
+        func next() -> UInt64 {
+            let value = values[Int(bytes[position])]
+            invalid |= value
+            position += 1
+            return UInt64(value & 0x3F)
+        }
+        // Each word's 64 bits are 10 characters and 4 bits of the next; the next word starts with its other 2.
+        var carry: UInt64 = 0
+        var carryBits: UInt64 = 0
+        for word in 0..<4 {
+            var value = carry
+            var bits = carryBits
+            while bits + 6 <= 64 {
+                value = value << 6 | next()
+                bits += 6
+            }
+            let remaining = 64 - bits  // 4, 2 or 0 bits still needed from one more character
+            if remaining > 0 {
+                let sixBits = next()
+                value = value << remaining | sixBits >> (6 - remaining)
+                carry = sixBits & ((1 << (6 - remaining)) - 1)
+                carryBits = 6 - remaining
+            } else {
+                carry = 0
+                carryBits = 0
+            }
+            switch word {
+            case 0: words.0 = value
+            case 1: words.1 = value
+            case 2: words.2 = value
+            default: words.3 = value
+            }
+        }
+        guard position == start + 43, invalid & 0xC0 == 0, carryBits == 2, carry == 0 else { return nil }
+        return words
     }
 
     /// The value of each byte as a base64 digit (standard alphabet), 0xFF for a byte that is not one.

@@ -184,7 +184,7 @@ extension TUFJSON {
     /// ``parse(_:)``, and whether any object key of the value, at any depth, holds a byte outside ASCII (when none
     /// does, no two keys can be Unicode-equivalent, and nothing has to be walked to find out).
     package static func parseNotingKeys(_ bytes: some Collection<UInt8>) throws(TUFJSONError) -> (value: TUFJSON, hasNonASCIIKey: Bool) {
-        var reader = Reader(bytes: Array(bytes))
+        var reader = StrictJSONReader(bytes: Array(bytes))
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -274,8 +274,9 @@ extension TUFJSON {
     }
 }
 
-/// A recursive-descent reader over UTF-8 bytes.
-private struct Reader {
+/// A recursive-descent reader over UTF-8 bytes (``TUFJSON/parse(_:)``; a configuration's one-pass reading,
+/// ``ConfigurationDocument``, reads its values with it).
+struct StrictJSONReader {
     let bytes: [UInt8]
     var position = 0
     /// Whether an object read so far has a key with a byte outside ASCII.

@@ -637,7 +637,8 @@ if Context.environment["PINNING_HARDENING_BUILD"] == "1" {
 // on Linux is GNU gold, which links the debug test bundle in one thread; lld, shipped with the toolchain, took 9.7 s
 // of wall time against gold's 22 s for the same bundle (3.1 against 6.5 CPU-s), and CI links about 20 executables
 // and bundles across its builds. Only how our products are linked changes; nothing is compiled differently. An
-// ordinary `swift build` / `swift test` (and a package depending on this one) never sees it.
+// ordinary `swift build` / `swift test`, run without the variable, never sees it; nor does the README's install
+// build, which gold links (lld made that static binary's start-up slower: README, Performance, round 4).
 if Context.environment["PINNING_LINKER"] == "lld" {
     for target in package.targets {
         target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-use-ld=lld"])]

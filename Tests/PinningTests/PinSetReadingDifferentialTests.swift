@@ -297,6 +297,9 @@ struct PinSetReadingDifferentialTests {
         let (a, b) = (Self.pin("a"), Self.pin("b"))
         let pins = "\"pins\": [\"\(a)\", \"\(b)\"]"
         let entry = "{\(pins)}"
+        // More pins than the one-pass reading takes in a list (ConfigurationDocument's maximumPinsInOnePass, whose
+        // repeat check is quadratic): the list is read as a value and checked by the validator.
+        let many = (0...16).map { "\"\(Self.pin("many\($0)"))\"" }.joined(separator: ", ")
         /// A text, whether the one-pass reading takes it, and what loading it gives (nil: loaded; else words of the refusal).
         let cases: [(text: String, onePass: Bool, refusal: String?)] = [
             // The usual form, and keys with escapes that unescape to ASCII.
@@ -320,6 +323,8 @@ struct PinSetReadingDifferentialTests {
             ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\"]}}}", true, "at least two distinct pins"),
             ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\"\(a)\"], \"enforce\": false}}}", true, nil),
             ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": []}}}", true, "at least two distinct pins"),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\(many)]}}}", true, nil),
+            ("{\"version\": 1, \"domains\": {\"a.example\": {\"pins\": [\(many), \"\(Self.pin("many3"))\"]}}}", true, "repeats pins[3]"),
             ("{\"version\": 1, \"domains\": {\"a.example\": {\"excludeSubdomainFromParentPolicy\": true, \(pins)}}}", true, "cannot be combined"),
             // Number forms: read by the strict reader's number reading either way.
             ("{\"version\": 1.0, \"domains\": {}}", true, nil),

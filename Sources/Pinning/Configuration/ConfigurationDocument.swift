@@ -197,8 +197,8 @@ extension StrictJSONReader {
         return fields
     }
 
-    /// At a value: when it is an array of strings each a pin in the usual form with no escape, none repeated, the
-    /// pins (the array read); nil otherwise, with nothing read.
+    /// At a value: when it is an array of at most ``maximumPinsInOnePass`` strings, each a pin in the usual form with no
+    /// escape, none repeated, the pins (the array read); nil otherwise, with nothing read.
     private mutating func pinsInUsualForm() -> [Pin]? {
         let start = self.position
         guard start < self.bytes.count, self.bytes[start] == UInt8(ascii: "[") else { return nil }
@@ -216,7 +216,7 @@ extension StrictJSONReader {
                 guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
                 end += 1
             }
-            guard end < self.bytes.count, self.bytes[end] == UInt8(ascii: "\""),
+            guard pins.count < Self.maximumPinsInOnePass, end < self.bytes.count, self.bytes[end] == UInt8(ascii: "\""),
                 let pin = self.bytes[textStart..<end].withUnsafeBufferPointer({ Pin(usualFormUTF8: $0) }), !pins.contains(pin)
             else { break }
             pins.append(pin)
@@ -228,8 +228,14 @@ extension StrictJSONReader {
             if byte == UInt8(ascii: "]") { return pins }
             guard byte == UInt8(ascii: ",") else { break }
         }
-        // Empty, another form, a repeat, or not JSON: read as a value, and left to the validator (or to the strict reader).
+        // Empty, another form, a repeat, a longer list, or not JSON: read as a value, and left to the validator (or to
+        // the strict reader).
         self.position = start
         return nil
     }
+
+    /// The most pins a list read here may have. Repeats are found by comparing each pin with those before it, which is
+    /// quadratic; a longer list (a pin set may be 16 MiB, ~300,000 pins in one entry) goes to the validator, which
+    /// finds repeats through a hash table past 16 pins, as it did before this reader.
+    static let maximumPinsInOnePass = 16
 }

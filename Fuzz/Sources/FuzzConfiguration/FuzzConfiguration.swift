@@ -24,7 +24,8 @@ public func fuzzInitialize(_ argc: UnsafeMutableRawPointer?, _ argv: UnsafeMutab
     func config(_ body: String) -> [UInt8] { Array(body.utf8) }
     FuzzSeeds.write([
         "minimal.json": config("{\"version\": 1, \"domains\": {}}"),
-        "full.json": config("""
+        "full.json": config(
+            """
             {"version": 1, "unlistedHosts": "default", "domains": {
               "api.fuzz.example": {"pins": ["\(pin)", "\(backup)"], "enforce": true, "expires": "2030-01-01T00:00:00Z",
                 "anchors": ["root.pem"], "anchorsOnly": true, "reportURIs": ["https://report.fuzz.example/pins"]},
@@ -38,9 +39,37 @@ public func fuzzInitialize(_ argc: UnsafeMutableRawPointer?, _ argv: UnsafeMutab
     return 0
 }
 
+/// What reading a text gave: the entries, or the problems (compared between the two readings).
+enum Outcome: Equatable {
+    case read(unlisted: String, entries: [PinningConfiguration.Entry])
+    case refused([PinningConfigurationError.Problem])
+    case otherError(String)
+
+    init(_ read: () throws -> PinningConfiguration) {
+        do {
+            let configuration = try read()
+            self = .read(unlisted: configuration.unlistedHosts.rawValue, entries: configuration.entries)
+        } catch let error as PinningConfigurationError {
+            self = .refused(error.problems)
+        } catch {
+            self = .otherError("\(error)")
+        }
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let bytes = start.map { Data(UnsafeRawBufferPointer(start: $0, count: count)) } ?? Data()
+    // The oracle: the one-pass reading (taken when the text has the usual shape) and the strict reader alone give the
+    // same entries or the same problems (PinSetReadingDifferentialTests holds generated texts to it; here every input).
+    let maximumSize = PinningConfiguration.maximumFileSize
+    let onePass = Outcome { try PinningConfiguration(text: .init(bytes, maximumSize: maximumSize), baseDirectory: baseDirectory, origin: "<fuzz>") }
+    let strict = Outcome {
+        try PinningConfiguration(text: .init(bytes, maximumSize: maximumSize, readingInOnePass: false), baseDirectory: baseDirectory, origin: "<fuzz>")
+    }
+    if onePass != strict {
+        preconditionFailure("the one-pass reading and the strict reader disagree: \(onePass) against \(strict)")
+    }
     do {
         let configuration = try PinningConfiguration(data: bytes, baseDirectory: baseDirectory, origin: "<fuzz>")
         for entry in configuration.entries {

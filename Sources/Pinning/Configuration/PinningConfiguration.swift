@@ -225,16 +225,13 @@ public struct PinningConfiguration: Sendable {
     /// Validates a configuration text already read (``Text``), exactly as ``init(data:baseDirectory:origin:maximumSize:)``
     /// validates the same bytes.
     package init(text: Text, baseDirectory: String, origin: String = "<data>") throws(PinningConfigurationError) {
-        let root: TUFJSON
+        var validator = ConfigurationValidator(baseDirectory: baseDirectory)
+        let parsed: PinningConfiguration?
         switch text.reading {
         case .document(let document):
-            var validator = ConfigurationValidator(baseDirectory: baseDirectory)
-            let parsed = validator.validate(document)
-            guard validator.problems.isEmpty, let parsed else {
-                throw PinningConfigurationError(origin: origin, problems: validator.problems)
-            }
-            self = parsed
-            return
+            parsed = validator.validate(document)
+        case .read(let root):
+            parsed = validator.validate(root)
         case .tooLarge(let maximumSize):
             throw PinningConfigurationError(origin: origin, problems: [Self.tooLarge(maximumSize)])
         case .invalid(let error):
@@ -242,11 +239,7 @@ public struct PinningConfiguration: Sendable {
                 origin: origin,
                 problems: [.init(.invalidJSON, entry: nil, field: nil, "not valid JSON: \(error.description)")]
             )
-        case .read(let value):
-            root = value
         }
-        var validator = ConfigurationValidator(baseDirectory: baseDirectory)
-        let parsed = validator.validate(root)
         guard validator.problems.isEmpty, let parsed else {
             throw PinningConfigurationError(origin: origin, problems: validator.problems)
         }

@@ -55,13 +55,18 @@ struct PinningCommand: AsyncParsableCommand {
             // for an `ExitCode` and exits with it, but first renders the whole command tree's usage text, which it
             // then discards; so ours exits with the same status directly (2 for any code that is not 0, 1 or 3, as
             // `exit(refusing:)` gives, also without words).
-            Foundation.exit(code == .success || code == ExitCode(1) || code == ExitCode(3) ? code.rawValue : 2)
+            Foundation.exit(Self.isVerdict(code) ? code.rawValue : 2)
         }
-        let code = exitCode(for: error)
-        if code == .success || code == ExitCode(1) || code == ExitCode(3) {
+        if Self.isVerdict(exitCode(for: error)) {
             exit(withError: error)
         }
         Self.exit(refusing: error)
+    }
+
+    /// Whether a command ended with one of its own statuses (trusted 0, not trusted 1, could not connect 3) rather
+    /// than a refusal of its input.
+    private static func isVerdict(_ code: ExitCode) -> Bool {
+        code == .success || code == ExitCode(1) || code == ExitCode(3)
     }
 
     /// The command line as the executable reads it: `pinning evaluate …` first through ``HotEvaluate`` (its

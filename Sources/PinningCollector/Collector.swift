@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import NIOSSL
 import Prometheus
+import SQLiteNIO
 import ServiceLifecycle
 public import UnixSignals
 public import X509
@@ -51,7 +52,9 @@ public struct Collector: Sendable {
             do {
                 database = try await SQLiteReportDatabase(path: path, logger: self.logger)
             } catch {
-                throw StartError(description: "--database sqlite:\(path): cannot open the file (\(Self.words(error)))", exitStatus: 2)
+                // SQLite's own message ("file is not a database"), without SQLiteNIO's enum case before it.
+                let reason = (error as? SQLiteError)?.message ?? Self.words(error)
+                throw StartError(description: "--database sqlite:\(path): cannot open the file (\(reason))", exitStatus: 2)
             }
             do {
                 try await self.serve(database: database, metrics: metrics, server: server, signals: signals, started: started)
@@ -61,6 +64,9 @@ public struct Collector: Sendable {
             }
             await database.close()
         case .postgres(let url):
+            if let problem = await PostgresStartupCheck.problem(connectingTo: url, logger: self.logger) {
+                throw StartError(description: "--database: \(problem)", exitStatus: 3)
+            }
             let database = PostgresReportDatabase(url: url, logger: self.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
@@ -104,6 +110,16 @@ public struct Collector: Sendable {
             throw StartError(description: "--tls-identity \(path): no unencrypted PEM private key could be read", exitStatus: 2)
         }
         let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        // Hummingbird makes its TLS context only when the server starts, where a key that is not the leaf's failed
+        // as "cannot listen" (exit 3). Making one here refuses the file first, naming the option (exit 2).
+        do {
+            _ = try NIOSSLContext(configuration: configuration)
+        } catch {
+            if let error = error as? NIOSSLError, case .failedToLoadPrivateKey = error {
+                throw StartError(description: "--tls-identity \(path): the private key is not the key of the first certificate (the leaf)", exitStatus: 2)
+            }
+            throw StartError(description: "--tls-identity \(path): the certificate and key do not make a TLS server", exitStatus: 2)
+        }
         do {
             return try .tls(.http1(), tlsConfiguration: configuration)
         } catch {
@@ -148,7 +164,8 @@ public struct Collector: Sendable {
         do {
             try await group.run()
         } catch {
-            throw StartError(description: "--listen \(self.listen.host):\(self.listen.port): \(Self.words(error))", exitStatus: 3)
+            let reason = SocketErrorWords.describe(error) ?? Self.words(error)
+            throw StartError(description: "--listen \(self.listen.host):\(self.listen.port): \(reason)", exitStatus: 3)
         }
     }
 

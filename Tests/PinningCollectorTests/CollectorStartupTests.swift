@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Pinning
+import PinningCollector
+import PinningTestSupport
+import Testing
+
+/// Start-up failures a new user met (a port in use, a key that is not the certificate's, a PostgreSQL server that
+/// refuses): one line in words naming the option, at once, without NIO's or the drivers' type and function names.
+@Suite("Collector start-up failures in words")
+struct CollectorStartupTests {
+    static let logger: Logger = {
+        var logger = Logger(label: "collector-startup-test")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// Runs a collector that is expected not to start; its StartError (the run must not start listening).
+    static func startError(_ collector: Collector) async throws -> Collector.StartError {
+        do {
+            try await collector.run(signals: []) { line, _ in Issue.record("it started: \(line)") }
+        } catch let error as Collector.StartError {
+            return error
+        }
+        throw CollectorTestError("the collector stopped without a StartError")
+    }
+
+    static func expectPlainWords(_ text: String) {
+        for word in ["errno", "bind(", "NIO", "PSQLError", "Error.", ".swift", "failedTo", "descriptor:"] {
+            #expect(!text.contains(word), "\(word) in: \(text)")
+        }
+        #expect(!text.contains("\n"), "more than one line: \(text)")
+    }
+
+    @Test("a port another process listens on: --listen and 'already in use', exit 3")
+    func portInUse() async throws {
+        let taken = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(taken.localAddress?.port)
+        defer { taken.close(promise: nil) }
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: port), database: .sqlite(path: directory.path("r.db")),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        let error = try await Self.startError(collector)
+        #expect(error.exitStatus == 3)
+        #expect(error.description == "--listen 127.0.0.1:\(port): the address is already in use (another process listens on it)")
+        Self.expectPlainWords(error.description)
+    }
+
+    @Test("--tls-identity whose key is not the leaf's: refused naming the option, exit 2, before anything listens")
+    func mismatchedKey() async throws {
+        let chain = try TestChain(host: "localhost")
+        let other = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let identity = try directory.write("identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + other.leaf.privateKeyPEM)
+        var collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        collector.tlsIdentity = identity
+        let error = try await Self.startError(collector)
+        #expect(error.exitStatus == 2)
+        #expect(error.description == "--tls-identity \(identity): the private key is not the key of the first certificate (the leaf)")
+        Self.expectPlainWords(error.description)
+    }
+
+    @Test("a PostgreSQL port where nothing listens: 'connection refused' at once (not after the pool's 60 s), exit 3")
+    func postgresRefused() async throws {
+        // A port that was just free: bound and closed again.
+        let probe = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(probe.localAddress?.port)
+        try await probe.close()
+        let collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: 0), database: try DatabaseURL.parse("postgres://collector@127.0.0.1:\(port)/pins"),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        let error = try await Self.startError(collector)
+        #expect(error.exitStatus == 3)
+        #expect(error.description == "--database: cannot connect to 127.0.0.1:\(port): connection refused (nothing listens there)")
+        Self.expectPlainWords(error.description)
+    }
+
+    @Test(
+        "a PostgreSQL server that refuses the database or the user: the server's own words and SQLSTATE",
+        .enabled(if: PostgresCluster.available, "needs Debian's postgresql"))
+    func postgresServerRefuses() async throws {
+        let cluster = try await PostgresCluster()
+        defer { cluster.stop() }
+        let cases: [(String, String)] = [
+            ("postgres://pinning@127.0.0.1:\(cluster.port)/nosuchdb", "refused the connection: database \"nosuchdb\" does not exist (SQLSTATE 3D000)"),
+            ("postgres://nosuchuser@127.0.0.1:\(cluster.port)/postgres", "refused the connection: role \"nosuchuser\" does not exist (SQLSTATE 28000)"),
+            ("postgres://pinning@127.0.0.1:\(cluster.port)/postgres?sslmode=require", "does not offer TLS, and the URL asks for it (sslmode=require)"),
+        ]
+        for (url, expected) in cases {
+            let collector = Collector(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), database: try DatabaseURL.parse(url),
+                settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+            let error = try await Self.startError(collector)
+            #expect(error.exitStatus == 3, "\(url)")
+            #expect(error.description.hasSuffix(expected), "\(url): \(error)")
+            Self.expectPlainWords(error.description)
+        }
+    }
+}

@@ -475,6 +475,33 @@ struct LoadingTests {
         }
     }
 
+    @Test("a UTF-8 byte order mark before the first block is not text: every certificate is read (as OpenSSL does)")
+    func byteOrderMark() throws {
+        let chain = try LoadingFixtures.chain()
+        let text = try chain.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n") + "\n"
+        let read = try CertificateLoader.certificates(from: [0xEF, 0xBB, 0xBF] + Array(text.utf8), origin: "bom.pem")
+        #expect(read == chain)
+        // With CRLF line endings too.
+        let crlf = text.replacingOccurrences(of: "\n", with: "\r\n")
+        #expect(try CertificateLoader.certificates(from: [0xEF, 0xBB, 0xBF] + Array(crlf.utf8), origin: "bom.pem") == chain)
+    }
+
+    @Test("an END line with no BEGIN line before it is a bad block, never a certificate silently missing")
+    func orphanEndLine() throws {
+        let chain = try LoadingFixtures.chain()
+        let blocks = try chain.map { try $0.serializeAsPEM().pemString }
+        // The first BEGIN line has text before it, so it is not one: its block must not vanish.
+        let text = "x" + blocks[0] + "\n" + blocks[1] + "\n"
+        expectLoadingError(.malformedPEM, origin: "e.pem", mentions: ["the -----END CERTIFICATE----- line at line"]) {
+            try CertificateLoader.certificates(from: Array(text.utf8), origin: "e.pem")
+        }
+        // A byte order mark anywhere but the start stays text, so the same holds for it.
+        let late = blocks[0] + "\n" + "\u{FEFF}" + blocks[1] + "\n"
+        expectLoadingError(.malformedPEM, origin: "f.pem", mentions: ["has no BEGIN line before it"]) {
+            try CertificateLoader.certificates(from: Array(late.utf8), origin: "f.pem")
+        }
+    }
+
     @Test("PKCS#7 that is not signedData, or holds no certificates")
     func badPKCS7() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

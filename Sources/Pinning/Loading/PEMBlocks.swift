@@ -58,7 +58,9 @@ enum PEMBlocks {
         var blocks: [PEMBlock] = []
         var open: OpenBlock? = nil
         var lineNumber = 0
-        var lineStart = 0
+        // A UTF-8 byte order mark before the first line (Windows editors write one) is not part of the text, as
+        // OpenSSL reads such a file: left in, it hid the first BEGIN line and with it the first block.
+        var lineStart = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var blockCount = 0
 
         func fail(_ block: OpenBlock, _ problem: String) {
@@ -94,7 +96,22 @@ enum PEMBlocks {
                 continue
             }
             guard var block = open else {
-                continue  // text outside blocks is allowed
+                // Text outside blocks is allowed, but an END line there means a BEGIN line was not recognised
+                // (text before it on its line, say), so a block would go missing without a word: it is a bad block.
+                if let endLabel = Self.label(of: line, prefix: Self.endPrefix) {
+                    blockCount += 1
+                    blocks.append(
+                        PEMBlock(
+                            index: blockCount,
+                            label: endLabel,
+                            body: .failure(
+                                CertificateLoadingError(
+                                    code: .malformedPEM, origin: origin,
+                                    problem: "the -----END \(endLabel)----- line at line \(lineNumber) has no BEGIN line before it"))
+                        )
+                    )
+                }
+                continue
             }
             // The block is taken out of `open` while this line is read, so that its base64 buffer is held once
             // and appending to it appends: left in `open` as well, every line's first append copied all the

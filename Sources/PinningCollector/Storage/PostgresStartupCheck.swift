@@ -81,6 +81,12 @@ enum SocketErrorWords {
             }
             return "the name did not resolve to any address"
         }
+        if error is SocketAddressError.UnknownHost {
+            return "the name does not resolve to an address"
+        }
+        if let error = error as? SocketAddressError, case .unknown = error {
+            return "the name does not resolve to an address"
+        }
         if let error = error as? ChannelError, case .connectTimeout = error {
             return "no answer within 10 s"
         }

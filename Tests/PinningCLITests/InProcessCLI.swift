@@ -23,10 +23,16 @@ enum InProcessCLI {
     /// so a test can hold the two readings side by side.
     static func parse(_ arguments: [String], wholeTreeOnly: Bool = false) -> CLIRun {
         do {
-            let command = try wholeTreeOnly ? PinningCommand.parseAsRoot(arguments) : PinningCommand.parseCommandLine(arguments)
+            let parsed: PinningCommand.ParsedCommandLine =
+                try wholeTreeOnly ? .command(PinningCommand.parseAsRoot(arguments)) : PinningCommand.parseCommandLine(arguments)
+            let what: String
+            switch parsed {
+            case .evaluation: what = "an evaluation (HotEvaluate)"
+            case .command(let command): what = "\(type(of: command))"
+            }
             return CLIRun(
                 arguments: arguments, status: -1, stdout: "",
-                stderr: "parsed in process as \(type(of: command)); the binary would have run it\n")
+                stderr: "parsed in process as \(what); the binary would have run it\n")
         } catch {
             // The same decision as PinningCommand.exit(refusing:).
             if InputError.wrapped(in: error) == nil, PinningCommand.exitCode(for: error) == .success {
@@ -38,13 +44,14 @@ enum InProcessCLI {
     }
 
     /// `pinning evaluate …` as HotEvaluate reads it and as the whole command tree reads it, each written out field
-    /// by field (`dump`: every option's parsed value, option groups included), or nil where that parser does not
+    /// by field (`dump` of the ``EvaluationRequest`` each makes: every option's parsed value, option groups
+    /// included), or nil where that parser does not
     /// read it as an evaluation (a refusal, or a request for help or the version).
     static func evaluateReadings(_ arguments: [String]) -> (hot: String?, tree: String?) {
-        func written(_ evaluate: PinningCommand.Evaluate?) -> String? {
-            guard let evaluate else { return nil }
+        func written(_ request: EvaluationRequest?) -> String? {
+            guard let request else { return nil }
             var text = ""
-            dump(evaluate, to: &text)
+            dump(request, to: &text)
             return text
         }
         let tree: PinningCommand.Evaluate?
@@ -53,7 +60,9 @@ enum InProcessCLI {
         } catch {
             tree = nil
         }
-        return (written(HotEvaluate.parse(arguments)), written(tree))
+        // What the executable runs either way: HotEvaluate's plain values as they stand; argument-parser's
+        // command's options as the plain values `Evaluate.run()` runs.
+        return (written(HotEvaluate.parse(arguments)), written(tree?.request))
     }
     /// The options HotEvaluate's reader knows, as typed after `--`, each with whether it is a flag.
     static var evaluateReaderOptions: [(name: String, isFlag: Bool)] {
@@ -85,3 +94,4 @@ enum InProcessCLI {
         ]
     }
 }
+

@@ -543,6 +543,8 @@ let package = Package(
                 "pinning-collector",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
+                // Names of every shape for the report's name writer (EvaluationReportCLITests).
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

@@ -117,7 +117,7 @@ import X509
             attributes.append(try Attribute(type: type, ia5String: "ia5-\(index)@example.com"))
         }
         // A value that is no string at all: an INTEGER.
-        attributes.append(Attribute(type: .RDNAttributeType.commonName, value: .init(asn1Any: try ASN1Any(erasing: ASN1Integer(4_242)))))
+        attributes.append(Attribute(type: .RDNAttributeType.commonName, value: .init(asn1Any: try ASN1Any(erasing: 4_242))))
         var names: [DistinguishedName] = [DistinguishedName(), DistinguishedName([RelativeDistinguishedName()])]
         for (index, attribute) in attributes.enumerated() {
             names.append(DistinguishedName([RelativeDistinguishedName(attribute)]))

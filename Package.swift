@@ -269,7 +269,16 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // Release builds on Linux export none of our own symbols (issue 31's cold path). `--static-swift-stdlib`
+            // links with `-export-dynamic` (the toolchain's static-stdlib-args.lnk), which put ~34,700 of the
+            // binary's symbols in its dynamic symbol table, and the Swift runtime's start-up (its backtracer
+            // initialiser looking up its own path with dladdr) scans that table linearly on every run: ~5% of a
+            // one-chain `pinning evaluate`. Nothing needs those symbols exported: the runtime's own are hidden
+            // anyway (`--exclude-libs ALL` in the same file), nothing here looks our symbols up with dlsym, and the
+            // backtracer symbolicates a crash from the file's symbol table, not the dynamic one (its report for a
+            // SIGSEGV is the same with and without; README, Performance, round 5). Debug builds link as before.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux], configuration: .release))]
         ),
         // The report collector (issue 30): ingest, storage (SQLite or PostgreSQL, one set of versioned migrations),
         // the JSON API, the dashboard and /metrics, on Hummingbird. A library so that tests and the benchmark drive it

@@ -23,7 +23,8 @@ let package = Package(
         // `pinning proxy` as a library: the forward proxy, tunnels and local CA, on PinningNIO's pinned client.
         .library(name: "PinningProxy", targets: ["PinningProxy"]),
         // `pinning config export` / `import` as a library: the configuration in Android's, TrustKit's, ATS's and
-        // OkHttp's formats, and back.
+        // OkHttp's formats, and back. `import PinningExport` gives both (the exporter re-exported from
+        // PinningExportCore).
         .library(name: "PinningExport", targets: ["PinningExport"]),
         // Separate products: Vapor and gRPC are heavy to build, and only their users should pay for them.
         .library(name: "PinningVapor", targets: ["PinningVapor"]),
@@ -33,6 +34,10 @@ let package = Package(
         // `pinning collector …` over to it. Its HTTP server, SQLite and PostgreSQL drivers and templates stay out of
         // the `pinning` binary (size and start-up).
         .executable(name: "pinning-collector", targets: ["pinning-collector"]),
+        // `pinning config import`'s work (issue 31): its own executable, installed beside `pinning`, which hands
+        // the parsed command over to it. Reading Android's XML links FoundationXML, and through it libxml2, ICU and
+        // liblzma, which every other `pinning` command would otherwise load at start-up.
+        .executable(name: "pinning-config-import", targets: ["pinning-config-import"]),
         // `limbo` (the x509-limbo conformance runner) is a tool for this repository: an executable target, not a
         // product, so `swift run limbo` works here and users never see it.
     ],
@@ -170,12 +175,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Pin configurations for the mobile platforms (issue 15): pure text in, text out, on the core.
+        // Pin configurations for the mobile platforms (issue 15): pure text in, text out, on the core. The exporter
+        // and the formats (PinningExportCore, which `pinning` links) apart from the importer (PinningExport, which
+        // re-exports the core): the importer's XML parser is FoundationXML, whose libxml2, ICU and liblzma the
+        // dynamic loader would map and bind on every `pinning` start (issue 31's cold path).
         .target(
-            name: "PinningExport",
+            name: "PinningExportCore",
             dependencies: [
                 "Pinning",
                 .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PinningExport",
+            dependencies: [
+                "PinningExportCore",
+                "Pinning",
             ],
             swiftSettings: swiftSettings
         ),
@@ -238,7 +254,8 @@ let package = Package(
                 "PinningNIO",
                 "PinningPKI",
                 "PinningProxy",
-                "PinningExport",
+                // `config export`; `config import` hands over to pinning-config-import, which links the importer.
+                "PinningExportCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `pinning proxy` exports the proxy's metrics at /metrics in Prometheus's text format.
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -252,7 +269,16 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // Release builds on Linux export none of our own symbols (issue 31's cold path). `--static-swift-stdlib`
+            // links with `-export-dynamic` (the toolchain's static-stdlib-args.lnk), which put ~34,700 of the
+            // binary's symbols in its dynamic symbol table, and the Swift runtime's start-up (its backtracer
+            // initialiser looking up its own path with dladdr) scans that table linearly on every run: ~5% of a
+            // one-chain `pinning evaluate`. Nothing needs those symbols exported: the runtime's own are hidden
+            // anyway (`--exclude-libs ALL` in the same file), nothing here looks our symbols up with dlsym, and the
+            // backtracer symbolicates a crash from the file's symbol table, not the dynamic one (its report for a
+            // SIGSEGV is the same with and without; README, Performance, round 5). Debug builds link as before.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux], configuration: .release))]
         ),
         // The report collector (issue 30): ingest, storage (SQLite or PostgreSQL, one set of versioned migrations),
         // the JSON API, the dashboard and /metrics, on Hummingbird. A library so that tests and the benchmark drive it
@@ -278,6 +304,15 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `pinning config import`'s companion: reads the command `pinning` parsed and hands over, imports, writes.
+        .executableTarget(
+            name: "pinning-config-import",
+            dependencies: [
+                "PinningExport",
+                "Pinning",
             ],
             swiftSettings: swiftSettings
         ),
@@ -508,7 +543,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinningExportTests",
-            dependencies: ["Pinning", "PinningExport", "PinningTestSupport"],
+            dependencies: ["Pinning", "PinningExport", "PinningExportCore", "PinningTestSupport"],
             swiftSettings: swiftSettings
         ),
         // The report collector (issue 30): in process on a real SQLite file and a real PostgreSQL server on the
@@ -541,8 +576,12 @@ let package = Package(
                 "pinning",
                 // Built for the failure-report tests (ReportsEndToEndCLITests), which send to the real collector.
                 "pinning-collector",
+                // Built for the `config import` tests, which run it through `pinning config import`.
+                "pinning-config-import",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
+                // Names of every shape for the report's name writer (EvaluationReportCLITests).
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

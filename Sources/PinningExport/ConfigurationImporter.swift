@@ -1,5 +1,6 @@
 import Foundation
 import Pinning
+public import PinningExportCore
 
 #if canImport(FoundationXML)
     import FoundationXML

@@ -23,21 +23,25 @@ struct PinningCommand: AsyncParsableCommand {
     /// (``InputError``, thrown by an option's `transform`, a `validate()` or `run()`) as `pinning: MESSAGE`,
     /// argument-parser's (unknown option, missing value, a numeric option out of range) in its own words.
     static func main() async {
-        var command: any ParsableCommand
+        let parsed: ParsedCommandLine
         do {
-            command = try parseCommandLine(Array(CommandLine.arguments.dropFirst()))
+            parsed = try parseCommandLine(Array(CommandLine.arguments.dropFirst()))
         } catch {
             Self.exit(refusing: error)
         }
         do {
-            if let evaluate = command as? Evaluate {
-                // The hot path (issue 31): the concrete command, not the cast to a protocol below, whose first use
-                // scans every protocol conformance record of the binary.
-                try await evaluate.run()
-            } else if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
+            switch parsed {
+            case .evaluation(let request):
+                // The hot path (issue 31): plain values, no command constructed, and no cast to a protocol below,
+                // whose first use scans every protocol conformance record of the binary.
+                try await request.run()
+            case .command(let command):
+                if var asyncCommand = command as? any AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    var command = command
+                    try command.run()
+                }
             }
         } catch {
             Self.exit(after: error)
@@ -69,14 +73,23 @@ struct PinningCommand: AsyncParsableCommand {
         code == .success || code == ExitCode(1) || code == ExitCode(3)
     }
 
+    /// A command line as the executable reads it: an evaluation in plain values, or any other command.
+    enum ParsedCommandLine {
+        /// `pinning evaluate …` as ``HotEvaluate`` reads it.
+        case evaluation(EvaluationRequest)
+        /// What the whole command tree (argument-parser) read.
+        case command(any ParsableCommand)
+    }
+
     /// The command line as the executable reads it: `pinning evaluate …` first through ``HotEvaluate`` (its
-    /// options alone), everything else, and every command line that parser does not take as an evaluation, through
-    /// the whole command tree (`parseAsRoot`), whose answer (the command, or the refusal and its words) is final.
-    static func parseCommandLine(_ arguments: [String]) throws -> any ParsableCommand {
-        if let evaluate = HotEvaluate.parse(arguments) {
-            return evaluate
+    /// options alone, into plain values), everything else, and every command line that reader does not take as
+    /// an evaluation, through the whole command tree (`parseAsRoot`), whose answer (the command, or the refusal
+    /// and its words) is final.
+    static func parseCommandLine(_ arguments: [String]) throws -> ParsedCommandLine {
+        if let request = HotEvaluate.parse(arguments) {
+            return .evaluation(request)
         }
-        return try parseAsRoot(arguments)
+        return .command(try parseAsRoot(arguments))
     }
 
     /// Prints why the command line or its input was refused and exits 2 (0 for `--help` and `--version`).

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import Pinning
 import Testing
+import X509
 
 @testable import pinning
 
@@ -23,10 +25,16 @@ enum InProcessCLI {
     /// so a test can hold the two readings side by side.
     static func parse(_ arguments: [String], wholeTreeOnly: Bool = false) -> CLIRun {
         do {
-            let command = try wholeTreeOnly ? PinningCommand.parseAsRoot(arguments) : PinningCommand.parseCommandLine(arguments)
+            let parsed: PinningCommand.ParsedCommandLine =
+                try wholeTreeOnly ? .command(PinningCommand.parseAsRoot(arguments)) : PinningCommand.parseCommandLine(arguments)
+            let what: String
+            switch parsed {
+            case .evaluation: what = "an evaluation (HotEvaluate)"
+            case .command(let command): what = "\(type(of: command))"
+            }
             return CLIRun(
                 arguments: arguments, status: -1, stdout: "",
-                stderr: "parsed in process as \(type(of: command)); the binary would have run it\n")
+                stderr: "parsed in process as \(what); the binary would have run it\n")
         } catch {
             // The same decision as PinningCommand.exit(refusing:).
             if InputError.wrapped(in: error) == nil, PinningCommand.exitCode(for: error) == .success {
@@ -38,13 +46,14 @@ enum InProcessCLI {
     }
 
     /// `pinning evaluate …` as HotEvaluate reads it and as the whole command tree reads it, each written out field
-    /// by field (`dump`: every option's parsed value, option groups included), or nil where that parser does not
+    /// by field (`dump` of the ``EvaluationRequest`` each makes: every option's parsed value, option groups
+    /// included), or nil where that parser does not
     /// read it as an evaluation (a refusal, or a request for help or the version).
     static func evaluateReadings(_ arguments: [String]) -> (hot: String?, tree: String?) {
-        func written(_ evaluate: PinningCommand.Evaluate?) -> String? {
-            guard let evaluate else { return nil }
+        func written(_ request: EvaluationRequest?) -> String? {
+            guard let request else { return nil }
             var text = ""
-            dump(evaluate, to: &text)
+            dump(request, to: &text)
             return text
         }
         let tree: PinningCommand.Evaluate?
@@ -53,7 +62,9 @@ enum InProcessCLI {
         } catch {
             tree = nil
         }
-        return (written(HotEvaluate.parse(arguments)), written(tree))
+        // What the executable runs either way: HotEvaluate's plain values as they stand; argument-parser's
+        // command's options as the plain values `Evaluate.run()` runs.
+        return (written(HotEvaluate.parse(arguments)), written(tree?.request))
     }
     /// The options HotEvaluate's reader knows, as typed after `--`, each with whether it is a flag.
     static var evaluateReaderOptions: [(name: String, isFlag: Bool)] {
@@ -83,5 +94,71 @@ enum InProcessCLI {
             lists(ImportFormatArgument.self), lists(BenchKeyArgument.self), lists(KeyTypeArgument.self),
             lists(RevocationReasonArgument.self),
         ]
+    }
+}
+
+// The evaluation report's pieces (issue 31's cold path), next to what they replaced.
+extension InProcessCLI {
+    /// Each date as the reports now print it (`ReportDate`) and as Foundation's `ISO8601FormatStyle` prints it
+    /// (`RFC3339.format`, which the reports used before).
+    static func reportDates(_ dates: [Date]) -> [(ours: String, foundation: String)] {
+        dates.map { (ReportDate.format($0), RFC3339.format($0)) }
+    }
+
+    /// A certificate line of `pinning evaluate`'s report, as the report now builds it and as it was built before
+    /// (from `CertificateInfo`, with the synthesized encoding): its text fields and its JSON under `JSONOutput`'s
+    /// settings, each with the date strategy of its time (`ReportDate` now, `RFC3339.format` before).
+    static func reportLines(_ certificates: [Certificate]) throws -> [(ours: [String], before: [String])] {
+        struct LineBefore: Encodable {
+            var index: Int
+            var subject: String
+            var issuer: String
+            var notValidBefore: Date
+            var notValidAfter: Date
+            var spkiPin: String
+            var sha256Fingerprint: String
+            var onValidatedPath: Bool?
+        }
+        func encoder(_ format: @escaping @Sendable (Date) -> String) -> JSONEncoder {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            encoder.dateEncodingStrategy = .custom { date, encoder in
+                var container = encoder.singleValueContainer()
+                try container.encode(format(date))
+            }
+            return encoder
+        }
+        let now = encoder { ReportDate.format($0) }
+        let before = encoder { RFC3339.format($0) }
+        var result: [(ours: [String], before: [String])] = []
+        for (index, certificate) in certificates.enumerated() {
+            let onPath: Bool? = [nil, true, false][index % 3]
+            let line = EvaluationReport.CertificateLine(index: index, certificate: certificate, onValidatedPath: onPath)
+            let info = CertificateInfo(certificate)
+            let old = LineBefore(
+                index: index, subject: info.subject, issuer: info.issuer, notValidBefore: info.notValidBefore,
+                notValidAfter: info.notValidAfter, spkiPin: info.spkiPin, sha256Fingerprint: info.sha256Fingerprint,
+                onValidatedPath: onPath)
+            result.append(
+                (
+                    [
+                        line.subject, line.issuer, ReportDate.format(line.notValidBefore), ReportDate.format(line.notValidAfter),
+                        line.spkiPin, String(decoding: try now.encode(line), as: UTF8.self),
+                    ],
+                    [
+                        old.subject, old.issuer, RFC3339.format(old.notValidBefore), RFC3339.format(old.notValidAfter),
+                        old.spkiPin, String(decoding: try before.encode(old), as: UTF8.self),
+                    ]
+                ))
+        }
+        return result
+    }
+}
+
+extension InProcessCLI {
+    /// Each name as the report now writes it and as swift-certificates describes it (`String(describing:)`, which
+    /// `CertificateInfo` used).
+    static func reportNames(_ names: [DistinguishedName]) -> [(ours: String, x509: String)] {
+        names.map { (EvaluationReport.CertificateLine.name($0), String(describing: $0)) }
     }
 }

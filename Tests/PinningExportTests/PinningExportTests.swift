@@ -1,6 +1,7 @@
 import Foundation
 import Pinning
 import PinningExport
+import PinningExportCore
 import PinningTestSupport
 import Testing
 
@@ -77,6 +78,35 @@ struct PinningExportTests {
                 try ConfigurationImporter(format: format).importConfiguration(bytes, baseDirectory: "/nonexistent")
             }
             #expect(refused?.code == "unreadableInput", "\(String(describing: refused))")
+        }
+    }
+
+    /// `pinning config import` hands its options to `pinning-config-import` in one fixed form: every value comes
+    /// back as given (a leading dash, `=`, spaces, nothing at all), and any other form is refused.
+    @Test func theImportHandOverCarriesEveryValueAsGiven() {
+        let values = ["pins.xml", "-odd.xml", "--format=ats", "a=b=c", "with space", "", "--", "ü/ø.plist"]
+        for file in values {
+            for format in [PlatformFormat.androidNSC, .trustKit] {
+                for res in [nil] + values.map(Optional.some) {
+                    for out in [nil, "-", "--out=x", "out.json"] {
+                        for lossy in [false, true] {
+                            let arguments = ConfigImportHandOver.arguments(file: file, format: format.rawValue, res: res, lossy: lossy, out: out)
+                            let read = ConfigImportHandOver.options(arguments)
+                            #expect(read == ConfigImportHandOver.Options(file: file, format: format, res: res, lossy: lossy, out: out), "\(arguments)")
+                        }
+                    }
+                }
+            }
+        }
+        let refused: [[String]] = [
+            [], ["pins.xml"], ["--", "pins.xml"], ["--format=trustkit", "pins.xml"], ["--format=trustkit", "--"],
+            ["--format=trustkit", "--", "a", "b"], ["--format=ats", "--", "a"], ["--format=okhttp", "--", "a"], ["--format=", "--", "a"],
+            ["--format=trustkit", "--format=trustkit", "--", "a"], ["--format=trustkit", "--lossy", "--lossy", "--", "a"],
+            ["--format=trustkit", "--res=a", "--res=b", "--", "a"], ["--format=trustkit", "--out=a", "--out=b", "--", "a"],
+            ["--format", "trustkit", "--", "a"], ["--format=trustkit", "--json", "--", "a"], ["--format=trustkit", "--lossy=yes", "--", "a"],
+        ]
+        for arguments in refused {
+            #expect(ConfigImportHandOver.options(arguments) == nil, "\(arguments)")
         }
     }
 }

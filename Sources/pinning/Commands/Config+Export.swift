@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Pinning
-import PinningExport
+import PinningExportCore
 import X509
 
 extension PinningCommand.Config {
@@ -110,59 +110,27 @@ extension PinningCommand.Config {
         @Option(name: .long, help: ArgumentHelp("Write here instead of standard output (anchor paths are made relative to it).", valueName: "path"))
         var out: String?
 
+        /// Hands over to `pinning-config-import` (beside this executable), which reads, translates and writes: the
+        /// importer's XML parser links libraries that no other command needs and every `pinning` start would load
+        /// (issue 31). The options go over as parsed (``ConfigImportHandOver``); what the companion prints and its
+        /// exit status are this command's.
         func run() async throws {
-            let bytes: [UInt8]
-            do {
-                bytes = try CertificateLoader.readFile(atPath: self.file)
-            } catch {
-                throw InputError("\(self.file): \(error.problem)")
-            }
-            guard bytes.count <= PinningConfiguration.maximumFileSize else {
-                throw InputError("\(self.file): larger than \(PinningConfiguration.maximumFileSize) bytes")
-            }
-            if let res = self.res {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: res, isDirectory: &isDirectory), isDirectory.boolValue else {
-                    throw InputError("--res \(res): not a directory")
-                }
-            }
-            let base =
-                self.out.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path } ?? FileManager.default.currentDirectoryPath
-            let importer = ConfigurationImporter(format: self.format.format, lossy: self.lossy, resourceDirectory: self.res)
-            let translation: Translation
-            do {
-                translation = try importer.importConfiguration(bytes, baseDirectory: base)
-            } catch {
-                throw InputError("cannot import \(self.file) as \(self.format.rawValue): \(error.description)")
-            }
-            try OutputFile.write(translation, command: "import", to: self.out)
+            let arguments = ConfigImportHandOver.arguments(
+                file: self.file, format: self.format.rawValue, res: self.res, lossy: self.lossy, out: self.out)
+            try Companion.handOver(to: Companion.configImport, command: "config import", arguments: arguments)
         }
     }
 }
 
-/// `--out PATH` or standard output.
+/// `--out PATH` or standard output (``TranslationOutput``, shared with `pinning-config-import`).
 enum OutputFile {
     /// What `config export` and `config import` print: the translation's warnings and notes on stderr, one line
     /// each, then its text to `path` or standard output.
-    static func write(_ translation: Translation, command: String, to path: String?) throws {
-        for warning in translation.warnings {
-            FileHandle.standardError.write(Data("pinning: config \(command): warning: \(warning.description)\n".utf8))
-        }
-        for note in translation.notes {
-            FileHandle.standardError.write(Data("pinning: config \(command): note: \(note)\n".utf8))
-        }
-        try self.write(translation.text, to: path)
-    }
-
-    static func write(_ text: String, to path: String?) throws {
-        guard let path else {
-            FileHandle.standardOutput.write(Data(text.utf8))
-            return
-        }
+    static func write(_ translation: Translation, command: String, to path: String?) throws(InputError) {
         do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            try TranslationOutput.write(translation, command: command, to: path)
         } catch {
-            throw InputError("--out \(path): cannot write it (\(error.localizedDescription))")
+            throw InputError(error.message)
         }
     }
 }

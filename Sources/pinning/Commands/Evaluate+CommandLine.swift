@@ -24,14 +24,15 @@ import ArgumentParser
 ///   (`--pin`, `--pin-sha256`, `--anchor`, `--crl`) collects its values in order; a repeated flag stays set;
 /// - `--` ends the options; `evaluate` has no positional arguments, so it is taken only as the last word.
 ///
-/// The values are converted by the same `transform` functions the `@Option` declarations name, and the command is
-/// checked by the same `validate()` methods argument-parser runs after its parse. `HotEvaluateCLITests` holds the
-/// reader against argument-parser for hand-written and generated command lines: each is either declined, or read
-/// field by field exactly as argument-parser reads it.
+/// The values are converted by the same `transform` functions the `@Option` declarations name, into the plain
+/// ``EvaluationRequest`` that argument-parser's `Evaluate` also makes (`Evaluate.request`), and checked by the same
+/// `validate()` methods argument-parser runs after its parse (the declarations' own forward to the plain values').
+/// `HotEvaluateCLITests` holds the reader against argument-parser for hand-written and generated command lines:
+/// each is either declined, or read field by field exactly as argument-parser reads it.
 enum HotEvaluate {
     /// The evaluation `arguments` (after the executable's name) ask for, or nil when this reader does not take
     /// them (then the whole tree decides, and refuses in its own words where it refuses).
-    static func parse(_ arguments: [String]) -> PinningCommand.Evaluate? {
+    static func parse(_ arguments: [String]) -> EvaluationRequest? {
         guard arguments.first == Self.commandName else {
             return nil
         }
@@ -77,7 +78,7 @@ enum HotEvaluate {
                 return nil
             }
         }
-        return reading.evaluate()
+        return reading.request()
     }
 
     /// `evaluate`, as `Evaluate.configuration` names it (a test holds the two equal; reading the configuration
@@ -170,43 +171,44 @@ enum HotEvaluate {
             }
         }
 
-        /// The command these values make, every property set (as argument-parser sets every one, defaults
-        /// included), or nil when `--chain` is missing or a `validate()` refuses the combination.
-        func evaluate() -> PinningCommand.Evaluate? {
+        /// The evaluation these values ask for, every value set (as argument-parser sets every one, defaults
+        /// included), or nil when `--chain` is missing or a `validate()` refuses the combination. Plain values: no
+        /// `Evaluate`, `PolicyOptions` or `RevocationOptions` is constructed (their `@Option` initialisers build
+        /// argument-parser's definitions, help texts included).
+        func request() -> EvaluationRequest? {
             guard let chain = self.chain else { return nil }
-            var policy = PolicyOptions()
-            policy.mode = self.mode
-            policy.pin = self.pin
-            policy.pinSHA256 = self.pinSHA256
-            policy.anchor = self.anchor
-            policy.anchorsOnly = self.anchorsOnly
-            policy.roots = self.roots
-            policy.allowInvalidCertificates = self.allowInvalidCertificates
-            policy.noValidateDomainName = self.noValidateDomainName
-            policy.at = self.at
-            policy.profile = self.profile
-            policy.config = self.config
-            var revocation = RevocationOptions()
-            revocation.crl = self.crl
-            revocation.mode = self.revocation
-            revocation.scope = self.revocationScope
-            var evaluate = PinningCommand.Evaluate()
-            evaluate.chain = chain
-            evaluate.host = self.host
-            evaluate.policyOptions = policy
-            evaluate.revocationOptions = revocation
-            evaluate.json = self.json
-            evaluate.port = self.port
-            evaluate.sendReports = self.sendReports
+            let policy = PolicyValues(
+                mode: self.mode,
+                pin: self.pin,
+                pinSHA256: self.pinSHA256,
+                anchor: self.anchor,
+                anchorsOnly: self.anchorsOnly,
+                roots: self.roots,
+                allowInvalidCertificates: self.allowInvalidCertificates,
+                noValidateDomainName: self.noValidateDomainName,
+                at: self.at,
+                profile: self.profile,
+                config: self.config
+            )
+            let revocation = RevocationValues(crl: self.crl, mode: self.revocation, scope: self.revocationScope)
+            let request = EvaluationRequest(
+                chain: chain,
+                host: self.host,
+                policy: policy,
+                revocation: revocation,
+                json: self.json,
+                port: self.port,
+                sendReports: self.sendReports
+            )
             // argument-parser validates the option groups, then the command.
             do {
                 try policy.validate()
                 try revocation.validate()
-                try evaluate.validate()
+                try request.validate()
             } catch {
                 return nil
             }
-            return evaluate
+            return request
         }
     }
 }

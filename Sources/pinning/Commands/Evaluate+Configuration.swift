@@ -4,15 +4,15 @@ import Pinning
 import PinningNIO
 import X509
 
-extension PinningCommand.Evaluate {
+extension EvaluationRequest {
     /// `pinning evaluate --config FILE`: the host pinning configuration decides.
     func runWithConfiguration(_ path: String) async throws {
         let host = try self.configurationHost()
-        var configuration = try self.policyOptions.loadConfiguration(path)
+        var configuration = try self.policy.loadConfiguration(path)
         let presented = try InputLoading.certificates(self.chain, option: "--chain")
-        let roots = try InputLoading.roots(self.policyOptions.roots)
-        let time = try InputLoading.instant(self.policyOptions.at) ?? Date()
-        let profile = try self.policyOptions.loadProfile()
+        let roots = try InputLoading.roots(self.policy.roots)
+        let time = try InputLoading.instant(self.policy.at) ?? Date()
+        let profile = try self.policy.loadProfile()
         let queue: PinFailureReportQueue?
         if self.sendReports {
             // https:// collectors are judged by the reporter's own policy (the platform roots, no pins),
@@ -31,7 +31,7 @@ extension PinningCommand.Evaluate {
         }
         configuration.reportQueue = queue
         var trust = ServerTrust(certificates: presented, platformRoots: roots, validationTime: time, profile: profile)
-        trust.revocation = try self.revocationOptions.policy()
+        trust.revocation = try self.revocation.policy()
         let evaluation = await configuration.evaluate(trust, forHost: host, port: self.port)
         if let queue {
             // Bounded: 2 attempts of at most 2 seconds each, plus the retry pause.

@@ -5,6 +5,10 @@ import X509
 
 extension PinningCommand {
     /// `pinning evaluate`: judges a chain as a server sends it against a security policy.
+    ///
+    /// This is the declaration argument-parser reads (help, completion scripts, refusals); the evaluation itself is
+    /// ``EvaluationRequest``, plain values that ``HotEvaluate`` fills without constructing this command (its
+    /// `@Option` property wrappers build argument-parser's definitions: help texts, name sets, transforms).
     struct Evaluate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "evaluate",
@@ -45,54 +49,89 @@ extension PinningCommand {
         @Flag(name: .customLong("send-reports"), help: "With --config: deliver pin failure reports to the entry's reportURIs before exiting (a few seconds at most).")
         var sendReports = false
 
-        /// Option combinations, refused before any file is read.
-        func validate() throws {
-            if self.policyOptions.config != nil {
-                try self.policyOptions.checkNoConflictWithConfiguration()
-                _ = try self.configurationHost()
-            } else if self.sendReports {
-                throw InputError("--send-reports needs --config")
-            }
+        /// The parsed options as plain values: what runs.
+        var request: EvaluationRequest {
+            EvaluationRequest(
+                chain: self.chain,
+                host: self.host,
+                policy: self.policyOptions.values,
+                revocation: self.revocationOptions.values,
+                json: self.json,
+                port: self.port,
+                sendReports: self.sendReports
+            )
         }
 
-        /// The host `--config` judges: required, as a configuration pins hosts.
-        func configurationHost() throws(InputError) -> String {
-            guard let host = self.host else {
-                throw InputError("--config needs --host: the configuration pins hosts")
-            }
-            return host
+        /// Option combinations, refused before any file is read (``EvaluationRequest/validate()``).
+        func validate() throws {
+            try self.request.validate()
         }
 
         func run() async throws {
-            if let config = self.policyOptions.config {
-                try await self.runWithConfiguration(config)
-                return
-            }
-            let inputs = try self.loadInputs()
-            let verdict = await inputs.policy.evaluate(inputs.trust, forDomain: self.host)
-            let report = EvaluationReport(verdict: verdict, trust: inputs.trust, policy: inputs.policy, host: self.host)
-            try JSONOutput.print(report, json: self.json)
-            if !verdict.isTrusted {
-                throw ExitCode(1)
-            }
+            try await self.request.run()
         }
 
         static func warn(_ message: String) {
             FileHandle.standardError.write(Data("pinning: warning: \(message)\n".utf8))
         }
+    }
+}
 
-        struct Inputs {
-            var trust: ServerTrust
-            var policy: SecurityPolicy
-        }
+/// One `pinning evaluate`, as plain values: what the command line asked for, after every option's `transform`.
+/// ``PinningCommand/Evaluate`` (argument-parser's reading) and ``HotEvaluate`` (the hand-written one) both make one,
+/// and it runs the same either way.
+struct EvaluationRequest {
+    var chain: String
+    var host: String?
+    var policy = PolicyValues()
+    var revocation = RevocationValues()
+    var json = false
+    var port = 443
+    var sendReports = false
 
-        func loadInputs() throws(InputError) -> Inputs {
-            let presented = try InputLoading.certificates(self.chain, option: "--chain")
-            let made = try self.policyOptions.makePolicy(presented: presented, host: self.host)
-            let policy = made.policy
-            var trust = made.trust
-            trust.revocation = try self.revocationOptions.policy()
-            return Inputs(trust: trust, policy: policy)
+    /// Option combinations, refused before any file is read.
+    func validate() throws {
+        if self.policy.config != nil {
+            try self.policy.checkNoConflictWithConfiguration()
+            _ = try self.configurationHost()
+        } else if self.sendReports {
+            throw InputError("--send-reports needs --config")
         }
+    }
+
+    /// The host `--config` judges: required, as a configuration pins hosts.
+    func configurationHost() throws(InputError) -> String {
+        guard let host = self.host else {
+            throw InputError("--config needs --host: the configuration pins hosts")
+        }
+        return host
+    }
+
+    func run() async throws {
+        if let config = self.policy.config {
+            try await self.runWithConfiguration(config)
+            return
+        }
+        let inputs = try self.loadInputs()
+        let verdict = await inputs.policy.evaluate(inputs.trust, forDomain: self.host)
+        let report = EvaluationReport(verdict: verdict, trust: inputs.trust, policy: inputs.policy, host: self.host)
+        try JSONOutput.print(report, json: self.json)
+        if !verdict.isTrusted {
+            throw ExitCode(1)
+        }
+    }
+
+    struct Inputs {
+        var trust: ServerTrust
+        var policy: SecurityPolicy
+    }
+
+    func loadInputs() throws(InputError) -> Inputs {
+        let presented = try InputLoading.certificates(self.chain, option: "--chain")
+        let made = try self.policy.makePolicy(presented: presented, host: self.host)
+        let policy = made.policy
+        var trust = made.trust
+        trust.revocation = try self.revocation.policy()
+        return Inputs(trust: trust, policy: policy)
     }
 }

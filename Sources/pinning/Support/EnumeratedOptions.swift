@@ -1,7 +1,7 @@
 import ArgumentParser
 import NIOSSL
 import Pinning
-import PinningExport
+import PinningExportCore
 
 /// An option that takes one of a few words: `--mode`, `--profile`, `bench handshake --key`.
 ///

@@ -4,6 +4,10 @@ import X509
 
 /// What `pinning evaluate` prints: the verdict, the reason, the presented chain with pins and the path.
 struct EvaluationReport: TextReport {
+    /// One certificate of a chain or path: the facts the report prints, each computed on its own (not through
+    /// ``CertificateInfo``, which also checks a self-signature, hashes with SHA-1 and reads every extension, none
+    /// of which the report shows). Its text and JSON are the ones ``CertificateInfo``'s fields gave
+    /// (`EvaluationReportTests` compares them over generated chains).
     struct CertificateLine: Encodable {
         var index: Int
         var subject: String
@@ -11,8 +15,66 @@ struct EvaluationReport: TextReport {
         var notValidBefore: Date
         var notValidAfter: Date
         var spkiPin: String
-        var sha256Fingerprint: String
         var onValidatedPath: Bool?
+        /// The certificate, for `sha256Fingerprint`, which only `--json` prints: hashed while encoding.
+        var certificate: Certificate
+
+        init(index: Int, certificate: Certificate, onValidatedPath: Bool?) {
+            self.index = index
+            self.subject = Self.name(certificate.subject)
+            self.issuer = Self.name(certificate.issuer)
+            self.notValidBefore = certificate.notValidBefore
+            self.notValidAfter = certificate.notValidAfter
+            self.spkiPin = Pin(spkiOf: certificate).description
+            self.onValidatedPath = onValidatedPath
+            self.certificate = certificate
+        }
+
+        /// `name` as swift-certificates describes it (`String(describing:)`, which ``CertificateInfo`` uses): the
+        /// relative names from the last to the first, joined by `,`, each one's attributes by `+`. Written as plain
+        /// loops over each attribute's own `description`: `String(describing:)` first asks the runtime whether each
+        /// type is `TextOutputStreamable` (a scan of every protocol conformance record of the binary, per type, on
+        /// first use), and swift-certificates' `reversed().lazy.map(…).joined(…)` instantiates generic types at run
+        /// time; both were ~3% of a one-chain `pinning evaluate` (issue 31).
+        static func name(_ name: DistinguishedName) -> String {
+            let relativeNames = Array(name)
+            var text = ""
+            var index = relativeNames.count - 1
+            while index >= 0 {
+                if index < relativeNames.count - 1 { text += "," }
+                var first = true
+                for attribute in relativeNames[index] {
+                    if !first { text += "+" }
+                    text += attribute.description
+                    first = false
+                }
+                index -= 1
+            }
+            return text
+        }
+
+        /// SHA-256 of the DER certificate, uppercase hex with colons (``CertificateInfo/sha256Fingerprint``).
+        var sha256Fingerprint: String {
+            CertificateInfo.sha256Fingerprint(of: self.certificate)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case index, subject, issuer, notValidBefore, notValidAfter, spkiPin, sha256Fingerprint, onValidatedPath
+        }
+
+        /// The keys and values the synthesized encoding of these fields and `sha256Fingerprint` gave
+        /// (`onValidatedPath` absent when nil).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(self.index, forKey: .index)
+            try container.encode(self.subject, forKey: .subject)
+            try container.encode(self.issuer, forKey: .issuer)
+            try container.encode(self.notValidBefore, forKey: .notValidBefore)
+            try container.encode(self.notValidAfter, forKey: .notValidAfter)
+            try container.encode(self.spkiPin, forKey: .spkiPin)
+            try container.encode(self.sha256Fingerprint, forKey: .sha256Fingerprint)
+            try container.encodeIfPresent(self.onValidatedPath, forKey: .onValidatedPath)
+        }
     }
 
     /// `revocation` in --json (issue 14): whether CRLs were checked, how, and each certificate's status.
@@ -175,19 +237,12 @@ struct EvaluationReport: TextReport {
     }
 
     private static func lines(_ certificates: [Certificate], onPath: Set<[UInt8]>?) -> [CertificateLine] {
-        certificates.enumerated().map { index, certificate in
-            let info = CertificateInfo(certificate)
-            return CertificateLine(
-                index: index,
-                subject: info.subject,
-                issuer: info.issuer,
-                notValidBefore: info.notValidBefore,
-                notValidAfter: info.notValidAfter,
-                spkiPin: info.spkiPin,
-                sha256Fingerprint: info.sha256Fingerprint,
-                onValidatedPath: onPath.map { $0.contains(certificate.derBytes) }
-            )
+        var lines: [CertificateLine] = []
+        lines.reserveCapacity(certificates.count)
+        for (index, certificate) in certificates.enumerated() {
+            lines.append(CertificateLine(index: index, certificate: certificate, onValidatedPath: onPath.map { $0.contains(certificate.derBytes) }))
         }
+        return lines
     }
 
     var humanReadable: String {
@@ -209,12 +264,12 @@ struct EvaluationReport: TextReport {
                 for pin in self.expectedPins { out.append("    \(pin)") }
             }
         }
-        out.append("validated at \(RFC3339.format(self.validationTime))")
+        out.append("validated at \(ReportDate.format(self.validationTime))")
         if self.revocation.checked {
             out.append("revocation: mode \(self.revocation.mode ?? "?"), scope \(self.revocation.scope ?? "?")")
             for line in self.revocation.certificates {
                 var text = "  \(line.status): \(line.subject) (serial \(line.serial))"
-                if let date = line.revocationDate { text += " revoked \(RFC3339.format(date))" }
+                if let date = line.revocationDate { text += " revoked \(ReportDate.format(date))" }
                 if let reason = line.reason { text += " [\(reason)]" }
                 if let crl = line.crl { text += " by \(crl)" }
                 out.append(text)
@@ -225,7 +280,7 @@ struct EvaluationReport: TextReport {
             let marker = line.onValidatedPath == true ? "  (on validated path)" : ""
             out.append("  [\(line.index)] \(line.subject)\(marker)")
             out.append("      issuer  \(line.issuer)")
-            out.append("      valid   \(RFC3339.format(line.notValidBefore)) to \(RFC3339.format(line.notValidAfter))")
+            out.append("      valid   \(ReportDate.format(line.notValidBefore)) to \(ReportDate.format(line.notValidAfter))")
             out.append("      pin     \(line.spkiPin)")
         }
         if !self.validatedPath.isEmpty {

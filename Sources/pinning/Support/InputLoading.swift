@@ -70,7 +70,7 @@ enum JSONOutput {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(RFC3339.format(date))
+            try container.encode(ReportDate.format(date))
         }
         let data = try encoder.encode(value)
         Swift.print(String(decoding: data, as: UTF8.self))

@@ -47,6 +47,69 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A host pinning configuration (JSON) that decides instead of the flags.", valueName: "file"))
     var config: String?
 
+    /// The options as plain values (what `evaluate` runs and ``HotEvaluate`` fills without this type).
+    var values: PolicyValues {
+        PolicyValues(
+            mode: self.mode,
+            pin: self.pin,
+            pinSHA256: self.pinSHA256,
+            anchor: self.anchor,
+            anchorsOnly: self.anchorsOnly,
+            roots: self.roots,
+            allowInvalidCertificates: self.allowInvalidCertificates,
+            noValidateDomainName: self.noValidateDomainName,
+            at: self.at,
+            profile: self.profile,
+            config: self.config
+        )
+    }
+
+    /// What argument-parser runs after its parse; the hand-written reader runs ``PolicyValues/validate()`` too.
+    func validate() throws {
+        try self.values.validate()
+    }
+
+    /// The flags that `--config` replaces and so cannot be combined with it.
+    var flagsConflictingWithConfiguration: [String] { self.values.flagsConflictingWithConfiguration }
+
+    /// Refuses flags that `--config` replaces.
+    func checkNoConflictWithConfiguration() throws(InputError) {
+        try self.values.checkNoConflictWithConfiguration()
+    }
+
+    /// Loads `--config`.
+    func loadConfiguration(_ path: String) throws(InputError) -> PinningConfiguration {
+        try self.values.loadConfiguration(path)
+    }
+
+    func loadProfile() throws(InputError) -> ValidationProfile {
+        try self.values.loadProfile()
+    }
+
+    /// The policy the flags describe and the trust template; see ``PolicyValues/makePolicy(presented:host:)``.
+    func makePolicy(presented: [Certificate], host: String?) throws(InputError) -> (policy: SecurityPolicy, trust: ServerTrust) {
+        try self.values.makePolicy(presented: presented, host: host)
+    }
+}
+
+/// ``PolicyOptions`` as plain values, after each option's `transform`: the defaults are the declarations' own.
+struct PolicyValues {
+    var mode: PinningModeArgument?
+    var pin: [String] = []
+    var pinSHA256: [String] = []
+    var anchor: [String] = []
+    var anchorsOnly = false
+    var roots: String?
+    var allowInvalidCertificates = false
+    var noValidateDomainName = false
+    var at: String?
+    var profile: ProfileArgument?
+    var config: String?
+
+    /// Checks of these options alone, run after every parse: none today (their combinations with other options are
+    /// the commands' own `validate()`s). Kept so a check added here runs on both readings of `evaluate`.
+    func validate() throws {}
+
     /// The flags that `--config` replaces and so cannot be combined with it.
     var flagsConflictingWithConfiguration: [String] {
         let conflicting: [(Bool, String)] = [

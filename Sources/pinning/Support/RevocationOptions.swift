@@ -65,6 +65,33 @@ struct RevocationOptions: ParsableArguments {
     )
     var scope: RevocationScopeArgument?
 
+    /// The options as plain values (what `evaluate` runs and ``HotEvaluate`` fills without this type).
+    var values: RevocationValues {
+        RevocationValues(crl: self.crl, mode: self.mode, scope: self.scope)
+    }
+
+    /// What argument-parser runs after its parse; the hand-written reader runs ``RevocationValues/validate()`` too.
+    func validate() throws {
+        try self.values.validate()
+    }
+
+    /// The policy the flags describe, or nil without `--crl`; see ``RevocationValues/policy(fetching:)``.
+    func policy(fetching: Bool = false) throws(InputError) -> RevocationPolicy? {
+        try self.values.policy(fetching: fetching)
+    }
+}
+
+/// ``RevocationOptions`` as plain values, after each option's `transform`: the defaults are the declarations' own.
+struct RevocationValues {
+    var crl: [String] = []
+    var mode: RevocationModeArgument?
+    var scope: RevocationScopeArgument?
+
+    /// Checks of these options alone, run after every parse: none today (`--revocation` without `--crl` is refused
+    /// by ``policy(fetching:)``, as `check --fetch-crls` needs no `--crl`). Kept so a check added here runs on both
+    /// readings of `evaluate`.
+    func validate() throws {}
+
     /// The policy the flags describe, or nil without `--crl`.
     ///
     /// A file that is not a CRL at all is bad input naming the file (exit 2). A CRL that reads but cannot be

@@ -83,25 +83,31 @@ public struct Translation: Sendable {
     public var warnings: [TranslationProblem]
     /// Things the user must do that are not losses (for example: copy an anchor file into `res/raw`).
     public var notes: [String]
+
+    package init(text: String, warnings: [TranslationProblem], notes: [String]) {
+        self.text = text
+        self.warnings = warnings
+        self.notes = notes
+    }
 }
 
 /// Collects problems, then throws them in strict mode or returns them as warnings in lossy mode.
-struct ProblemLog {
+package struct ProblemLog {
     let format: PlatformFormat
     let lossy: Bool
     private(set) var problems: [TranslationProblem] = []
 
-    init(format: PlatformFormat, lossy: Bool) {
+    package init(format: PlatformFormat, lossy: Bool) {
         self.format = format
         self.lossy = lossy
     }
 
-    mutating func add(_ entry: String?, _ message: String) {
+    package mutating func add(_ entry: String?, _ message: String) {
         self.problems.append(TranslationProblem(entry: entry, format: self.format, message: message))
     }
 
     /// The warnings, or throws when any problem exists and lossy mode is off.
-    func finish() throws(TranslationError) -> [TranslationProblem] {
+    package func finish() throws(TranslationError) -> [TranslationProblem] {
         if !self.problems.isEmpty && !self.lossy { throw TranslationError(problems: self.problems) }
         return self.problems
     }
@@ -174,7 +180,7 @@ enum Markup {
 }
 
 /// `yyyy-MM-dd` in UTC, the date format of Android's `expiration` and TrustKit's `TSKExpirationDate`.
-enum DayFormat {
+package enum DayFormat {
     static func day(of date: Date) -> (text: String, isMidnight: Bool) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
@@ -186,7 +192,7 @@ enum DayFormat {
 
     /// The RFC 3339 instant of midnight UTC at the start of `text` (`yyyy-MM-dd`), or nil when it is not such a
     /// date.
-    static func instant(_ text: String) -> String? {
+    package static func instant(_ text: String) -> String? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
             let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),

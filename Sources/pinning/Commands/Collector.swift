@@ -1,11 +1,4 @@
 import ArgumentParser
-import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 extension PinningCommand {
     /// `pinning collector …`: hands over to the `pinning-collector` executable installed beside `pinning`.
@@ -31,32 +24,13 @@ extension PinningCommand {
         @Argument(parsing: .captureForPassthrough, help: "The collector's options.")
         var arguments: [String] = []
 
-        /// `pinning-collector` in the directory of the running executable (symbolic links resolved).
-        static func collectorPath() -> String {
-            let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-            return executable.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("pinning-collector").path
-        }
-
         func run() throws {
             try Self.handOver(self.arguments)
         }
 
         /// Replaces this process with `pinning-collector ARGUMENTS`; returns only by throwing.
         static func handOver(_ arguments: [String]) throws {
-            let path = Self.collectorPath()
-            guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw InputError(
-                    "collector: \(path) is not there; the collector is its own executable: build it with `swift build --product pinning-collector` and install it beside pinning"
-                )
-            }
-            let argv = [path] + arguments
-            var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
-            cArguments.append(nil)
-            fflush(nil)
-            execv(path, cArguments)
-            let reason = String(cString: strerror(errno))
-            for pointer in cArguments { free(pointer) }
-            throw InputError("collector: cannot run \(path): \(reason)")
+            try Companion.handOver(to: Companion.collector, command: "collector", arguments: arguments)
         }
     }
 }

@@ -10,6 +10,10 @@ import Foundation
 /// `pinning-collector`: found in the directory of the running executable (symbolic links resolved) and run with
 /// `execv`, so the companion replaces this process (same pid, standard streams, signals and exit status).
 enum Companion {
+    /// `pinning collector` and `pinning bench collector` (issue 30): an HTTP server, SQLite, PostgreSQL and
+    /// templates that the rest of the CLI never needs.
+    static let collector = "pinning-collector"
+
     /// `pinning config import`'s reading, translating and writing (issue 31): the importer's XML parser links
     /// FoundationXML, libxml2, ICU and liblzma, which no other command needs.
     static let configImport = "pinning-config-import"

@@ -6,6 +6,7 @@
 #   SHAPES="p256 p384" scripts/bench-compare.sh   # only these shapes (MEMORY=1 needs p256 among them)
 #   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
 #   BASELINE=/tmp/pinning-main scripts/bench-compare.sh   # also an older binary's cold/s (and handshakes), interleaved
+#   INSTRUCTIONS=1 scripts/bench-compare.sh   # also instructions per cold evaluation (valgrind), ours and pyca's
 #   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification;
 #                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache),
 #                                             # with one server leaf and with LEAVES (default 1000) rotating leaves
@@ -103,38 +104,78 @@ echo "pinning bench vs pyca/cryptography $(python3 -c 'import cryptography; prin
 # BASELINE=path/to/an/older/pinning adds that binary's cold/s, measured in the same rounds (before/after a change,
 # interleaved, as the machine's load drifts), and the ratio of ours to it.
 BASELINE=${BASELINE:-}
-printf '%-9s %14s %14s %14s %14s %9s %9s %9s %12s' chain "pinning/s" "cold/s" "cached/s" "pyca/s" "vs pyca" "cold vs" "cached×" "p50 µs"
-[[ -n "$BASELINE" ]] && printf ' %14s %9s' "base cold/s" "÷ base"
-printf '   load average\n'
-for kind in $SHAPES; do
-    dir="$work/$kind"
-    ours=(); cold=(); cached=(); pyca=(); p50=(); base=()
-    load_before=$(cut -d' ' -f1 /proc/loadavg)
-    for _ in $(seq "$ROUNDS"); do
-        out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --json)"
-        ours+=("$(field "$out" evaluationsPerSecond)"); cached+=("$(field "$out" cachedEvaluationsPerSecond)"); p50+=("$(field "$out" p50Microseconds)")
-        out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
-        cold+=("$(field "$out" evaluationsPerSecond)")
-        py="$(python3 scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --json)"
-        pyca+=("$(field "$py" evaluationsPerSecond)")
-        if [[ -n "$BASELINE" ]]; then
-            out="$("$BASELINE" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+if [[ "${TIMED:-1}" == 1 ]]; then # TIMED=0: skip the timed rounds (e.g. INSTRUCTIONS=1 alone)
+    printf '%-9s %14s %14s %14s %14s %9s %9s %9s %12s' chain "pinning/s" "cold/s" "cached/s" "pyca/s" "vs pyca" "cold vs" "cached×" "p50 µs"
+    [[ -n "$BASELINE" ]] && printf ' %14s %9s' "base cold/s" "÷ base"
+    printf '   load average\n'
+    for kind in $SHAPES; do
+        dir="$work/$kind"
+        ours=(); cold=(); cached=(); pyca=(); p50=(); base=()
+        load_before=$(cut -d' ' -f1 /proc/loadavg)
+        for _ in $(seq "$ROUNDS"); do
+            out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                --iterations "$ITERATIONS" --json)"
+            ours+=("$(field "$out" evaluationsPerSecond)"); cached+=("$(field "$out" cachedEvaluationsPerSecond)"); p50+=("$(field "$out" p50Microseconds)")
+            out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
                 --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
-            base+=("$(field "$out" evaluationsPerSecond)")
+            cold+=("$(field "$out" evaluationsPerSecond)")
+            py="$(python3 scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                --iterations "$ITERATIONS" --json)"
+            pyca+=("$(field "$py" evaluationsPerSecond)")
+            if [[ -n "$BASELINE" ]]; then
+                out="$("$BASELINE" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                    --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
+                base+=("$(field "$out" evaluationsPerSecond)")
+            fi
+        done
+        o=$(median "${ours[@]}"); k=$(median "${cold[@]}"); c=$(median "${cached[@]}"); p=$(median "${pyca[@]}"); l=$(median "${p50[@]}")
+        printf '%-9s %14.0f %14.0f %14.0f %14.0f %8.2f× %8.2f× %8.0f× %12.1f' "$kind" "$o" "$k" "$c" "$p" \
+            "$(python3 -c "print($o/$p)")" "$(python3 -c "print($k/$p)")" "$(python3 -c "print($c/$o)")" "$l"
+        if [[ -n "$BASELINE" ]]; then
+            b=$(median "${base[@]}")
+            printf ' %14.0f %8.2f×' "$b" "$(python3 -c "print($k/$b)")"
         fi
+        printf '   %s–%s\n' "$load_before" "$(cut -d' ' -f1 /proc/loadavg)"
     done
-    o=$(median "${ours[@]}"); k=$(median "${cold[@]}"); c=$(median "${cached[@]}"); p=$(median "${pyca[@]}"); l=$(median "${p50[@]}")
-    printf '%-9s %14.0f %14.0f %14.0f %14.0f %8.2f× %8.2f× %8.0f× %12.1f' "$kind" "$o" "$k" "$c" "$p" \
-        "$(python3 -c "print($o/$p)")" "$(python3 -c "print($k/$p)")" "$(python3 -c "print($c/$o)")" "$l"
-    if [[ -n "$BASELINE" ]]; then
-        b=$(median "${base[@]}")
-        printf ' %14.0f %8.2f×' "$b" "$(python3 -c "print($k/$b)")"
-    fi
-    printf '   %s–%s\n' "$load_before" "$(cut -d' ' -f1 /proc/loadavg)"
-done
+fi
+
+# INSTRUCTIONS=1: instructions executed per cold evaluation, counted by valgrind (callgrind), ours and pyca's (and
+# BASELINE's): the same for any load on the machine, where rates on a shared machine swing ±10–20% run to run.
+# Each figure is (count at 300 iterations − count at 100) / 200, so start-up cancels out. Instructions are not time
+# (the ECDSA code retires more instructions per cycle than a Python interpreter or Swift's reference counting), so
+# this is the figure to see our own work change by, beside the timed ratio, not instead of it.
+if [[ "${INSTRUCTIONS:-0}" == 1 ]]; then
+    command -v valgrind >/dev/null || { echo "bench-compare.sh: INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+    # valgrind cannot read the debug information of the static release binary; a stripped copy runs the same code.
+    strip -o "$work/pinning.stripped" "$BIN/pinning"
+    [[ -n "$BASELINE" ]] && strip -o "$work/baseline.stripped" "$BASELINE"
+    instructions() { # command... (with ITER in it) → instructions per iteration
+        local counts=()
+        for iterations in 100 300; do
+            counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "${@//ITER/$iterations}" 2>&1 >/dev/null \
+                | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')")
+        done
+        python3 -c "import sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) / 200))" "${counts[@]}"
+    }
+    printf '%-9s %16s %16s %9s' chain "ours instr/eval" "pyca instr/eval" "÷ pyca"
+    [[ -n "$BASELINE" ]] && printf ' %16s %9s' "base instr/eval" "÷ base"
+    printf '\n'
+    for kind in $SHAPES; do
+        dir="$work/$kind"
+        ours=$(instructions "$work/pinning.stripped" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+            --at "$AT" --iterations ITER --cached-iterations 1 --cold --json)
+        # The interpreter itself (python3 may be a launcher script, such as pyenv's shim, which valgrind would count).
+        theirs=$(instructions "$(python3 -c 'import sys; print(sys.executable)')" scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+            --at "$AT" --iterations ITER --json)
+        printf '%-9s %16s %16s %8.2f×' "$kind" "$ours" "$theirs" "$(python3 -c "print($ours/$theirs)")"
+        if [[ -n "$BASELINE" ]]; then
+            base=$(instructions "$work/baseline.stripped" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+                --at "$AT" --iterations ITER --cached-iterations 1 --cold --json)
+            printf ' %16s %8.2f×' "$base" "$(python3 -c "print($ours/$base)")"
+        fi
+        printf '\n'
+    done
+fi
 
 if [[ "${MEMORY:-0}" == 1 ]]; then
     small="$("$BIN/pinning" bench --chain "$work/p256/chain.pem" --roots "$work/p256/root.pem" --host bench.example --at "$AT" --iterations 10000 --cached-iterations 10000 --json)"

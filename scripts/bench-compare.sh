@@ -2,8 +2,11 @@
 # Runs `pinning bench` (release build) and scripts/pyca-bench.py side by side on the same chains, roots, host and
 # validation time, and prints the ratios the issue's targets are stated in.
 #
-#   scripts/bench-compare.sh                  # P-256 and RSA-2048 chains, 3 alternating rounds each
+#   scripts/bench-compare.sh                  # five chain shapes (below), 3 alternating rounds each
+#   SHAPES="p256 p384" scripts/bench-compare.sh   # only these shapes (MEMORY=1 needs p256 among them)
 #   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
+#   BASELINE=/tmp/pinning-main scripts/bench-compare.sh   # also an older binary's cold/s (and handshakes), interleaved
+#   INSTRUCTIONS=1 scripts/bench-compare.sh   # also instructions per cold evaluation (valgrind), ours and pyca's
 #   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification;
 #                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache),
 #                                             # with one server leaf and with LEAVES (default 1000) rotating leaves
@@ -21,8 +24,10 @@
 # The release build links the Swift runtime and Foundation statically (--static-swift-stdlib), as a command-line
 # tool is shipped: it starts ~9 ms sooner than one loading them as shared libraries.
 #
-# Chains: root → intermediate → leaf for bench.example, minted with openssl into a temporary directory;
-# the chain file is [leaf, intermediate], the roots file the root alone (the only anchor for both verifiers).
+# Chains: root → intermediates → leaf for bench.example, minted with openssl into a temporary directory; the
+# chain file is what a server sends (leaf, then intermediates upwards), the roots file the root alone (the only
+# anchor for both verifiers). Shapes: p256 and rsa2048 (3 certificates, SHA-256), p256-2 (root → leaf),
+# p256-4 (two intermediates), p384 (3 certificates, P-384 keys, SHA-384 signatures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITERATIONS=${ITERATIONS:-2000}
@@ -52,22 +57,40 @@ subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid:always
 CNF
 
-mint() { # kind dir keyargs...
-    local dir=$1; shift
+mint() { # dir length digest keyargs...: a chain of `length` certificates, root → (length − 2 intermediates) → leaf
+    local dir=$1 length=$2 digest=$3; shift 3
     mkdir -p "$dir"
-    for name in root intermediate leaf; do openssl genpkey "$@" -out "$dir/$name.key" 2>/dev/null; done
-    openssl req -x509 -new -key "$dir/root.key" -subj "/CN=Bench Root CA" -days 3650 -sha256 \
+    local names=(root) issuer=root
+    for index in $(seq 2 $((length - 1))); do names+=("intermediate$((index - 1))"); done
+    names+=(leaf)
+    for name in "${names[@]}"; do openssl genpkey "$@" -out "$dir/$name.key" 2>/dev/null; done
+    openssl req -x509 -new -key "$dir/root.key" -subj "/CN=Bench Root CA" -days 3650 "-$digest" \
         -config "$work/ext.cnf" -extensions ca -out "$dir/root.pem"
-    openssl req -new -key "$dir/intermediate.key" -subj "/CN=Bench Intermediate CA" -config "$work/ext.cnf" -out "$dir/i.csr"
-    openssl x509 -req -in "$dir/i.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" -CAcreateserial -days 1825 -sha256 \
-        -extfile "$work/ext.cnf" -extensions ca -out "$dir/intermediate.pem" 2>/dev/null
-    openssl req -new -key "$dir/leaf.key" -subj "/CN=bench.example" -config "$work/ext.cnf" -out "$dir/l.csr"
-    openssl x509 -req -in "$dir/l.csr" -CA "$dir/intermediate.pem" -CAkey "$dir/intermediate.key" -CAcreateserial -days 365 -sha256 \
-        -extfile "$work/ext.cnf" -extensions leaf -out "$dir/leaf.pem" 2>/dev/null
-    cat "$dir/leaf.pem" "$dir/intermediate.pem" > "$dir/chain.pem"
+    : > "$dir/chain.pem"
+    for name in "${names[@]:1}"; do
+        local subject="/CN=Bench ${name^} CA" extensions=ca
+        [[ "$name" == leaf ]] && subject="/CN=bench.example" extensions=leaf
+        openssl req -new -key "$dir/$name.key" -subj "$subject" -config "$work/ext.cnf" -out "$dir/$name.csr"
+        openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" -CAcreateserial -days 365 \
+            "-$digest" -extfile "$work/ext.cnf" -extensions "$extensions" -out "$dir/$name.pem" 2>/dev/null
+        issuer=$name
+    done
+    # The chain as a server sends it: leaf first, then the intermediates from the leaf's issuer up; never the root.
+    for index in $(seq $((${#names[@]} - 1)) -1 1); do cat "$dir/${names[$index]}.pem" >> "$dir/chain.pem"; done
 }
-mint "$work/p256" -algorithm EC -pkeyopt ec_paramgen_curve:P-256
-mint "$work/rsa2048" -algorithm RSA -pkeyopt rsa_keygen_bits:2048
+# Chain shapes (SHAPES, default all): the 3-certificate P-256 and RSA-2048 chains of the earlier figures, a
+# 2-certificate chain (a leaf issued by the root), a 4-certificate chain (two intermediates) and P-384 (SHA-384).
+SHAPES=${SHAPES:-p256 rsa2048 p256-2 p256-4 p384}
+for shape in $SHAPES; do
+    case "$shape" in
+        p256) mint "$work/$shape" 3 sha256 -algorithm EC -pkeyopt ec_paramgen_curve:P-256 ;;
+        rsa2048) mint "$work/$shape" 3 sha256 -algorithm RSA -pkeyopt rsa_keygen_bits:2048 ;;
+        p256-2) mint "$work/$shape" 2 sha256 -algorithm EC -pkeyopt ec_paramgen_curve:P-256 ;;
+        p256-4) mint "$work/$shape" 4 sha256 -algorithm EC -pkeyopt ec_paramgen_curve:P-256 ;;
+        p384) mint "$work/$shape" 3 sha384 -algorithm EC -pkeyopt ec_paramgen_curve:P-384 ;;
+        *) echo "bench-compare.sh: unknown chain shape '$shape' in SHAPES (p256 rsa2048 p256-2 p256-4 p384)" >&2; exit 2 ;;
+    esac
+done
 # Two minutes after minting: the cache counts a hit only strictly inside every validity period, and openssl
 # sets notBefore to the second of minting.
 AT="$(date -u -d '+2 minutes' +%Y-%m-%dT%H:%M:%SZ)"
@@ -78,25 +101,81 @@ field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]
 echo "pinning bench vs pyca/cryptography $(python3 -c 'import cryptography; print(cryptography.__version__)'), $ITERATIONS iterations, $ROUNDS alternating rounds, --at $AT"
 # "cold/s": every evaluation with the process-wide memos emptied first (`bench --cold`: facts decoded and both
 # signatures verified each time), the figure to hold against pyca, which remembers nothing between verifications.
-printf '%-9s %14s %14s %14s %14s %9s %9s %9s %12s\n' chain "pinning/s" "cold/s" "cached/s" "pyca/s" "vs pyca" "cold vs" "cached×" "p50 µs"
-for kind in p256 rsa2048; do
-    dir="$work/$kind"
-    ours=(); cold=(); cached=(); pyca=(); p50=()
-    for _ in $(seq "$ROUNDS"); do
-        out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --json)"
-        ours+=("$(field "$out" evaluationsPerSecond)"); cached+=("$(field "$out" cachedEvaluationsPerSecond)"); p50+=("$(field "$out" p50Microseconds)")
-        out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
-        cold+=("$(field "$out" evaluationsPerSecond)")
-        py="$(python3 scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
-            --iterations "$ITERATIONS" --json)"
-        pyca+=("$(field "$py" evaluationsPerSecond)")
+# BASELINE=path/to/an/older/pinning adds that binary's cold/s, measured in the same rounds (before/after a change,
+# interleaved, as the machine's load drifts), and the ratio of ours to it.
+BASELINE=${BASELINE:-}
+if [[ "${TIMED:-1}" == 1 ]]; then # TIMED=0: skip the timed rounds (e.g. INSTRUCTIONS=1 alone)
+    printf '%-9s %14s %14s %14s %14s %9s %9s %9s %12s' chain "pinning/s" "cold/s" "cached/s" "pyca/s" "vs pyca" "cold vs" "cached×" "p50 µs"
+    [[ -n "$BASELINE" ]] && printf ' %14s %9s' "base cold/s" "÷ base"
+    printf '   load average\n'
+    for kind in $SHAPES; do
+        dir="$work/$kind"
+        ours=(); cold=(); cached=(); pyca=(); p50=(); base=()
+        load_before=$(cut -d' ' -f1 /proc/loadavg)
+        for _ in $(seq "$ROUNDS"); do
+            out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                --iterations "$ITERATIONS" --json)"
+            ours+=("$(field "$out" evaluationsPerSecond)"); cached+=("$(field "$out" cachedEvaluationsPerSecond)"); p50+=("$(field "$out" p50Microseconds)")
+            out="$("$BIN/pinning" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
+            cold+=("$(field "$out" evaluationsPerSecond)")
+            py="$(python3 scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                --iterations "$ITERATIONS" --json)"
+            pyca+=("$(field "$py" evaluationsPerSecond)")
+            if [[ -n "$BASELINE" ]]; then
+                out="$("$BASELINE" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example --at "$AT" \
+                    --iterations "$ITERATIONS" --cached-iterations 1 --cold --json)"
+                base+=("$(field "$out" evaluationsPerSecond)")
+            fi
+        done
+        o=$(median "${ours[@]}"); k=$(median "${cold[@]}"); c=$(median "${cached[@]}"); p=$(median "${pyca[@]}"); l=$(median "${p50[@]}")
+        printf '%-9s %14.0f %14.0f %14.0f %14.0f %8.2f× %8.2f× %8.0f× %12.1f' "$kind" "$o" "$k" "$c" "$p" \
+            "$(python3 -c "print($o/$p)")" "$(python3 -c "print($k/$p)")" "$(python3 -c "print($c/$o)")" "$l"
+        if [[ -n "$BASELINE" ]]; then
+            b=$(median "${base[@]}")
+            printf ' %14.0f %8.2f×' "$b" "$(python3 -c "print($k/$b)")"
+        fi
+        printf '   %s–%s\n' "$load_before" "$(cut -d' ' -f1 /proc/loadavg)"
     done
-    o=$(median "${ours[@]}"); k=$(median "${cold[@]}"); c=$(median "${cached[@]}"); p=$(median "${pyca[@]}"); l=$(median "${p50[@]}")
-    printf '%-9s %14.0f %14.0f %14.0f %14.0f %8.2f× %8.2f× %8.0f× %12.1f\n' "$kind" "$o" "$k" "$c" "$p" \
-        "$(python3 -c "print($o/$p)")" "$(python3 -c "print($k/$p)")" "$(python3 -c "print($c/$o)")" "$l"
-done
+fi
+
+# INSTRUCTIONS=1: instructions executed per cold evaluation, counted by valgrind (callgrind), ours and pyca's (and
+# BASELINE's): the same for any load on the machine, where rates on a shared machine swing ±10–20% run to run.
+# Each figure is (count at 300 iterations − count at 100) / 200, so start-up cancels out. Instructions are not time
+# (the ECDSA code retires more instructions per cycle than a Python interpreter or Swift's reference counting), so
+# this is the figure to see our own work change by, beside the timed ratio, not instead of it.
+if [[ "${INSTRUCTIONS:-0}" == 1 ]]; then
+    command -v valgrind >/dev/null || { echo "bench-compare.sh: INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+    # valgrind cannot read the debug information of the static release binary; a stripped copy runs the same code.
+    strip -o "$work/pinning.stripped" "$BIN/pinning"
+    [[ -n "$BASELINE" ]] && strip -o "$work/baseline.stripped" "$BASELINE"
+    instructions() { # command... (with ITER in it) → instructions per iteration
+        local counts=()
+        for iterations in 100 300; do
+            counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "${@//ITER/$iterations}" 2>&1 >/dev/null \
+                | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')")
+        done
+        python3 -c "import sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) / 200))" "${counts[@]}"
+    }
+    printf '%-9s %16s %16s %9s' chain "ours instr/eval" "pyca instr/eval" "÷ pyca"
+    [[ -n "$BASELINE" ]] && printf ' %16s %9s' "base instr/eval" "÷ base"
+    printf '\n'
+    for kind in $SHAPES; do
+        dir="$work/$kind"
+        ours=$(instructions "$work/pinning.stripped" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+            --at "$AT" --iterations ITER --cached-iterations 1 --cold --json)
+        # The interpreter itself (python3 may be a launcher script, such as pyenv's shim, which valgrind would count).
+        theirs=$(instructions "$(python3 -c 'import sys; print(sys.executable)')" scripts/pyca-bench.py --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+            --at "$AT" --iterations ITER --json)
+        printf '%-9s %16s %16s %8.2f×' "$kind" "$ours" "$theirs" "$(python3 -c "print($ours/$theirs)")"
+        if [[ -n "$BASELINE" ]]; then
+            base=$(instructions "$work/baseline.stripped" bench --chain "$dir/chain.pem" --roots "$dir/root.pem" --host bench.example \
+                --at "$AT" --iterations ITER --cached-iterations 1 --cold --json)
+            printf ' %16s %8.2f×' "$base" "$(python3 -c "print($ours/$base)")"
+        fi
+        printf '\n'
+    done
+fi
 
 if [[ "${MEMORY:-0}" == 1 ]]; then
     small="$("$BIN/pinning" bench --chain "$work/p256/chain.pem" --roots "$work/p256/root.pem" --host bench.example --at "$AT" --iterations 10000 --cached-iterations 10000 --json)"
@@ -112,8 +191,15 @@ if [[ "${HANDSHAKE:-0}" == 1 ]]; then
             out="$("$BIN/pinning" bench handshake --key "$key" --leaves "$leaves" --connections "${CONNECTIONS:-1000}" \
                 --concurrency "${CONCURRENCY:-8}" --rounds "${HANDSHAKE_ROUNDS:-5}" "${extra[@]}" --json)"
             h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
-            printf 'handshake %-8s %5s leaves  pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×\n' \
-                "$key" "$leaves" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")"
+            printf 'handshake %-8s %5s leaves  pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×  load %s\n' \
+                "$key" "$leaves" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")" "$(cut -d' ' -f1 /proc/loadavg)"
+            if [[ -n "$BASELINE" ]]; then # the older binary right after, same arguments
+                out="$("$BASELINE" bench handshake --key "$key" --leaves "$leaves" --connections "${CONNECTIONS:-1000}" \
+                    --concurrency "${CONCURRENCY:-8}" --rounds "${HANDSHAKE_ROUNDS:-5}" "${extra[@]}" --json)"
+                h=$(field "$out" handshakesPerSecond); b=$(field "$out" baselineHandshakesPerSecond); u=$(field "$out" unverifiedHandshakesPerSecond)
+                printf 'baseline  %-8s %5s leaves  pinned %8.1f/s  NIOSSL-verified %8.1f/s  unverified %8.1f/s  pinned/NIOSSL %.3f×  load %s\n' \
+                    "$key" "$leaves" "$h" "$b" "$u" "$(python3 -c "print($h/$b)")" "$(cut -d' ' -f1 /proc/loadavg)"
+            fi
         done
     done
 fi

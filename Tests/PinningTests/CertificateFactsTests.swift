@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import PinningTestSupport
+import SwiftASN1
 import Testing
 import X509
 
@@ -76,5 +78,125 @@ struct CertificateFactsTests {
         }
         #expect(CertificateFacts(chain.leaf.certificate).isCertificateAuthority == false)
         #expect(CertificateFacts(chain.root.certificate).isCertificateAuthority)
+    }
+
+    /// What each decoding gave, in words (`Result` of a non-Equatable error does not compare): the value, or
+    /// "throws".
+    static func outcome<T>(_ result: Result<T, some Error>) -> String {
+        switch result {
+        case .success(let value): return "\(value)"
+        case .failure: return "throws"
+        }
+    }
+
+    static func outcome<T>(_ body: () throws -> T) -> String {
+        do { return "\(try body())" } catch { return "throws" }
+    }
+
+    @Test("Facts read in one pass are what the accessors decode, on generated certificates with malformed extensions")
+    func onePassMatchesAccessors() throws {
+        var generator = RandomChainGenerator(seed: 31)
+        var certificates = 0
+        var malformed = 0
+        // The generator's extensions all decode; these carry values that do not (garbage, an empty value, a BIT
+        // STRING keyUsage with the padding quirk LenientKeyUsage tolerates), one extension at a time and all at once.
+        let oids: [ASN1ObjectIdentifier] = [
+            .X509ExtensionID.basicConstraints, .X509ExtensionID.keyUsage, .X509ExtensionID.extendedKeyUsage,
+            .X509ExtensionID.subjectAlternativeName, .X509ExtensionID.nameConstraints, .X509ExtensionID.authorityKeyIdentifier,
+            .X509ExtensionID.subjectKeyIdentifier, .X509ExtensionID.authorityInformationAccess, [2, 5, 29, 36],
+        ]
+        let key = P256.Signing.PrivateKey()
+        var handMade: [Certificate] = []
+        for value: ArraySlice<UInt8> in [[0x04, 0x01, 0xFF], [], [0x30, 0x03, 0x02, 0x01], [0x03, 0x03, 0x07, 0x06, 0x00]] {
+            for chosen in oids.indices.map({ [$0] }) + [Array(oids.indices)] {
+                let extensions = try Certificate.Extensions(chosen.map { Certificate.Extension(oid: oids[$0], critical: $0 % 2 == 0, value: value) })
+                let name = try DistinguishedName { CommonName("facts") }
+                handMade.append(
+                    try Certificate(
+                        version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Self.t - Self.day,
+                        notValidAfter: Self.t + Self.day, issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+                        extensions: extensions, issuerPrivateKey: .init(key)
+                    )
+                )
+            }
+        }
+        for round in 0..<61 {
+            let testCase = try generator.next()
+            for certificate in round == 60 ? handMade : testCase.presented + testCase.anchors {
+                certificates += 1
+                let facts = CertificateFacts(certificate)
+                let extensions = certificate.extensions
+                #expect(Self.outcome(facts.basicConstraints) == Self.outcome { try extensions.basicConstraints })
+                #expect(
+                    Self.outcome(facts.keyUsage) == Self.outcome { () throws(LenientKeyUsage.DecodingError) in try LenientKeyUsage.decoded(of: extensions)?.usage }
+                )
+                #expect(Self.outcome(facts.extendedKeyUsage) == Self.outcome { try extensions.extendedKeyUsage })
+                #expect(Self.outcome(facts.subjectAlternativeNames) == Self.outcome { try extensions.subjectAlternativeNames })
+                #expect(Self.outcome(facts.nameConstraints) == Self.outcome { try extensions.nameConstraints })
+                #expect(Self.outcome(facts.authorityKeyIdentifier) == Self.outcome { try extensions.authorityKeyIdentifier })
+                #expect(Self.outcome(facts.subjectKeyIdentifier) == Self.outcome { try extensions.subjectKeyIdentifier })
+                #expect(Self.outcome(facts.authorityInformationAccess) == Self.outcome { try extensions.authorityInformationAccess })
+                for (criticality, oid) in [
+                    (facts.basicConstraintsExtension, ASN1ObjectIdentifier.X509ExtensionID.basicConstraints),
+                    (facts.subjectAlternativeNameExtension, .X509ExtensionID.subjectAlternativeName),
+                    (facts.nameConstraintsExtension, .X509ExtensionID.nameConstraints),
+                    (facts.extendedKeyUsageExtension, .X509ExtensionID.extendedKeyUsage),
+                    (facts.policyConstraintsExtension, [2, 5, 29, 36] as ASN1ObjectIdentifier),
+                ] {
+                    #expect(criticality.isPresent == (extensions[oid: oid] != nil))
+                    #expect(criticality.isCritical == (extensions[oid: oid]?.critical ?? false))
+                }
+                let decoded = [
+                    Self.outcome(facts.basicConstraints), Self.outcome(facts.keyUsage), Self.outcome(facts.nameConstraints),
+                    Self.outcome(facts.subjectAlternativeNames), Self.outcome(facts.authorityKeyIdentifier),
+                    Self.outcome(facts.extendedKeyUsage), Self.outcome(facts.subjectKeyIdentifier),
+                    Self.outcome(facts.authorityInformationAccess),
+                ]
+                if decoded.contains("throws") { malformed += 1 }
+                #expect(certificate.serialNumberContentBytes == certificate.serialNumberContentBytesByReader)
+            }
+        }
+        // Not vacuous: many certificates, some of them with an extension that does not decode.
+        #expect(certificates >= 200 && malformed >= 20, "\(certificates) certificates, \(malformed) with a malformed extension")
+    }
+
+    /// The preferred-name-syntax check as it was written before it read bytes in one pass (split into labels),
+    /// the reference the byte reader must agree with.
+    static func referencePreferredNameSyntax(_ name: String) -> Bool {
+        var labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        if name.hasSuffix(".") { labels.removeLast() }
+        if labels.first == "*" && labels.count > 1 { labels.removeFirst() }
+        guard !labels.isEmpty else { return false }
+        return labels.allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.utf8.allSatisfy { byte in
+                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                }
+        }
+    }
+
+    @Test("The preferred name syntax read over bytes agrees with the label-splitting reference on generated names")
+    func preferredNameSyntaxDifferential() {
+        let fixed = [
+            "", ".", "..", "*", "*.", "*..", "*.a", "*.a.", "a.*", "**.a", "a", "a.", "a..b", ".a", "-a", "a-", "a-b", "a_b",
+            "bench.example", "xn--nxasmq6b.example.com", "A.EXAMPLE.COM", String(repeating: "a", count: 63) + ".com",
+            String(repeating: "a", count: 64) + ".com", "é.example", "a.\u{301}b", "\u{600}.a", "a\r\n.b", "*.\u{301}",
+        ]
+        for name in fixed {
+            #expect(DNSNameSyntax.isPreferredNameSyntax(name) == Self.referencePreferredNameSyntax(name), "\(name.debugDescription)")
+        }
+        var random = SplitMix64(seed: 7)
+        let alphabet: [String] = ["a", "Z", "0", "-", ".", "*", "_", "é", "\u{301}", " "]
+        var accepted = 0
+        for _ in 0..<20_000 {
+            let length = Int(random.next() % 12)
+            let name = (0..<length).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }.joined()
+            let ours = DNSNameSyntax.isPreferredNameSyntax(name)
+            #expect(ours == Self.referencePreferredNameSyntax(name), "\(name.debugDescription)")
+            if ours { accepted += 1 }
+        }
+        #expect(accepted > 500, "both answers occur: \(accepted) of 20,000 accepted")
     }
 }

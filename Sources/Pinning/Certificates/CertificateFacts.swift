@@ -59,27 +59,58 @@ final class CertificateFacts: Sendable {
     let notValidBefore: Date
     let notValidAfter: Date
 
+    /// policyConstraints (RFC 5280 §4.2.1.11), which swift-certificates names no constant for.
+    private static let policyConstraintsOID: ASN1ObjectIdentifier = [2, 5, 29, 36]
+
     /// The certificate these are the facts of.
     let certificate: Certificate
     /// The SPKI pin, computed on first use (only pinning policies ask for it).
     private let pin = LockedValueBox<Pin?>(nil)
 
     init(_ certificate: Certificate) {
-        let extensions = certificate.extensions
+        // One pass over the extensions finds every one the stages read (a certificate's extensions have distinct
+        // OIDs: swift-certificates refuses duplicates when it parses), instead of a linear look-up per extension
+        // and per criticality. Each is then decoded exactly as `Certificate.Extensions`' accessors decode it
+        // (`self[oid:].map { try .init($0) }`).
+        var basicConstraints: Certificate.Extension?
+        var keyUsage: Certificate.Extension?
+        var extendedKeyUsage: Certificate.Extension?
+        var subjectAlternativeNames: Certificate.Extension?
+        var nameConstraints: Certificate.Extension?
+        var authorityKeyIdentifier: Certificate.Extension?
+        var subjectKeyIdentifier: Certificate.Extension?
+        var authorityInformationAccess: Certificate.Extension?
+        var policyConstraints: Certificate.Extension?
+        for ext in certificate.extensions {
+            switch ext.oid {
+            case .X509ExtensionID.basicConstraints: basicConstraints = ext
+            case .X509ExtensionID.keyUsage: keyUsage = ext
+            case .X509ExtensionID.extendedKeyUsage: extendedKeyUsage = ext
+            case .X509ExtensionID.subjectAlternativeName: subjectAlternativeNames = ext
+            case .X509ExtensionID.nameConstraints: nameConstraints = ext
+            case .X509ExtensionID.authorityKeyIdentifier: authorityKeyIdentifier = ext
+            case .X509ExtensionID.subjectKeyIdentifier: subjectKeyIdentifier = ext
+            case .X509ExtensionID.authorityInformationAccess: authorityInformationAccess = ext
+            case Self.policyConstraintsOID: policyConstraints = ext
+            default: continue
+            }
+        }
         self.certificate = certificate
-        self.basicConstraints = Result { try extensions.basicConstraints }
-        self.keyUsage = Result { () throws(LenientKeyUsage.DecodingError) in try LenientKeyUsage.decoded(of: extensions)?.usage }
-        self.extendedKeyUsage = Result { try extensions.extendedKeyUsage }
-        self.subjectAlternativeNames = Result { try extensions.subjectAlternativeNames }
-        self.nameConstraints = Result { try extensions.nameConstraints }
-        self.authorityKeyIdentifier = Result { try extensions.authorityKeyIdentifier }
-        self.subjectKeyIdentifier = Result { try extensions.subjectKeyIdentifier }
-        self.authorityInformationAccess = Result { try extensions.authorityInformationAccess }
-        self.basicConstraintsExtension = Criticality(extensions[oid: .X509ExtensionID.basicConstraints])
-        self.subjectAlternativeNameExtension = Criticality(extensions[oid: .X509ExtensionID.subjectAlternativeName])
-        self.nameConstraintsExtension = Criticality(extensions[oid: .X509ExtensionID.nameConstraints])
-        self.extendedKeyUsageExtension = Criticality(extensions[oid: .X509ExtensionID.extendedKeyUsage])
-        self.policyConstraintsExtension = Criticality(extensions[oid: [2, 5, 29, 36]])
+        self.basicConstraints = Result { try basicConstraints.map { try BasicConstraints($0) } }
+        self.keyUsage = Result { () throws(LenientKeyUsage.DecodingError) in
+            try LenientKeyUsage.decoded(keyUsageExtension: keyUsage)?.usage
+        }
+        self.extendedKeyUsage = Result { try extendedKeyUsage.map { try ExtendedKeyUsage($0) } }
+        self.subjectAlternativeNames = Result { try subjectAlternativeNames.map { try SubjectAlternativeNames($0) } }
+        self.nameConstraints = Result { try nameConstraints.map { try NameConstraints($0) } }
+        self.authorityKeyIdentifier = Result { try authorityKeyIdentifier.map { try AuthorityKeyIdentifier($0) } }
+        self.subjectKeyIdentifier = Result { try subjectKeyIdentifier.map { try SubjectKeyIdentifier($0) } }
+        self.authorityInformationAccess = Result { try authorityInformationAccess.map { try AuthorityInformationAccess($0) } }
+        self.basicConstraintsExtension = Criticality(basicConstraints)
+        self.subjectAlternativeNameExtension = Criticality(subjectAlternativeNames)
+        self.nameConstraintsExtension = Criticality(nameConstraints)
+        self.extendedKeyUsageExtension = Criticality(extendedKeyUsage)
+        self.policyConstraintsExtension = Criticality(policyConstraints)
         self.isSelfIssued = certificate.subject == certificate.issuer
         self.hasEmptySubject = certificate.subject.isEmpty
         self.serialNumberProblem = ProfileChecks.serialNumberProblem(certificate)

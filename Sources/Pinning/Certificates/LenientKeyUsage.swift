@@ -68,6 +68,18 @@ enum LenientKeyUsage {
         return try self.decode(extensionValue: ext.value)
     }
 
+    /// The keyUsage of one extension (the certificate's keyUsage extension, found by its OID), strictly first,
+    /// then leniently; `nil` when absent. The same as ``decoded(of:)-(Certificate.Extensions)`` for a caller that
+    /// has found the extension already (``CertificateFacts`` reads every extension in one pass).
+    static func decoded(keyUsageExtension ext: Certificate.Extension?) throws(DecodingError) -> Decoded? {
+        guard let ext else { return nil }
+        do {
+            return Decoded(usage: try KeyUsage(ext), quirks: [])
+        } catch {
+            return try self.decode(extensionValue: ext.value)
+        }
+    }
+
     /// Decodes a keyUsage extension value (the contents of extnValue's OCTET STRING) under the rules above.
     static func decode(extensionValue value: ArraySlice<UInt8>) throws(DecodingError) -> Decoded {
         let node: ASN1Node

@@ -124,18 +124,41 @@ extension DNSNameSyntax {
     /// RFC 1034 §3.5's preferred name syntax as RFC 5280 §4.2.1.6 requires of a dNSName: letter-digit-hyphen
     /// labels of 1 to 63 bytes, no label starting or ending with a hyphen, a trailing dot tolerated, and a
     /// leading `*` label allowed (a wildcard; whether it is acceptable is the name check's business).
+    ///
+    /// Read over the UTF-8 bytes in one pass, without splitting into substrings: it runs on every dNSName of every
+    /// certificate an evaluation meets (issue 31). Any byte outside ASCII letters, digits, `-` and `.` refuses, so
+    /// reading bytes gives the same answer as reading characters.
     package static func isPreferredNameSyntax(_ name: String) -> Bool {
-        var labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        if name.hasSuffix(".") { labels.removeLast() }
-        if labels.first == "*" && labels.count > 1 { labels.removeFirst() }
-        guard !labels.isEmpty else { return false }
-        return labels.allSatisfy { label in
-            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
-                && label.utf8.allSatisfy { byte in
-                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                        || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+        name.utf8.withContiguousStorageIfAvailable { Self.isPreferredNameSyntax(bytes: $0) }
+            ?? Array(name.utf8).withUnsafeBufferPointer { Self.isPreferredNameSyntax(bytes: $0) }
+    }
+
+    private static func isPreferredNameSyntax(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var end = bytes.count
+        // A trailing dot is tolerated (the root label).
+        if end > 0, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        var start = 0
+        // A leading `*` label, when another label follows it.
+        if end >= 2, bytes[0] == UInt8(ascii: "*"), bytes[1] == UInt8(ascii: ".") { start = 2 }
+        // Labels between dots over bytes[start..<end]; an empty one (empty name, "..", a leading dot) refuses.
+        var labelStart = start
+        var index = start
+        while true {
+            if index == end || bytes[index] == UInt8(ascii: ".") {
+                let length = index - labelStart
+                guard length > 0, length <= 63, bytes[labelStart] != UInt8(ascii: "-"), bytes[index - 1] != UInt8(ascii: "-") else {
+                    return false
                 }
+                if index == end { return true }
+                labelStart = index + 1
+            } else {
+                let byte = bytes[index]
+                let allowed =
+                    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                guard allowed else { return false }
+            }
+            index += 1
         }
     }
 }

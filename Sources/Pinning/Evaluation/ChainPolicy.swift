@@ -129,7 +129,7 @@ struct ChainPolicy: VerifierPolicy {
     private func firstFailure(_ path: [Certificate], chain: UnverifiedCertificateChain?) -> CandidateFailure? {
         let facts = path.map { self.facts.facts(of: $0) }
         // Intermediates are the certificates between the leaf and the anchor; self-issued ones do not count.
-        let intermediates = facts.dropFirst().dropLast().filter { !$0.isSelfIssued }.count
+        let intermediates = facts.dropFirst().dropLast().reduce(0) { $1.isSelfIssued ? $0 : $0 + 1 }
         if intermediates > self.maximumIntermediates {
             return CandidateFailure(
                 stage: .depth,
@@ -222,7 +222,7 @@ struct ChainPolicy: VerifierPolicy {
                 )
             }
             if let maxPathLength {
-                let below = facts[1..<index].filter { !$0.isSelfIssued }.count
+                let below = facts[1..<index].reduce(0) { $1.isSelfIssued ? $0 : $0 + 1 }
                 if below > maxPathLength {
                     return CandidateFailure(
                         stage: .constraints, path: path, certificateIndex: index,

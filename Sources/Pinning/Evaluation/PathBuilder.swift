@@ -64,7 +64,9 @@ struct PathBuilder {
     private func candidates(in store: [DistinguishedName: [Certificate]], issuing tip: Certificate) -> [Certificate] {
         guard let named = store[tip.issuer], self.budget.takeLookup() else { return [] }
         let offered = self.budget.candidates(named, named: tip.issuer)
-        guard case .success(let authorityKeyIdentifier?) = self.facts.facts(of: tip).authorityKeyIdentifier else {
+        // One candidate (the usual case: one intermediate, one root) has no order to choose; sorting it would
+        // only copy the certificate (some twenty reference-counted buffers) three times.
+        guard offered.count > 1, case .success(let authorityKeyIdentifier?) = self.facts.facts(of: tip).authorityKeyIdentifier else {
             return offered
         }
         // A stable sort: presented order is kept within each preference.

@@ -226,13 +226,15 @@ struct ProfileChecks {
     /// wildcard string is outside the excluded subtree.
     static func nameConstraintProblem(in path: [Certificate], facts: [CertificateFacts]) -> String? {
         guard let leaf = path.first else { return nil }
-        let leafSANs: [GeneralName]
+        let leafAlternativeNames: SubjectAlternativeNames?
         do {
-            leafSANs = Array(try facts[0].subjectAlternativeNames.get() ?? SubjectAlternativeNames())
+            leafAlternativeNames = try facts[0].subjectAlternativeNames.get()
         } catch {
             return "the leaf's subjectAltName extension is malformed"
         }
-        let nameCount = leafSANs.count + leaf.subject.reduce(0) { $0 + Array($1).count }
+        // The leaf's names are listed and counted only once an issuer has constraints to check them against
+        // (most paths have none).
+        var leafNames: (sans: [GeneralName], count: Int)?
         for (certificate, facts) in zip(path, facts).dropFirst() {
             let constraints: NameConstraints?
             do {
@@ -241,6 +243,11 @@ struct ProfileChecks {
                 return "the nameConstraints of \(certificate.subject) are malformed"
             }
             guard let constraints else { continue }
+            if leafNames == nil {
+                let sans = Array(leafAlternativeNames ?? SubjectAlternativeNames())
+                leafNames = (sans, sans.count + leaf.subject.reduce(0) { $0 + Array($1).count })
+            }
+            guard let (leafSANs, nameCount) = leafNames else { continue }
             let subtreeCount = constraints.permittedSubtrees.count + constraints.excludedSubtrees.count
             if subtreeCount * max(nameCount, 1) > Self.maximumNameConstraintComparisons {
                 return "checking \(subtreeCount) name constraints of \(certificate.subject) against \(nameCount) names exceeds the limit of \(Self.maximumNameConstraintComparisons) comparisons"

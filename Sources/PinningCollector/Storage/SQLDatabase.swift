@@ -39,13 +39,55 @@ public protocol SQLSession: Sendable {
     func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
 }
 
+/// One statement and its binds (`?` placeholders, bound in order).
+public struct SQLStatement: Sendable {
+    public var sql: String
+    public var binds: [SQLValue]
+    public init(_ sql: String, _ binds: [SQLValue]) {
+        self.sql = sql
+        self.binds = binds
+    }
+}
+
 /// A database the collector can use: SQLite (``SQLiteReportDatabase``) or PostgreSQL (``PostgresReportDatabase``).
 public protocol SQLDatabase: SQLSession {
     var kind: DatabaseKind { get }
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLSession) async throws -> T) async throws -> T
+    /// Runs one transaction whose statements are known in two rounds: `first`, then the statements `then` makes
+    /// from the rows each of the first returned (in order), with the value the transaction returns. Committed
+    /// when both rounds ran, rolled back when a statement or `then` throws. The ingest writer's path: SQLite runs
+    /// it in one go on its writer connection, without leaving it between statements.
+    func transaction<T: Sendable>(
+        _ first: [SQLStatement], then: @escaping @Sendable ([[SQLRow]]) throws -> (statements: [SQLStatement], value: T)
+    ) async throws -> T
+    /// How many rows a multi-row statement of the ingest path holds at most: PostgreSQL gains from few, long
+    /// statements (each is a round trip); SQLite from short ones prepared once and run again (no round trip).
+    var rowsPerStatement: Int { get }
     /// Closes every connection.
     func close() async
+}
+
+extension SQLDatabase {
+    public var rowsPerStatement: Int { 500 }
+
+    /// The two rounds through ``transaction(_:)``, one statement at a time.
+    public func transaction<T: Sendable>(
+        _ first: [SQLStatement], then: @escaping @Sendable ([[SQLRow]]) throws -> (statements: [SQLStatement], value: T)
+    ) async throws -> T {
+        try await self.transaction { session in
+            var returned: [[SQLRow]] = []
+            returned.reserveCapacity(first.count)
+            for statement in first {
+                returned.append(try await session.query(statement.sql, statement.binds))
+            }
+            let (statements, value) = try then(returned)
+            for statement in statements {
+                _ = try await session.query(statement.sql, statement.binds)
+            }
+            return value
+        }
+    }
 }
 
 /// The dialect differences, kept to the few lines that need them.

@@ -222,7 +222,7 @@ public struct ReportStore: Sendable {
     /// `last_seen_at` the newest receipt time.
     public func ingest(_ items: [IngestItem]) async throws -> [IngestOutcome] {
         let window = self.deduplicationWindow
-        let rowsPerStatement = max(1, min(Self.rowsPerInsert, self.database.rowsPerStatement))
+        let sizes = self.database.statementSizes.map { max(1, min(Self.rowsPerInsert, $0)) }
         // Identical reports combined, rows in the order of their first report (so ids grow in batch order).
         var rows: [BatchRow] = []
         var rowOfKey: [RowKey: Int] = [:]
@@ -246,8 +246,8 @@ public struct ReportStore: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var upserts: [SQLStatement] = []
         var start = 0
-        while start < rows.count {
-            let chunk = rows[start..<min(rows.count, start + rowsPerStatement)]
+        for count in statementRowCounts(rows.count, sizes: sizes) {
+            let chunk = rows[start..<start + count]
             var binds: [SQLValue] = []
             binds.reserveCapacity(chunk.count * Self.upsertColumns)
             for row in chunk {
@@ -305,9 +305,9 @@ public struct ReportStore: Sendable {
                 outcomes.append(.stored(id: id))
             }
             var statements = Self.insertStatements(
-                "INSERT INTO report_pins (report_id, role, position, pin) VALUES ", columns: 4, pinRows, conflict: "", rowsPerStatement: rowsPerStatement)
-            statements += rollup.statements(rowsPerStatement: rowsPerStatement)
-            statements += hostRollup.statements(rowsPerStatement: rowsPerStatement)
+                "INSERT INTO report_pins (report_id, role, position, pin) VALUES ", columns: 4, pinRows, conflict: "", sizes: sizes)
+            statements += rollup.statements(sizes: sizes)
+            statements += hostRollup.statements(sizes: sizes)
             return (statements, outcomes)
         }
     }
@@ -358,20 +358,18 @@ public struct ReportStore: Sendable {
 
     /// Runs `prefix` with as many `(?, …)` groups as `values` holds rows, `rowsPerInsert` rows a statement.
     static func insertRows(_ session: any SQLSession, _ prefix: String, columns: Int, _ values: [SQLValue], conflict: String) async throws {
-        for statement in Self.insertStatements(prefix, columns: columns, values, conflict: conflict, rowsPerStatement: Self.rowsPerInsert) {
+        for statement in Self.insertStatements(prefix, columns: columns, values, conflict: conflict, sizes: [Self.rowsPerInsert]) {
             _ = try await session.query(statement.sql, statement.binds)
         }
     }
 
-    /// `prefix` with as many `(?, …)` groups as `values` holds rows, at most `rowsPerStatement` rows a statement
-    /// (the groups of one count are the same text, which SQLite prepares once).
-    static func insertStatements(_ prefix: String, columns: Int, _ values: [SQLValue], conflict: String, rowsPerStatement: Int) -> [SQLStatement] {
+    /// `prefix` with as many `(?, …)` groups as `values` holds rows, split by ``statementRowCounts(_:sizes:)``.
+    static func insertStatements(_ prefix: String, columns: Int, _ values: [SQLValue], conflict: String, sizes: [Int]) -> [SQLStatement] {
         let group = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
         var statements: [SQLStatement] = []
         var start = 0
-        while start < values.count {
-            let end = min(values.count, start + rowsPerStatement * columns)
-            let rows = (end - start) / columns
+        for rows in statementRowCounts(values.count / columns, sizes: sizes) {
+            let end = start + rows * columns
             statements.append(SQLStatement(prefix + Array(repeating: group, count: rows).joined(separator: ", ") + conflict, Array(values[start..<end])))
             start = end
         }
@@ -396,7 +394,7 @@ public struct ReportStore: Sendable {
             self.sources[source] = max(self.sources[source] ?? time, time)
         }
 
-        func statements(rowsPerStatement: Int) -> [SQLStatement] {
+        func statements(sizes: [Int]) -> [SQLStatement] {
             var buckets: [SQLValue] = []
             for (bucket, change) in self.buckets.sorted(by: { $0.key < $1.key }) {
                 buckets += [.integer(bucket), .integer(change.reports), .integer(change.occurrences)]
@@ -404,7 +402,7 @@ public struct ReportStore: Sendable {
             var statements = ReportStore.insertStatements(
                 "INSERT INTO rollup_hours (bucket, reports, occurrences) VALUES ", columns: 3, buckets,
                 conflict: " ON CONFLICT (bucket) DO UPDATE SET reports = rollup_hours.reports + excluded.reports, occurrences = rollup_hours.occurrences + excluded.occurrences",
-                rowsPerStatement: rowsPerStatement)
+                sizes: sizes)
             for (table, key, newest) in [("rollup_hosts", "host", self.hosts), ("rollup_sources", "source_hash", self.sources)] {
                 var rows: [SQLValue] = []
                 for (name, time) in newest.sorted(by: { $0.key < $1.key }) { rows += [.text(name), .integer(time)] }
@@ -414,7 +412,7 @@ public struct ReportStore: Sendable {
                          ON CONFLICT (\(key)) DO UPDATE SET last_received_at = CASE WHEN excluded.last_received_at > \(table).last_received_at \
                         THEN excluded.last_received_at ELSE \(table).last_received_at END
                         """,
-                    rowsPerStatement: rowsPerStatement)
+                    sizes: sizes)
             }
             return statements
         }

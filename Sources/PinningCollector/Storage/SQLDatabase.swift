@@ -39,6 +39,23 @@ public protocol SQLSession: Sendable {
     func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
 }
 
+/// How `count` rows split into statements of `sizes` rows (see ``SQLDatabase/statementSizes``).
+func statementRowCounts(_ count: Int, sizes: [Int]) -> [Int] {
+    var counts: [Int] = []
+    var left = count
+    for (index, size) in sizes.enumerated() where size > 0 {
+        let last = index == sizes.count - 1
+        while left >= size || (last && left > 0) {
+            let rows = min(size, left)
+            counts.append(rows)
+            left -= rows
+        }
+    }
+    // Sizes that end above 1 leave nothing behind (the last takes the rest); this keeps a malformed list safe.
+    if left > 0 { counts.append(left) }
+    return counts
+}
+
 /// One statement and its binds (`?` placeholders, bound in order).
 public struct SQLStatement: Sendable {
     public var sql: String
@@ -61,15 +78,17 @@ public protocol SQLDatabase: SQLSession {
     func transaction<T: Sendable>(
         _ first: [SQLStatement], then: @escaping @Sendable ([[SQLRow]]) throws -> (statements: [SQLStatement], value: T)
     ) async throws -> T
-    /// How many rows a multi-row statement of the ingest path holds at most: PostgreSQL gains from few, long
-    /// statements (each is a round trip); SQLite from short ones prepared once and run again (no round trip).
-    var rowsPerStatement: Int { get }
+    /// The row counts of the ingest path's multi-row statements, largest first: a batch's rows go into as many
+    /// statements of the first size as fit, then of the next, and so on; the last size takes what is left (at
+    /// most that many rows a statement). PostgreSQL: `[500]`, few long statements, each a round trip. SQLite:
+    /// `[64, 16, 4, 1]`, so every statement has one of four texts per table and is prepared once and kept.
+    var statementSizes: [Int] { get }
     /// Closes every connection.
     func close() async
 }
 
 extension SQLDatabase {
-    public var rowsPerStatement: Int { 500 }
+    public var statementSizes: [Int] { [500] }
 
     /// The two rounds through ``transaction(_:)``, one statement at a time.
     public func transaction<T: Sendable>(

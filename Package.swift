@@ -64,10 +64,9 @@ let package = Package(
         // transport. No protobuf: the examples and tests use their own message serializers.
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
-        // The report collector (issue 30) only: SQLite through GRDB (the system's libsqlite3: libsqlite3-dev to
-        // build; its writer runs a whole transaction on its own queue with statements prepared once), PostgreSQL on
-        // SwiftNIO, and Mustache templates that HTML-escape every value for the dashboard.
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // The report collector (issue 30) only: SQLite (its own amalgamation, no system library) and PostgreSQL
+        // drivers on SwiftNIO, and Mustache templates that HTML-escape every value for the dashboard.
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         // Already in the graph through Hummingbird and PostgresNIO: the collector's services (the writer, retention,
@@ -266,7 +265,7 @@ let package = Package(
                 // --tls-identity: HTTPS through Hummingbird's own TLS channel (NIOSSL, already in the graph).
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -222,8 +222,7 @@ enum HostRollups {
             }
         }
 
-        func statements(sizes: [Int]) -> [SQLStatement] {
-            var statements: [SQLStatement] = []
+        func apply(_ session: any SQLSession) async throws {
             var rows: [SQLValue] = []
             for (key, totals) in self.hosts.sorted(by: { $0.key < $1.key }) {
                 rows += [
@@ -231,21 +230,21 @@ enum HostRollups {
                     .integer(totals.reportOnly), .integer(totals.lastSeen),
                 ]
             }
-            statements += ReportStore.insertStatements(
-                "INSERT INTO rollup_host_buckets (width, bucket, host, reports, occurrences, enforced, report_only, last_seen_at) VALUES ", columns: 8, rows,
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_host_buckets (width, bucket, host, reports, occurrences, enforced, report_only, last_seen_at) VALUES ", columns: 8, rows,
                 conflict: """
                      ON CONFLICT (width, bucket, host) DO UPDATE SET reports = rollup_host_buckets.reports + excluded.reports, \
                     occurrences = rollup_host_buckets.occurrences + excluded.occurrences, enforced = rollup_host_buckets.enforced + excluded.enforced, \
                     report_only = rollup_host_buckets.report_only + excluded.report_only, \
                     last_seen_at = CASE WHEN excluded.last_seen_at > rollup_host_buckets.last_seen_at THEN excluded.last_seen_at ELSE rollup_host_buckets.last_seen_at END
-                    """, sizes: sizes)
+                    """)
             rows = []
             for (key, occurrences) in self.results.sorted(by: { $0.key < $1.key }) {
                 rows += [.text(key.host), .integer(key.width), .integer(key.bucket), .text(key.result), .integer(occurrences)]
             }
-            statements += ReportStore.insertStatements(
-                "INSERT INTO rollup_host_results (host, width, bucket, result, occurrences) VALUES ", columns: 5, rows,
-                conflict: " ON CONFLICT (host, width, bucket, result) DO UPDATE SET occurrences = rollup_host_results.occurrences + excluded.occurrences", sizes: sizes)
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_host_results (host, width, bucket, result, occurrences) VALUES ", columns: 5, rows,
+                conflict: " ON CONFLICT (host, width, bucket, result) DO UPDATE SET occurrences = rollup_host_results.occurrences + excluded.occurrences")
             rows = []
             for (key, totals) in self.pins.sorted(by: { $0.key < $1.key }) {
                 rows += [
@@ -253,21 +252,20 @@ enum HostRollups {
                     .integer(totals.reportID),
                 ]
             }
-            statements += ReportStore.insertStatements(
-                "INSERT INTO rollup_host_pins (host, width, bucket, role, pin, occurrences, position, report_id) VALUES ", columns: 8, rows,
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_host_pins (host, width, bucket, role, pin, occurrences, position, report_id) VALUES ", columns: 8, rows,
                 conflict: """
                      ON CONFLICT (host, width, bucket, role, pin) DO UPDATE SET occurrences = rollup_host_pins.occurrences + excluded.occurrences, \
                     position = CASE WHEN excluded.position < rollup_host_pins.position THEN excluded.position ELSE rollup_host_pins.position END, \
                     report_id = CASE WHEN excluded.report_id > rollup_host_pins.report_id THEN excluded.report_id ELSE rollup_host_pins.report_id END
-                    """, sizes: sizes)
+                    """)
             rows = []
             for (key, count) in self.sources.sorted(by: { $0.key < $1.key }) {
                 rows += [.text(key.host), .integer(key.width), .integer(key.bucket), .text(key.pin), .text(key.source), .integer(count)]
             }
-            statements += ReportStore.insertStatements(
-                "INSERT INTO rollup_pin_sources (host, width, bucket, pin, source_hash, row_count) VALUES ", columns: 6, rows,
-                conflict: " ON CONFLICT (host, width, bucket, pin, source_hash) DO UPDATE SET row_count = rollup_pin_sources.row_count + excluded.row_count", sizes: sizes)
-            return statements
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_pin_sources (host, width, bucket, pin, source_hash, row_count) VALUES ", columns: 6, rows,
+                conflict: " ON CONFLICT (host, width, bucket, pin, source_hash) DO UPDATE SET row_count = rollup_pin_sources.row_count + excluded.row_count")
         }
     }
 

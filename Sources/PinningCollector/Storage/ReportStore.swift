@@ -222,55 +222,47 @@ public struct ReportStore: Sendable {
     /// `last_seen_at` the newest receipt time.
     public func ingest(_ items: [IngestItem]) async throws -> [IngestOutcome] {
         let window = self.deduplicationWindow
-        let sizes = self.database.statementSizes.map { max(1, min(Self.rowsPerInsert, $0)) }
-        // Identical reports combined, rows in the order of their first report (so ids grow in batch order).
-        var rows: [BatchRow] = []
-        var rowOfKey: [RowKey: Int] = [:]
-        var rowOfItem: [Int] = []
-        rowOfItem.reserveCapacity(items.count)
-        for (index, item) in items.enumerated() {
-            let key = RowKey(fingerprint: item.report.fingerprint(source: item.sourceHash), windowStart: item.receivedAt / window * window)
-            if let row = rowOfKey[key] {
-                rows[row].count += 1
-                rows[row].lastSeen = max(rows[row].lastSeen, item.receivedAt)
-                rowOfItem.append(row)
-            } else {
-                rowOfKey[key] = rows.count
-                rowOfItem.append(rows.count)
-                rows.append(BatchRow(key: key, first: index, count: 1, lastSeen: item.receivedAt))
-            }
-        }
-
-        // The first round: the rows' upserts, built before the transaction starts.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var upserts: [SQLStatement] = []
-        var start = 0
-        for count in statementRowCounts(rows.count, sizes: sizes) {
-            let chunk = rows[start..<start + count]
-            var binds: [SQLValue] = []
-            binds.reserveCapacity(chunk.count * Self.upsertColumns)
-            for row in chunk {
-                try Self.appendUpsertBinds(of: items[row.first], key: row.key, occurrences: row.count, lastSeen: row.lastSeen, encoder: encoder, to: &binds)
-            }
-            upserts.append(SQLStatement(Self.upsert(rows: chunk.count), binds))
-            start += chunk.count
-        }
-
-        // The second round, from what the database holds for each key after the upsert: the pins of the new
-        // rows and the batch's changes to the rollup tables.
-        let batchRows = rows
-        let itemRows = rowOfItem
-        return try await self.database.transaction(upserts) { returnedRows in
-            var stored: [RowKey: (id: Int64, occurrences: Int64, firstReceived: Int64)] = [:]
-            stored.reserveCapacity(batchRows.count)
-            for returned in returnedRows.joined() {
-                guard returned.count == 5, let id = returned[0].integer, let occurrences = returned[1].integer, let firstReceived = returned[2].integer,
-                    let fingerprint = returned[3].text, let windowStart = returned[4].integer
-                else {
-                    throw StoreError("the database returned an unexpected row for an upsert")
+        return try await self.database.transaction { session in
+            // Identical reports combined, rows in the order of their first report (so ids grow in batch order).
+            var rows: [BatchRow] = []
+            var rowOfKey: [RowKey: Int] = [:]
+            var rowOfItem: [Int] = []
+            rowOfItem.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                let key = RowKey(fingerprint: item.report.fingerprint(source: item.sourceHash), windowStart: item.receivedAt / window * window)
+                if let row = rowOfKey[key] {
+                    rows[row].count += 1
+                    rows[row].lastSeen = max(rows[row].lastSeen, item.receivedAt)
+                    rowOfItem.append(row)
+                } else {
+                    rowOfKey[key] = rows.count
+                    rowOfItem.append(rows.count)
+                    rows.append(BatchRow(key: key, first: index, count: 1, lastSeen: item.receivedAt))
                 }
-                stored[RowKey(fingerprint: fingerprint, windowStart: windowStart)] = (id, occurrences, firstReceived)
+            }
+
+            // What the database holds for each key after the upsert: (id, occurrences, received_at).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            var stored: [RowKey: (id: Int64, occurrences: Int64, firstReceived: Int64)] = [:]
+            stored.reserveCapacity(rows.count)
+            var start = 0
+            while start < rows.count {
+                let chunk = rows[start..<min(rows.count, start + Self.rowsPerInsert)]
+                var binds: [SQLValue] = []
+                binds.reserveCapacity(chunk.count * Self.upsertColumns)
+                for row in chunk {
+                    try Self.appendUpsertBinds(of: items[row.first], key: row.key, occurrences: row.count, lastSeen: row.lastSeen, encoder: encoder, to: &binds)
+                }
+                for returned in try await session.query(Self.upsert(rows: chunk.count), binds) {
+                    guard returned.count == 5, let id = returned[0].integer, let occurrences = returned[1].integer, let firstReceived = returned[2].integer,
+                        let fingerprint = returned[3].text, let windowStart = returned[4].integer
+                    else {
+                        throw StoreError("the database returned an unexpected row for an upsert")
+                    }
+                    stored[RowKey(fingerprint: fingerprint, windowStart: windowStart)] = (id, occurrences, firstReceived)
+                }
+                start += chunk.count
             }
 
             var outcomes: [IngestOutcome] = []
@@ -279,7 +271,7 @@ public struct ReportStore: Sendable {
             var rollup = RollupChange()
             var hostRollup = HostRollups.Change()
             for (index, item) in items.enumerated() {
-                let row = batchRows[itemRows[index]]
+                let row = rows[rowOfItem[index]]
                 guard let found = stored[row.key] else {
                     throw StoreError("the database returned no row for an upsert")
                 }
@@ -304,11 +296,10 @@ public struct ReportStore: Sendable {
                 }
                 outcomes.append(.stored(id: id))
             }
-            var statements = Self.insertStatements(
-                "INSERT INTO report_pins (report_id, role, position, pin) VALUES ", columns: 4, pinRows, conflict: "", sizes: sizes)
-            statements += rollup.statements(sizes: sizes)
-            statements += hostRollup.statements(sizes: sizes)
-            return (statements, outcomes)
+            try await Self.insertRows(session, "INSERT INTO report_pins (report_id, role, position, pin) VALUES ", columns: 4, pinRows, conflict: "")
+            try await rollup.apply(session)
+            try await hostRollup.apply(session)
+            return outcomes
         }
     }
 
@@ -358,22 +349,15 @@ public struct ReportStore: Sendable {
 
     /// Runs `prefix` with as many `(?, …)` groups as `values` holds rows, `rowsPerInsert` rows a statement.
     static func insertRows(_ session: any SQLSession, _ prefix: String, columns: Int, _ values: [SQLValue], conflict: String) async throws {
-        for statement in Self.insertStatements(prefix, columns: columns, values, conflict: conflict, sizes: [Self.rowsPerInsert]) {
-            _ = try await session.query(statement.sql, statement.binds)
-        }
-    }
-
-    /// `prefix` with as many `(?, …)` groups as `values` holds rows, split by ``statementRowCounts(_:sizes:)``.
-    static func insertStatements(_ prefix: String, columns: Int, _ values: [SQLValue], conflict: String, sizes: [Int]) -> [SQLStatement] {
         let group = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
-        var statements: [SQLStatement] = []
         var start = 0
-        for rows in statementRowCounts(values.count / columns, sizes: sizes) {
-            let end = start + rows * columns
-            statements.append(SQLStatement(prefix + Array(repeating: group, count: rows).joined(separator: ", ") + conflict, Array(values[start..<end])))
+        while start < values.count {
+            let end = min(values.count, start + Self.rowsPerInsert * columns)
+            let rows = (end - start) / columns
+            let sql = prefix + Array(repeating: group, count: rows).joined(separator: ", ") + conflict
+            _ = try await session.query(sql, Array(values[start..<end]))
             start = end
         }
-        return statements
     }
 
     /// A batch's changes to the rollup tables, added up in memory so that each key is written once a batch (a
@@ -394,27 +378,24 @@ public struct ReportStore: Sendable {
             self.sources[source] = max(self.sources[source] ?? time, time)
         }
 
-        func statements(sizes: [Int]) -> [SQLStatement] {
+        func apply(_ session: any SQLSession) async throws {
             var buckets: [SQLValue] = []
             for (bucket, change) in self.buckets.sorted(by: { $0.key < $1.key }) {
                 buckets += [.integer(bucket), .integer(change.reports), .integer(change.occurrences)]
             }
-            var statements = ReportStore.insertStatements(
-                "INSERT INTO rollup_hours (bucket, reports, occurrences) VALUES ", columns: 3, buckets,
-                conflict: " ON CONFLICT (bucket) DO UPDATE SET reports = rollup_hours.reports + excluded.reports, occurrences = rollup_hours.occurrences + excluded.occurrences",
-                sizes: sizes)
+            try await ReportStore.insertRows(
+                session, "INSERT INTO rollup_hours (bucket, reports, occurrences) VALUES ", columns: 3, buckets,
+                conflict: " ON CONFLICT (bucket) DO UPDATE SET reports = rollup_hours.reports + excluded.reports, occurrences = rollup_hours.occurrences + excluded.occurrences")
             for (table, key, newest) in [("rollup_hosts", "host", self.hosts), ("rollup_sources", "source_hash", self.sources)] {
                 var rows: [SQLValue] = []
                 for (name, time) in newest.sorted(by: { $0.key < $1.key }) { rows += [.text(name), .integer(time)] }
-                statements += ReportStore.insertStatements(
-                    "INSERT INTO \(table) (\(key), last_received_at) VALUES ", columns: 2, rows,
+                try await ReportStore.insertRows(
+                    session, "INSERT INTO \(table) (\(key), last_received_at) VALUES ", columns: 2, rows,
                     conflict: """
                          ON CONFLICT (\(key)) DO UPDATE SET last_received_at = CASE WHEN excluded.last_received_at > \(table).last_received_at \
                         THEN excluded.last_received_at ELSE \(table).last_received_at END
-                        """,
-                    sizes: sizes)
+                        """)
             }
-            return statements
         }
     }
 

@@ -58,7 +58,7 @@ struct CollectorCommand: AsyncParsableCommand {
         name: .customLong("writer-transactions"),
         help: ArgumentHelp(
             "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer).", valueName: "n"))
-    var writerTransactions: String = "2"
+    var writerTransactions: String = "1"
 
     @Flag(name: .long, help: "Log each request on stderr.")
     var verbose = false

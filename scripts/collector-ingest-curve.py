@@ -13,6 +13,7 @@ PostgreSQL tables are collector-ingest-ab.py's (beside this file). Needs wrk (ap
 PostgreSQL."""
 import os, re, resource, shutil, subprocess, sys, tempfile, threading, time, urllib.request
 import importlib.util
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 spec = importlib.util.spec_from_file_location('ab', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'collector-ingest-ab.py')); ab = importlib.util.module_from_spec(spec); spec.loader.exec_module(ab)
 binary, database, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 per_post = int(sys.argv[5]) if len(sys.argv) > 5 else 1

@@ -32,6 +32,10 @@ for _ in range(600):
     out.seek(0); m = re.search(r'listening on http://127\.0\.0\.1:(\d+)', out.read())
     if m: port = m.group(1); break
     time.sleep(0.05)
+if not port:
+    c.kill()
+    out.seek(0)
+    sys.exit(f'{binary}: the collector did not start: {out.read().strip()}')
 url = f'http://127.0.0.1:{port}/'
 def metric(name):
     text = urllib.request.urlopen(url + 'metrics').read().decode()

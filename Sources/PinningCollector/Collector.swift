@@ -140,7 +140,8 @@ public struct Collector: Sendable {
         } catch {
             throw StartError(description: "--database: cannot prepare the \(database.kind.rawValue) database: \(Self.words(error))", exitStatus: 3)
         }
-        let writer = IngestWriter(store: store, metrics: metrics, logger: self.logger, batchSize: self.settings.commitBatch)
+        let writer = IngestWriter(
+            store: store, metrics: metrics, logger: self.logger, batchSize: self.settings.commitBatch, concurrentTransactions: self.settings.writerTransactions)
         let retention = RetentionService(writer: writer, days: self.settings.retentionDays, metrics: metrics, logger: self.logger)
         var settings = self.settings
         // Over HTTPS the dashboard's cookie is Secure.

@@ -54,6 +54,12 @@ struct CollectorCommand: AsyncParsableCommand {
         help: ArgumentHelp("The most reports stored in one transaction, gathered from the requests waiting (1 to 10,000; 1 commits each request alone).", valueName: "reports"))
     var commitBatch: String = "512"
 
+    @Option(
+        name: .customLong("writer-transactions"),
+        help: ArgumentHelp(
+            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer).", valueName: "n"))
+    var writerTransactions: String = "1"
+
     @Flag(name: .long, help: "Log each request on stderr.")
     var verbose = false
 
@@ -121,6 +127,7 @@ struct CollectorCommand: AsyncParsableCommand {
         settings.ratePerMinute = try RateOption.parse(self.rate).perMinute
         settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
         settings.commitBatch = try Self.integer(self.commitBatch, option: "--commit-batch", range: 1...10_000)
+        settings.writerTransactions = try Self.integer(self.writerTransactions, option: "--writer-transactions", range: 1...8)
         // HTTPS: the dashboard's cookie is then Secure.
         settings.secure = self.tlsIdentity != nil
         var anchors: [Certificate] = []

@@ -29,6 +29,10 @@ public actor IngestWriter: Service {
     private let metrics: CollectorMetrics
     public let capacity: Int
     public let batchSize: Int
+    /// Transactions in flight at once: 1 for SQLite (one writer); on PostgreSQL more, each on a connection of its
+    /// own, so that one batch's statements run while another's commit waits for the WAL's flush.
+    public let concurrentTransactions: Int
+    private var inFlight = 0
     private var queue: [Pending] = []
     private var queued = 0
     private var stopping = false
@@ -36,12 +40,14 @@ public actor IngestWriter: Service {
     private var wakeup: CheckedContinuation<Void, Never>?
     private var jobs: [@Sendable (ReportStore) async -> Void] = []
 
-    public init(store: ReportStore, metrics: CollectorMetrics, logger: Logger, capacity: Int = 20_000, batchSize: Int = 512) {
+    public init(store: ReportStore, metrics: CollectorMetrics, logger: Logger, capacity: Int = 20_000, batchSize: Int = 512, concurrentTransactions: Int = 1) {
         self.store = store
         self.metrics = metrics
         self.logger = logger
         self.capacity = capacity
         self.batchSize = batchSize
+        // SQLite has one writer connection: its transactions run one at a time whatever is asked.
+        self.concurrentTransactions = store.database.kind == .sqlite ? 1 : max(1, concurrentTransactions)
     }
 
     /// Queues reports and returns once they are committed.
@@ -93,20 +99,30 @@ public actor IngestWriter: Service {
 
     private func loop() async {
         while true {
-            if self.queue.isEmpty && self.jobs.isEmpty {
-                if self.stopping { break }
-                await withCheckedContinuation { self.wakeup = $0 }
+            // A job (retention) runs alone: it waits for the transactions in flight, and none starts during it.
+            if !self.jobs.isEmpty && self.inFlight == 0 {
+                let jobs = self.jobs
+                self.jobs = []
+                for job in jobs { await job(self.store) }
                 continue
             }
-            let jobs = self.jobs
-            self.jobs = []
-            for job in jobs { await job(self.store) }
-            if !self.queue.isEmpty { await self.writeBatch() }
+            if !self.queue.isEmpty && self.jobs.isEmpty && self.inFlight < self.concurrentTransactions {
+                let batch = self.takeBatch()
+                self.inFlight += 1
+                if self.concurrentTransactions == 1 {
+                    await self.write(batch)
+                } else {
+                    Task { await self.write(batch) }
+                }
+                continue
+            }
+            if self.queue.isEmpty && self.jobs.isEmpty && self.inFlight == 0 && self.stopping { break }
+            await withCheckedContinuation { self.wakeup = $0 }
         }
         self.finished = true
     }
 
-    private func writeBatch() async {
+    private func takeBatch() -> [Pending] {
         // The requests that fit in one batch (at least one), taken off the queue in one step: removing them one
         // at a time shifted the whole queue each time, quadratic under a flood of single-report requests.
         var taken = 0
@@ -118,7 +134,16 @@ public actor IngestWriter: Service {
         }
         let batch = Array(self.queue.prefix(taken))
         self.queue.removeFirst(taken)
+        return batch
+    }
+
+    private func write(_ batch: [Pending]) async {
+        defer {
+            self.inFlight -= 1
+            self.wake()
+        }
         let items = batch.flatMap(\.items)
+        let count = items.count
         do {
             let outcomes = try await self.store.ingest(items)
             self.metrics.commits.increment()

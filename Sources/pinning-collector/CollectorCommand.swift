@@ -57,7 +57,7 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("writer-transactions"),
         help: ArgumentHelp(
-            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer).", valueName: "n"))
+            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1).", valueName: "n"))
     var writerTransactions: String = "1"
 
     @Flag(name: .long, help: "Log each request on stderr.")
@@ -128,6 +128,10 @@ struct CollectorCommand: AsyncParsableCommand {
         settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
         settings.commitBatch = try Self.integer(self.commitBatch, option: "--commit-batch", range: 1...10_000)
         settings.writerTransactions = try Self.integer(self.writerTransactions, option: "--writer-transactions", range: 1...8)
+        // SQLite has one writer whatever is asked; a larger number there would be ignored without a word.
+        if case .sqlite = database, settings.writerTransactions != 1 {
+            throw CollectorOptionError("--writer-transactions \(self.writerTransactions): SQLite has one writer; the option is for PostgreSQL")
+        }
         // HTTPS: the dashboard's cookie is then Secure.
         settings.secure = self.tlsIdentity != nil
         var anchors: [Certificate] = []

@@ -108,6 +108,8 @@ struct CollectorProcessTests {
             (["--database", database, "--token-file", tokenFile, "--max-report-bytes", "10"], "--max-report-bytes"),
             (["--database", database, "--token-file", tokenFile, "--commit-batch", "0"], "--commit-batch"),
             (["--database", database, "--token-file", tokenFile, "--commit-batch", "many"], "--commit-batch"),
+            (["--database", database, "--token-file", tokenFile, "--writer-transactions", "9"], "--writer-transactions"),
+            (["--database", database, "--token-file", tokenFile, "--writer-transactions", "2"], "--writer-transactions 2: SQLite has one writer"),
             (["--database", database, "--token-file", tokenFile, "--anchors", directory.path("missing.pem")], "--anchors"),
             (["--database", "sqlite:" + directory.path("no/such/dir/r.db"), "--token-file", tokenFile], "--database sqlite:"),
         ]

@@ -120,28 +120,17 @@ enum HotEvaluate {
         var json = false
         var port = 443
         var sendReports = false
-        var mode: PinningModeArgument?
-        var pin: [String] = []
-        var pinSHA256: [String] = []
-        var anchor: [String] = []
-        var anchorsOnly = false
-        var roots: String?
-        var allowInvalidCertificates = false
-        var noValidateDomainName = false
-        var at: String?
-        var profile: ProfileArgument?
-        var config: String?
-        var crl: [String] = []
-        var revocation: RevocationModeArgument?
-        var revocationScope: RevocationScopeArgument?
+        /// PolicyOptions' and RevocationOptions' values, read straight into the plain types `evaluate` runs.
+        var policy = PolicyValues()
+        var revocation = RevocationValues()
 
         mutating func set(_ flag: Name) {
             switch flag {
             case .json: self.json = true
             case .sendReports: self.sendReports = true
-            case .anchorsOnly: self.anchorsOnly = true
-            case .allowInvalidCertificates: self.allowInvalidCertificates = true
-            case .noValidateDomainName: self.noValidateDomainName = true
+            case .anchorsOnly: self.policy.anchorsOnly = true
+            case .allowInvalidCertificates: self.policy.allowInvalidCertificates = true
+            case .noValidateDomainName: self.policy.noValidateDomainName = true
             case .chain, .host, .port, .mode, .pin, .anchor, .roots, .at, .profile, .config, .pinSHA256, .crl,
                 .revocation, .revocationScope:
                 preconditionFailure("--\(flag.rawValue) takes a value")
@@ -154,18 +143,18 @@ enum HotEvaluate {
             case .chain: self.chain = value
             case .host: self.host = value
             case .port: self.port = try NumericOption.port(allowingZero: false)(value)
-            case .mode: self.mode = try PinningModeArgument.parser(option: "--mode")(value)
-            case .pin: self.pin.append(value)
-            case .pinSHA256: self.pinSHA256.append(value)
-            case .anchor: self.anchor.append(value)
-            case .roots: self.roots = value
-            case .at: self.at = value
-            case .profile: self.profile = try ProfileArgument.parser(option: "--profile")(value)
-            case .config: self.config = value
-            case .crl: self.crl.append(value)
-            case .revocation: self.revocation = try RevocationModeArgument.parser(option: "--revocation")(value)
+            case .mode: self.policy.mode = try PinningModeArgument.parser(option: "--mode")(value)
+            case .pin: self.policy.pin.append(value)
+            case .pinSHA256: self.policy.pinSHA256.append(value)
+            case .anchor: self.policy.anchor.append(value)
+            case .roots: self.policy.roots = value
+            case .at: self.policy.at = value
+            case .profile: self.policy.profile = try ProfileArgument.parser(option: "--profile")(value)
+            case .config: self.policy.config = value
+            case .crl: self.revocation.crl.append(value)
+            case .revocation: self.revocation.mode = try RevocationModeArgument.parser(option: "--revocation")(value)
             case .revocationScope:
-                self.revocationScope = try RevocationScopeArgument.parser(option: "--revocation-scope")(value)
+                self.revocation.scope = try RevocationScopeArgument.parser(option: "--revocation-scope")(value)
             case .json, .sendReports, .anchorsOnly, .allowInvalidCertificates, .noValidateDomainName:
                 preconditionFailure("--\(option.rawValue) is a flag")
             }
@@ -177,33 +166,19 @@ enum HotEvaluate {
         /// argument-parser's definitions, help texts included).
         func request() -> EvaluationRequest? {
             guard let chain = self.chain else { return nil }
-            let policy = PolicyValues(
-                mode: self.mode,
-                pin: self.pin,
-                pinSHA256: self.pinSHA256,
-                anchor: self.anchor,
-                anchorsOnly: self.anchorsOnly,
-                roots: self.roots,
-                allowInvalidCertificates: self.allowInvalidCertificates,
-                noValidateDomainName: self.noValidateDomainName,
-                at: self.at,
-                profile: self.profile,
-                config: self.config
-            )
-            let revocation = RevocationValues(crl: self.crl, mode: self.revocation, scope: self.revocationScope)
             let request = EvaluationRequest(
                 chain: chain,
                 host: self.host,
-                policy: policy,
-                revocation: revocation,
+                policy: self.policy,
+                revocation: self.revocation,
                 json: self.json,
                 port: self.port,
                 sendReports: self.sendReports
             )
             // argument-parser validates the option groups, then the command.
             do {
-                try policy.validate()
-                try revocation.validate()
+                try self.policy.validate()
+                try self.revocation.validate()
                 try request.validate()
             } catch {
                 return nil

@@ -72,18 +72,14 @@ struct PinSetOptions: ParsableArguments {
         }
         let metadataURL = try Self.url(text, option: "--pinset")
         let limits = TUFLimits()
-        guard let handle = FileHandle(forReadingAtPath: rootPath) else {
-            throw InputError("--pinset-root \(rootPath): cannot open the file (missing or not readable)")
-        }
-        defer { try? handle.close() }
-        let bytes: Data
+        let bytes: [UInt8]
         do {
-            bytes = try handle.read(upToCount: limits.rootMaxLength + 1) ?? Data()
+            bytes = try CertificateLoader.readFile(atPath: rootPath, maximumSize: limits.rootMaxLength)
         } catch {
-            throw InputError("--pinset-root \(rootPath): cannot read the file")
-        }
-        guard bytes.count <= limits.rootMaxLength else {
-            throw InputError("--pinset-root \(rootPath): larger than \(limits.rootMaxLength) bytes")
+            if error.code == .fileTooLarge {
+                throw InputError("--pinset-root \(rootPath): larger than \(limits.rootMaxLength) bytes")
+            }
+            throw InputError("--pinset-root \(rootPath): \(error.problem)")
         }
         var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }

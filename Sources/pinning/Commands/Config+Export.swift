@@ -139,30 +139,3 @@ extension PinningCommand.Config {
         }
     }
 }
-
-/// `--out PATH` or standard output.
-enum OutputFile {
-    /// What `config export` and `config import` print: the translation's warnings and notes on stderr, one line
-    /// each, then its text to `path` or standard output.
-    static func write(_ translation: Translation, command: String, to path: String?) throws {
-        for warning in translation.warnings {
-            FileHandle.standardError.write(Data("pinning: config \(command): warning: \(warning.description)\n".utf8))
-        }
-        for note in translation.notes {
-            FileHandle.standardError.write(Data("pinning: config \(command): note: \(note)\n".utf8))
-        }
-        try self.write(translation.text, to: path)
-    }
-
-    static func write(_ text: String, to path: String?) throws {
-        guard let path else {
-            FileHandle.standardOutput.write(Data(text.utf8))
-            return
-        }
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw InputError("--out \(path): cannot write it (\(error.localizedDescription))")
-        }
-    }
-}

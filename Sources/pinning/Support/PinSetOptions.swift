@@ -81,6 +81,13 @@ struct PinSetOptions: ParsableArguments {
             }
             throw InputError("--pinset-root \(rootPath): \(error.problem)")
         }
+        // Read as the refresh will read it (structure and its own root keys' signatures; its expiry does not matter
+        // for a trusted root, TUF §5.2): a file that is not a root is this option's fault, whatever the server says.
+        do {
+            _ = try TUFTrustedSet(trustedRoot: bytes, updateStartTime: Date(), limits: limits)
+        } catch {
+            throw InputError("--pinset-root \(rootPath): not a usable TUF root metadata file (\(error.description))")
+        }
         var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
         options.reportQueue = reportQueue

@@ -5,8 +5,9 @@ import Testing
 import X509
 
 // The acceptance sweep's bad-input defects (FIFOs without a writer, special files given to --out, arguments that
-// are not UTF-8), through the BUILT binary. Every run is wrapped in coreutils' `timeout`, so a hang fails the test
-// at once (exit 124) instead of waiting for the runner's own limit; FIFOs and odd names are made here, at test time.
+// are not UTF-8), through the BUILT binary. Every run is wrapped in coreutils' `timeout -s KILL` (a child of the
+// test runner may not act on SIGTERM), so a hang fails the test at once (exit 137) instead of waiting for the
+// runner's own limit; FIFOs and odd names are made here, at test time.
 
 @Suite("Bad input from the acceptance sweep: FIFOs, special output files, non-UTF-8 arguments", .serialized)
 struct BadInputSweepCLITests {
@@ -39,7 +40,7 @@ struct BadInputSweepCLITests {
         /// The binary under `timeout 20` with `arguments` (quoted for the shell).
         func pinning(_ arguments: [String]) async throws -> CLIRun {
             let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-            return try await self.script("timeout 20 \"$PINNING\" \(quoted)")
+            return try await self.script("timeout -s KILL 20 \"$PINNING\" \(quoted)")
         }
 
         func isFIFO(_ name: String) -> Bool { Self.type(self.directory.path(name)) == S_IFIFO }
@@ -83,10 +84,10 @@ struct BadInputSweepCLITests {
     func fifoWithWriter() async throws {
         let f = try Fixture()
         defer { f.directory.remove() }
-        let inspect = try await f.script(#"timeout 20 cat chain.pem > fifo & timeout 20 "$PINNING" inspect fifo"#)
+        let inspect = try await f.script(#"timeout -s KILL 20 cat chain.pem > fifo & timeout -s KILL 20 "$PINNING" inspect fifo"#)
         #expect(inspect.status == 0, "\(inspect)")
         #expect(inspect.stdout.contains("subject"), "\(inspect)")
-        let lint = try await f.script(#"timeout 20 cat cfg.json > fifo & timeout 20 "$PINNING" config lint fifo"#)
+        let lint = try await f.script(#"timeout -s KILL 20 cat cfg.json > fifo & timeout -s KILL 20 "$PINNING" config lint fifo"#)
         #expect(lint.status == 0, "\(lint)")
     }
 
@@ -95,7 +96,7 @@ struct BadInputSweepCLITests {
         let f = try Fixture()
         defer { f.directory.remove() }
         let written = try await f.script(
-            #"timeout 20 cat fifo > got.txt & reader=$!; timeout 20 "$PINNING" config export cfg.json --format okhttp --out fifo; status=$?; wait $reader; exit $status"#)
+            #"timeout -s KILL 20 cat fifo > got.txt & reader=$!; timeout -s KILL 20 "$PINNING" config export cfg.json --format okhttp --out fifo; status=$?; wait $reader; exit $status"#)
         #expect(written.status == 0, "\(written)")
         #expect(f.isFIFO("fifo"), "the FIFO was replaced")
         let got = try String(contentsOfFile: f.directory.path("got.txt"), encoding: .utf8)
@@ -143,7 +144,7 @@ struct BadInputSweepCLITests {
         let f = try Fixture()
         defer { f.directory.remove() }
         let run = try await f.script(
-            #"timeout 20 "$PINNING" pki init pki > /dev/null && timeout 20 "$PINNING" pki issue pki --client cli > /dev/null && P12=secret timeout 20 "$PINNING" pki export pki cli --p12 fifo --passphrase-env P12 --force"#
+            #"timeout -s KILL 20 "$PINNING" pki init pki > /dev/null && timeout -s KILL 20 "$PINNING" pki issue pki --client cli > /dev/null && P12=secret timeout -s KILL 20 "$PINNING" pki export pki cli --p12 fifo --passphrase-env P12 --force"#
         )
         #expect(run.status == 2, "\(run)")
         #expect(run.stderr.contains("fifo: not a regular file"), "\(run)")
@@ -154,14 +155,14 @@ struct BadInputSweepCLITests {
     func nonUTF8Arguments() async throws {
         let f = try Fixture()
         defer { f.directory.remove() }
-        let chain = try await f.script(#"cp chain.pem $'a\xff.pem' && timeout 20 "$PINNING" evaluate --chain $'a\xff.pem'"#)
+        let chain = try await f.script(#"cp chain.pem $'a\xff.pem' && timeout -s KILL 20 "$PINNING" evaluate --chain $'a\xff.pem'"#)
         #expect(chain.status == 2, "\(chain)")
         #expect(
             Self.lines(chain) == [
                 #"pinning: argument 3, a\xFF.pem (after --chain), is not valid UTF-8; file names and other arguments must be UTF-8 (the name would otherwise be changed, and another file read or written)"#
             ], "\(chain)")
 
-        let keyLog = try await f.script(#"timeout 20 "$PINNING" check https://127.0.0.1:1/ --keylog $'k\xff.log'"#)
+        let keyLog = try await f.script(#"timeout -s KILL 20 "$PINNING" check https://127.0.0.1:1/ --keylog $'k\xff.log'"#)
         #expect(keyLog.status == 2, "\(keyLog)")
         #expect(keyLog.stderr.contains(#"k\xFF.log (after --keylog)"#), "\(keyLog)")
         let names = try FileManager.default.contentsOfDirectory(atPath: f.directory.path("."))
@@ -197,7 +198,7 @@ struct BadInputSweepCLITests {
         defer { f.directory.remove() }
         _ = try f.directory.write("garbage.bin", "not a directory\n")
         let keys = try await f.script(
-            #"for k in root targets snapshot timestamp; do timeout 20 "$PINNING" pinset keygen --type ed25519 --out $k.key > /dev/null || exit 9; done"#)
+            #"for k in root targets snapshot timestamp; do timeout -s KILL 20 "$PINNING" pinset keygen --type ed25519 --out $k.key > /dev/null || exit 9; done"#)
         #expect(keys.status == 0, "\(keys)")
         let initRun = try await f.pinning([
             "pinset", "init", "garbage.bin", "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
@@ -249,7 +250,7 @@ struct BadInputSweepCLITests {
         let chain = f.chain
         _ = try f.directory.write("key.pem", chain.leaf.privateKeyPEM)
         let run = try await f.script(
-            #"timeout 20 "$PINNING" serve --cert chain.pem --key key.pem --port 0 --bind '\#(bind)' < /dev/null & pid=$!; sleep 5; if kill -0 $pid 2>/dev/null; then kill $pid; echo STILL-LISTENING; fi; wait $pid"#
+            #"timeout -s KILL 20 "$PINNING" serve --cert chain.pem --key key.pem --port 0 --bind '\#(bind)' < /dev/null & pid=$!; sleep 5; if kill -0 $pid 2>/dev/null; then kill $pid; echo STILL-LISTENING; fi; wait $pid"#
         )
         #expect(run.status == 2, "\(run)")
         #expect(!run.stdout.contains("listening"), "\(run)")

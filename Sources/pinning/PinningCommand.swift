@@ -23,6 +23,10 @@ struct PinningCommand: AsyncParsableCommand {
     /// (``InputError``, thrown by an option's `transform`, a `validate()` or `run()`) as `pinning: MESSAGE`,
     /// argument-parser's (unknown option, missing value, a numeric option out of range) in its own words.
     static func main() async {
+        if let refusal = Self.argumentNotUTF8(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
+            FileHandle.standardError.write(Data("pinning: \(refusal)\n".utf8))
+            Foundation.exit(2)
+        }
         let parsed: ParsedCommandLine
         do {
             parsed = try parseCommandLine(Array(CommandLine.arguments.dropFirst()))
@@ -46,6 +50,33 @@ struct PinningCommand: AsyncParsableCommand {
         } catch {
             Self.exit(after: error)
         }
+    }
+
+    /// Why the command line is refused when an argument is not UTF-8, or nil when every one is.
+    ///
+    /// `CommandLine.arguments` decodes each argument as UTF-8, replacing bytes that are not with U+FFFD: a file
+    /// name `a\xFF.pem` would become another name, `a\u{FFFD}.pem`, and be read, or for `--keylog` and `--out`
+    /// created, under it (the session keys once went to a file nobody asked for). The raw bytes are compared
+    /// instead, and any argument that is not valid UTF-8 is refused before anything is read or written: failing
+    /// closed, since a name is either the file the user meant or none. The argument is shown with each byte
+    /// outside printable ASCII escaped (`a\xFF.pem`), with the argument before it (the option whose value it is, usually).
+    static func argumentNotUTF8(_ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, count: Int) -> String? {
+        var previous: String?
+        for index in 1..<max(count, 1) {
+            guard let pointer = argv[index] else { break }
+            guard let text = String(validatingCString: pointer) else {
+                let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
+                let shown = bytes.map { byte in
+                    (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
+                        ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                }.joined()
+                let after = previous.map { " (after \($0))" } ?? ""
+                let named = "argument \(index), \(shown)\(after),"
+                return "\(named) is not valid UTF-8; file names and other arguments must be UTF-8 (the name would otherwise be changed, and another file read or written)"
+            }
+            previous = text
+        }
+        return nil
     }
 
     /// Exits after `run()` threw `error`: ours (``InputError``) as bad input, exit 2; a verdict or a connection
@@ -135,5 +166,12 @@ extension InputError {
             return nil
         }
         return search(error, depth: 0)
+    }
+}
+
+extension String {
+    /// The string with "0" in front up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - self.count)) + self
     }
 }

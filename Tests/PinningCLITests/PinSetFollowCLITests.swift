@@ -36,7 +36,7 @@ struct PinSetFollowCLITests {
             (["proxy", "--listen", "127.0.0.1:0"], "give --config FILE, or --pinset URL"),
             (["proxy", "--config", config, "--pinset-refresh", "5"], "--pinset-refresh needs --pinset"),
             (["proxy", "--pinset-refresh", "0"] + base, "--pinset-refresh"),
-            (["check", url] + base, "--pinset-root \(directory.path("root.json")): cannot open the file"),
+            (["check", url] + base, "--pinset-root \(directory.path("root.json")): no such file or directory"),
         ]
         for (arguments, words) in cases {
             let run = try await Executable.pinning(arguments, in: directory)

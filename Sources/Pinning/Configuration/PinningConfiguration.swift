@@ -428,35 +428,16 @@ public struct PinningConfiguration: Sendable {
 
     // MARK: - Reading
 
+    /// The file's bytes through the reader every file option uses (``BoundedFileReader``: the same words for a
+    /// missing file, a directory or a FIFO without a writer as `--chain` gets, never Foundation's error text).
     private static func readFile(_ path: String, maximumSize: Int) throws(PinningConfigurationError) -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw PinningConfigurationError(
-                origin: path,
-                problems: [.init(.unreadableFile, entry: nil, field: nil, "cannot open the file (missing or not readable)")]
-            )
-        }
-        defer { Self.close(handle) }
-        let data: Data
         do {
-            // One byte more than allowed tells "exactly the limit" from "too large" without reading the rest.
-            data = try handle.read(upToCount: maximumSize + 1) ?? Data()
+            return try CertificateLoader.readFile(atPath: path, maximumSize: maximumSize)
         } catch {
-            throw PinningConfigurationError(
-                origin: path,
-                problems: [.init(.unreadableFile, entry: nil, field: nil, "cannot read the file: \(Self.describe(error))")]
-            )
-        }
-        guard data.count <= maximumSize else {
-            throw PinningConfigurationError(origin: path, problems: [Self.tooLarge(maximumSize)])
-        }
-        return Array(data)
-    }
-
-    private static func close(_ handle: FileHandle) {
-        do {
-            try handle.close()
-        } catch {
-            // Closing a file that was only read cannot lose data; nothing to report.
+            let problem: PinningConfigurationError.Problem =
+                error.code == .fileTooLarge
+                ? Self.tooLarge(maximumSize) : .init(.unreadableFile, entry: nil, field: nil, error.problem)
+            throw PinningConfigurationError(origin: path, problems: [problem])
         }
     }
 

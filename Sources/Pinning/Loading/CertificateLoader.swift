@@ -211,58 +211,14 @@ public enum CertificateLoader {
     }
 
     /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them. Pipes, FIFOs and
-    /// `/dev/fd/N` (shell process substitution) are read up to the limit. Every option of the CLI that reads a
-    /// file (certificates, identities, keys, passphrase files) reads it through here.
-    package static func readFile(atPath path: String) throws(CertificateLoadingError) -> [UInt8] {
-        if try Self.isDirectory(path) {
-            throw CertificateLoadingError(
-                code: .unreadableFile,
-                origin: path,
-                problem: "the path is a directory, not a file"
-            )
-        }
-        guard let status = Self.status(path) else {
-            throw CertificateLoadingError(
-                code: .unreadableFile,
-                origin: path,
-                problem: "cannot read the file's attributes (\(Self.errnoReason()))"
-            )
-        }
-        if status.size > Int64(Self.maximumFileSize) {
-            throw Self.tooLarge(path, size: "\(status.size) bytes")
-        }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            let problem =
-                FileManager.default.isReadableFile(atPath: path)
-                ? "the file cannot be opened for reading" : "permission denied"
-            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
-        }
-        defer {
-            do { try handle.close() } catch {}  // nothing useful to do if closing a read-only handle fails
-        }
-        let data: Data
-        do {
-            // The size was checked above, but the file may grow (or be a device): never read more than the limit.
-            data = try handle.read(upToCount: Self.maximumFileSize + 1) ?? Data()
-        } catch {
-            throw CertificateLoadingError(
-                code: .unreadableFile,
-                origin: path,
-                problem: "the file cannot be read (\(Self.reason(error)))"
-            )
-        }
-        guard data.count <= Self.maximumFileSize else {
-            throw Self.tooLarge(path, size: "more than \(Self.maximumFileSize) bytes")
-        }
-        return Array(data)
-    }
-
-    private static func tooLarge(_ path: String, size: String) -> CertificateLoadingError {
-        CertificateLoadingError(
-            code: .fileTooLarge,
-            origin: path,
-            problem: "the file is \(size); the limit is \(Self.maximumFileSize) bytes"
-        )
+    /// `/dev/fd/N` (shell process substitution) are read up to the limit, for a bounded time
+    /// (``BoundedFileReader``). Every option of the CLI that reads a file (certificates, identities, keys,
+    /// passphrase files, configurations) reads it through here.
+    package static func readFile(
+        atPath path: String,
+        maximumSize: Int = CertificateLoader.maximumFileSize
+    ) throws(CertificateLoadingError) -> [UInt8] {
+        try BoundedFileReader.read(atPath: path, maximumSize: maximumSize)
     }
 
     private static func reason(_ error: any Error) -> String {

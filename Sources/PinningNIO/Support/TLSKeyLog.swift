@@ -2,6 +2,7 @@ public import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 public import NIOSSL
+import Pinning
 
 #if canImport(Glibc)
     import Glibc
@@ -41,9 +42,30 @@ public final class TLSKeyLog: Sendable, Hashable {
     ///   or a character device (`/dev/stderr`), or is a regular file other users may read or write.
     public init(path: String) throws(TLSKeyLogError) {
         guard !path.isEmpty else { throw TLSKeyLogError(path: path, reason: "the path is empty") }
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        // Opened non-blocking: a plain open(2) of a FIFO with no reader waits for one forever. A FIFO is given
+        // a bounded time for its reader to come (`BoundedFileReader.waitSeconds`, the bound of every input file),
+        // then refused; writes are blocking again once it is open, as for any other key log.
+        var descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0o600)
+        var code = descriptor < 0 ? errno : 0
+        let wait = BoundedFileReader.waitSeconds
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
+        while descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
+            usleep(50_000)
+            descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK)
+            code = descriptor < 0 ? errno : 0
+        }
         guard descriptor >= 0 else {
-            throw TLSKeyLogError(path: path, reason: Self.words(errno))
+            if code == ENXIO {
+                let seconds = wait == wait.rounded() ? "\(Int(wait)) s" : "\(wait) s"
+                throw TLSKeyLogError(path: path, reason: "no process opened this FIFO for reading within \(seconds)")
+            }
+            throw TLSKeyLogError(path: path, reason: Self.words(code))
+        }
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw TLSKeyLogError(path: path, reason: Self.words(code))
         }
         // What was opened: a regular file (then private to its owner), or a character device or pipe
         // (`/dev/stderr`, `<(…)`). Read through the path just opened; the descriptor is ours either way.

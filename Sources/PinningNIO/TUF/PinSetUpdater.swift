@@ -146,11 +146,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         self.clock = clock
         self.log = log
         self.state = NIOLockedValueBox(State())
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw PinSetError("\(directory): not a directory; the pin set's state is kept in a directory (created when missing)")
+        }
         do {
             try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: directory + "/pinsets", withIntermediateDirectories: true)
         } catch {
-            throw PinSetError("\(directory): cannot create the state directory: \((error as NSError).localizedDescription)")
+            throw PinSetError("\(directory): cannot create the state directory: \(BoundedFileReader.words(of: error))")
         }
         if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
             do {

@@ -8,6 +8,9 @@ import Pinning
 #elseif canImport(Darwin)
     import Darwin
 #endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 
 /// Files of a TUF client: bounded reads, and writes that are atomic and durable.
 ///
@@ -25,25 +28,17 @@ enum TUFFiles {
     /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
     /// no further than the cap.
     static func readFile(_ path: String, maximumLength: Int, role: String) throws(TUFError) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        if descriptor < 0 {
-            if errno == ENOENT { return nil }
-            throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-            if bytes.count > maximumLength {
+        var info = stat()
+        if stat(path, &info) != 0 && errno == ENOENT { return nil }
+        // The reader of every input file: a FIFO or pipe (`tuf init <(…)`) is read for a bounded time, never waited
+        // for forever.
+        do {
+            return try CertificateLoader.readFile(atPath: path, maximumSize: maximumLength)
+        } catch {
+            if error.code == .fileTooLarge {
                 throw TUFError(role: role, rule: .tooLarge, "\(path) is over its cap of \(maximumLength) bytes")
             }
+            throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(error.problem)")
         }
     }
 

@@ -221,11 +221,15 @@ public struct TUFRepositoryWriter: Sendable {
         guard (1...distinctRoot.count).contains(rootThreshold) else {
             throw TUFRepositoryError(.invalidInput, "the root threshold \(rootThreshold) is not between 1 and the \(distinctRoot.count) distinct root key\(distinctRoot.count == 1 ? "" : "s") given")
         }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw TUFRepositoryError(.notARepository, "\(directory): not a directory; a pin-set repository is a directory (created when missing)")
+        }
         do {
             try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: directory + "/targets", withIntermediateDirectories: true)
         } catch {
-            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(error.localizedDescription)")
+            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(BoundedFileReader.words(of: error))")
         }
         let writer = TUFRepositoryWriter(unchecked: directory)
         return try writer.locked { () throws(TUFRepositoryError) -> TUFRepositoryWriter in

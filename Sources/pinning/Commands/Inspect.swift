@@ -58,13 +58,8 @@ extension PinningCommand {
             }
         }
 
-        /// The CRLs in `file`, or nil when it is not a CRL file (a directory, certificates, anything else).
-        static func revocationLists(_ file: String) throws(InputError) -> [CertificateRevocationList]? {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
-                let data = FileManager.default.contents(atPath: file), data.count <= CertificateRevocationList.maximumSize
-            else { return nil }
-            let bytes = Array(data)
+        /// The CRLs in `bytes` (read from `file`), or nil when they are not a CRL file (certificates, anything else).
+        static func revocationLists(_ file: String, bytes: [UInt8]) throws(InputError) -> [CertificateRevocationList]? {
             if String(decoding: bytes.prefix(1 << 20), as: UTF8.self).contains("-----BEGIN X509 CRL-----") {
                 do {
                     return try CertificateRevocationList.read(bytes)
@@ -82,13 +77,22 @@ extension PinningCommand {
             var crls: [CRLEntry] = []
             var failures: [CertificateLoadingError] = []
             for file in self.files {
-                if let lists = try Self.revocationLists(file) {
-                    crls += lists.enumerated().map { CRLEntry(file: file, index: $0.offset, crl: $0.element) }
-                    continue
-                }
                 // Every well-formed certificate is listed, including those the verifier does not support; entries
                 // that are not certificates are reported after the others, never instead of them.
-                let listing = try InputLoading.listing(file)
+                let listing: CertificateListing
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
+                    listing = try InputLoading.listing(file)
+                } else {
+                    // Read once, by the reader every file option uses: a FIFO or <(…) has no second reading (the
+                    // CRL test and the certificate listing once read it twice, and the second read waited forever).
+                    let bytes = try InputLoading.bytes(file, maximumSize: CertificateRevocationList.maximumSize)
+                    if let lists = try Self.revocationLists(file, bytes: bytes) {
+                        crls += lists.enumerated().map { CRLEntry(file: file, index: $0.offset, crl: $0.element) }
+                        continue
+                    }
+                    listing = try InputLoading.listing(bytes, origin: file)
+                }
                 for (index, certificate) in listing.certificates.enumerated() {
                     entries.append(Entry(file: file, index: index, certificate: certificate.info))
                 }

@@ -97,6 +97,11 @@ extension PinningCommand {
                 // In words, as check says it: NIOSSL's error text carries BoringSSL's codes and source paths.
                 throw InputError("cannot build the TLS configuration: \(ConnectionFailureWords.words(error.underlying))")
             } catch {
+                // The address is --bind's fault (exit 2, naming it): a name that does not resolve, or an address no
+                // interface of this machine has. Anything else (the port in use, permissions) is exit 3 as before.
+                if let fault = Self.bindFault(error) {
+                    throw InputError("--bind \(self.bind): \(fault)")
+                }
                 let problem = Self.listenProblem(error)
                 FileHandle.standardError.write(Data("pinning: serve: cannot listen on \(address.display):\(self.port): \(problem)\n".utf8))
                 throw ExitCode(3)
@@ -138,6 +143,20 @@ extension PinningCommand {
             } catch {
                 throw InputError("--crl \(error.description)")
             }
+        }
+
+        /// Why binding failed when the address given is at fault, in words, or nil.
+        static func bindFault(_ error: any Error) -> String? {
+            if let error = error as? SocketAddressError, case .unknown = error {
+                return "the host name does not resolve"
+            }
+            if error is SocketAddressError.UnknownHost {
+                return "the host name does not resolve"
+            }
+            if let error = error as? IOError, error.errnoCode == EADDRNOTAVAIL {
+                return "not an address of this machine (no interface has it)"
+            }
+            return nil
         }
 
         /// Why binding failed, in words: "address already in use", not NIO's `bind(descriptor:ptr:bytes:)` dump.
@@ -206,10 +225,19 @@ extension PinningCommand {
                 if bracketed || host.contains(":") {
                     throw InputError("--bind \(text): not an IPv6 address")
                 }
+                // A name whose last label is all digits (999.1.1.1, 256.256.256.256) is an IPv4 address written
+                // wrongly, not a host name: no top-level domain is numeric (RFC 3696 §2), and resolvers would try it
+                // as a name and fail with nothing to say.
+                if let last = host.split(separator: ".").last, last.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                    throw InputError("--bind \(text): not an IPv4 address (four numbers from 0 to 255) nor a host name")
+                }
                 guard PinningCommand.PKI.Issue.isDNSName(host), !host.hasPrefix("*") else {
                     throw InputError("--bind \(text): neither an IP address nor a host name")
                 }
                 return BindAddress(host: host, display: host)
+            }
+            if bracketed && !isIPv6 {
+                throw InputError("--bind \(text): not an IPv6 address; brackets are for IPv6 (write an IPv4 address without them)")
             }
             return BindAddress(host: host, display: isIPv6 ? "[\(host)]" : host)
         }

@@ -21,6 +21,30 @@ enum InputLoading {
         }
     }
 
+    /// The bytes of one file, through the reader every file option uses (bounded in size and, for a FIFO or pipe,
+    /// in time).
+    static func bytes(_ path: String, maximumSize: Int) throws(InputError) -> [UInt8] {
+        do {
+            return try CertificateLoader.readFile(atPath: path, maximumSize: maximumSize)
+        } catch {
+            throw InputError(error.description)
+        }
+    }
+
+    /// ``listing(_:)`` for a file already read: over the certificate size limit, or without a single
+    /// certificate, it is refused as ``listing(_:)`` refuses the file.
+    static func listing(_ bytes: [UInt8], origin: String) throws(InputError) -> CertificateListing {
+        guard bytes.count <= CertificateLoader.maximumFileSize else {
+            throw InputError(
+                "\(origin): file too large: the file is \(bytes.count) bytes; the limit is \(CertificateLoader.maximumFileSize) bytes")
+        }
+        let listing = CertificateLoader.inspect(from: bytes, origin: origin)
+        guard !listing.certificates.isEmpty else {
+            throw InputError(listing.failures.first?.description ?? "\(origin): no certificates: no certificate found")
+        }
+        return listing
+    }
+
     /// Entries that were not certificates, after the certificates were listed: each on its own `pinning:` line,
     /// then exit status 2.
     static func reportFailures(_ failures: [CertificateLoadingError]) throws(InputError) {

@@ -10,6 +10,9 @@ import X509
 #elseif canImport(Darwin)
     import Darwin
 #endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 
 /// The files of a `pinning pki` directory: `NAME.pem` (certificate), `NAME.key` (PKCS#8 key, mode 0600),
 /// `NAME-chain.pem` (a leaf and its intermediates). Every failure is an ``InputError`` naming the file.
@@ -157,7 +160,20 @@ struct PKIDirectory {
 
     /// Writes `contents` to `path` with `mode`, replacing an existing file (callers checked `--force`).
     /// The file is created with its final mode, so a key is never readable by others, not even briefly.
+    /// Only a regular file is replaced: a FIFO, device or socket at `path` is refused, never unlinked (as root,
+    /// `--force` once replaced `/dev/full` with a regular file), nor written in place (a key's mode 0600 cannot be
+    /// given to a device without changing the device node's permissions).
     static func write(_ contents: [UInt8], to path: String, mode: mode_t) throws(InputError) {
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            let type = info.st_mode & S_IFMT
+            if type == S_IFDIR {
+                throw InputError("\(path): the path is a directory, not a file")
+            }
+            if type != S_IFREG && type != S_IFLNK {
+                throw InputError("\(path): not a regular file (a FIFO, device or socket); keys and certificates are written only to regular files")
+            }
+        }
         if FileManager.default.fileExists(atPath: path), unlink(path) != 0 {
             throw InputError("\(path): cannot replace: \(systemErrorText())")
         }
@@ -202,7 +218,7 @@ private func systemErrorText() -> String {
 }
 
 /// `write(2)`, named apart from ``PKIDirectory/write(_:to:mode:)``.
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
     #if canImport(Glibc)
         return Glibc.write(descriptor, buffer, count)
     #elseif canImport(Musl)

@@ -72,18 +72,21 @@ struct PinSetOptions: ParsableArguments {
         }
         let metadataURL = try Self.url(text, option: "--pinset")
         let limits = TUFLimits()
-        guard let handle = FileHandle(forReadingAtPath: rootPath) else {
-            throw InputError("--pinset-root \(rootPath): cannot open the file (missing or not readable)")
-        }
-        defer { try? handle.close() }
-        let bytes: Data
+        let bytes: [UInt8]
         do {
-            bytes = try handle.read(upToCount: limits.rootMaxLength + 1) ?? Data()
+            bytes = try CertificateLoader.readFile(atPath: rootPath, maximumSize: limits.rootMaxLength)
         } catch {
-            throw InputError("--pinset-root \(rootPath): cannot read the file")
+            if error.code == .fileTooLarge {
+                throw InputError("--pinset-root \(rootPath): larger than \(limits.rootMaxLength) bytes")
+            }
+            throw InputError("--pinset-root \(rootPath): \(error.problem)")
         }
-        guard bytes.count <= limits.rootMaxLength else {
-            throw InputError("--pinset-root \(rootPath): larger than \(limits.rootMaxLength) bytes")
+        // Read as the refresh will read it (structure and its own root keys' signatures; its expiry does not matter
+        // for a trusted root, TUF §5.2): a file that is not a root is this option's fault, whatever the server says.
+        do {
+            _ = try TUFTrustedSet(trustedRoot: bytes, updateStartTime: Date(), limits: limits)
+        } catch {
+            throw InputError("--pinset-root \(rootPath): not a usable TUF root metadata file (\(error.description))")
         }
         var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }

@@ -1,0 +1,155 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
+
+/// The one reader of input files: every option of the CLI that reads a file (certificates, configurations, pin set
+/// roots, TUF metadata, identities, keys, passphrase files) comes through here, so each says the same words for the
+/// same fault.
+///
+/// Regular files are read up to a size limit, refused from their size before reading when over it. Anything else
+/// that is not a directory (a FIFO, the pipe behind `/dev/fd/N` and `<(…)`, a terminal, a device) is read too, as
+/// the README promises, but never waited for without bound. The choice, and why:
+/// - The file is opened non-blocking: a blocking `open(2)` of a FIFO with no writer waits for one forever, before
+///   any deadline could run.
+/// - Before each read of a file that is not regular, `poll(2)` waits for bytes or the writer's end, at most until
+///   one deadline for the whole file, ``waitSeconds`` (30 s unless `PINNING_INPUT_WAIT` says otherwise) from the
+///   open. Linux reports a FIFO's end (`POLLHUP`) only once a writer has come and gone, so a FIFO nobody ever
+///   writes to is told apart from an empty one: it runs into the deadline, which is an error naming the file, not
+///   an empty input.
+/// - 30 s is long enough for a shell pipeline or `<(curl …)` to produce a certificate or configuration, and short
+///   enough that a script with a forgotten writer fails within a CI step's patience. curl and openssl wait forever
+///   (they read with blocking calls); a tool whose verdicts guard connections should not.
+package enum BoundedFileReader {
+    /// The environment variable that sets ``waitSeconds`` (seconds, 0.1 to 3600; anything else keeps 30).
+    package static let waitVariable = "PINNING_INPUT_WAIT"
+
+    /// The default bound on reading a FIFO, pipe or device, in seconds.
+    package static let defaultWaitSeconds: Double = 30
+
+    /// How long a file that is not a regular file may take to deliver all its bytes, in seconds.
+    package static var waitSeconds: Double {
+        guard let text = getenv(Self.waitVariable).map({ String(cString: $0) }), let seconds = Double(text),
+            seconds.isFinite, (0.1...3600).contains(seconds)
+        else { return Self.defaultWaitSeconds }
+        return seconds
+    }
+
+    /// The whole of `path`, at most `maximumSize` bytes.
+    ///
+    /// - Throws: ``CertificateLoadingError`` with origin `path`: ``CertificateLoadingError/Code/fileTooLarge`` over
+    ///   the limit, ``CertificateLoadingError/Code/unreadableFile`` for a missing path, a directory, a permission,
+    ///   an I/O error, or a FIFO, pipe or device that did not deliver its bytes within ``waitSeconds``.
+    package static func read(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8] {
+        func unreadable(_ problem: String) -> CertificateLoadingError {
+            CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw unreadable(Self.words(errno)) }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            throw unreadable("the path is a directory, not a file")
+        }
+        if info.st_mode & S_IFMT == S_IFREG && info.st_size > Int64(maximumSize) {
+            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: maximumSize)
+        }
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { throw unreadable(Self.words(errno)) }
+        defer { close(descriptor) }
+        // What was opened, not what the path named a moment ago.
+        guard fstat(descriptor, &info) == 0 else { throw unreadable(Self.words(errno)) }
+        let type = info.st_mode & S_IFMT
+        let isRegular = type == S_IFREG
+        let wait = Self.waitSeconds
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            if !isRegular {
+                let now = DispatchTime.now().uptimeNanoseconds
+                let remaining = now < deadline ? Int32(clamping: (deadline - now + 999_999) / 1_000_000) : 0
+                var request = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let ready = remaining > 0 ? poll(&request, 1, remaining) : 0
+                if ready < 0 {
+                    if errno == EINTR { continue }
+                    throw unreadable("the file cannot be read (\(Self.words(errno)))")
+                }
+                if ready == 0 {
+                    throw unreadable(Self.timedOut(type: type, bytesRead: bytes.count, wait: wait))
+                }
+            }
+            // Never more than one byte over the limit: that byte tells "exactly the limit" from "too large".
+            let wanted = min(chunk.count, maximumSize + 1 - bytes.count)
+            let count = chunk.withUnsafeMutableBytes { Self.systemRead(descriptor, $0.baseAddress, wanted) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+                throw unreadable("the file cannot be read (\(Self.words(errno)))")
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+            if bytes.count > maximumSize {
+                throw Self.tooLarge(path, size: "more than \(maximumSize) bytes", maximumSize: maximumSize)
+            }
+        }
+    }
+
+    static func tooLarge(_ path: String, size: String, maximumSize: Int) -> CertificateLoadingError {
+        CertificateLoadingError(code: .fileTooLarge, origin: path, problem: "the file is \(size); the limit is \(maximumSize) bytes")
+    }
+
+    private static func timedOut(type: mode_t, bytesRead: Int, wait: Double) -> String {
+        let kind =
+            switch type {
+            case S_IFIFO: "FIFO or pipe"
+            case S_IFCHR: "device"
+            default: "file"
+            }
+        let seconds = wait == wait.rounded() ? "\(Int(wait)) s" : "\(wait) s"
+        if bytesRead == 0 {
+            return "nothing was written to this \(kind) within \(seconds); is its writer missing? (\(Self.waitVariable) sets another bound)"
+        }
+        return "this \(kind) gave \(bytesRead) bytes but did not end within \(seconds) (\(Self.waitVariable) sets another bound)"
+    }
+
+    /// `read(2)`, named apart from the `read` methods in scope.
+    private static func systemRead(_ descriptor: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        #if canImport(Glibc)
+            return Glibc.read(descriptor, buffer, count)
+        #elseif canImport(Musl)
+            return Musl.read(descriptor, buffer, count)
+        #else
+            return Darwin.read(descriptor, buffer, count)
+        #endif
+    }
+
+    /// A Foundation file error in words ("not a directory"), from the POSIX error it carries: never Foundation's
+    /// own text ("The operation could not be completed", "NSCocoaErrorDomain error 512").
+    package static func words(of error: any Error) -> String {
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain { return Self.words(CInt(nsError.code)) }
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return Self.words(CInt(underlying.code))
+        }
+        switch CocoaError.Code(rawValue: nsError.code) {
+        case .fileNoSuchFile, .fileReadNoSuchFile: return Self.words(ENOENT)
+        case .fileReadNoPermission, .fileWriteNoPermission: return Self.words(EACCES)
+        case .fileWriteOutOfSpace: return Self.words(ENOSPC)
+        case .fileWriteVolumeReadOnly: return Self.words(EROFS)
+        case .fileWriteFileExists: return Self.words(EEXIST)
+        default: return "an input/output error"
+        }
+    }
+
+    /// `code` in words, lower case, as the loader's other problems are written: "no such file or directory".
+    package static func words(_ code: CInt) -> String {
+        guard let text = strerror(code).map({ String(cString: $0) }), !text.isEmpty else { return "error \(code)" }
+        return text.prefix(1).lowercased() + text.dropFirst()
+    }
+}

@@ -52,13 +52,15 @@ package enum BoundedFileReader {
         func unreadable(_ problem: String) -> CertificateLoadingError {
             CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
         }
+        // A negative or huge limit (the public pin-set options are plain Ints) must not overflow below.
+        let limit = min(max(0, maximumSize), Int.max - 1)
         var info = stat()
         guard stat(path, &info) == 0 else { throw unreadable(Self.words(errno)) }
         if info.st_mode & S_IFMT == S_IFDIR {
             throw unreadable("the path is a directory, not a file")
         }
-        if info.st_mode & S_IFMT == S_IFREG && info.st_size > Int64(maximumSize) {
-            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: maximumSize)
+        if info.st_mode & S_IFMT == S_IFREG && info.st_size > Int64(limit) {
+            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: limit)
         }
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw unreadable(Self.words(errno)) }
@@ -66,7 +68,10 @@ package enum BoundedFileReader {
         // What was opened, not what the path named a moment ago.
         guard fstat(descriptor, &info) == 0 else { throw unreadable(Self.words(errno)) }
         let type = info.st_mode & S_IFMT
-        let isRegular = type == S_IFREG
+        // Regular files are read without waiting; but a file that says it is regular and still answers EAGAIN
+        // (trace_pipe, /proc/kmsg, some FUSE files) is then waited for like a pipe, under the same deadline,
+        // never read again in a busy loop.
+        var isRegular = type == S_IFREG
         let wait = Self.waitSeconds
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
         var bytes: [UInt8] = []
@@ -86,16 +91,20 @@ package enum BoundedFileReader {
                 }
             }
             // Never more than one byte over the limit: that byte tells "exactly the limit" from "too large".
-            let wanted = min(chunk.count, maximumSize + 1 - bytes.count)
+            let wanted = min(chunk.count, limit + 1 - bytes.count)
             let count = chunk.withUnsafeMutableBytes { Self.systemRead(descriptor, $0.baseAddress, wanted) }
             if count < 0 {
-                if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    isRegular = false
+                    continue
+                }
                 throw unreadable("the file cannot be read (\(Self.words(errno)))")
             }
             if count == 0 { return bytes }
             bytes += chunk[0..<count]
-            if bytes.count > maximumSize {
-                throw Self.tooLarge(path, size: "more than \(maximumSize) bytes", maximumSize: maximumSize)
+            if bytes.count > limit {
+                throw Self.tooLarge(path, size: "more than \(limit) bytes", maximumSize: limit)
             }
         }
     }

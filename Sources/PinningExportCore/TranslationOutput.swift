@@ -16,12 +16,12 @@ import Pinning
 /// How a path is written depends on what is there, as `curl -o` and `openssl … -out` do it for special files:
 /// - nothing, or a regular file: replaced atomically (a new file beside it, renamed over it), so a reader never
 ///   sees half a file and a failed write leaves the old one whole;
-/// - a FIFO or a character or block device (`/dev/stdout`, a pipe another program reads, `/dev/full`): written in
-///   place, never replaced; renaming over it would swap the device node or FIFO for a regular file (as root, that
-///   replaced `/dev/full` itself). A FIFO gets the bound every input file gets for its reader to come
-///   (``BoundedFileReader/waitSeconds``), then the write is refused; a write error (ENOSPC on `/dev/full`) is one
-///   line naming the option, exit 2;
-/// - a directory or a socket: refused.
+/// - a FIFO or a character device (a pipe another program reads, `/dev/full`): written in place, never replaced;
+///   renaming over it would swap the device node or FIFO for a regular file (as root, that replaced `/dev/full`
+///   itself). A FIFO gets the bound every input file gets for its reader to come (``BoundedFileReader/waitSeconds``),
+///   then the write is refused; a write error (ENOSPC on `/dev/full`) is one line naming the option, exit 2;
+/// - a symbolic link (`/dev/stdout`, which links to /proc/self/fd/1): written through, in place;
+/// - a block device (a disk), a directory or a socket: refused.
 package enum TranslationOutput {
     /// The output could not be written; `message` names `--out` and its path.
     package struct Failure: Error {
@@ -30,37 +30,56 @@ package enum TranslationOutput {
 
     /// `pinning: config COMMAND: warning: …` and `… note: …` lines on standard error, then the text.
     package static func write(_ translation: Translation, command: String, to path: String?) throws(Failure) {
+        // Standard error's own failures are not reported anywhere else, so they are let go; FileHandle's `write`
+        // would trap on them instead.
         for warning in translation.warnings {
-            FileHandle.standardError.write(Data("pinning: config \(command): warning: \(warning.description)\n".utf8))
+            _ = Self.writeAll(Array("pinning: config \(command): warning: \(warning.description)\n".utf8), to: STDERR_FILENO)
         }
         for note in translation.notes {
-            FileHandle.standardError.write(Data("pinning: config \(command): note: \(note)\n".utf8))
+            _ = Self.writeAll(Array("pinning: config \(command): note: \(note)\n".utf8), to: STDERR_FILENO)
         }
         try self.write(translation.text, to: path)
     }
 
-    /// `text` to `path` as above, or to standard output without one.
+    /// `text` to `path` as above, or to standard output without one (a full disk or a closed descriptor there is
+    /// a one-line failure too, never a trap).
     package static func write(_ text: String, to path: String?, option: String = "--out") throws(Failure) {
+        let bytes = Array(text.utf8)
         guard let path else {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            if let code = Self.writeAll(bytes, to: STDOUT_FILENO) {
+                throw Failure(message: "standard output: cannot write it (\(BoundedFileReader.words(code)))")
+            }
             return
         }
         func failure(_ words: String) -> Failure { Failure(message: "\(option) \(path): \(words)") }
-        let bytes = Array(text.utf8)
+        // A symbolic link is written through, in place, as curl -o and openssl -out do: `/dev/stdout` is a link to
+        // /proc/self/fd/1, and replacing the path would put a regular file where the link was (as root, in /dev).
+        var link = stat()
+        let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
         var info = stat()
         if stat(path, &info) == 0 {
             switch info.st_mode & S_IFMT {
+            case S_IFREG where isLink:
+                try self.writeInPlace(path, bytes, regular: true, fifo: false, failure: failure)
             case S_IFREG:
-                try self.replace(path, with: bytes, mode: info.st_mode & 0o7777, failure: failure)
+                // The replacement keeps the permission bits, never setuid, setgid or sticky.
+                try self.replace(path, with: bytes, mode: info.st_mode & 0o777, failure: failure)
             case S_IFDIR:
                 throw failure("the path is a directory, not a file")
-            case S_IFIFO, S_IFCHR, S_IFBLK:
-                try self.writeInPlace(path, bytes, failure: failure)
+            case S_IFIFO, S_IFCHR:
+                try self.writeInPlace(path, bytes, regular: false, fifo: info.st_mode & S_IFMT == S_IFIFO, failure: failure)
+            case S_IFBLK:
+                throw failure("the path is a block device (a disk), which is never written")
             default:
                 throw failure("the path is a socket or another special file, which cannot be written")
             }
         } else if errno == ENOENT {
-            try self.replace(path, with: bytes, mode: nil, failure: failure)
+            if isLink {
+                // A link to a file that does not exist yet: created through the link, as curl -o does.
+                try self.writeInPlace(path, bytes, regular: true, fifo: false, failure: failure)
+            } else {
+                try self.replace(path, with: bytes, mode: nil, failure: failure)
+            }
         } else {
             throw failure(BoundedFileReader.words(errno))
         }
@@ -71,11 +90,11 @@ package enum TranslationOutput {
     private static func replace(_ path: String, with bytes: [UInt8], mode: mode_t?, failure: (String) -> Failure) throws(Failure) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[...$0]) } ?? ""
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         var temporary = ""
         var descriptor: CInt = -1
         for _ in 0..<16 {
-            temporary = directory + ".\(name).tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            // Short, whatever the name's length (a name near 255 bytes plus a suffix would not fit).
+            temporary = directory + ".pinning-out-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
             if descriptor >= 0 || errno != EEXIST { break }
         }
@@ -87,6 +106,9 @@ package enum TranslationOutput {
         }
         if let mode, fchmod(descriptor, mode) != 0 { throw abandon(errno) }
         if let code = Self.writeAll(bytes, to: descriptor) { throw abandon(code) }
+        // On the disk before the rename, so a crash after it never leaves an empty or partial file (Foundation's
+        // atomic write, which this replaced, did the same).
+        if fsync(descriptor) != 0 { throw abandon(errno) }
         guard close(descriptor) == 0 else {
             let code = errno
             unlink(temporary)
@@ -99,28 +121,31 @@ package enum TranslationOutput {
         }
     }
 
-    /// Writes `bytes` into an existing FIFO or device without creating, truncating or replacing it.
-    private static func writeInPlace(_ path: String, _ bytes: [UInt8], failure: (String) -> Failure) throws(Failure) {
+    /// Writes `bytes` into what `path` names without replacing it: a FIFO or character device as it is, a regular
+    /// file behind a symbolic link truncated (`regular`, created through the link when missing).
+    private static func writeInPlace(_ path: String, _ bytes: [UInt8], regular: Bool, fifo: Bool, failure: (String) -> Failure) throws(Failure) {
         // Non-blocking first: a FIFO with no reader would block open(2) forever (ENXIO instead).
-        var descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        let flags = O_WRONLY | O_NONBLOCK | O_CLOEXEC | (regular ? O_CREAT | O_TRUNC : 0)
+        var descriptor = open(path, flags, 0o666)
         var code = descriptor < 0 ? errno : 0
         let wait = BoundedFileReader.waitSeconds
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
-        while descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
+        // Only a FIFO's ENXIO means "no reader yet"; a device without its driver, or a socket, says ENXIO at once.
+        while fifo && descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
             usleep(50_000)
-            descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            descriptor = open(path, flags, 0o666)
             code = descriptor < 0 ? errno : 0
         }
         guard descriptor >= 0 else {
-            if code == ENXIO {
+            if fifo && code == ENXIO {
                 let seconds = wait == wait.rounded() ? "\(Int(wait)) s" : "\(wait) s"
                 throw failure("no process opened this FIFO for reading within \(seconds)")
             }
             throw failure("cannot open it for writing (\(BoundedFileReader.words(code)))")
         }
         defer { close(descriptor) }
-        let flags = fcntl(descriptor, F_GETFL)
-        guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+        let current = fcntl(descriptor, F_GETFL)
+        guard current >= 0, fcntl(descriptor, F_SETFL, current & ~O_NONBLOCK) == 0 else {
             throw failure("cannot write it (\(BoundedFileReader.words(errno)))")
         }
         if let code = Self.writeAll(bytes, to: descriptor) {
@@ -129,7 +154,7 @@ package enum TranslationOutput {
     }
 
     /// Writes every byte; the `errno` of the first failure, or nil.
-    private static func writeAll(_ bytes: [UInt8], to descriptor: CInt) -> CInt? {
+    static func writeAll(_ bytes: [UInt8], to descriptor: CInt) -> CInt? {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { buffer in
@@ -139,6 +164,8 @@ package enum TranslationOutput {
                 if errno == EINTR { continue }
                 return errno
             }
+            // write(2) returning 0 for a non-empty buffer would loop forever.
+            if written == 0 { return EIO }
             offset += written
         }
         return nil

@@ -486,20 +486,31 @@ struct LoadingTests {
         #expect(try CertificateLoader.certificates(from: [0xEF, 0xBB, 0xBF] + Array(crlf.utf8), origin: "bom.pem") == chain)
     }
 
-    @Test("an END line with no BEGIN line before it is a bad block, never a certificate silently missing")
-    func orphanEndLine() throws {
+    @Test("a BEGIN marker with text before it on its line is a bad block, never a certificate silently missing")
+    func hiddenBeginLine() throws {
         let chain = try LoadingFixtures.chain()
         let blocks = try chain.map { try $0.serializeAsPEM().pemString }
-        // The first BEGIN line has text before it, so it is not one: its block must not vanish.
+        // The first BEGIN line has text before it, so it does not open a block: its END line says so.
         let text = "x" + blocks[0] + "\n" + blocks[1] + "\n"
-        expectLoadingError(.malformedPEM, origin: "e.pem", mentions: ["the -----END CERTIFICATE----- line at line"]) {
+        expectLoadingError(.malformedPEM, origin: "e.pem", mentions: ["the -----BEGIN line at line 1 has text before it on its line"]) {
             try CertificateLoader.certificates(from: Array(text.utf8), origin: "e.pem")
         }
-        // A byte order mark anywhere but the start stays text, so the same holds for it.
+        // A byte order mark anywhere but the start of the file stays text, so the same holds for it.
         let late = blocks[0] + "\n" + "\u{FEFF}" + blocks[1] + "\n"
-        expectLoadingError(.malformedPEM, origin: "f.pem", mentions: ["has no BEGIN line before it"]) {
+        expectLoadingError(.malformedPEM, origin: "f.pem", mentions: ["has text before it on its line, so the block it starts"]) {
             try CertificateLoader.certificates(from: Array(late.utf8), origin: "f.pem")
         }
+    }
+
+    @Test("a stray END line (a duplicated one in a hand-made bundle) is ignored, as OpenSSL ignores it")
+    func strayEndLine() throws {
+        let chain = try LoadingFixtures.chain()
+        let blocks = try chain.map { try $0.serializeAsPEM().pemString }
+        let text = blocks[0] + "\n-----END CERTIFICATE-----\n" + blocks[1] + "\n" + blocks[2] + "\n-----END CERTIFICATE-----\n"
+        #expect(try CertificateLoader.certificates(from: Array(text.utf8), origin: "g.pem") == chain)
+        // A comment that mentions a BEGIN marker, then a real block, reads as before.
+        let commented = "# paste the -----BEGIN CERTIFICATE----- block below\n" + blocks[0] + "\n"
+        #expect(try CertificateLoader.certificates(from: Array(commented.utf8), origin: "h.pem") == [chain[0]])
     }
 
     @Test("PKCS#7 that is not signedData, or holds no certificates")

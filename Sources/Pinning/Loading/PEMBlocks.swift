@@ -42,6 +42,17 @@ enum PEMBlocks {
         return false
     }
 
+    /// Whether `marker` occurs anywhere in `line`.
+    private static func contains(_ line: ArraySlice<UInt8>, _ marker: [UInt8]) -> Bool {
+        guard line.count >= marker.count else { return false }
+        var start = line.startIndex
+        while start <= line.endIndex - marker.count {
+            if line[start] == marker[0], line[start..<(start + marker.count)].elementsEqual(marker) { return true }
+            start += 1
+        }
+        return false
+    }
+
     static func name(index: Int, label: String) -> String {
         "block \(index) (\(label))"
     }
@@ -62,6 +73,8 @@ enum PEMBlocks {
         // OpenSSL reads such a file: left in, it hid the first BEGIN line and with it the first block.
         var lineStart = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var blockCount = 0
+        // The line of a BEGIN marker that had text before it (so it did not open a block), until a block opens.
+        var hiddenBegin: Int? = nil
 
         func fail(_ block: OpenBlock, _ problem: String) {
             blocks.append(
@@ -93,23 +106,33 @@ enum PEMBlocks {
                 }
                 blockCount += 1
                 open = OpenBlock(index: blockCount, label: label)
+                hiddenBegin = nil
                 continue
             }
             guard var block = open else {
-                // Text outside blocks is allowed, but an END line there means a BEGIN line was not recognised
-                // (text before it on its line, say), so a block would go missing without a word: it is a bad block.
+                // Text outside blocks is allowed, and a stray END line there is ignored, as OpenSSL ignores it (a
+                // duplicated END line in a hand-made bundle, say). But an END line after a line that holds a BEGIN
+                // marker with text before it (a byte order mark in the middle of the file, "x-----BEGIN …") closes a
+                // block this reader could not see: without a word, that certificate would go missing.
                 if let endLabel = Self.label(of: line, prefix: Self.endPrefix) {
-                    blockCount += 1
-                    blocks.append(
-                        PEMBlock(
-                            index: blockCount,
-                            label: endLabel,
-                            body: .failure(
-                                CertificateLoadingError(
-                                    code: .malformedPEM, origin: origin,
-                                    problem: "the -----END \(endLabel)----- line at line \(lineNumber) has no BEGIN line before it"))
+                    if let hidden = hiddenBegin {
+                        blockCount += 1
+                        blocks.append(
+                            PEMBlock(
+                                index: blockCount,
+                                label: endLabel,
+                                body: .failure(
+                                    CertificateLoadingError(
+                                        code: .malformedPEM, origin: origin,
+                                        problem:
+                                            "the -----BEGIN line at line \(hidden) has text before it on its line, so the block it starts (to line \(lineNumber)) cannot be read"
+                                    ))
+                            )
                         )
-                    )
+                        hiddenBegin = nil
+                    }
+                } else if hiddenBegin == nil, Self.contains(line, Self.beginMarker) {
+                    hiddenBegin = lineNumber
                 }
                 continue
             }

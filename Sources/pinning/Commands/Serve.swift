@@ -225,9 +225,16 @@ extension PinningCommand {
                 if bracketed || host.contains(":") {
                     throw InputError("--bind \(text): not an IPv6 address")
                 }
-                // A name whose last label is all digits (999.1.1.1, 256.256.256.256) is an IPv4 address written
-                // wrongly, not a host name: no top-level domain is numeric (RFC 3696 §2), and resolvers would try it
-                // as a name and fail with nothing to say.
+                // The short and numeric IPv4 forms the system's resolver has always taken here (`127.1`, `0`,
+                // `0x7f.1`: inet_aton's forms, which getaddrinfo accepts), kept as they were, listening on the
+                // address they stand for.
+                var parsed = in_addr()
+                if inet_aton(host, &parsed) != 0, let dotted = inet_ntoa(parsed).map({ String(cString: $0) }) {
+                    return BindAddress(host: dotted, display: dotted)
+                }
+                // Otherwise a name whose last label is all digits (999.1.1.1, 256.256.256.256) is an IPv4 address
+                // written wrongly, not a host name: no top-level domain is numeric (RFC 3696 §2), and resolvers would
+                // try it as a name and fail with nothing to say.
                 if let last = host.split(separator: ".").last, last.allSatisfy({ $0.isASCII && $0.isNumber }) {
                     throw InputError("--bind \(text): not an IPv4 address (four numbers from 0 to 255) nor a host name")
                 }

@@ -50,8 +50,8 @@ enum PostgresStartupCheck {
         case .server:
             // The server's own message (for example `database "x" does not exist`, `password authentication failed
             // for user "y"`) and its SQLSTATE, as psql prints them.
-            let message = error.serverInfo?[.message] ?? "the server refused the connection"
-            let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+            let message = Self.printable(error.serverInfo?[.message] ?? "the server refused the connection")
+            let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \(Self.printable($0)))" } ?? ""
             return "\(target) refused the connection: \(message)\(state)"
         case .sslUnsupported:
             return "\(target) does not offer TLS, and the URL asks for it (sslmode=require)"
@@ -65,6 +65,22 @@ enum PostgresStartupCheck {
         default:
             return "cannot connect to \(target): the connection ended before PostgreSQL accepted it"
         }
+    }
+}
+
+extension PostgresStartupCheck {
+    /// A server's text as one line: control characters (a newline, an escape sequence that would forge lines in a
+    /// terminal or a log) shown as `\u{…}`, and at most 300 characters. The server at the URL need not be friendly.
+    static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars.prefix(300) {
+            if scalar.properties.generalCategory == .control {
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return text.unicodeScalars.count > 300 ? result + "…" : result
     }
 }
 

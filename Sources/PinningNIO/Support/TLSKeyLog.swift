@@ -49,13 +49,16 @@ public final class TLSKeyLog: Sendable, Hashable {
         var code = descriptor < 0 ? errno : 0
         let wait = BoundedFileReader.waitSeconds
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
-        while descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
+        // Only a FIFO's ENXIO means "no reader yet"; a socket or a device without its driver says ENXIO at once.
+        var info = stat()
+        let isFIFO = stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
+        while isFIFO && descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
             usleep(50_000)
             descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK)
             code = descriptor < 0 ? errno : 0
         }
         guard descriptor >= 0 else {
-            if code == ENXIO {
+            if isFIFO && code == ENXIO {
                 let seconds = wait == wait.rounded() ? "\(Int(wait)) s" : "\(wait) s"
                 throw TLSKeyLogError(path: path, reason: "no process opened this FIFO for reading within \(seconds)")
             }

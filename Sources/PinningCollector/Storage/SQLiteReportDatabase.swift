@@ -11,6 +11,11 @@ public final class SQLiteReportDatabase: SQLDatabase {
     public var kind: DatabaseKind { .sqlite }
     private let writer: SQLiteConnection
     private let reader: SQLiteConnection
+    /// Where SQLite's blocking calls run: two threads of this database's own (the writer's and the reader's), not
+    /// NIO's process-wide pool, which has one thread per core and serves every other user in the process too.
+    /// Queued there behind another database's long statements (in a fresh-clone CI run, the suite's 100,000-host
+    /// collector), even the start-up migration overran its 60 s bound.
+    private let threadPool: NIOThreadPool
 
     /// Opens (creating if needed) the database file.
     ///
@@ -30,7 +35,15 @@ public final class SQLiteReportDatabase: SQLDatabase {
         if !folder.isEmpty, !(FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && isDirectory.boolValue) {
             throw OpenError(description: "the folder \(folder) does not exist")
         }
-        self.writer = try await SQLiteConnection.open(storage: .file(path: path), threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+        let threadPool = NIOThreadPool(numberOfThreads: 2)
+        threadPool.start()
+        self.threadPool = threadPool
+        do {
+            self.writer = try await SQLiteConnection.open(storage: .file(path: path), threadPool: threadPool, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+        } catch {
+            threadPool.shutdownGracefully { _ in }
+            throw error
+        }
         do {
             // The writer's page cache (64 MiB, against SQLite's default 2 MiB): each stored report inserts into
             // indexes keyed by hashes (reports_identity, reports_source), whose pages are spread over the whole
@@ -47,7 +60,7 @@ public final class SQLiteReportDatabase: SQLDatabase {
             for pragma in pragmas {
                 _ = try await self.writer.query(pragma, [])
             }
-            self.reader = try await SQLiteConnection.open(storage: .file(path: path), threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+            self.reader = try await SQLiteConnection.open(storage: .file(path: path), threadPool: threadPool, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
             // The reader's page cache (64 MiB) and memory-mapped reads (256 MiB): the API's aggregates over a
             // million rows read their covering indexes from memory after the first request.
             for pragma in ["PRAGMA busy_timeout=10000", "PRAGMA cache_size=-65536", "PRAGMA mmap_size=268435456"] {
@@ -55,8 +68,14 @@ public final class SQLiteReportDatabase: SQLDatabase {
             }
         } catch {
             try? await self.writer.close()
+            threadPool.shutdownGracefully { _ in }
             throw error
         }
+    }
+
+    deinit {
+        // NIOThreadPool must be shut down before it goes; a second shutdown (after close()) does nothing.
+        self.threadPool.shutdownGracefully { _ in }
     }
 
     struct OpenError: Error, CustomStringConvertible {
@@ -87,9 +106,12 @@ public final class SQLiteReportDatabase: SQLDatabase {
         // SQLite's WAL is checkpointed by the next open.
         let reader = self.reader
         let writer = self.writer
+        let threadPool = self.threadPool
         await Task {
             try? await reader.close()
             try? await writer.close()
+            // Only once both connections are closed: their close runs on this pool.
+            threadPool.shutdownGracefully { _ in }
         }.value
     }
 

@@ -8,6 +8,9 @@ import Pinning
 #elseif canImport(Darwin)
     import Darwin
 #endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 
 /// How `pinning config export` and `pinning config import` write a ``Translation``: its warnings and notes on
 /// standard error, one line each, then its text to `--out PATH` or standard output. Shared by the `pinning`

@@ -9,6 +9,9 @@ import Pinning
 #elseif canImport(Musl)
     import Musl
 #endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
 
 /// A TLS key log: the session secrets of every handshake, one line each, in the NSS key log format
 /// (`SSLKEYLOGFILE`, RFC 9850), so Wireshark or tshark can decrypt a capture of the connections.

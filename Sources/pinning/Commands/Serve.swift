@@ -8,6 +8,17 @@ import Pinning
 import PinningNIO
 import X509
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
+
 extension PinningCommand {
     /// `pinning serve`: an HTTPS server (mutual TLS with `--client-ca`) for trying clients and pins.
     struct Serve: AsyncParsableCommand {

@@ -8,9 +8,6 @@ import Pinning
 #elseif canImport(Darwin)
     import Darwin
 #endif
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
 
 /// How `pinning config export` and `pinning config import` write a ``Translation``: its warnings and notes on
 /// standard error, one line each, then its text to `--out PATH` or standard output. Shared by the `pinning`
@@ -57,35 +54,43 @@ package enum TranslationOutput {
         func failure(_ words: String) -> Failure { Failure(message: "\(option) \(path): \(words)") }
         // A symbolic link is written through, in place, as curl -o and openssl -out do: `/dev/stdout` is a link to
         // /proc/self/fd/1, and replacing the path would put a regular file where the link was (as root, in /dev).
-        var link = stat()
-        let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
-        var info = stat()
-        if stat(path, &info) == 0 {
-            switch info.st_mode & S_IFMT {
+        let isLink = (try? BoundedFileReader.fileType(atPath: path, followingLinks: false).get()) == UInt32(S_IFLNK)
+        switch BoundedFileReader.fileType(atPath: path, followingLinks: true) {
+        case .success(let bits):
+            let type = mode_t(bits)
+            switch type {
             case S_IFREG where isLink:
                 try self.writeInPlace(path, bytes, regular: true, fifo: false, failure: failure)
             case S_IFREG:
                 // The replacement keeps the permission bits, never setuid, setgid or sticky.
-                try self.replace(path, with: bytes, mode: info.st_mode & 0o777, failure: failure)
+                try self.replace(path, with: bytes, mode: Self.permissions(path), failure: failure)
             case S_IFDIR:
                 throw failure("the path is a directory, not a file")
             case S_IFIFO, S_IFCHR:
-                try self.writeInPlace(path, bytes, regular: false, fifo: info.st_mode & S_IFMT == S_IFIFO, failure: failure)
+                try self.writeInPlace(path, bytes, regular: false, fifo: type == S_IFIFO, failure: failure)
             case S_IFBLK:
                 throw failure("the path is a block device (a disk), which is never written")
             default:
                 throw failure("the path is a socket or another special file, which cannot be written")
             }
-        } else if errno == ENOENT {
+        case .failure(let error) where error.code == ENOENT:
             if isLink {
                 // A link to a file that does not exist yet: created through the link, as curl -o does.
                 try self.writeInPlace(path, bytes, regular: true, fifo: false, failure: failure)
             } else {
                 try self.replace(path, with: bytes, mode: nil, failure: failure)
             }
-        } else {
-            throw failure(BoundedFileReader.words(errno))
+        case .failure(let error):
+            throw failure(BoundedFileReader.words(error.code))
         }
+    }
+
+    /// The permission bits (0o777, never setuid, setgid or sticky) of the file at `path`, or nil.
+    private static func permissions(_ path: String) -> mode_t? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let number = attributes[.posixPermissions] as? NSNumber
+        else { return nil }
+        return mode_t(number.uint16Value) & 0o777
     }
 
     /// Writes `bytes` to a new file beside `path` and renames it over `path`; the new file keeps `mode` (the

@@ -28,6 +28,17 @@ package enum IPAddressText {
         return nil
     }
 
+    /// The dotted quad an IPv4 address in one of inet_aton's older forms stands for (`127.1` → `127.0.0.1`, `0`,
+    /// `0x7f.0.0.1`), which the system's resolver has always taken as a host; nil for anything else. Only for
+    /// where such text was taken before (`serve --bind`); certificates and hosts to check use ``bytes(_:)``.
+    package static func legacyIPv4(_ text: String) -> String? {
+        guard !text.isEmpty, !text.utf8.contains(0) else { return nil }
+        var address = in_addr()
+        guard inet_aton(text, &address) != 0 else { return nil }
+        let bytes = withUnsafeBytes(of: &address) { Array($0) }
+        return bytes.map(String.init).joined(separator: ".")
+    }
+
     /// Whether the bytes of `text` before its first NUL are all digits, hex letters, `:` or `.`.
     private static func mayBeAddress(_ text: String) -> Bool {
         func check(_ bytes: some Sequence<UInt8>) -> Bool {

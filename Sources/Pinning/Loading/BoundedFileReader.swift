@@ -138,6 +138,20 @@ package enum BoundedFileReader {
         #endif
     }
 
+    /// The file type bits (`S_IFMT`) of what `path` names, following a symbolic link or not, or the errno of the
+    /// failure. Here so that modules that only ask for a type need not read `stat`'s fields themselves.
+    package static func fileType(atPath path: String, followingLinks: Bool) -> Result<UInt32, FileTypeError> {
+        var info = stat()
+        let status = followingLinks ? stat(path, &info) : lstat(path, &info)
+        guard status == 0 else { return .failure(FileTypeError(code: errno)) }
+        return .success(UInt32(info.st_mode & S_IFMT))
+    }
+
+    /// A failed `stat` or `lstat`, with its errno.
+    package struct FileTypeError: Error {
+        package var code: Int32
+    }
+
     /// A Foundation file error in words ("not a directory"), from the POSIX error it carries: never Foundation's
     /// own text ("The operation could not be completed", "NSCocoaErrorDomain error 512").
     package static func words(of error: any Error) -> String {

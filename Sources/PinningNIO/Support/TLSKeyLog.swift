@@ -9,9 +9,6 @@ import Pinning
 #elseif canImport(Musl)
     import Musl
 #endif
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
 
 /// A TLS key log: the session secrets of every handshake, one line each, in the NSS key log format
 /// (`SSLKEYLOGFILE`, RFC 9850), so Wireshark or tshark can decrypt a capture of the connections.
@@ -53,8 +50,7 @@ public final class TLSKeyLog: Sendable, Hashable {
         let wait = BoundedFileReader.waitSeconds
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
         // Only a FIFO's ENXIO means "no reader yet"; a socket or a device without its driver says ENXIO at once.
-        var info = stat()
-        let isFIFO = stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
+        let isFIFO = (try? BoundedFileReader.fileType(atPath: path, followingLinks: true).get()) == UInt32(S_IFIFO)
         while isFIFO && descriptor < 0 && code == ENXIO && DispatchTime.now().uptimeNanoseconds < deadline {
             usleep(50_000)
             descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK)

@@ -8,17 +8,6 @@ import Pinning
 import PinningNIO
 import X509
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
-
 extension PinningCommand {
     /// `pinning serve`: an HTTPS server (mutual TLS with `--client-ca`) for trying clients and pins.
     struct Serve: AsyncParsableCommand {
@@ -239,8 +228,7 @@ extension PinningCommand {
                 // The short and numeric IPv4 forms the system's resolver has always taken here (`127.1`, `0`,
                 // `0x7f.1`: inet_aton's forms, which getaddrinfo accepts), kept as they were, listening on the
                 // address they stand for.
-                var parsed = in_addr()
-                if inet_aton(host, &parsed) != 0, let dotted = inet_ntoa(parsed).map({ String(cString: $0) }) {
+                if let dotted = IPAddressText.legacyIPv4(host) {
                     return BindAddress(host: dotted, display: dotted)
                 }
                 // Otherwise a name whose last label is all digits (999.1.1.1, 256.256.256.256) is an IPv4 address

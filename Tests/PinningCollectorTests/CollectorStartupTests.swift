@@ -50,21 +50,6 @@ struct CollectorStartupTests {
         Self.expectPlainWords(error.description)
     }
 
-    @Test("a name that does not resolve (non-ASCII, no such host): --listen and words, exit 3")
-    func unresolvableListenName() async throws {
-        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
-        defer { directory.remove() }
-        for host in ["é.invalid", "no-such-host.invalid"] {
-            let collector = Collector(
-                listen: ListenAddress(host: host, port: 0), database: .sqlite(path: directory.path("r.db")),
-                settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
-            let error = try await Self.startError(collector)
-            #expect(error.exitStatus == 3)
-            #expect(error.description == "--listen \(host):0: the name does not resolve to an address")
-            Self.expectPlainWords(error.description)
-        }
-    }
-
     @Test("--tls-identity whose key is not the leaf's: refused naming the option, exit 2, before anything listens")
     func mismatchedKey() async throws {
         let chain = try TestChain(host: "localhost")

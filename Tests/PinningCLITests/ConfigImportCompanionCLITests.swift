@@ -7,7 +7,7 @@ import Testing
 /// (issue 31: the importer's XML reader stays out of `pinning`). The import's own behaviour is ConfigExportCLITests';
 /// these check the hand-over: values that look like options or hold `=` arrive as typed, a note and a warning are
 /// printed by the companion as `pinning` printed them, and the companion run on its own refuses in words (exit 2).
-@Suite("config import hands over to pinning-config-import")
+@Suite("config import hands over to pinning-config-import", .serialized)
 struct ConfigImportCompanionCLITests {
     /// The built `pinning-config-import` next to the `pinning` the tests run.
     static let companion: URL? = {

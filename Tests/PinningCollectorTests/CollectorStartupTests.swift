@@ -9,7 +9,7 @@ import Testing
 
 /// Start-up failures a new user met (a port in use, a key that is not the certificate's, a PostgreSQL server that
 /// refuses): one line in words naming the option, at once, without NIO's or the drivers' type and function names.
-@Suite("Collector start-up failures in words")
+@Suite("Collector start-up failures in words", .serialized)
 struct CollectorStartupTests {
     static let logger: Logger = {
         var logger = Logger(label: "collector-startup-test")

@@ -287,6 +287,8 @@ let package = Package(
             name: "PinningCollector",
             dependencies: [
                 "Pinning",
+                // --tls-identity is read by PinningNIO's identity loader (one loader for every server and client).
+                "PinningNIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // --tls-identity: HTTPS through Hummingbird's own TLS channel (NIOSSL, already in the graph).
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

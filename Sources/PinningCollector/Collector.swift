@@ -5,6 +5,7 @@ import HummingbirdTLS
 public import Logging
 import NIOCore
 import NIOSSL
+import PinningNIO
 import Prometheus
 import SQLiteNIO
 import ServiceLifecycle
@@ -88,38 +89,26 @@ public struct Collector: Sendable {
     }
 
     /// Plain HTTP/1.1, or HTTPS with `--tls-identity` (its chain and key read and checked before anything else).
+    ///
+    /// The file is read by PinningNIO's identity loader, the one every client and server of the product uses: the
+    /// same file limits, PEM rules and key-to-leaf check (BoringSSL's `X509_check_private_key`), and its words.
+    /// Hummingbird would make the TLS context only when the server starts, where a key that is not the leaf's
+    /// failed as "cannot listen" (exit 3); the check here refuses the file first, naming the option (exit 2). It
+    /// is not made by building an `NIOSSLContext` and catching its refusal: swift-nio-ssl leaks the SSL_CTX when
+    /// that initialiser throws (the suite's AddressSanitizer pass reported it; see `TLSIdentity.key(_:matches:)`).
     private func serverBuilder() throws -> HTTPServerBuilder {
         guard let path = self.tlsIdentity else { return .http1() }
-        let bytes: [UInt8]
+        let identity: TLSIdentity
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            // One file holds both: the chain's CERTIFICATE blocks and the key's PRIVATE KEY block.
+            identity = try TLSIdentity.pem(certificateChainFile: path, privateKeyFile: path)
         } catch {
-            throw StartError(description: "--tls-identity \(path): cannot read the file", exitStatus: 2)
-        }
-        let chain: [NIOSSLCertificate]
-        let key: NIOSSLPrivateKey
-        do {
-            chain = try NIOSSLCertificate.fromPEMBytes(bytes)
-        } catch {
-            throw StartError(description: "--tls-identity \(path): no PEM certificate could be read", exitStatus: 2)
-        }
-        guard !chain.isEmpty else { throw StartError(description: "--tls-identity \(path): no CERTIFICATE block", exitStatus: 2) }
-        do {
-            key = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
-        } catch {
-            throw StartError(description: "--tls-identity \(path): no unencrypted PEM private key could be read", exitStatus: 2)
-        }
-        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        // Hummingbird makes its TLS context only when the server starts, where a key that is not the leaf's failed
-        // as "cannot listen" (exit 3). Making one here refuses the file first, naming the option (exit 2).
-        do {
-            _ = try NIOSSLContext(configuration: configuration)
-        } catch {
-            if let error = error as? NIOSSLError, case .failedToLoadPrivateKey = error {
+            if error.code == .noCertificateMatchingKey {
                 throw StartError(description: "--tls-identity \(path): the private key is not the key of the first certificate (the leaf)", exitStatus: 2)
             }
-            throw StartError(description: "--tls-identity \(path): the certificate and key do not make a TLS server", exitStatus: 2)
+            throw StartError(description: "--tls-identity \(path): \(error.problem)", exitStatus: 2)
         }
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: identity.certificateSources, privateKey: identity.privateKeySource)
         do {
             return try .tls(.http1(), tlsConfiguration: configuration)
         } catch {

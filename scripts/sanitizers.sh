@@ -87,9 +87,13 @@ case "$which" in
             echo "== lane $lane under AddressSanitizer (log: $log)"
             (
                 if [[ $lane -eq 1 ]]; then filters=("${local_tests[@]}"); else filters=("${peer_tests[@]}"); fi
-                exec env "${hardening_env[@]}" NO_COLOR=1 \
+                # SWIFT_BACKTRACE=enable=no: a crash is reported by ASan itself (its SEGV handler, and with
+                # handle_sigill/handle_abort a Swift trap too), with the faulting stack. The Swift runtime's own
+                # crash handler, which otherwise runs first, reads the crashed process's memory through a server
+                # that ASan flags as a heap-buffer-overflow, so a CI run showed only that and not the crash.
+                exec env "${hardening_env[@]}" NO_COLOR=1 SWIFT_BACKTRACE=enable=no \
                     "$lsan_options" \
-                    "$asan_options" \
+                    "$asan_options handle_sigill=1 handle_abort=1" \
                     "$tests_binary" --testing-library swift-testing --no-parallel "${filters[@]}" "$@"
             ) > "$log" 2>&1 &
             pids+=($!)
@@ -105,6 +109,14 @@ case "$which" in
                 status=1
                 echo "== lane $lane failed; what failed:"
                 grep -E "✘|recorded an issue|ERROR: (Address|Leak)Sanitizer|SUMMARY: |Fatal error|signal" "$log" | head -60 || true
+                # The tests that started and never ended (one test at a time: the one that was running when the
+                # lane died), then the report's first stack.
+                echo "== lane $lane: tests started but not ended:"
+                sed -n -E 's/^◇ Test "(.*)" started\.$/\1/p' "$log" | sort -u > "$log.started" || true
+                sed -n -E 's/^[✔✘] Test "(.*)" (passed|failed|recorded).*/\1/p' "$log" | sort -u > "$log.ended" || true
+                comm -23 "$log.started" "$log.ended" | head -5 || true
+                echo "== lane $lane: the first report's stack:"
+                grep -m1 -A40 -E "ERROR: (Address|Leak)Sanitizer" "$log" | grep -E "^ +#|ERROR|Direct|Indirect" | head -40 | cut -c1-300 || true
                 echo "== (the whole output: $log)"
             fi
         done

@@ -284,9 +284,9 @@ enum AlternatingRounds {
         for round in 0..<rounds {
             let count = connections / rounds + (round < connections % rounds ? 1 : 0)
             for kind in Kind.allCases {
-                let started = DispatchTime.now().uptimeNanoseconds
+                let started = BenchClock.now
                 try await handshakes(kind, count)
-                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
+                elapsed[kind, default: 0] += BenchClock.now - started
                 done[kind, default: 0] += count
             }
         }

@@ -153,7 +153,7 @@ struct ServerHandshakeBenchmark {
                 guard let port = setup.servers[kind]?.port else { continue }
                 // Round 0 warms every server up and is not counted.
                 let runSeconds = round == 0 ? 1 : seconds
-                let started = DispatchTime.now().uptimeNanoseconds
+                let started = BenchClock.now
                 let output = try ChildProcess.output(
                     ChildProcess.openssl,
                     [
@@ -161,7 +161,7 @@ struct ServerHandshakeBenchmark {
                         "-time", String(runSeconds),
                     ]
                 )
-                let time = DispatchTime.now().uptimeNanoseconds - started
+                let time = BenchClock.now - started
                 guard let count = Self.sTimeConnections(output), count > 0 else {
                     throw InputError("openssl s_time made no connection to the \(kind) server: \(output.suffix(300))")
                 }

@@ -281,44 +281,27 @@ public final class PinningProxy: Sendable {
         var pins: Int
         var enforce: Bool
         /// The entry's `expires`: after it the pins are no longer enforced.
-        var pinsExpire: Date?
+        @NullWhenNil var pinsExpire: String?
         var excludedFromParentPolicy: Bool
         var clientIdentity: Bool
         /// The client identity's certificate notValidAfter.
-        var identityExpires: Date?
-        var identitySubject: String?
-
-        enum CodingKeys: String, CodingKey {
-            case entry, pins, enforce, pinsExpire, excludedFromParentPolicy, clientIdentity, identityExpires, identitySubject
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            let formatter = ISO8601DateFormatter()
-            try container.encode(self.entry, forKey: .entry)
-            try container.encode(self.pins, forKey: .pins)
-            try container.encode(self.enforce, forKey: .enforce)
-            // null, not absent: a reader sees that the entry has no expiry rather than wondering.
-            try container.encode(self.pinsExpire.map(formatter.string(from:)), forKey: .pinsExpire)
-            try container.encode(self.excludedFromParentPolicy, forKey: .excludedFromParentPolicy)
-            try container.encode(self.clientIdentity, forKey: .clientIdentity)
-            try container.encode(self.identityExpires.map(formatter.string(from:)), forKey: .identityExpires)
-            try container.encode(self.identitySubject, forKey: .identitySubject)
-        }
+        @NullWhenNil var identityExpires: String?
+        @NullWhenNil var identitySubject: String?
     }
 
     /// Every entry of `policy`'s configuration, in the configuration's order.
     static func entryStatuses(_ policy: Policy) -> [EntryStatus] {
-        policy.configuration.entries.map { entry in
+        let formatter = ISO8601DateFormatter()
+        return policy.configuration.entries.map { entry in
             let identity = policy.identities[entry.key]
             return EntryStatus(
                 entry: entry.key,
                 pins: entry.pins.count,
                 enforce: entry.enforce,
-                pinsExpire: entry.expires,
+                pinsExpire: entry.expires.map(formatter.string(from:)),
                 excludedFromParentPolicy: entry.excludesSubdomainFromParentPolicy,
                 clientIdentity: entry.clientIdentity != nil,
-                identityExpires: identity?.leaf.notValidAfter,
+                identityExpires: identity.map { formatter.string(from: $0.leaf.notValidAfter) },
                 identitySubject: identity.map { "\($0.leaf.subject)" }
             )
         }
@@ -344,31 +327,14 @@ public final class PinningProxy: Sendable {
             var pinset: PinSetJSON?
         }
         struct PinSetJSON: Encodable {
-            var version: Int?
+            @NullWhenNil var version: Int?
             var targetName: String
-            var sha256: String?
-            var refreshed: String?
+            @NullWhenNil var sha256: String?
+            @NullWhenNil var refreshed: String?
             var stale: Bool
             var secondsStale: Int
-            var lastError: String?
-            var lastAttempt: String?
-
-            enum CodingKeys: String, CodingKey {
-                case version, targetName, sha256, refreshed, stale, secondsStale, lastError, lastAttempt
-            }
-
-            // null, not absent: a reader sees that there was no error rather than wondering.
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(self.version, forKey: .version)
-                try container.encode(self.targetName, forKey: .targetName)
-                try container.encode(self.sha256, forKey: .sha256)
-                try container.encode(self.refreshed, forKey: .refreshed)
-                try container.encode(self.stale, forKey: .stale)
-                try container.encode(self.secondsStale, forKey: .secondsStale)
-                try container.encode(self.lastError, forKey: .lastError)
-                try container.encode(self.lastAttempt, forKey: .lastAttempt)
-            }
+            @NullWhenNil var lastError: String?
+            @NullWhenNil var lastAttempt: String?
         }
         let formatter = ISO8601DateFormatter()
         let reloads = self.statistics.reloads
@@ -514,6 +480,27 @@ enum HTTPReply {
         if close {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+/// An optional field of a `/status` object that is always there: `null` when nil, not absent (synthesized
+/// encoding leaves a nil out), so a reader sees that there is no expiry, no error, no pin set version, rather
+/// than wondering.
+@propertyWrapper
+struct NullWhenNil<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let value = self.wrappedValue {
+            try container.encode(value)
+        } else {
+            try container.encodeNil()
         }
     }
 }

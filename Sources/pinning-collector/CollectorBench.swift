@@ -119,7 +119,7 @@ struct CollectorBench: AsyncParsableCommand {
         print(
             String(
                 format: "ingest %@: %d reports in %.2f s = %.0f reports/s (%d requests; answers %@); collector peak RSS %.1f MiB; %.0f commits, %.1f requests each", label, accepted,
-                seconds, Double(accepted) / seconds, requests, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "),
+                seconds, Double(accepted) / seconds, requests, Self.answers(statuses),
                 Double(child.peakResidentBytes()) / 1_048_576, commits, commits > 0 ? Double(requests + warmUp) / commits : 0)
         )
     }
@@ -199,7 +199,7 @@ struct CollectorBench: AsyncParsableCommand {
         print(
             String(
                 format: "flood from one source for %d s over %d connections: answers %@; /status p50 %.1f ms, max %.1f ms (%d samples); collector RSS %.1f MiB before, %.1f MiB peak",
-                self.floodSeconds, concurrency, statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "), Self.percentile(latencies, 0.5), latencies.last ?? 0,
+                self.floodSeconds, concurrency, Self.answers(statuses), Self.percentile(latencies, 0.5), latencies.last ?? 0,
                 latencies.count, Double(before) / 1_048_576, Double(child.peakResidentBytes()) / 1_048_576))
     }
 
@@ -289,6 +289,11 @@ struct CollectorBench: AsyncParsableCommand {
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// The HTTP statuses answered and how often, `204×500 429×12`, by status (0 for a request that failed).
+    static func answers(_ statuses: [Int: Int]) -> String {
+        statuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
     }
 
     static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {

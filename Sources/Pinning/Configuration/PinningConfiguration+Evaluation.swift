@@ -44,15 +44,7 @@ extension PinningConfiguration: ServerTrustEvaluating {
     /// (``TrustFailure/Code/hostNotAllowed``): it is never waved through unpinned.
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         guard let domain else {
-            return .untrusted(
-                TrustFailure(
-                    code: .hostNotAllowed,
-                    reason: "a pinning configuration judges a host, and no host was given",
-                    host: nil,
-                    validationTime: trust.validationTime ?? Date(),
-                    presentedChain: trust.certificates
-                )
-            )
+            return .hostNotAllowed(trust, host: nil, reason: "a pinning configuration judges a host, and no host was given")
         }
         return await self.evaluate(trust, forHost: domain, port: trust.port ?? 443).verdict
     }

@@ -39,15 +39,8 @@ package struct SourcedConfigurationEvaluator: ServerTrustEvaluating {
 
     package func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
         guard let current = self.source.currentConfiguration() else {
-            return .untrusted(
-                TrustFailure(
-                    code: .hostNotAllowed,
-                    reason: "no pin set has been verified yet, so no host is trusted (connections are refused until one is)",
-                    host: domain,
-                    validationTime: trust.validationTime ?? Date(),
-                    presentedChain: trust.certificates
-                )
-            )
+            return .hostNotAllowed(
+                trust, host: domain, reason: "no pin set has been verified yet, so no host is trusted (connections are refused until one is)")
         }
         return await current.configuration.evaluate(trust, forDomain: domain)
     }

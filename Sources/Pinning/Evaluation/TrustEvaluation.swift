@@ -139,6 +139,29 @@ extension TrustEvaluation {
         )
     }
 
+    /// `trust` refused before it is evaluated, because no configuration can judge `host`
+    /// (``TrustFailure/Code/hostNotAllowed``), at the trust's validation time (now when it has none). The failure
+    /// records the caller's place, as if it had made the failure itself.
+    static func hostNotAllowed(
+        _ trust: ServerTrust,
+        host: String?,
+        reason: String,
+        file: String = #fileID,
+        line: Int = #line
+    ) -> TrustEvaluation {
+        .untrusted(
+            TrustFailure(
+                code: .hostNotAllowed,
+                reason: reason,
+                host: host,
+                validationTime: trust.validationTime ?? Date(),
+                presentedChain: trust.certificates,
+                file: file,
+                line: line
+            )
+        )
+    }
+
     /// The trust as it was judged: the presented chain under the settings the verdict records, at its instant;
     /// nil for a verdict made outside this package's evaluations (which records no settings). What a report of
     /// the verdict shows, without the caller rebuilding the settings.

@@ -252,19 +252,8 @@ struct HandshakeBenchmark {
 
     /// One connection with NIOSSL's handler alone, closed once the handshake completes.
     static func plainHandshake(context: NIOSSLContext, address: SocketAddress, group: any EventLoopGroup) async throws {
-        let channel = try await ClientBootstrap(group: group)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: context, serverHostname: "localhost")
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: channel.eventLoop.makePromise()))
-                }
-            }
-            .connect(to: address)
-            .get()
-        let waiter = try await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self)
-        }.get()
+        let (channel, waiter) = try await HandshakeWaiter.connect(
+            context: context, serverHostname: "localhost", until: .handshakeCompleted, to: address, group: group)
         do {
             try await waiter.promise.futureResult.get()
         } catch {
@@ -295,18 +284,23 @@ enum AlternatingRounds {
         for round in 0..<rounds {
             let count = connections / rounds + (round < connections % rounds ? 1 : 0)
             for kind in Kind.allCases {
-                let started = DispatchTime.now().uptimeNanoseconds
+                let started = BenchClock.now
                 try await handshakes(kind, count)
-                elapsed[kind, default: 0] += DispatchTime.now().uptimeNanoseconds - started
+                elapsed[kind, default: 0] += BenchClock.now - started
                 done[kind, default: 0] += count
             }
         }
         var rates: [Kind: Double] = [:]
         for kind in Kind.allCases {
-            let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            rates[kind] = seconds > 0 ? (Double(done[kind] ?? 0) / seconds).rounded(places: 1) : 0
+            rates[kind] = Self.rate(done[kind] ?? 0, nanoseconds: elapsed[kind] ?? 0)
         }
         return rates
+    }
+
+    /// `count` connections over `nanoseconds`, per second, to one decimal place; 0 when no time was measured.
+    static func rate(_ count: Int, nanoseconds: UInt64) -> Double {
+        let seconds = Double(nanoseconds) / 1e9
+        return seconds > 0 ? (Double(count) / seconds).rounded(places: 1) : 0
     }
 
     /// `count` runs of `one`, at most `concurrency` at a time.
@@ -342,6 +336,31 @@ final class HandshakeWaiter: ChannelInboundHandler, Sendable {
     init(promise: EventLoopPromise<Void>, until: Until = .handshakeCompleted) {
         self.promise = promise
         self.until = until
+    }
+
+    /// A connection to `address` with NIOSSL's client handler (`context`, `serverHostname`) and a waiter for
+    /// `until` behind it, and that waiter; the caller waits on its promise and closes the channel.
+    static func connect(
+        context: NIOSSLContext,
+        serverHostname: String?,
+        until: Until,
+        to address: SocketAddress,
+        group: any EventLoopGroup
+    ) async throws -> (any Channel, HandshakeWaiter) {
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: context, serverHostname: serverHostname)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: channel.eventLoop.makePromise(), until: until))
+                }
+            }
+            .connect(to: address)
+            .get()
+        let waiter = try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self)
+        }.get()
+        return (channel, waiter)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -167,11 +167,11 @@ extension PinningCommand.Bench {
                 )
                 var samples: [Double] = []
                 for _ in 0..<200 {
-                    let start = DispatchTime.now().uptimeNanoseconds
+                    let start = BenchClock.now
                     guard key.publicKey.isValidSignature(certificate.signature, for: certificate) else {
                         throw InputError("a \(name) signature did not verify; nothing would be measured")
                     }
-                    samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e3)
+                    samples.append(BenchClock.microseconds(since: start))
                 }
                 reports.append(CheckReport(key: name, microseconds: samples.median.rounded(places: 2), units: TrustLimits.signatureCheckCost(of: key.publicKey)))
             }

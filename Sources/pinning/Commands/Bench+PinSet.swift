@@ -148,9 +148,9 @@ extension PinningCommand.Bench {
             var updater: PinSetUpdater?
             for index in 0..<self.applies {
                 let fresh = try PinSetUpdater(bootstrapRoot: bootstrap, directory: work + "/state-\(index)", metadataURL: metadataURL, fetcher: fetcher)
-                let start = DispatchTime.now().uptimeNanoseconds
+                let start = BenchClock.now
                 let outcome = await fresh.refresh()
-                times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                times.append(BenchClock.milliseconds(since: start))
                 guard case .updated = outcome, fresh.currentConfiguration()?.configuration.entries.count == self.hosts + 1 else {
                     throw InputError("bench pinset: the pin set was not applied: \(outcome)")
                 }
@@ -159,9 +159,9 @@ extension PinningCommand.Bench {
             try Data(anchor).write(to: URL(fileURLWithPath: work + "/fleet-root.pem"))
             var parses: [Double] = []
             for _ in 0..<self.applies {
-                let start = DispatchTime.now().uptimeNanoseconds
+                let start = BenchClock.now
                 _ = try PinningConfiguration(data: Data(configuration), baseDirectory: work, maximumSize: PinningConfiguration.maximumPinSetSize)
-                parses.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                parses.append(BenchClock.milliseconds(since: start))
             }
             guard let updater else { throw InputError("bench pinset: nothing was applied") }
 
@@ -177,11 +177,11 @@ extension PinningCommand.Bench {
             let lookups = 100_000
             let names = (0..<self.hosts).map { "host-\($0).example" }
             var found = 0
-            let lookupStart = DispatchTime.now().uptimeNanoseconds
+            let lookupStart = BenchClock.now
             for index in 0..<lookups where applied.entry(forHost: names[index % names.count]) != nil {
                 found += 1
             }
-            let lookupMicroseconds = Double(DispatchTime.now().uptimeNanoseconds - lookupStart) / 1e3 / Double(lookups)
+            let lookupMicroseconds = BenchClock.microseconds(since: lookupStart) / Double(lookups)
             guard found == lookups else { throw InputError("bench pinset: \(lookups - found) hosts of the pin set were not found") }
 
             // Memory: many refreshes with nothing new. The server counts their requests but keeps no path (a list of
@@ -191,7 +191,7 @@ extension PinningCommand.Bench {
             let heapStart = ProcessMemory.heapInUseBytes()
             var samples: [Int] = []
             var heapSamples: [Int] = []
-            let memoryStart = DispatchTime.now().uptimeNanoseconds
+            let memoryStart = BenchClock.now
             for index in 0..<self.refreshes {
                 let outcome = await updater.refresh()
                 guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(outcome)") }
@@ -200,7 +200,7 @@ extension PinningCommand.Bench {
                     heapSamples.append(ProcessMemory.heapInUseBytes())
                 }
             }
-            let memorySeconds = Double(DispatchTime.now().uptimeNanoseconds - memoryStart) / 1e9
+            let memorySeconds = BenchClock.seconds(since: memoryStart)
             let rssEnd = ProcessMemory.residentBytes()
             let heapEnd = ProcessMemory.heapInUseBytes()
             let memoryRequests = server.requestCount

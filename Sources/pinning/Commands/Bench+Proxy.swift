@@ -354,7 +354,7 @@ struct LoadGenerator {
     let host: String
 
     func run(_ target: Target, connections: Int, requestsPerConnection: Int) async throws -> Result {
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = BenchClock.now
         let latencies = try await withThrowingTaskGroup(of: [UInt64].self) { tasks in
             for _ in 0..<connections {
                 tasks.addTask {
@@ -374,7 +374,7 @@ struct LoadGenerator {
             for try await samples in tasks { all += samples }
             return all
         }
-        return Result(latencies: latencies, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+        return Result(latencies: latencies, seconds: BenchClock.seconds(since: started))
     }
 
     /// On `channel`'s loop: its ``RequestLoop`` sends `requests` requests; the future holds their latencies.
@@ -574,14 +574,14 @@ final class RequestLoop: ChannelInboundHandler {
     private func send(context: ChannelHandlerContext) {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/bench")
         head.headers.add(name: "host", value: self.host)
-        self.sentAt = DispatchTime.now().uptimeNanoseconds
+        self.sentAt = BenchClock.now
         context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .end = self.unwrapInboundIn(data) else { return }
-        self.samples.append(DispatchTime.now().uptimeNanoseconds - self.sentAt)
+        self.samples.append(BenchClock.now - self.sentAt)
         self.remaining -= 1
         if self.remaining > 0 {
             self.send(context: context)

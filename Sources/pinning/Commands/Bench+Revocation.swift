@@ -96,9 +96,9 @@ extension PinningCommand.Bench {
                 plainRates.append(a)
                 checkedRates.append(b)
                 ratios.append(a / b)
-                let start = DispatchTime.now().uptimeNanoseconds
+                let start = BenchClock.now
                 _ = try CertificateRevocationList(derEncoded: made.der)
-                parses.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                parses.append(BenchClock.milliseconds(since: start))
                 if let big = Self.timeOpenSSL(bigFile), let start = Self.timeOpenSSL(smallFile) {
                     opensslBig.append(big)
                     opensslSmall.append(start)
@@ -130,11 +130,11 @@ extension PinningCommand.Bench {
 
         /// Uncached evaluations per second of `trust`.
         static func rate(_ trust: ServerTrust, iterations: Int) async -> Double {
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = BenchClock.now
             for _ in 0..<iterations {
                 _ = await trust.evaluate(.ssl(host: "bench.revocation.test"))
             }
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let seconds = BenchClock.seconds(since: start)
             return Double(iterations) / max(seconds, 1e-9)
         }
 
@@ -146,7 +146,7 @@ extension PinningCommand.Bench {
             process.arguments = ["crl", "-inform", "DER", "-noout", "-in", file]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            let start = DispatchTime.now().uptimeNanoseconds
+            let start = BenchClock.now
             do {
                 try process.run()
             } catch {
@@ -154,7 +154,7 @@ extension PinningCommand.Bench {
             }
             ChildProcess.waitForExit(process)
             guard process.terminationStatus == 0 else { return nil }
-            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+            return BenchClock.milliseconds(since: start)
         }
     }
 }

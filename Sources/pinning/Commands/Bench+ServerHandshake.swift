@@ -153,7 +153,7 @@ struct ServerHandshakeBenchmark {
                 guard let port = setup.servers[kind]?.port else { continue }
                 // Round 0 warms every server up and is not counted.
                 let runSeconds = round == 0 ? 1 : seconds
-                let started = DispatchTime.now().uptimeNanoseconds
+                let started = BenchClock.now
                 let output = try ChildProcess.output(
                     ChildProcess.openssl,
                     [
@@ -161,7 +161,7 @@ struct ServerHandshakeBenchmark {
                         "-time", String(runSeconds),
                     ]
                 )
-                let time = DispatchTime.now().uptimeNanoseconds - started
+                let time = BenchClock.now - started
                 guard let count = Self.sTimeConnections(output), count > 0 else {
                     throw InputError("openssl s_time made no connection to the \(kind) server: \(output.suffix(300))")
                 }
@@ -172,8 +172,7 @@ struct ServerHandshakeBenchmark {
             }
         }
         func rate(_ kind: ServerKind) -> Double {
-            let seconds = Double(elapsed[kind] ?? 0) / 1e9
-            return seconds > 0 ? (Double(connections[kind] ?? 0) / seconds).rounded(places: 1) : 0
+            AlternatingRounds.rate(connections[kind] ?? 0, nanoseconds: elapsed[kind] ?? 0)
         }
         return HandshakeBenchReport(
             handshakesPerSecond: rate(.pinned),
@@ -195,18 +194,8 @@ struct ServerHandshakeBenchmark {
 
     /// One connection: the handshake, then the server's one byte saying it accepted the client.
     private static func acceptedConnection(context: NIOSSLContext, address: SocketAddress, group: any EventLoopGroup) async throws {
-        let channel = try await ClientBootstrap(group: group)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(promise: channel.eventLoop.makePromise(), until: .serverByte))
-                }
-            }
-            .connect(to: address)
-            .get()
-        let waiter = try await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self)
-        }.get()
+        let (channel, waiter) = try await HandshakeWaiter.connect(
+            context: context, serverHostname: nil, until: .serverByte, to: address, group: group)
         defer { channel.close(promise: nil) }
         try await waiter.promise.futureResult.get()
     }

@@ -34,6 +34,12 @@ extension PinningCommand {
             }
         }
 
+        /// The key files given with `option` (repeatable), each read as ``key(_:option:passphrase:)`` reads it, with
+        /// the option and file that name it in a refusal.
+        static func keys(_ paths: [String], option: String, passphrase: String?) throws(InputError) -> [(option: String, path: String, key: TUFSigningKey)] {
+            try paths.map { path throws(InputError) in (option, path, try Self.key(path, option: option, passphrase: passphrase)) }
+        }
+
         /// A repository error as this CLI reports it: bad input exits 2 (an InputError), failures exit 1. A refused
         /// key is named by its option and file.
         static func fail(_ error: TUFRepositoryError, command: String, keyFiles: [(option: String, path: String, key: TUFSigningKey)] = []) -> any Error {
@@ -191,7 +197,7 @@ extension PinningCommand.PinSet {
         func run() async throws {
             let passphrase = try self.passphraseOptions.passphrase()
             let periods = try self.expiry.applied(to: TUFExpiryPeriods())
-            let roots = try self.rootKeys.map { path throws(InputError) in try PinningCommand.PinSet.key(path, option: "--root-key", passphrase: passphrase) }
+            let roots = try PinningCommand.PinSet.keys(self.rootKeys, option: "--root-key", passphrase: passphrase).map(\.key)
             let online = try self.keys.load(passphrase: passphrase)
             do {
                 let writer = try TUFRepositoryWriter.initialize(
@@ -277,15 +283,15 @@ extension PinningCommand.PinSet {
         func run() async throws {
             let writer = try PinningCommand.PinSet.repository(self.repository, command: "rotate-root")
             let passphrase = try self.passphraseOptions.passphrase()
-            let old = try self.oldKeys.map { path throws(InputError) in ("--old-key", path, try PinningCommand.PinSet.key(path, option: "--old-key", passphrase: passphrase)) }
-            let new = try self.newKeys.map { path throws(InputError) in ("--new-key", path, try PinningCommand.PinSet.key(path, option: "--new-key", passphrase: passphrase)) }
+            let old = try PinningCommand.PinSet.keys(self.oldKeys, option: "--old-key", passphrase: passphrase)
+            let new = try PinningCommand.PinSet.keys(self.newKeys, option: "--new-key", passphrase: passphrase)
             do {
                 try self.expiry.store(in: writer)
-                let versions = try writer.rotateRoot(oldKeys: old.map(\.2), newKeys: new.map(\.2), threshold: self.rootThreshold)
-                let count = Set(new.map(\.2.keyID)).count
+                let versions = try writer.rotateRoot(oldKeys: old.map(\.key), newKeys: new.map(\.key), threshold: self.rootThreshold)
+                let count = Set(new.map(\.key.keyID)).count
                 print("pinning pinset: \(self.repository): root v\(versions.root) (\(count) root key\(count == 1 ? "" : "s"), threshold \(self.rootThreshold))")
             } catch let error as TUFRepositoryError {
-                throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old.map { ($0.0, $0.1, $0.2) } + new.map { ($0.0, $0.1, $0.2) })
+                throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old + new)
             }
         }
     }

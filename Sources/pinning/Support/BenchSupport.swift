@@ -6,6 +6,18 @@ import Pinning
     import Glibc
 #endif
 
+/// The benches' clock: monotonic nanoseconds (`DispatchTime`'s uptime), and the time passed since a reading in
+/// the unit a figure is given in.
+enum BenchClock {
+    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    static func seconds(since start: UInt64) -> Double { Double(Self.now - start) / 1e9 }
+
+    static func milliseconds(since start: UInt64) -> Double { Double(Self.now - start) / 1e6 }
+
+    static func microseconds(since start: UInt64) -> Double { Double(Self.now - start) / 1e3 }
+}
+
 /// Times one evaluation repeated, without and with an ``EvaluationCache``.
 struct EvaluationBenchmark {
     var trust: ServerTrust
@@ -30,9 +42,9 @@ struct EvaluationBenchmark {
         var timed: UInt64 = 0
         for _ in 0..<iterations {
             if coldMemos { ProcessMemos.forgetAll() }
-            let before = DispatchTime.now().uptimeNanoseconds
+            let before = BenchClock.now
             _ = await self.policy.evaluate(self.trust, forDomain: self.host)
-            let elapsed = DispatchTime.now().uptimeNanoseconds - before
+            let elapsed = BenchClock.now - before
             latencies.record(elapsed)
             timed += elapsed
         }
@@ -40,11 +52,11 @@ struct EvaluationBenchmark {
 
         let cache = EvaluationCache()
         _ = await self.policy.evaluate(self.trust, forDomain: self.host, cache: cache)
-        let cachedStarted = DispatchTime.now().uptimeNanoseconds
+        let cachedStarted = BenchClock.now
         for _ in 0..<cachedIterations {
             _ = await self.policy.evaluate(self.trust, forDomain: self.host, cache: cache)
         }
-        let cachedSeconds = Double(DispatchTime.now().uptimeNanoseconds - cachedStarted) / 1e9
+        let cachedSeconds = BenchClock.seconds(since: cachedStarted)
 
         return Measurement(
             evaluationsPerSecond: Double(iterations) / max(uncachedSeconds, 1e-9),

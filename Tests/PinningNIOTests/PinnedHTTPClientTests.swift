@@ -301,7 +301,7 @@ struct PinnedHTTPClientTests {
         #expect(evaluator.asked == ["api.example.com", "www.example.com"])
     }
 
-    @Test("request timeout: a server that never answers fails with timedOut, quickly")
+    @Test("request timeout: a server that never answers fails with timedOut, quickly", .timeLimit(.minutes(5)))
     func requestTimeout() async throws {
         let chain = try TestChain(host: "slow.example")
         let server = try await LoopbackHTTPSServer(identity: try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])) { head, _ in
@@ -329,20 +329,20 @@ struct PinnedHTTPClientTests {
         }
         #expect(warmedUp)
         let connectionsBefore = server.connections
-        let started = Date()
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.get(try Self.url("https://slow.example:\(server.port)/slow"), resolve: Self.loopback)
         }
         #expect(error?.code == .timedOut)
         #expect(error?.handshake?.host == "slow.example")
-        // The configured bound fired, not the 30 s default. (Wall-clock bounds only catch hangs: when every suite
-        // runs in parallel on 2 cores, resuming this task can wait on the cooperative pool for tens of seconds.)
+        // The configured bound fired, not the 30 s default: the error names it. That is the check, not the
+        // wall clock: when every suite runs in parallel on 2 cores, resuming this task waits behind every test
+        // queued on the cooperative pool (a fresh-clone run measured 72 s for a 300 ms bound). A hang is caught
+        // by the test's time limit.
         #expect(error?.message.contains("2 s") == true, "\(String(describing: error))")
-        #expect(Date().timeIntervalSince(started) < 60)
         #expect(server.connections == connectionsBefore)
     }
 
-    @Test("connect timeout: a server that accepts TCP but never speaks TLS fails with timedOut, quickly")
+    @Test("connect timeout: a server that accepts TCP but never speaks TLS fails with timedOut, quickly", .timeLimit(.minutes(5)))
     func connectTimeout() async throws {
         let silent = try await ServerBootstrap(group: testGroup)
             .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
@@ -356,14 +356,13 @@ struct PinnedHTTPClientTests {
             group: testGroup
         )
         defer { Task { await client.shutdown() } }
-        let started = Date()
         let error = await #expect(throws: PinningConnectionError.self) {
             _ = try await client.get(try Self.url("https://silent.example:\(port)/"), resolve: Self.loopback)
         }
         #expect(error?.code == .timedOut)
-        // The configured bound fired, not the 10 s default (see requestTimeout on wall-clock bounds).
+        // The configured bound fired, not the 10 s default: the error names it (see requestTimeout on why not
+        // the wall clock).
         #expect(error?.message.contains("300 ms") == true, "\(String(describing: error))")
-        #expect(Date().timeIntervalSince(started) < 60)
     }
 
     @Test("a closed port fails with connectFailed")

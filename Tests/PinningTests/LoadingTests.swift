@@ -599,6 +599,60 @@ struct LoadingTests {
         }
     }
 
+    @Test("the reader judges the file it opened: a name swapped between a file and a directory is never read as the other")
+    func readerJudgesWhatItOpened() throws {
+        // A symbolic link flipped between a small file and a directory while the reader reads it. A reader that
+        // stats the path and then opens it sees the file and reads the directory (read(2): "is a directory"), or
+        // the other way round; one that opens first and judges the descriptor says "the path is a directory" or
+        // returns the file's bytes, nothing else.
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let file = try LoadingFixtures.write("small", to: directory, "file")
+        let subdirectory = directory + "/dir"
+        try FileManager.default.createDirectory(atPath: subdirectory, withIntermediateDirectories: false)
+        let link = directory + "/link"
+        #expect(symlink(file, link) == 0)
+        final class Flag: @unchecked Sendable {
+            private let lock = NSLock()
+            private var value = false
+            var isSet: Bool { self.lock.withLock { self.value } }
+            func set() { self.lock.withLock { self.value = true } }
+        }
+        let stop = Flag()
+        let stopped = DispatchSemaphore(value: 0)
+        let temporary = directory + "/link.tmp"
+        Thread.detachNewThread {
+            var toDirectory = true
+            while !stop.isSet {
+                unlink(temporary)
+                _ = symlink(toDirectory ? subdirectory : file, temporary)
+                _ = rename(temporary, link)
+                toDirectory.toggle()
+            }
+            stopped.signal()
+        }
+        defer {
+            stop.set()
+            stopped.wait()
+        }
+        var files = 0
+        var directories = 0
+        for _ in 0..<20_000 {
+            do {
+                let bytes = try BoundedFileReader.read(atPath: link, maximumSize: 1024)
+                #expect(bytes == Array("small".utf8))
+                files += 1
+            } catch {
+                guard error.code == .unreadableFile, error.problem == "the path is a directory, not a file" else {
+                    Issue.record("a read of the swapped name was judged as another file: \(error)")
+                    return
+                }
+                directories += 1
+            }
+        }
+        #expect(files + directories == 20_000)
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

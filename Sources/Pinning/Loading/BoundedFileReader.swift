@@ -49,25 +49,51 @@ package enum BoundedFileReader {
     ///   the limit, ``CertificateLoadingError/Code/unreadableFile`` for a missing path, a directory, a permission,
     ///   an I/O error, or a FIFO, pipe or device that did not deliver its bytes within ``waitSeconds``.
     package static func read(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8] {
+        guard let bytes = try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: false) else {
+            // Not reached: without `absentIsNil` a missing file is thrown as any other unreadable one.
+            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: Self.words(ENOENT))
+        }
+        return bytes
+    }
+
+    /// The whole of `path`, at most `maximumSize` bytes, or nil when nothing is at `path` (`open(2)` answered
+    /// `ENOENT`), for callers to whom a missing file is a state (a TUF client's metadata before its first update),
+    /// not an error. Anything else is thrown as ``read(atPath:maximumSize:)`` throws it.
+    ///
+    /// "Missing" is the answer of the one `open(2)` whose descriptor is then read, not of an earlier `stat(2)`: a
+    /// file created or replaced between a check and the open could otherwise be judged absent, or judged as one
+    /// file and read as another.
+    package static func readIfPresent(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8]? {
+        try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: true)
+    }
+
+    private static func read(atPath path: String, maximumSize: Int, absentIsNil: Bool) throws(CertificateLoadingError) -> [UInt8]? {
         func unreadable(_ problem: String) -> CertificateLoadingError {
             CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
         }
         // A negative or huge limit (the public pin-set options are plain Ints) must not overflow below.
         let limit = min(max(0, maximumSize), Int.max - 1)
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw unreadable(Self.words(errno)) }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            throw unreadable("the path is a directory, not a file")
+        // Open first, then judge what was opened (`fstat`): a check of the path followed by an open could check one
+        // file and read another, swapped in between (a directory, a FIFO, a file over the limit). The open is
+        // non-blocking, since a blocking `open(2)` of a FIFO with no writer waits for one forever, before any
+        // deadline could run; a directory opens read-only and is refused below, before any read.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT && absentIsNil { return nil }
+            throw unreadable(Self.words(code))
         }
-        if info.st_mode & S_IFMT == S_IFREG && info.st_size > Int64(limit) {
-            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: limit)
-        }
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { throw unreadable(Self.words(errno)) }
         defer { close(descriptor) }
-        // What was opened, not what the path named a moment ago.
+        var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw unreadable(Self.words(errno)) }
         let type = info.st_mode & S_IFMT
+        if type == S_IFDIR {
+            throw unreadable("the path is a directory, not a file")
+        }
+        // The size limit before any byte is read.
+        if type == S_IFREG && info.st_size > Int64(limit) {
+            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: limit)
+        }
         // Regular files are read without waiting; but a file that says it is regular and still answers EAGAIN
         // (trace_pipe, /proc/kmsg, some FUSE files) is then waited for like a pipe, under the same deadline,
         // never read again in a busy loop.

@@ -28,12 +28,11 @@ enum TUFFiles {
     /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
     /// no further than the cap.
     static func readFile(_ path: String, maximumLength: Int, role: String) throws(TUFError) -> [UInt8]? {
-        var info = stat()
-        if stat(path, &info) != 0 && errno == ENOENT { return nil }
         // The reader of every input file: a FIFO or pipe (`tuf init <(…)`) is read for a bounded time, never waited
-        // for forever.
+        // for forever. "Missing" is what its one `open(2)` answered, and the type and size it checks are those of the
+        // descriptor it then reads: no `stat` of the path before, whose file could be swapped before the open.
         do {
-            return try CertificateLoader.readFile(atPath: path, maximumSize: maximumLength)
+            return try BoundedFileReader.readIfPresent(atPath: path, maximumSize: maximumLength)
         } catch {
             if error.code == .fileTooLarge {
                 throw TUFError(role: role, rule: .tooLarge, "\(path) is over its cap of \(maximumLength) bytes")

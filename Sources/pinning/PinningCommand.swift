@@ -23,6 +23,8 @@ struct PinningCommand: AsyncParsableCommand {
     /// (``InputError``, thrown by an option's `transform`, a `validate()` or `run()`) as `pinning: MESSAGE`,
     /// argument-parser's (unknown option, missing value, a numeric option out of range) in its own words.
     static func main() async {
+        // The bound on waiting for a FIFO's writer or reader, read here once: the core reads no environment.
+        BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
         if let refusal = Self.argumentNotUTF8(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
             FileHandle.standardError.write(Data("pinning: \(refusal)\n".utf8))
             Foundation.exit(2)

@@ -653,6 +653,50 @@ struct LoadingTests {
         #expect(files + directories == 20_000)
     }
 
+    @Test("the FIFO bound is handed in by the program: what PINNING_INPUT_WAIT's text means, and a FIFO with no writer told within it")
+    func waitBoundIsHandedIn() throws {
+        #expect(BoundedFileReader.waitSeconds(fromVariable: nil) == 30)
+        #expect(BoundedFileReader.waitSeconds(fromVariable: "0.5") == 0.5)
+        #expect(BoundedFileReader.waitSeconds(fromVariable: "3600") == 3600)
+        for text in ["", "abc", "0", "0.05", "3601", "nan", "inf", "-1"] {
+            #expect(BoundedFileReader.waitSeconds(fromVariable: text) == 30, "\(text)")
+        }
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let fifo = directory + "/fifo.pem"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        BoundedFileReader.setWaitSeconds(fromVariable: "0.2")
+        defer { BoundedFileReader.setWaitSeconds(fromVariable: nil) }
+        #expect(BoundedFileReader.waitSeconds == 0.2)
+        expectLoadingError(.unreadableFile, origin: fifo, mentions: ["nothing was written to this FIFO or pipe within 0.2 s", "PINNING_INPUT_WAIT"]) {
+            try BoundedFileReader.read(atPath: fifo, maximumSize: 1024)
+        }
+    }
+
+    @Test("the core reads no environment but the platform trust store's SSL_CERT_FILE and SSL_CERT_DIR (Docs/Architecture.md)")
+    func coreReadsNoEnvironment() throws {
+        // Sources/Pinning, found from this file: Tests/PinningTests/LoadingTests.swift.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources/Pinning").path
+        let enumerator = try #require(FileManager.default.enumerator(atPath: sources))
+        var readers: [String] = []
+        var files = 0
+        while let name = enumerator.nextObject() as? String {
+            guard name.hasSuffix(".swift") else { continue }
+            files += 1
+            let text = try String(contentsOfFile: sources + "/" + name, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("getenv(") || line.contains("processInfo.environment") || line.contains("environ[") {
+                // The one documented reader: TrustRoots.platform(environment:), whose default argument is the
+                // process's environment (OpenSSL's variables for the platform store).
+                if name == "Loading/TrustRoots.swift" && line.contains("ProcessInfo.processInfo.environment") { continue }
+                readers.append("\(name):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(files > 20, "Sources/Pinning was not found from \(#filePath)")
+        #expect(readers.isEmpty, "the core reads the environment: \(readers)")
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

@@ -21,7 +21,7 @@ import Foundation
 /// - The file is opened non-blocking: a blocking `open(2)` of a FIFO with no writer waits for one forever, before
 ///   any deadline could run.
 /// - Before each read of a file that is not regular, `poll(2)` waits for bytes or the writer's end, at most until
-///   one deadline for the whole file, ``waitSeconds`` (30 s unless `PINNING_INPUT_WAIT` says otherwise) from the
+///   one deadline for the whole file, ``waitSeconds`` (30 s unless the program set another, from `PINNING_INPUT_WAIT`) from the
 ///   open. Linux reports a FIFO's end (`POLLHUP`) only once a writer has come and gone, so a FIFO nobody ever
 ///   writes to is told apart from an empty one: it runs into the deadline, which is an error naming the file, not
 ///   an empty input.
@@ -29,18 +29,44 @@ import Foundation
 ///   enough that a script with a forgotten writer fails within a CI step's patience. curl and openssl wait forever
 ///   (they read with blocking calls); a tool whose verdicts guard connections should not.
 package enum BoundedFileReader {
-    /// The environment variable that sets ``waitSeconds`` (seconds, 0.1 to 3600; anything else keeps 30).
+    /// The environment variable that sets ``waitSeconds`` (seconds, 0.1 to 3600; anything else keeps 30). Read by
+    /// the executables (`pinning`, `pinning-collector`, `pinning-config-import`) once at start, never here: the core
+    /// reads no environment (Docs/Architecture.md), so a program that links it gets 30 s unless it says otherwise
+    /// through ``setWaitSeconds(fromVariable:)``.
     package static let waitVariable = "PINNING_INPUT_WAIT"
 
     /// The default bound on reading a FIFO, pipe or device, in seconds.
     package static let defaultWaitSeconds: Double = 30
 
-    /// How long a file that is not a regular file may take to deliver all its bytes, in seconds.
-    package static var waitSeconds: Double {
-        guard let text = getenv(Self.waitVariable).map({ String(cString: $0) }), let seconds = Double(text),
-            seconds.isFinite, (0.1...3600).contains(seconds)
-        else { return Self.defaultWaitSeconds }
+    /// How long a file that is not a regular file may take to deliver all its bytes, in seconds: 30 unless the
+    /// program set another bound (``setWaitSeconds(fromVariable:)``).
+    package static var waitSeconds: Double { Self.wait.value }
+
+    /// Sets ``waitSeconds`` from the text of ``waitVariable`` (nil when it is not set), which the executable read
+    /// from its environment before reading any file: seconds from 0.1 to 3600; anything else, or nil, is 30.
+    package static func setWaitSeconds(fromVariable text: String?) {
+        Self.wait.value = Self.waitSeconds(fromVariable: text)
+    }
+
+    /// The bound the text of ``waitVariable`` means: seconds from 0.1 to 3600; anything else, or nil, is 30.
+    package static func waitSeconds(fromVariable text: String?) -> Double {
+        guard let text, let seconds = Double(text), seconds.isFinite, (0.1...3600).contains(seconds) else {
+            return Self.defaultWaitSeconds
+        }
         return seconds
+    }
+
+    /// ``waitSeconds``, set once by the program and read by every reader and writer of a FIFO.
+    private static let wait = LockedSeconds(Self.defaultWaitSeconds)
+
+    private final class LockedSeconds: @unchecked Sendable {
+        private let lock = NSLock()
+        private var seconds: Double
+        init(_ seconds: Double) { self.seconds = seconds }
+        var value: Double {
+            get { self.lock.withLock { self.seconds } }
+            set { self.lock.withLock { self.seconds = newValue } }
+        }
     }
 
     /// The whole of `path`, at most `maximumSize` bytes.

@@ -223,6 +223,41 @@ struct BadInputSweepCLITests {
         #expect(!check.stderr.contains("NSCocoaErrorDomain"), "\(check)")
     }
 
+    @Test("a FIFO where pinset init or --pinset-dir needs a directory (the repository, its metadata/ or targets/, a parent) is bad input naming it")
+    func fifoWhereDirectoryExpected() async throws {
+        let f = try Fixture()
+        defer { f.directory.remove() }
+        let keys = try await f.script(
+            #"for k in root targets snapshot timestamp; do timeout -s KILL 20 "$PINNING" pinset keygen --type ed25519 --out $k.key > /dev/null || exit 9; done; mkdir -p r1 r2 sd && mkfifo r1/metadata r2/targets sd/pinsets"#)
+        #expect(keys.status == 0, "\(keys)")
+        let cases: [(String, String)] = [
+            ("fifo", "pinning: pinset init: fifo: not a directory; a pin-set repository is a directory (created when missing)"),
+            ("r1", "pinning: pinset init: r1: cannot hold a pin-set repository: r1/metadata is a FIFO, not a directory"),
+            ("r2", "pinning: pinset init: r2: cannot hold a pin-set repository: r2/targets is a FIFO, not a directory"),
+            ("fifo/repo", "pinning: pinset init: fifo/repo: cannot hold a pin-set repository: fifo is a FIFO, not a directory"),
+        ]
+        for (repository, expected) in cases {
+            let run = try await f.pinning([
+                "pinset", "init", repository, "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
+                "--timestamp-key", "timestamp.key",
+            ])
+            #expect(run.status == 2, "\(run)")
+            #expect(Self.lines(run) == [Substring(expected)], "\(run)")
+        }
+        #expect(f.isFIFO("r1/metadata") && f.isFIFO("r2/targets"), "a FIFO was replaced")
+        let repo = try await f.pinning([
+            "pinset", "init", "repo", "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
+            "--timestamp-key", "timestamp.key",
+        ])
+        #expect(repo.status == 0, "\(repo)")
+        let check = try await f.pinning([
+            "check", "https://127.0.0.1:1/", "--pinset", "http://127.0.0.1:1/metadata/", "--pinset-root", "repo/metadata/1.root.json",
+            "--pinset-dir", "sd",
+        ])
+        #expect(check.status == 2, "\(check)")
+        #expect(Self.lines(check) == ["pinning: --pinset-dir sd: cannot create the state directory: sd/pinsets is a FIFO, not a directory"], "\(check)")
+    }
+
     @Test("--pinset-root that is not a TUF root is the option's fault: exit 2 naming it, before any connection")
     func pinsetRootNotARoot() async throws {
         let f = try Fixture()

@@ -225,11 +225,17 @@ public struct TUFRepositoryWriter: Sendable {
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
             throw TUFRepositoryError(.notARepository, "\(directory): not a directory; a pin-set repository is a directory (created when missing)")
         }
+        // A FIFO, file or device where the repository or its metadata/ or targets/ must be (or on the way to it) is
+        // bad input naming that part; a directory that cannot be made (permissions, a read-only or full disk) is a
+        // failure to write.
         do {
-            try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: directory + "/targets", withIntermediateDirectories: true)
+            try TUFFiles.makeDirectories(directory + "/metadata")
+            try TUFFiles.makeDirectories(directory + "/targets")
         } catch {
-            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(BoundedFileReader.words(of: error))")
+            if error.kind != nil {
+                throw TUFRepositoryError(.notARepository, "\(directory): cannot hold a pin-set repository: \(error.description)")
+            }
+            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(error.description)")
         }
         let writer = TUFRepositoryWriter(unchecked: directory)
         return try writer.locked { () throws(TUFRepositoryError) -> TUFRepositoryWriter in
@@ -323,10 +329,11 @@ public struct TUFRepositoryWriter: Sendable {
             for (stored, contents) in files.sorted(by: { $0.key < $1.key }) {
                 let path = self.targetsDirectory + "/" + stored
                 let directory = String(path[..<path.lastIndex(of: "/")!])
-                do {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                do throws(TUFFiles.DirectoryFailure) {
+                    try TUFFiles.makeDirectories(directory)
                 } catch {
-                    throw TUFRepositoryError(.io, "\(directory): cannot create: \(error.localizedDescription)")
+                    // Something other than a directory inside targets/ is a damaged repository.
+                    throw TUFRepositoryError(error.kind != nil ? .inconsistent : .io, "\(directory): cannot create: \(error.description)")
                 }
                 // Content-addressed: a file already there under its hash is the same file.
                 if try self.read(path, maximumLength: contents.count) == contents { continue }

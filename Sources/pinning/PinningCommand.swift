@@ -67,11 +67,7 @@ struct PinningCommand: AsyncParsableCommand {
         for index in 1..<max(count, 1) {
             guard let pointer = argv[index] else { break }
             guard let text = String(validatingCString: pointer) else {
-                let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
-                let shown = bytes.map { byte in
-                    (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
-                        ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-                }.joined()
+                let shown = DirectoryListing.escaped(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
                 let after = previous.map { " (after \($0))" } ?? ""
                 let named = "argument \(index), \(shown)\(after),"
                 return "\(named) is not valid UTF-8; file names and other arguments must be UTF-8 (the name would otherwise be changed, and another file read or written)"
@@ -168,12 +164,5 @@ extension InputError {
             return nil
         }
         return search(error, depth: 0)
-    }
-}
-
-extension String {
-    /// The string with "0" in front up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - self.count)) + self
     }
 }

@@ -697,6 +697,35 @@ struct LoadingTests {
         #expect(readers.isEmpty, "the core reads the environment: \(readers)")
     }
 
+    @Test("a certificate file whose name is not UTF-8 is refused naming the directory and the name; other names are left alone")
+    func nameNotUTF8InDirectory() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let chain = try LoadingFixtures.chain()
+        try LoadingFixtures.write(try LoadingFixtures.pem([chain[0]]), to: directory, "a.pem")
+        // b\xFF.pem and c\x1B\xFE.txt, made with open(2): no String can name them.
+        func create(_ name: [UInt8], _ contents: [UInt8]) {
+            let path = Array(directory.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F)] + name.map { CChar(bitPattern: $0) } + [0]
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            #expect(descriptor >= 0)
+            _ = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+        }
+        create([0x63, 0x1B, 0xFE] + Array(".txt".utf8), Array("not read".utf8))
+        #expect(try CertificateLoader.certificates(inDirectory: directory) == [chain[0]], "a name the loader does not read stays unread")
+        create([0x62, 0xFF] + Array(".pem".utf8), Array(try LoadingFixtures.pem([chain[1]]).utf8))
+        let entries = try DirectoryListing.entries(atPath: directory)
+        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\x1B\\xFE.txt"])
+        #expect(entries.filter { $0.name == nil }.count == 2)
+        let problem = "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)"
+        expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
+            try CertificateLoader.certificates(inDirectory: directory)
+        }
+        expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
+            try TrustRoots.load(atPath: directory)
+        }
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

@@ -309,11 +309,11 @@ public struct TUFRepositoryWriter: Sendable {
             }
             listed.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
             let start = Self.seconds(now)
-            let targetsVersion = max(oldTargets.version, self.highestVersion(of: TUFRoleName.targets)) + 1
+            let targetsVersion = max(oldTargets.version, try self.highestVersion(of: TUFRoleName.targets)) + 1
             let targetsFile = try Self.sign(
                 TUFMetadataBuilder.targets(version: targetsVersion, expires: start + Int64(expiry.targets) * 86_400, targets: listed), with: [targetsKey])
             let oldSnapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
-            let snapshotVersion = max(oldSnapshot.version, self.highestVersion(of: TUFRoleName.snapshot)) + 1
+            let snapshotVersion = max(oldSnapshot.version, try self.highestVersion(of: TUFRoleName.snapshot)) + 1
             let snapshotFile = try Self.sign(
                 TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: targetsVersion, targetsFile: targetsFile),
                 with: [snapshotKey])
@@ -576,9 +576,17 @@ public struct TUFRepositoryWriter: Sendable {
 
     /// The highest N of the `N.ROLE.json` files in `metadata/` (0 when none), so a version written by an
     /// interrupted run (never referenced, but maybe cached) is never written again with other contents.
-    func highestVersion(of role: String) -> Int {
+    ///
+    /// A listing that fails is an error, not "none": 0 would let a version already written be written again. A
+    /// name that is not UTF-8 is skipped, and that is exact: it cannot be `N.ROLE.json`, which is ASCII.
+    func highestVersion(of role: String) throws(TUFRepositoryError) -> Int {
         let suffix = "." + role + ".json"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.metadataDirectory)) ?? []
+        let names: [String]
+        do {
+            names = try DirectoryListing.entries(atPath: self.metadataDirectory).compactMap(\.name)
+        } catch {
+            throw TUFRepositoryError(.io, "\(self.metadataDirectory): cannot be listed: \(error.words)")
+        }
         return names.compactMap { $0.hasSuffix(suffix) ? Int($0.dropLast(suffix.count)) : nil }.max() ?? 0
     }
 

@@ -701,8 +701,6 @@ struct LoadingTests {
     func nameNotUTF8InDirectory() throws {
         let directory = try LoadingFixtures.temporaryDirectory()
         defer { LoadingFixtures.remove(directory) }
-        let chain = try LoadingFixtures.chain()
-        try LoadingFixtures.write(try LoadingFixtures.pem([chain[0]]), to: directory, "a.pem")
         // b\xFF.pem and c\x1B\xFE.txt, made with open(2): no String can name them.
         func create(_ name: [UInt8], _ contents: [UInt8]) {
             let path = Array(directory.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F)] + name.map { CChar(bitPattern: $0) } + [0]
@@ -711,6 +709,8 @@ struct LoadingTests {
             _ = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             close(descriptor)
         }
+        let chain = try LoadingFixtures.chain()
+        create(Array("a.pem".utf8), Array(try LoadingFixtures.pem([chain[0]]).utf8))
         create([0x63, 0x1B, 0xFE] + Array(".txt".utf8), Array("not read".utf8))
         #expect(try CertificateLoader.certificates(inDirectory: directory) == [chain[0]], "a name the loader does not read stays unread")
         create([0x62, 0xFF] + Array(".pem".utf8), Array(try LoadingFixtures.pem([chain[1]]).utf8))

@@ -40,12 +40,13 @@ package enum BoundedFileReader {
 
     /// How long a file that is not a regular file may take to deliver all its bytes, in seconds: 30 unless the
     /// program set another bound (``setWaitSeconds(fromVariable:)``).
-    package static var waitSeconds: Double { Self.wait.value }
+    package static var waitSeconds: Double { Self.wait.withLockedValue { $0 } }
 
     /// Sets ``waitSeconds`` from the text of ``waitVariable`` (nil when it is not set), which the executable read
     /// from its environment before reading any file: seconds from 0.1 to 3600; anything else, or nil, is 30.
     package static func setWaitSeconds(fromVariable text: String?) {
-        Self.wait.value = Self.waitSeconds(fromVariable: text)
+        let seconds = Self.waitSeconds(fromVariable: text)
+        Self.wait.withLockedValue { $0 = seconds }
     }
 
     /// The bound the text of ``waitVariable`` means: seconds from 0.1 to 3600; anything else, or nil, is 30.
@@ -57,17 +58,7 @@ package enum BoundedFileReader {
     }
 
     /// ``waitSeconds``, set once by the program and read by every reader and writer of a FIFO.
-    private static let wait = LockedSeconds(Self.defaultWaitSeconds)
-
-    private final class LockedSeconds: @unchecked Sendable {
-        private let lock = NSLock()
-        private var seconds: Double
-        init(_ seconds: Double) { self.seconds = seconds }
-        var value: Double {
-            get { self.lock.withLock { self.seconds } }
-            set { self.lock.withLock { self.seconds = newValue } }
-        }
-    }
+    private static let wait = LockedValueBox(Self.defaultWaitSeconds)
 
     /// The whole of `path`, at most `maximumSize` bytes.
     ///

@@ -211,7 +211,9 @@ public struct ConfigurationImporter: Sendable {
         let raw = URL(fileURLWithPath: directory).appendingPathComponent("raw").path
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: raw)
+            // A name that is not UTF-8 is skipped, and that is exact: it cannot be `<resource>.*` for a resource
+            // named in the XML, which is text (FileManager would list it as U+FFFD, which could match one).
+            names = try DirectoryListing.entries(atPath: raw).compactMap(\.name)
         } catch {
             return nil
         }

@@ -57,13 +57,15 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("writer-transactions"),
         help: ArgumentHelp(
-            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1).", valueName: "n"))
+            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1). The connection pool is this plus 7, so reads (API, dashboard, retention) never wait behind the writers.", valueName: "n"))
     var writerTransactions: String = "1"
 
     @Flag(name: .long, help: "Log each request on stderr.")
     var verbose = false
 
     static func main() async {
+        // The bound on waiting for a FIFO (--token-file, --anchors), read here once: the core reads no environment.
+        BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
         // `pinning-collector bench …` (what `pinning bench collector` runs): the benchmark, not the server.
         if CommandLine.arguments.dropFirst().first == "bench" {
             do {

@@ -14,6 +14,9 @@ func refuse(_ message: String) -> Never {
     exit(2)
 }
 
+// The bound on waiting for a FIFO (the file read, --out written), read here once: the core reads no environment.
+BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
+
 guard let options = ConfigImportHandOver.options(Array(CommandLine.arguments.dropFirst())) else {
     refuse("pinning-config-import is run by `pinning config import`; see `pinning config import --help`")
 }

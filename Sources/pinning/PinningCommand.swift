@@ -23,6 +23,8 @@ struct PinningCommand: AsyncParsableCommand {
     /// (``InputError``, thrown by an option's `transform`, a `validate()` or `run()`) as `pinning: MESSAGE`,
     /// argument-parser's (unknown option, missing value, a numeric option out of range) in its own words.
     static func main() async {
+        // The bound on waiting for a FIFO's writer or reader, read here once: the core reads no environment.
+        BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
         if let refusal = Self.argumentNotUTF8(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
             FileHandle.standardError.write(Data("pinning: \(refusal)\n".utf8))
             Foundation.exit(2)
@@ -65,11 +67,7 @@ struct PinningCommand: AsyncParsableCommand {
         for index in 1..<max(count, 1) {
             guard let pointer = argv[index] else { break }
             guard let text = String(validatingCString: pointer) else {
-                let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
-                let shown = bytes.map { byte in
-                    (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
-                        ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-                }.joined()
+                let shown = DirectoryListing.escaped(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
                 let after = previous.map { " (after \($0))" } ?? ""
                 let named = "argument \(index), \(shown)\(after),"
                 return "\(named) is not valid UTF-8; file names and other arguments must be UTF-8 (the name would otherwise be changed, and another file read or written)"
@@ -166,12 +164,5 @@ extension InputError {
             return nil
         }
         return search(error, depth: 0)
-    }
-}
-
-extension String {
-    /// The string with "0" in front up to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - self.count)) + self
     }
 }

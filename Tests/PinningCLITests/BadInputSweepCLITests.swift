@@ -197,30 +197,65 @@ struct BadInputSweepCLITests {
         let f = try Fixture()
         defer { f.directory.remove() }
         _ = try f.directory.write("garbage.bin", "not a directory\n")
-        let keys = try await f.script(
-            #"for k in root targets snapshot timestamp; do timeout -s KILL 20 "$PINNING" pinset keygen --type ed25519 --out $k.key > /dev/null || exit 9; done"#)
-        #expect(keys.status == 0, "\(keys)")
-        let initRun = try await f.pinning([
-            "pinset", "init", "garbage.bin", "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
-            "--timestamp-key", "timestamp.key",
-        ])
+        try await Self.makePinSetKeys(f)
+        let initRun = try await Self.pinsetInit(f, "garbage.bin")
         #expect(initRun.status == 2, "\(initRun)")
         #expect(initRun.stderr.contains("garbage.bin: not a directory"), "\(initRun)")
         #expect(!initRun.stderr.contains("NSCocoaErrorDomain"), "\(initRun)")
 
-        let repo = try await f.pinning([
-            "pinset", "init", "repo", "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
-            "--timestamp-key", "timestamp.key",
-        ])
-        #expect(repo.status == 0, "\(repo)")
-        let check = try await f.pinning([
-            "check", "https://127.0.0.1:1/", "--pinset", "http://127.0.0.1:1/metadata/", "--pinset-root", "repo/metadata/1.root.json",
-            "--pinset-dir", "garbage.bin",
-        ])
+        let check = try await Self.checkWithPinSetDirectory(f, "garbage.bin")
         #expect(check.status == 2, "\(check)")
         #expect(Self.lines(check).count == 1, "\(check)")
         #expect(check.stderr.contains("--pinset-dir garbage.bin: not a directory"), "\(check)")
         #expect(!check.stderr.contains("NSCocoaErrorDomain"), "\(check)")
+    }
+
+    /// root.key, targets.key, snapshot.key and timestamp.key in the fixture's directory, then the shell commands `then`.
+    static func makePinSetKeys(_ f: Fixture, then: String = "true") async throws {
+        let keys = try await f.script(
+            #"for k in root targets snapshot timestamp; do timeout -s KILL 20 "$PINNING" pinset keygen --type ed25519 --out $k.key > /dev/null || exit 9; done; "# + then)
+        #expect(keys.status == 0, "\(keys)")
+    }
+
+    /// `pinning pinset init REPOSITORY` with the keys ``makePinSetKeys(_:then:)`` made.
+    static func pinsetInit(_ f: Fixture, _ repository: String) async throws -> CLIRun {
+        try await f.pinning([
+            "pinset", "init", repository, "--root-key", "root.key", "--targets-key", "targets.key", "--snapshot-key", "snapshot.key",
+            "--timestamp-key", "timestamp.key",
+        ])
+    }
+
+    /// `pinning check` following a pin set from nowhere with its state in `directory`, after making the repository
+    /// `repo` whose root it starts from (the keys ``makePinSetKeys(_:then:)`` made).
+    static func checkWithPinSetDirectory(_ f: Fixture, _ directory: String) async throws -> CLIRun {
+        let repo = try await Self.pinsetInit(f, "repo")
+        #expect(repo.status == 0, "\(repo)")
+        return try await f.pinning([
+            "check", "https://127.0.0.1:1/", "--pinset", "http://127.0.0.1:1/metadata/", "--pinset-root", "repo/metadata/1.root.json",
+            "--pinset-dir", directory,
+        ])
+    }
+
+    @Test("a FIFO where pinset init or --pinset-dir needs a directory (the repository, its metadata/ or targets/, a parent) is bad input naming it")
+    func fifoWhereDirectoryExpected() async throws {
+        let f = try Fixture()
+        defer { f.directory.remove() }
+        try await Self.makePinSetKeys(f, then: "mkdir -p r1 r2 sd && mkfifo r1/metadata r2/targets sd/pinsets")
+        let cases: [(String, String)] = [
+            ("fifo", "pinning: pinset init: fifo: not a directory; a pin-set repository is a directory (created when missing)"),
+            ("r1", "pinning: pinset init: r1: cannot hold a pin-set repository: r1/metadata is a FIFO, not a directory"),
+            ("r2", "pinning: pinset init: r2: cannot hold a pin-set repository: r2/targets is a FIFO, not a directory"),
+            ("fifo/repo", "pinning: pinset init: fifo/repo: cannot hold a pin-set repository: fifo is a FIFO, not a directory"),
+        ]
+        for (repository, expected) in cases {
+            let run = try await Self.pinsetInit(f, repository)
+            #expect(run.status == 2, "\(run)")
+            #expect(Self.lines(run) == [Substring(expected)], "\(run)")
+        }
+        #expect(f.isFIFO("r1/metadata") && f.isFIFO("r2/targets"), "a FIFO was replaced")
+        let check = try await Self.checkWithPinSetDirectory(f, "sd")
+        #expect(check.status == 2, "\(check)")
+        #expect(Self.lines(check) == ["pinning: --pinset-dir sd: cannot create the state directory: sd/pinsets is a FIFO, not a directory"], "\(check)")
     }
 
     @Test("--pinset-root that is not a TUF root is the option's fault: exit 2 naming it, before any connection")

@@ -25,6 +25,65 @@ struct PostgresCollectorTests {
         }
     }
 
+    @Test("--writer-transactions 8: the pool keeps connections for reads while eight writer transactions are open")
+    func readsBesideEightWriters() async throws {
+        let cluster = try await PostgresCluster()
+        defer { cluster.stop() }
+        guard case .postgres(let postgres) = try DatabaseURL.parse(cluster.url) else {
+            Issue.record("not parsed as PostgreSQL")
+            return
+        }
+        let database = PostgresReportDatabase(url: postgres, writerTransactions: 8, logger: Logger(label: "test"))
+        #expect(database.maximumConnections == 8 + PostgresReportDatabase.readerConnections)
+        actor Gate {
+            var entered = 0
+            var isOpen = false
+            func enter() { self.entered += 1 }
+            func open() { self.isOpen = true }
+        }
+        let gate = Gate()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await database.run() }
+            defer { group.cancelAll() }
+            try await withThrowingTaskGroup(of: Void.self) { writers in
+                // Eight transactions holding their connections, as eight writer batches waiting on their commits.
+                for _ in 0..<8 {
+                    writers.addTask {
+                        try await database.transaction { session in
+                            _ = try await session.query("SELECT 1", [])
+                            await gate.enter()
+                            while !(await gate.isOpen) { try await Task.sleep(for: .milliseconds(10)) }
+                        }
+                    }
+                }
+                var polls = 0
+                while await gate.entered < 8 && polls < 12_000 {
+                    try await Task.sleep(for: .milliseconds(10))
+                    polls += 1
+                }
+                #expect(await gate.entered == 8, "the eight writer transactions did not all start")
+                // A read beside them; the bound only ends a read that would otherwise wait for the writers forever.
+                let answered = try await withThrowingTaskGroup(of: Bool.self) { reads in
+                    reads.addTask {
+                        _ = try await database.query("SELECT 1", [])
+                        return true
+                    }
+                    reads.addTask {
+                        try await Task.sleep(for: .seconds(60))
+                        return false
+                    }
+                    let first = try await reads.next() ?? false
+                    // The writers go before the read task is awaited: without a connection it waits for theirs.
+                    await gate.open()
+                    reads.cancelAll()
+                    return first
+                }
+                #expect(answered, "a read waited behind the writer transactions: the pool had no connection for it")
+                try await writers.waitForAll()
+            }
+        }
+    }
+
     @Test("over HTTP: each format stored, SQL metacharacters verbatim, /status says postgres; the reports are there after a restart")
     func http() async throws {
         let cluster = try await PostgresCluster()

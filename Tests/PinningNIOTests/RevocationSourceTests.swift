@@ -18,6 +18,29 @@ struct RevocationSourceTests {
         )
     }
 
+    @Test("a CRL file whose name is not UTF-8 is refused naming the directory and the name, never skipped")
+    func crlNameNotUTF8() throws {
+        let chain = try TestChain()
+        let directory = try TemporaryDirectory(prefix: "pinning-crl-name")
+        defer { directory.remove() }
+        try directory.write("issuing.crl.pem", try Self.crl(chain.intermediate, number: 1).pem)
+        // r\xFE.crl, made with open(2): no String can name it.
+        let path = Array(directory.path("r").utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0xFE)] + ".crl".utf8.map { CChar(bitPattern: $0) } + [0]
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(descriptor >= 0)
+        let der = try Self.crl(chain.root, revoking: [chain.leaf], number: 1).der
+        _ = der.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        do {
+            _ = try CRLFiles.load([directory.path])
+            Issue.record("a CRL under a name that is not UTF-8 was skipped")
+        } catch {
+            #expect(error.path == directory.path("r\\xFE.crl"))
+            #expect(error.problem.hasPrefix("the file name is not UTF-8; rename it"))
+        }
+        #expect(throws: CRLFiles.LoadError.self) { try RevocationSource.watching([directory.path]) }
+    }
+
     @Test("the first read must succeed; a change is read; a broken change keeps the previous CRLs and is reported once")
     func reload() throws {
         let chain = try TestChain()

@@ -599,6 +599,133 @@ struct LoadingTests {
         }
     }
 
+    @Test("the reader judges the file it opened: a name swapped between a file and a directory is never read as the other")
+    func readerJudgesWhatItOpened() throws {
+        // A symbolic link flipped between a small file and a directory while the reader reads it. A reader that
+        // stats the path and then opens it sees the file and reads the directory (read(2): "is a directory"), or
+        // the other way round; one that opens first and judges the descriptor says "the path is a directory" or
+        // returns the file's bytes, nothing else.
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let file = try LoadingFixtures.write("small", to: directory, "file")
+        let subdirectory = directory + "/dir"
+        try FileManager.default.createDirectory(atPath: subdirectory, withIntermediateDirectories: false)
+        let link = directory + "/link"
+        #expect(symlink(file, link) == 0)
+        final class Flag: @unchecked Sendable {
+            private let lock = NSLock()
+            private var value = false
+            var isSet: Bool { self.lock.withLock { self.value } }
+            func set() { self.lock.withLock { self.value = true } }
+        }
+        let stop = Flag()
+        let stopped = DispatchSemaphore(value: 0)
+        let temporary = directory + "/link.tmp"
+        Thread.detachNewThread {
+            var toDirectory = true
+            while !stop.isSet {
+                unlink(temporary)
+                _ = symlink(toDirectory ? subdirectory : file, temporary)
+                _ = rename(temporary, link)
+                toDirectory.toggle()
+            }
+            stopped.signal()
+        }
+        defer {
+            stop.set()
+            stopped.wait()
+        }
+        var files = 0
+        var directories = 0
+        for _ in 0..<20_000 {
+            do {
+                let bytes = try BoundedFileReader.read(atPath: link, maximumSize: 1024)
+                #expect(bytes == Array("small".utf8))
+                files += 1
+            } catch {
+                guard error.code == .unreadableFile, error.problem == "the path is a directory, not a file" else {
+                    Issue.record("a read of the swapped name was judged as another file: \(error)")
+                    return
+                }
+                directories += 1
+            }
+        }
+        #expect(files + directories == 20_000)
+    }
+
+    @Test("the FIFO bound is handed in by the program: what PINNING_INPUT_WAIT's text means, and a FIFO with no writer told within it")
+    func waitBoundIsHandedIn() throws {
+        #expect(BoundedFileReader.waitSeconds(fromVariable: nil) == 30)
+        #expect(BoundedFileReader.waitSeconds(fromVariable: "0.5") == 0.5)
+        #expect(BoundedFileReader.waitSeconds(fromVariable: "3600") == 3600)
+        for text in ["", "abc", "0", "0.05", "3601", "nan", "inf", "-1"] {
+            #expect(BoundedFileReader.waitSeconds(fromVariable: text) == 30, "\(text)")
+        }
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let fifo = directory + "/fifo.pem"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        BoundedFileReader.setWaitSeconds(fromVariable: "0.2")
+        defer { BoundedFileReader.setWaitSeconds(fromVariable: nil) }
+        #expect(BoundedFileReader.waitSeconds == 0.2)
+        expectLoadingError(.unreadableFile, origin: fifo, mentions: ["nothing was written to this FIFO or pipe within 0.2 s", "PINNING_INPUT_WAIT"]) {
+            try BoundedFileReader.read(atPath: fifo, maximumSize: 1024)
+        }
+    }
+
+    @Test("the core reads no environment but the platform trust store's SSL_CERT_FILE and SSL_CERT_DIR (Docs/Architecture.md)")
+    func coreReadsNoEnvironment() throws {
+        // Sources/Pinning, found from this file: Tests/PinningTests/LoadingTests.swift.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources/Pinning").path
+        let enumerator = try #require(FileManager.default.enumerator(atPath: sources))
+        var readers: [String] = []
+        var files = 0
+        while let name = enumerator.nextObject() as? String {
+            guard name.hasSuffix(".swift") else { continue }
+            files += 1
+            let text = try String(contentsOfFile: sources + "/" + name, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("getenv(") || line.contains("processInfo.environment") || line.contains("environ[") {
+                // The one documented reader: TrustRoots.platform(environment:), whose default argument is the
+                // process's environment (OpenSSL's variables for the platform store).
+                if name == "Loading/TrustRoots.swift" && line.contains("ProcessInfo.processInfo.environment") { continue }
+                readers.append("\(name):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(files > 20, "Sources/Pinning was not found from \(#filePath)")
+        #expect(readers.isEmpty, "the core reads the environment: \(readers)")
+    }
+
+    @Test("a certificate file whose name is not UTF-8 is refused naming the directory and the name; other names are left alone")
+    func nameNotUTF8InDirectory() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        // b\xFF.pem and c\x1B\xFE.txt, made with open(2): no String can name them.
+        func create(_ name: [UInt8], _ contents: [UInt8]) {
+            let path = Array(directory.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F)] + name.map { CChar(bitPattern: $0) } + [0]
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            #expect(descriptor >= 0)
+            _ = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+        }
+        let chain = try LoadingFixtures.chain()
+        create(Array("a.pem".utf8), Array(try LoadingFixtures.pem([chain[0]]).utf8))
+        create([0x63, 0x1B, 0xFE] + Array(".txt".utf8), Array("not read".utf8))
+        #expect(try CertificateLoader.certificates(inDirectory: directory) == [chain[0]], "a name the loader does not read stays unread")
+        create([0x62, 0xFF] + Array(".pem".utf8), Array(try LoadingFixtures.pem([chain[1]]).utf8))
+        let entries = try DirectoryListing.entries(atPath: directory)
+        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\x1B\\xFE.txt"])
+        #expect(entries.filter { $0.name == nil }.count == 2)
+        let problem = "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)"
+        expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
+            try CertificateLoader.certificates(inDirectory: directory)
+        }
+        expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
+            try TrustRoots.load(atPath: directory)
+        }
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

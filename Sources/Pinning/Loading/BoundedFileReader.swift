@@ -21,7 +21,7 @@ import Foundation
 /// - The file is opened non-blocking: a blocking `open(2)` of a FIFO with no writer waits for one forever, before
 ///   any deadline could run.
 /// - Before each read of a file that is not regular, `poll(2)` waits for bytes or the writer's end, at most until
-///   one deadline for the whole file, ``waitSeconds`` (30 s unless `PINNING_INPUT_WAIT` says otherwise) from the
+///   one deadline for the whole file, ``waitSeconds`` (30 s unless the program set another, from `PINNING_INPUT_WAIT`) from the
 ///   open. Linux reports a FIFO's end (`POLLHUP`) only once a writer has come and gone, so a FIFO nobody ever
 ///   writes to is told apart from an empty one: it runs into the deadline, which is an error naming the file, not
 ///   an empty input.
@@ -29,19 +29,36 @@ import Foundation
 ///   enough that a script with a forgotten writer fails within a CI step's patience. curl and openssl wait forever
 ///   (they read with blocking calls); a tool whose verdicts guard connections should not.
 package enum BoundedFileReader {
-    /// The environment variable that sets ``waitSeconds`` (seconds, 0.1 to 3600; anything else keeps 30).
+    /// The environment variable that sets ``waitSeconds`` (seconds, 0.1 to 3600; anything else keeps 30). Read by
+    /// the executables (`pinning`, `pinning-collector`, `pinning-config-import`) once at start, never here: the core
+    /// reads no environment (Docs/Architecture.md), so a program that links it gets 30 s unless it says otherwise
+    /// through ``setWaitSeconds(fromVariable:)``.
     package static let waitVariable = "PINNING_INPUT_WAIT"
 
     /// The default bound on reading a FIFO, pipe or device, in seconds.
     package static let defaultWaitSeconds: Double = 30
 
-    /// How long a file that is not a regular file may take to deliver all its bytes, in seconds.
-    package static var waitSeconds: Double {
-        guard let text = getenv(Self.waitVariable).map({ String(cString: $0) }), let seconds = Double(text),
-            seconds.isFinite, (0.1...3600).contains(seconds)
-        else { return Self.defaultWaitSeconds }
+    /// How long a file that is not a regular file may take to deliver all its bytes, in seconds: 30 unless the
+    /// program set another bound (``setWaitSeconds(fromVariable:)``).
+    package static var waitSeconds: Double { Self.wait.withLockedValue { $0 } }
+
+    /// Sets ``waitSeconds`` from the text of ``waitVariable`` (nil when it is not set), which the executable read
+    /// from its environment before reading any file: seconds from 0.1 to 3600; anything else, or nil, is 30.
+    package static func setWaitSeconds(fromVariable text: String?) {
+        let seconds = Self.waitSeconds(fromVariable: text)
+        Self.wait.withLockedValue { $0 = seconds }
+    }
+
+    /// The bound the text of ``waitVariable`` means: seconds from 0.1 to 3600; anything else, or nil, is 30.
+    package static func waitSeconds(fromVariable text: String?) -> Double {
+        guard let text, let seconds = Double(text), seconds.isFinite, (0.1...3600).contains(seconds) else {
+            return Self.defaultWaitSeconds
+        }
         return seconds
     }
+
+    /// ``waitSeconds``, set once by the program and read by every reader and writer of a FIFO.
+    private static let wait = LockedValueBox(Self.defaultWaitSeconds)
 
     /// The whole of `path`, at most `maximumSize` bytes.
     ///
@@ -49,25 +66,51 @@ package enum BoundedFileReader {
     ///   the limit, ``CertificateLoadingError/Code/unreadableFile`` for a missing path, a directory, a permission,
     ///   an I/O error, or a FIFO, pipe or device that did not deliver its bytes within ``waitSeconds``.
     package static func read(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8] {
+        guard let bytes = try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: false) else {
+            // Not reached: without `absentIsNil` a missing file is thrown as any other unreadable one.
+            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: Self.words(ENOENT))
+        }
+        return bytes
+    }
+
+    /// The whole of `path`, at most `maximumSize` bytes, or nil when nothing is at `path` (`open(2)` answered
+    /// `ENOENT`), for callers to whom a missing file is a state (a TUF client's metadata before its first update),
+    /// not an error. Anything else is thrown as ``read(atPath:maximumSize:)`` throws it.
+    ///
+    /// "Missing" is the answer of the one `open(2)` whose descriptor is then read, not of an earlier `stat(2)`: a
+    /// file created or replaced between a check and the open could otherwise be judged absent, or judged as one
+    /// file and read as another.
+    package static func readIfPresent(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8]? {
+        try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: true)
+    }
+
+    private static func read(atPath path: String, maximumSize: Int, absentIsNil: Bool) throws(CertificateLoadingError) -> [UInt8]? {
         func unreadable(_ problem: String) -> CertificateLoadingError {
             CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
         }
         // A negative or huge limit (the public pin-set options are plain Ints) must not overflow below.
         let limit = min(max(0, maximumSize), Int.max - 1)
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw unreadable(Self.words(errno)) }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            throw unreadable("the path is a directory, not a file")
+        // Open first, then judge what was opened (`fstat`): a check of the path followed by an open could check one
+        // file and read another, swapped in between (a directory, a FIFO, a file over the limit). The open is
+        // non-blocking, since a blocking `open(2)` of a FIFO with no writer waits for one forever, before any
+        // deadline could run; a directory opens read-only and is refused below, before any read.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT && absentIsNil { return nil }
+            throw unreadable(Self.words(code))
         }
-        if info.st_mode & S_IFMT == S_IFREG && info.st_size > Int64(limit) {
-            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: limit)
-        }
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { throw unreadable(Self.words(errno)) }
         defer { close(descriptor) }
-        // What was opened, not what the path named a moment ago.
+        var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw unreadable(Self.words(errno)) }
         let type = info.st_mode & S_IFMT
+        if type == S_IFDIR {
+            throw unreadable("the path is a directory, not a file")
+        }
+        // The size limit before any byte is read.
+        if type == S_IFREG && info.st_size > Int64(limit) {
+            throw Self.tooLarge(path, size: "\(info.st_size) bytes", maximumSize: limit)
+        }
         // Regular files are read without waiting; but a file that says it is regular and still answers EAGAIN
         // (trace_pipe, /proc/kmsg, some FUSE files) is then waited for like a pipe, under the same deadline,
         // never read again in a busy loop.

@@ -182,19 +182,34 @@ public enum CertificateLoader {
         guard try Self.isDirectory(path) else {
             throw CertificateLoadingError(code: .notADirectory, origin: path, problem: "the path is not a directory")
         }
-        let names: [String]
+        let entries: [DirectoryListing.Entry]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: path)
+            entries = try DirectoryListing.entries(atPath: path)
         } catch {
             throw CertificateLoadingError(
                 code: .unreadableFile,
                 origin: path,
-                problem: "the directory cannot be listed (\(Self.reason(error)))"
+                problem: "the directory cannot be listed (\(error.words))"
             )
         }
+        var names: [String] = []
+        for entry in entries where include(entry.lossyName) {
+            // A name this directory's reader would read (its extension, or hash form, says so) whose bytes are not
+            // UTF-8 is refused, naming it: not read under another name (FileManager's U+FFFD, "no such file"), nor
+            // skipped, since the files of an anchors, roots or CRL directory decide what is trusted and a file
+            // left out without a word changes that decision. Reading it by its bytes would take byte paths through
+            // every reader and message; a refusal the user fixes with one rename fails closed instead. A name the
+            // reader would not read whatever its bytes (another extension) is left alone, as any such name is.
+            guard let name = entry.name else {
+                let origin = (path.hasSuffix("/") ? path : path + "/") + entry.escaped
+                throw CertificateLoadingError(
+                    code: .unreadableFile, origin: origin,
+                    problem: "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)")
+            }
+            names.append(name)
+        }
         var files: [String] = []
-        for name in names.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) })
-        where include(name) {
+        for name in names.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }) {
             let file = path.hasSuffix("/") ? path + name : path + "/" + name
             // Only regular files (after following symbolic links, as /etc/ssl/certs is made of them): a FIFO
             // or a device named "x.pem" must not block or feed the loader forever.
@@ -219,16 +234,5 @@ public enum CertificateLoader {
         maximumSize: Int = CertificateLoader.maximumFileSize
     ) throws(CertificateLoadingError) -> [UInt8] {
         try BoundedFileReader.read(atPath: path, maximumSize: maximumSize)
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-            underlying.domain == NSPOSIXErrorDomain,
-            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
-        {
-            return String(describing: POSIXError(code))
-        }
-        return nsError.localizedDescription
     }
 }

@@ -10,11 +10,27 @@ public final class PostgresReportDatabase: SQLDatabase {
     public var kind: DatabaseKind { .postgres }
     let client: PostgresClient
     private let logger: Logger
+    /// The pool's size: ``maximumConnections(writerTransactions:)``.
+    public let maximumConnections: Int
+
+    /// Connections kept beyond the writer's for everything else (7: the pool of 8 there always was, with one
+    /// writer).
+    public static let readerConnections = 7
+
+    /// The pool's size for `writerTransactions` writer transactions in flight: those plus ``readerConnections``.
+    public static func maximumConnections(writerTransactions: Int) -> Int {
+        max(1, writerTransactions) + Self.readerConnections
+    }
 
     /// A pool for `postgres://USER[:PASSWORD]@HOST:PORT/DB` (the password may instead come from `PGPASSWORD`).
     /// `?sslmode=require` asks for TLS verified against the system's roots; without it the connection is
     /// plain, as for a server on the loopback or a private network.
-    public init(url: DatabaseURL.Postgres, logger: Logger) {
+    ///
+    /// The pool holds `writerTransactions` connections for the ingest writer's transactions in flight
+    /// (`--writer-transactions`) and ``readerConnections`` more, so the API, the dashboard, /metrics and retention
+    /// always find a connection: with a fixed pool, eight writers held every connection and every read queued
+    /// behind their commits.
+    public init(url: DatabaseURL.Postgres, writerTransactions: Int = 1, logger: Logger) {
         let tls: PostgresClient.Configuration.TLS = url.requireTLS ? .require(.makeClientConfiguration()) : .disable
         var configuration = PostgresClient.Configuration(
             host: url.host,
@@ -24,7 +40,8 @@ public final class PostgresReportDatabase: SQLDatabase {
             database: url.database,
             tls: tls
         )
-        configuration.options.maximumConnections = 8
+        self.maximumConnections = Self.maximumConnections(writerTransactions: writerTransactions)
+        configuration.options.maximumConnections = self.maximumConnections
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
     }

@@ -48,19 +48,36 @@ public enum CRLFiles {
                 files.append(path)
                 continue
             }
-            let names: [String]
+            let entries: [DirectoryListing.Entry]
             do {
-                names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+                entries = try DirectoryListing.entries(atPath: path)
             } catch {
-                throw LoadError(path: path, problem: "the directory cannot be read")
+                throw LoadError(path: path, problem: "the directory cannot be read (\(error.words))")
             }
-            let found = names.filter { $0.hasSuffix(".crl") || $0.hasSuffix(".crl.pem") }
+            var found: [String] = []
+            for entry in entries where Self.isCRLName(entry.lossyName) {
+                // A CRL file whose name is not UTF-8 is refused, naming it: skipped, the certificates it revokes
+                // would pass; read under FileManager's U+FFFD name, it would fail as "no such file" under a name
+                // nobody wrote.
+                guard let name = entry.name else {
+                    throw LoadError(
+                        path: (path.hasSuffix("/") ? path : path + "/") + entry.escaped,
+                        problem: "the file name is not UTF-8; rename it (a CRL of this directory is read under its exact name or refused, never skipped)")
+                }
+                found.append(name)
+            }
+            found.sort()
             guard !found.isEmpty else {
                 throw LoadError(path: path, problem: "the directory holds no *.crl or *.crl.pem file")
             }
             files += found.map { (path as NSString).appendingPathComponent($0) }
         }
         return files
+    }
+
+    /// The names a CRL directory's reader reads: `*.crl` and `*.crl.pem`.
+    static func isCRLName(_ name: String) -> Bool {
+        name.hasSuffix(".crl") || name.hasSuffix(".crl.pem")
     }
 
     private static func load(_ path: String) throws(LoadError) -> [CertificateRevocationList] {

@@ -153,10 +153,12 @@ public final class RevocationSource: Sendable {
         for path in paths {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue,
-                let names = try? FileManager.default.contentsOfDirectory(atPath: path)
+                let entries = try? DirectoryListing.entries(atPath: path)
             {
-                // A listing that fails yields no files here; the load that follows the change reports why.
-                files += names.filter { $0.hasSuffix(".crl") || $0.hasSuffix(".crl.pem") }.sorted().map {
+                // A listing that fails yields no files here; the load that follows the change reports why. A name
+                // that is not UTF-8 is fingerprinted by its escaped form (a change all the same), and the load
+                // refuses it (CRLFiles.files).
+                files += entries.filter { CRLFiles.isCRLName($0.lossyName) }.map { $0.name ?? $0.escaped }.sorted().map {
                     (path as NSString).appendingPathComponent($0)
                 }
             } else {

@@ -151,10 +151,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
             throw PinSetError("\(directory): not a directory; the pin set's state is kept in a directory (created when missing)")
         }
         do {
-            try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: directory + "/pinsets", withIntermediateDirectories: true)
+            try TUFFiles.makeDirectories(directory + "/metadata")
+            try TUFFiles.makeDirectories(directory + "/pinsets")
         } catch {
-            throw PinSetError("\(directory): cannot create the state directory: \(BoundedFileReader.words(of: error))")
+            throw PinSetError("\(directory): cannot create the state directory: \(error.description)")
         }
         if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
             do {

@@ -28,12 +28,11 @@ enum TUFFiles {
     /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
     /// no further than the cap.
     static func readFile(_ path: String, maximumLength: Int, role: String) throws(TUFError) -> [UInt8]? {
-        var info = stat()
-        if stat(path, &info) != 0 && errno == ENOENT { return nil }
         // The reader of every input file: a FIFO or pipe (`tuf init <(…)`) is read for a bounded time, never waited
-        // for forever.
+        // for forever. "Missing" is what its one `open(2)` answered, and the type and size it checks are those of the
+        // descriptor it then reads: no `stat` of the path before, whose file could be swapped before the open.
         do {
-            return try CertificateLoader.readFile(atPath: path, maximumSize: maximumLength)
+            return try BoundedFileReader.readIfPresent(atPath: path, maximumSize: maximumLength)
         } catch {
             if error.code == .fileTooLarge {
                 throw TUFError(role: role, rule: .tooLarge, "\(path) is over its cap of \(maximumLength) bytes")
@@ -133,6 +132,49 @@ enum TUFFiles {
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot flush \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Why ``makeDirectories(_:)`` failed: `path`, the part of the path at fault, exists and is not a directory
+    /// (`kind` says what it is: "a FIFO", "a regular file"), or `mkdir(2)` failed with `code`.
+    struct DirectoryFailure: Error {
+        var path: String
+        var kind: String?
+        var code: CInt
+
+        /// The fault in words, naming the part of the path: `repo/metadata is a FIFO, not a directory`, or
+        /// `repo: permission denied`. Never Foundation's text.
+        var description: String {
+            if let kind { return "\(self.path) is \(kind), not a directory" }
+            return "\(self.path): \(BoundedFileReader.words(self.code))"
+        }
+    }
+
+    /// Creates the directory `path` and any missing parents (`mkdir -p`), with `mkdir(2)` and `stat(2)` so that a
+    /// part of the path that exists as something else (a FIFO, a file, a device) is named with what it is, which
+    /// FileManager reports only as "file exists" or an unrelated Cocoa error. A part that is a symbolic link to a
+    /// directory is followed.
+    static func makeDirectories(_ path: String) throws(DirectoryFailure) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
+            if mkdir(prefix, 0o755) == 0 { continue }
+            let code = errno
+            var info = stat()
+            guard code == EEXIST || code == ENOTDIR || code == EACCES || code == EROFS, stat(prefix, &info) == 0 else {
+                throw DirectoryFailure(path: prefix, kind: nil, code: code)
+            }
+            let type = info.st_mode & S_IFMT
+            if type == S_IFDIR { continue }
+            let kind =
+                switch type {
+                case S_IFIFO: "a FIFO"
+                case S_IFREG: "a regular file"
+                case S_IFCHR, S_IFBLK: "a device"
+                case S_IFSOCK: "a socket"
+                default: "not a directory"
+                }
+            throw DirectoryFailure(path: prefix, kind: kind, code: code)
         }
     }
 

@@ -225,11 +225,17 @@ public struct TUFRepositoryWriter: Sendable {
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
             throw TUFRepositoryError(.notARepository, "\(directory): not a directory; a pin-set repository is a directory (created when missing)")
         }
+        // A FIFO, file or device where the repository or its metadata/ or targets/ must be (or on the way to it) is
+        // bad input naming that part; a directory that cannot be made (permissions, a read-only or full disk) is a
+        // failure to write.
         do {
-            try FileManager.default.createDirectory(atPath: directory + "/metadata", withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: directory + "/targets", withIntermediateDirectories: true)
+            try TUFFiles.makeDirectories(directory + "/metadata")
+            try TUFFiles.makeDirectories(directory + "/targets")
         } catch {
-            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(BoundedFileReader.words(of: error))")
+            if error.kind != nil {
+                throw TUFRepositoryError(.notARepository, "\(directory): cannot hold a pin-set repository: \(error.description)")
+            }
+            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(error.description)")
         }
         let writer = TUFRepositoryWriter(unchecked: directory)
         return try writer.locked { () throws(TUFRepositoryError) -> TUFRepositoryWriter in
@@ -303,11 +309,11 @@ public struct TUFRepositoryWriter: Sendable {
             }
             listed.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
             let start = Self.seconds(now)
-            let targetsVersion = max(oldTargets.version, self.highestVersion(of: TUFRoleName.targets)) + 1
+            let targetsVersion = max(oldTargets.version, try self.highestVersion(of: TUFRoleName.targets)) + 1
             let targetsFile = try Self.sign(
                 TUFMetadataBuilder.targets(version: targetsVersion, expires: start + Int64(expiry.targets) * 86_400, targets: listed), with: [targetsKey])
             let oldSnapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
-            let snapshotVersion = max(oldSnapshot.version, self.highestVersion(of: TUFRoleName.snapshot)) + 1
+            let snapshotVersion = max(oldSnapshot.version, try self.highestVersion(of: TUFRoleName.snapshot)) + 1
             let snapshotFile = try Self.sign(
                 TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: targetsVersion, targetsFile: targetsFile),
                 with: [snapshotKey])
@@ -323,10 +329,11 @@ public struct TUFRepositoryWriter: Sendable {
             for (stored, contents) in files.sorted(by: { $0.key < $1.key }) {
                 let path = self.targetsDirectory + "/" + stored
                 let directory = String(path[..<path.lastIndex(of: "/")!])
-                do {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                do throws(TUFFiles.DirectoryFailure) {
+                    try TUFFiles.makeDirectories(directory)
                 } catch {
-                    throw TUFRepositoryError(.io, "\(directory): cannot create: \(error.localizedDescription)")
+                    // Something other than a directory inside targets/ is a damaged repository.
+                    throw TUFRepositoryError(error.kind != nil ? .inconsistent : .io, "\(directory): cannot create: \(error.description)")
                 }
                 // Content-addressed: a file already there under its hash is the same file.
                 if try self.read(path, maximumLength: contents.count) == contents { continue }
@@ -569,9 +576,17 @@ public struct TUFRepositoryWriter: Sendable {
 
     /// The highest N of the `N.ROLE.json` files in `metadata/` (0 when none), so a version written by an
     /// interrupted run (never referenced, but maybe cached) is never written again with other contents.
-    func highestVersion(of role: String) -> Int {
+    ///
+    /// A listing that fails is an error, not "none": 0 would let a version already written be written again. A
+    /// name that is not UTF-8 is skipped, and that is exact: it cannot be `N.ROLE.json`, which is ASCII.
+    func highestVersion(of role: String) throws(TUFRepositoryError) -> Int {
         let suffix = "." + role + ".json"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.metadataDirectory)) ?? []
+        let names: [String]
+        do {
+            names = try DirectoryListing.entries(atPath: self.metadataDirectory).compactMap(\.name)
+        } catch {
+            throw TUFRepositoryError(.io, "\(self.metadataDirectory): cannot be listed: \(error.words)")
+        }
         return names.compactMap { $0.hasSuffix(suffix) ? Int($0.dropLast(suffix.count)) : nil }.max() ?? 0
     }
 

@@ -138,7 +138,10 @@ struct PKIDirectory {
     private func namedCertificates() -> [(name: String, certificate: Certificate)] {
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: self.path)
+            // A name that is not UTF-8 is skipped, and that is exact: this looks for the certificates `pinning pki`
+            // wrote here, whose names come from arguments that must be UTF-8 (PinningCommand.argumentNotUTF8), so
+            // such a file is not one of them. This finds an issuer to write a chain, never decides trust.
+            names = try DirectoryListing.entries(atPath: self.path).compactMap(\.name)
         } catch {
             return []
         }

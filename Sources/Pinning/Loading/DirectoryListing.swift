@@ -1,0 +1,64 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The names in a directory as the file system holds them: bytes, with the UTF-8 text when they are UTF-8.
+///
+/// FileManager's `contentsOfDirectory` decodes each name as UTF-8 and replaces bytes that are not with U+FFFD: a
+/// file `b\xFF.pem` is listed as `b\u{FFFD}.pem`, a name that does not exist, so a reader either fails on a name
+/// nobody wrote ("no such file") or skips the file without a word. Each caller of this listing decides instead,
+/// with its reason beside the call, whether a name that is not UTF-8 is refused (naming the directory and the
+/// name, escaped: ``escaped(_:)``) or cannot be one it reads.
+package enum DirectoryListing {
+    /// One name in a directory.
+    package struct Entry {
+        /// The name's bytes.
+        package var bytes: [UInt8]
+        /// The name, or nil when its bytes are not UTF-8.
+        package var name: String?
+        /// The name as text whatever its bytes: UTF-8 decoded, bytes that are not replaced (U+FFFD). For tests of
+        /// its form (an extension) only, never to open the file.
+        package var lossyName: String { String(decoding: self.bytes, as: UTF8.self) }
+        /// The name for a message: printable ASCII as is, every other byte as `\xNN`.
+        package var escaped: String { DirectoryListing.escaped(self.bytes) }
+    }
+
+    /// Why a directory could not be listed: the errno of `opendir(3)` or `readdir(3)`.
+    package struct Failure: Error {
+        package var code: CInt
+        /// The errno in words ("permission denied").
+        package var words: String { BoundedFileReader.words(self.code) }
+    }
+
+    /// Every name in `path` but `.` and `..`, in the order the file system gives them.
+    package static func entries(atPath path: String) throws(Failure) -> [Entry] {
+        guard let directory = opendir(path) else { throw Failure(code: errno) }
+        defer { closedir(directory) }
+        var entries: [Entry] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw Failure(code: errno) }
+                return entries
+            }
+            let bytes = withUnsafeBytes(of: &entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+            entries.append(Entry(bytes: bytes, name: String(validating: bytes, as: UTF8.self)))
+        }
+    }
+
+    /// `bytes` for a message: printable ASCII as is except the backslash, every other byte as `\xNN` (`b\xFF.pem`),
+    /// so a name that is not UTF-8, or carries control characters, is shown without reaching a terminal raw.
+    package static func escaped(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { byte in
+            (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
+                ? String(UnicodeScalar(byte)) : "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+        }.joined()
+    }
+}

@@ -70,16 +70,9 @@ enum PostgresStartupCheck {
 
 extension PostgresStartupCheck {
     /// A server's text as one line: control characters (a newline, an escape sequence that would forge lines in a
-    /// terminal or a log) shown as `\u{…}`, and at most 300 characters. The server at the URL need not be friendly.
+    /// terminal or a log) and bidi controls shown as `\u{…}` (``VisibleText``), and at most 300 characters. The server at the URL need not be friendly.
     static func printable(_ text: String) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars.prefix(300) {
-            if scalar.properties.generalCategory == .control {
-                result += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
+        let result = VisibleText.escaped(String(String.UnicodeScalarView(text.unicodeScalars.prefix(300))))
         return text.unicodeScalars.count > 300 ? result + "…" : result
     }
 }

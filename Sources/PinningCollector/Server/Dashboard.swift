@@ -23,7 +23,10 @@ public struct KnownAuthorities: Sendable {
 }
 
 /// The dashboard: server-rendered HTML through swift-mustache templates, whose `{{…}}` HTML-escapes every value
-/// (`<`, `>`, `&`, `"`, `'`), so no report text is ever markup. No script; the chart is inline SVG whose numbers
+/// (`<`, `>`, `&`, `"`, `'`), so no report text is ever markup; report text shown on the page is first made
+/// visible (``VisibleText``: ESC, CR, LF, C1 and bidi controls such as U+202E as `\u{…}`), so none of it reaches the
+/// page raw to hide or reorder what is around it. The link and the hidden `host` input keep the exact host (the
+/// link percent-encoded, the input's value by ``attributeValue(_:)``), since they send it back as the filter. No script; the chart is inline SVG whose numbers
 /// are computed here; the stylesheet is served by the collector itself (the CSP allows nothing else).
 struct Dashboard: Sendable {
     let anchors: KnownAuthorities
@@ -58,14 +61,14 @@ struct Dashboard: Sendable {
         var hostRows: [[String: Any]] = []
         for summary in hosts {
             hostRows.append([
-                "host": summary.host,
+                "host": VisibleText.escaped(summary.host),
                 "link": "?host=" + Self.queryEscape(summary.host) + (since.map { "&since=" + Self.queryEscape(ReportStore.time($0)) } ?? ""),
                 "reports": summary.reports,
                 "occurrences": summary.occurrences,
                 "lastSeen": summary.lastSeen,
                 "enforced": summary.enforced,
                 "reportOnly": summary.reportOnly,
-                "results": summary.results.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
+                "results": summary.results.sorted { $0.value > $1.value }.map { "\(VisibleText.escaped($0.key)) \($0.value)" }.joined(separator: ", "),
             ])
         }
         // Details for the first few hosts (or the one asked for): chart, keys, apps, suggestion.
@@ -83,7 +86,7 @@ struct Dashboard: Sendable {
             "details": details,
         ]
         // Only when a host was asked for: the template's section is rendered for any value present.
-        if let selectedHost { context["selectedHost"] = ["host": selectedHost] }
+        if let selectedHost { context["selectedHost"] = ["host": Self.attributeValue(selectedHost)] }
         return self.library.render(context, withTemplate: "page") ?? ""
     }
 
@@ -139,10 +142,13 @@ struct Dashboard: Sendable {
             ])
         }
         let apps = try await store.apps(host: summary.host, since: from).map { app -> [String: Any] in
-            ["app": app.app.isEmpty ? "(not given)" : app.app, "version": app.version, "platform": app.platform, "library": app.library, "occurrences": app.occurrences]
+            [
+                "app": app.app.isEmpty ? "(not given)" : VisibleText.escaped(app.app), "version": VisibleText.escaped(app.version),
+                "platform": VisibleText.escaped(app.platform), "library": VisibleText.escaped(app.library), "occurrences": app.occurrences,
+            ]
         }
         return [
-            "host": summary.host,
+            "host": VisibleText.escaped(summary.host),
             "bucket": bucket == 3_600_000 ? "hour" : "day",
             "bars": bars,
             "peak": peak,
@@ -169,11 +175,27 @@ struct Dashboard: Sendable {
         }
         if let authority = certificates.first(where: { self.anchors.pins.contains($0.pin) || self.anchors.subjects[$0.issuer] != nil }) {
             let name = self.anchors.pins.contains(authority.pin) ? authority.subject : authority.issuer
-            return "rotation: chains to a known CA (\(name))"
+            return "rotation: chains to a known CA (\(VisibleText.escaped(name)))"
         }
         let issuer = certificates.first { $0.pin == pin }?.issuer ?? certificates.first?.issuer ?? "not given"
-        return "unknown issuer (\(issuer)): possible interception"
+        return "unknown issuer (\(VisibleText.escaped(issuer))): possible interception"
     }
+
+    /// The exact text as a quoted attribute's value, written here rather than by the template (`{{{…}}}`): the
+    /// template's escaping (`&`, `<`, `>`, `"`, `'` as references), and each C0 control and DEL as a numeric
+    /// reference, so none is raw on the page and a CR is sent back as a CR (a raw one would be read as a LF: HTML's
+    /// newline normalisation). C1 and bidi controls stay raw: a reference to U+0080–U+009F is read as another
+    /// character (HTML's windows-1252 table), and a value is never displayed. For the hidden `host` input, which
+    /// must send the host back exactly as the filter.
+    static func attributeValue(_ text: String) -> String {
+        text.unicodeScalars.map { scalar in
+            if let reference = Self.attributeReferences[scalar] { return reference }
+            let control = scalar.value < 0x20 || scalar.value == 0x7F
+            return control ? "&#x\(String(scalar.value, radix: 16, uppercase: true));" : String(scalar)
+        }.joined()
+    }
+
+    private static let attributeReferences: [Unicode.Scalar: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"]
 
     static func number(_ value: Double) -> String {
         String(format: "%.1f", value)
@@ -208,7 +230,7 @@ struct Dashboard: Sendable {
         <body>
         <header><h1>Pin failure reports</h1>
         <form method="get" action="/"><label for="since">Since</label> <input id="since" name="since" value="{{since}}">
-        {{#selectedHost}}<input type="hidden" name="host" value="{{host}}">{{/selectedHost}}
+        {{#selectedHost}}<input type="hidden" name="host" value="{{{host}}}">{{/selectedHost}}
         <button type="submit">Show</button></form>
         <form method="post" action="/logout"><button type="submit">Sign out</button></form>
         </header>

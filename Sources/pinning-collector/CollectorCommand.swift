@@ -57,7 +57,8 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("writer-transactions"),
         help: ArgumentHelp(
-            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1). The connection pool is this plus 7, so reads (API, dashboard, retention) never wait behind the writers.", valueName: "n"))
+            "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1). The connection pool is this plus 7, so reads (API, dashboard, retention) never wait behind the writers.",
+            valueName: "n"))
     var writerTransactions: String = "1"
 
     @Flag(name: .long, help: "Log each request on stderr.")

@@ -100,8 +100,11 @@ public struct Collector: Sendable {
         guard let path = self.tlsIdentity else { return .http1() }
         let identity: TLSIdentity
         do {
-            // One file holds both: the chain's CERTIFICATE blocks and the key's PRIVATE KEY block.
-            identity = try TLSIdentity.pem(certificateChainFile: path, privateKeyFile: path)
+            // One file holds both: the chain's CERTIFICATE blocks and the key's PRIVATE KEY block. Read once, and
+            // the same bytes give both: a second read of a pipe or `<(…)` finds it empty, and a regular file
+            // replaced between two reads would pair one version's chain with another's key.
+            let bytes = try TLSIdentity.read(path)
+            identity = try TLSIdentity.pem(certificateChain: bytes, privateKey: bytes, certificateOrigin: path, keyOrigin: path)
         } catch {
             if error.code == .noCertificateMatchingKey {
                 throw StartError(description: "--tls-identity \(path): the private key is not the key of the first certificate (the leaf)", exitStatus: 2)

@@ -68,7 +68,7 @@ struct CollectorCommand: AsyncParsableCommand {
     var verbose = false
 
     static func main() async {
-        // The bound on waiting for a FIFO (--token-file, --anchors), read here once: the core reads no environment.
+        // The bound on waiting for a FIFO (--token-file, --anchors, --tls-identity), read here once: the core reads no environment.
         BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
         // `pinning-collector bench …` (what `pinning bench collector` runs): the benchmark, not the server.
         if CommandLine.arguments.dropFirst().first == "bench" {

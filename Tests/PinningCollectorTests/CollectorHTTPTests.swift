@@ -226,6 +226,35 @@ struct CollectorHTTPSTests {
         #expect(signedIn.header("Set-Cookie")?.contains("Secure") == true)
     }
 
+    @Test("an identity in a FIFO (as `<(cat id.pem)` gives it) is read once: the chain and the key come from the same bytes")
+    func identityFromFIFO() async throws {
+        let chain = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-tls-fifo")
+        defer { directory.remove() }
+        let pem = TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + chain.leaf.privateKeyPEM
+        let fifo = directory.path("identity.pem")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // One writer, once, as a shell's process substitution: a second read of the FIFO would find no writer.
+        let written = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            // open(2) waits for the collector to open the FIFO for reading.
+            let descriptor = open(fifo, O_WRONLY)
+            if descriptor >= 0 {
+                _ = Array(pem.utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                close(descriptor)
+            }
+            written.signal()
+        }
+        var client = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
+        client.tlsConfiguration = tls
+        let collector = try await CollectorHarness(tlsIdentity: fifo, clientConfiguration: client)
+        defer { Task { await collector.stop() } }
+        written.wait()
+        #expect(try await collector.request(.GET, "/status").status == 200)
+    }
+
     @Test("an identity file without a key is refused naming the option, before anything listens")
     func noKey() async throws {
         let chain = try TestChain(host: "localhost")

@@ -383,7 +383,7 @@ public struct TLSIdentity: Sendable, Hashable {
 
     /// The whole file, read like every certificate file: regular files, and also pipes, FIFOs, `/dev/fd/N` and
     /// `<(…)` process substitution (one shared reader, `CertificateLoader.readFile`, with its size limit).
-    static func read(_ path: String) throws(TLSIdentityError) -> [UInt8] {
+    package static func read(_ path: String) throws(TLSIdentityError) -> [UInt8] {
         do {
             return try CertificateLoader.readFile(atPath: path)
         } catch {

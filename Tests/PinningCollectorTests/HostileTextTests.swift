@@ -14,6 +14,10 @@ struct HostileTextTests {
     func visibleText() {
         #expect(VisibleText.escaped("a\u{1B}[0m\r\n\u{0}\u{7F}\u{85}\u{9F}\u{202E}\u{2066}\u{2028}b") == "a\\u{1b}[0m\\u{d}\\u{a}\\u{0}\\u{7f}\\u{85}\\u{9f}\\u{202e}\\u{2066}\\u{2028}b")
         #expect(VisibleText.escaped("café 例え Ωμέγα 😀") == "café 例え Ωμέγα 😀")
+        // Invisible format characters: a zero-width space would make a second "example.com" row look like the first.
+        #expect(VisibleText.escaped("exam\u{200B}ple.com\u{FEFF}\u{AD}\u{2060}\u{E0041}") == "exam\\u{200b}ple.com\\u{feff}\\u{ad}\\u{2060}\\u{e0041}")
+        // A sender's literal backslash-u text is told apart from an escaped control.
+        #expect(VisibleText.escaped("a\\u{202e}b") == "a\\u{5c}u{202e}b")
     }
 
     @Test("the dashboard has none of them raw: hosts, apps and versions are shown escaped, the filter keeps the exact host")

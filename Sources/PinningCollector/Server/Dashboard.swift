@@ -181,12 +181,12 @@ struct Dashboard: Sendable {
         return "unknown issuer (\(VisibleText.escaped(issuer))): possible interception"
     }
 
-    /// The exact text as a quoted attribute's value, written here rather than by the template (`{{{…}}}`): the
-    /// template's escaping (`&`, `<`, `>`, `"`, `'` as references), and each C0 control and DEL as a numeric
-    /// reference, so none is raw on the page and a CR is sent back as a CR (a raw one would be read as a LF: HTML's
-    /// newline normalisation). C1 and bidi controls stay raw: a reference to U+0080–U+009F is read as another
-    /// character (HTML's windows-1252 table), and a value is never displayed. For the hidden `host` input, which
-    /// must send the host back exactly as the filter.
+    /// The text as a quoted attribute's value, written here rather than by the template (`{{{…}}}`): the template's
+    /// escaping (`&`, `<`, `>`, `"`, `'` as references), and each C0 control and DEL as a numeric reference, so none
+    /// is raw on the page. C1 and bidi controls stay raw: a reference to U+0080–U+009F is read as another character
+    /// (HTML's windows-1252 table), and a value is never displayed. For the hidden `host` input, which sends the host
+    /// back as the filter. Not exact for a host with a lone CR or LF: a browser submitting the form writes every line
+    /// break as CRLF (HTML's form encoding), so such a host is reached by its `?host=` link, which is percent-encoded.
     static func attributeValue(_ text: String) -> String {
         text.unicodeScalars.map { scalar in
             if let reference = Self.attributeReferences[scalar] { return reference }

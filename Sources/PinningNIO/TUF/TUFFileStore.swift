@@ -158,10 +158,16 @@ enum TUFFiles {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
             prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
-            if mkdir(prefix, 0o755) == 0 { continue }
+            // 0o777 less the process's umask, as FileManager and `mkdir -p` make directories.
+            if mkdir(prefix, 0o777) == 0 { continue }
             let code = errno
             var info = stat()
             guard code == EEXIST || code == ENOTDIR || code == EACCES || code == EROFS, stat(prefix, &info) == 0 else {
+                // A symbolic link whose target does not exist: mkdir says it exists, stat that nothing is there.
+                var link = stat()
+                if code == EEXIST, lstat(prefix, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+                    throw DirectoryFailure(path: prefix, kind: "a symbolic link to nothing", code: code)
+                }
                 throw DirectoryFailure(path: prefix, kind: nil, code: code)
             }
             let type = info.st_mode & S_IFMT

@@ -27,7 +27,7 @@ struct RevocationSourceTests {
         // r\xFE.crl, made with open(2): no String can name it.
         let path = Array(directory.path("r").utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0xFE)] + ".crl".utf8.map { CChar(bitPattern: $0) } + [0]
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        #expect(descriptor >= 0)
+        try #require(descriptor >= 0)
         let der = try Self.crl(chain.root, revoking: [chain.leaf], number: 1).der
         _ = der.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)

@@ -65,8 +65,10 @@ package enum BoundedFileReader {
     /// - Throws: ``CertificateLoadingError`` with origin `path`: ``CertificateLoadingError/Code/fileTooLarge`` over
     ///   the limit, ``CertificateLoadingError/Code/unreadableFile`` for a missing path, a directory, a permission,
     ///   an I/O error, or a FIFO, pipe or device that did not deliver its bytes within ``waitSeconds``.
-    package static func read(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8] {
-        guard let bytes = try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: false) else {
+    ///
+    /// `waitSeconds` is for the tests, which must not change the bound the whole process shares.
+    package static func read(atPath path: String, maximumSize: Int, waitSeconds: Double? = nil) throws(CertificateLoadingError) -> [UInt8] {
+        guard let bytes = try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: false, waitSeconds: waitSeconds) else {
             // Not reached: without `absentIsNil` a missing file is thrown as any other unreadable one.
             throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: Self.words(ENOENT))
         }
@@ -81,10 +83,10 @@ package enum BoundedFileReader {
     /// file created or replaced between a check and the open could otherwise be judged absent, or judged as one
     /// file and read as another.
     package static func readIfPresent(atPath path: String, maximumSize: Int) throws(CertificateLoadingError) -> [UInt8]? {
-        try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: true)
+        try Self.read(atPath: path, maximumSize: maximumSize, absentIsNil: true, waitSeconds: nil)
     }
 
-    private static func read(atPath path: String, maximumSize: Int, absentIsNil: Bool) throws(CertificateLoadingError) -> [UInt8]? {
+    private static func read(atPath path: String, maximumSize: Int, absentIsNil: Bool, waitSeconds: Double?) throws(CertificateLoadingError) -> [UInt8]? {
         func unreadable(_ problem: String) -> CertificateLoadingError {
             CertificateLoadingError(code: .unreadableFile, origin: path, problem: problem)
         }
@@ -115,7 +117,7 @@ package enum BoundedFileReader {
         // (trace_pipe, /proc/kmsg, some FUSE files) is then waited for like a pipe, under the same deadline,
         // never read again in a busy loop.
         var isRegular = type == S_IFREG
-        let wait = Self.waitSeconds
+        let wait = waitSeconds ?? Self.waitSeconds
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(wait * 1_000_000_000)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -193,24 +195,6 @@ package enum BoundedFileReader {
     /// A failed `stat` or `lstat`, with its errno.
     package struct FileTypeError: Error {
         package var code: Int32
-    }
-
-    /// A Foundation file error in words ("not a directory"), from the POSIX error it carries: never Foundation's
-    /// own text ("The operation could not be completed", "NSCocoaErrorDomain error 512").
-    package static func words(of error: any Error) -> String {
-        let nsError = error as NSError
-        if nsError.domain == NSPOSIXErrorDomain { return Self.words(CInt(nsError.code)) }
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return Self.words(CInt(underlying.code))
-        }
-        switch CocoaError.Code(rawValue: nsError.code) {
-        case .fileNoSuchFile, .fileReadNoSuchFile: return Self.words(ENOENT)
-        case .fileReadNoPermission, .fileWriteNoPermission: return Self.words(EACCES)
-        case .fileWriteOutOfSpace: return Self.words(ENOSPC)
-        case .fileWriteVolumeReadOnly: return Self.words(EROFS)
-        case .fileWriteFileExists: return Self.words(EEXIST)
-        default: return "an input/output error"
-        }
     }
 
     /// `code` in words, lower case, as the loader's other problems are written: "no such file or directory".

@@ -157,13 +157,6 @@ public enum CertificateLoader {
         )
     }
 
-    /// `errno` in words, as ``reason(_:)`` words a POSIX error.
-    static func errnoReason() -> String {
-        let code = errno
-        guard let posix = POSIXErrorCode(rawValue: code) else { return "error \(code)" }
-        return String(describing: POSIXError(posix))
-    }
-
     /// The regular files directly in a directory whose extension is one of ``directoryExtensions``, full paths,
     /// sorted by file name.
     static func certificateFiles(inDirectory path: String) throws(CertificateLoadingError) -> [String] {

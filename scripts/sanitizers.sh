@@ -112,9 +112,12 @@ case "$which" in
                 # The tests that started and never ended (one test at a time: the one that was running when the
                 # lane died), then the report's first stack.
                 echo "== lane $lane: tests started but not ended:"
-                sed -n -E 's/^◇ Test "(.*)" started\.$/\1/p' "$log" | sort -u > "$log.started" || true
-                sed -n -E 's/^[✔✘] Test "(.*)" (passed|failed|recorded).*/\1/p' "$log" | sort -u > "$log.ended" || true
+                # (A test without a display name is listed by its function name; "recorded an issue" is not an end.)
+                sed -n -E '/^◇ Test case /d; s/^◇ Test (.*) started\.$/\1/p' "$log" | sort -u > "$log.started" || true
+                sed -n -E 's/^[✔✘] Test (.*) (passed|failed) after .*/\1/p' "$log" | sed -E 's/ with [0-9]+ test cases?$//' \
+                    | sort -u > "$log.ended" || true
                 comm -23 "$log.started" "$log.ended" | head -5 || true
+                rm -f "$log.started" "$log.ended"
                 echo "== lane $lane: the first report's stack:"
                 grep -m1 -A40 -E "ERROR: (Address|Leak)Sanitizer" "$log" | grep -E "^ +#|ERROR|Direct|Indirect" | head -40 | cut -c1-300 || true
                 echo "== (the whole output: $log)"

@@ -125,6 +125,11 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// Stops accepting connections.
+    ///
+    /// The listening socket is shut down here, which wakes the serving thread, and closed by that thread once it
+    /// has left its loop, never here. Closed here, its number could be given at once to the next test's listener
+    /// while this server's thread was still inside `poll` or `accept` on it: that thread then answered the other
+    /// server's client with this server's body (a CI run's CRL test downloaded another test's CRL that way).
     public func stop() {
         let wasStopped = self.state.withLockedValue { state in
             defer { state.stopped = true }
@@ -132,7 +137,6 @@ public final class LoopbackHTTPServer: Sendable {
         }
         if !wasStopped {
             shutdown(self.listener, Int32(SHUT_RDWR))
-            close(self.listener)
         }
     }
 
@@ -151,6 +155,8 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     private func serve() {
+        // The only close of the listening socket: after the last `poll` and `accept` on it (see stop()).
+        defer { close(self.listener) }
         while !self.isStopped {
             var descriptor = pollfd(fd: self.listener, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 100)

@@ -113,7 +113,7 @@ case "$which" in
                 # lane died), then the report's first stack.
                 echo "== lane $lane: tests started but not ended:"
                 # (A test without a display name is listed by its function name; "recorded an issue" is not an end.)
-                sed -n -E '/^◇ Test case /d; s/^◇ Test (.*) started\.$/\1/p' "$log" | sort -u > "$log.started" || true
+                sed -n -E '/^◇ Test (case |run started)/d; s/^◇ Test (.*) started\.$/\1/p' "$log" | sort -u > "$log.started" || true
                 sed -n -E 's/^[✔✘] Test (.*) (passed|failed) after .*/\1/p' "$log" | sed -E 's/ with [0-9]+ test cases?$//' \
                     | sort -u > "$log.ended" || true
                 comm -23 "$log.started" "$log.ended" | head -5 || true

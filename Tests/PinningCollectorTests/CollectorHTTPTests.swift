@@ -208,17 +208,22 @@ struct CollectorHTTPTests {
 
 @Suite("Collector over HTTPS (--tls-identity)")
 struct CollectorHTTPSTests {
+    /// An HTTPS client that trusts `chain`'s root only.
+    static func client(trusting chain: TestChain) throws -> HTTPClient.Configuration {
+        var client = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
+        client.tlsConfiguration = tls
+        return client
+    }
+
     @Test("with a PEM identity it serves HTTPS that a client trusting the CA accepts; the sign-in cookie is Secure")
     func https() async throws {
         let chain = try TestChain(host: "localhost", rootName: "Collector Root", intermediateName: "Collector Issuing CA")
         let directory = try TemporaryDirectory(prefix: "pinning-collector-tls")
         defer { directory.remove() }
         let identity = try directory.write("identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + chain.leaf.privateKeyPEM)
-        var client = HTTPClient.Configuration()
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
-        client.tlsConfiguration = tls
-        let collector = try await CollectorHarness(tlsIdentity: identity, clientConfiguration: client)
+        let collector = try await CollectorHarness(tlsIdentity: identity, clientConfiguration: try Self.client(trusting: chain))
         defer { Task { await collector.stop() } }
         #expect(try await collector.request(.GET, "/status").status == 200)
         #expect(try await collector.post(try ReportFixtures.json(["hostname": "tls.example.test"])).status == 204)
@@ -245,11 +250,7 @@ struct CollectorHTTPSTests {
             }
             written.signal()
         }
-        var client = HTTPClient.Configuration()
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: chain.root.der, format: .der)])
-        client.tlsConfiguration = tls
-        let collector = try await CollectorHarness(tlsIdentity: fifo, clientConfiguration: client)
+        let collector = try await CollectorHarness(tlsIdentity: fifo, clientConfiguration: try Self.client(trusting: chain))
         defer { Task { await collector.stop() } }
         written.wait()
         #expect(try await collector.request(.GET, "/status").status == 200)

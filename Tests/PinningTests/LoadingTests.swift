@@ -717,7 +717,8 @@ struct LoadingTests {
         #expect(try CertificateLoader.certificates(inDirectory: directory) == [chain[0]], "a name the loader does not read stays unread")
         try create([0x62, 0xFF] + Array(".pem".utf8), Array(try LoadingFixtures.pem([chain[1]]).utf8))
         let entries = try DirectoryListing.entries(atPath: directory)
-        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\x1B\\xFE.txt"])
+        // ESC is a character (VisibleText's \u{1b}), 0xFF and 0xFE are bytes that are not UTF-8 (\xNN).
+        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\u{1b}\\xFE.txt"])
         #expect(entries.filter { $0.name == nil }.count == 2)
         let problem = "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)"
         expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {

@@ -25,7 +25,7 @@ package enum DirectoryListing {
         /// The name as text whatever its bytes: UTF-8 decoded, bytes that are not replaced (U+FFFD). For tests of
         /// its form (an extension) only, never to open the file.
         package var lossyName: String { String(decoding: self.bytes, as: UTF8.self) }
-        /// The name for a message: printable ASCII as is, every other byte as `\xNN`.
+        /// The name for a message: ``DirectoryListing/escaped(_:)``.
         package var escaped: String { DirectoryListing.escaped(self.bytes) }
     }
 
@@ -53,12 +53,10 @@ package enum DirectoryListing {
         }
     }
 
-    /// `bytes` for a message: printable ASCII as is except the backslash, every other byte as `\xNN` (`b\xFF.pem`),
-    /// so a name that is not UTF-8, or carries control characters, is shown without reaching a terminal raw.
+    /// `bytes` for a message: each UTF-8 character by ``VisibleText``'s rules (`é` kept, ESC as `\u{1b}`, the
+    /// backslash as `\u{5c}`), each byte that is not UTF-8 as `\xNN` (`b\xFF.pem`), so a name that is not UTF-8, or
+    /// carries control characters, is shown without reaching a terminal raw.
     package static func escaped(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { byte in
-            (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
-                ? String(UnicodeScalar(byte)) : "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-        }.joined()
+        VisibleText.escaped(bytes: bytes)
     }
 }

@@ -588,7 +588,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             || path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
             || components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
         if bad {
-            let shown = String(path.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }.prefix(200))
+            let shown = VisibleText.escaped(path, limit: 200)
             throw PinSetError("\(what) \"\(shown)\" is not a relative path inside the repository's targets")
         }
     }

@@ -295,6 +295,9 @@ struct EvaluationReport: TextReport {
         } else {
             out.append("validated path: none")
         }
-        return out.joined(separator: "\n")
+        // Names, reasons and warnings quote the certificates, which a server (or whoever wrote the file) chose: each
+        // line is escaped (VisibleText: control, format and bidi characters and the backslash as `\u{…}`), so none
+        // reaches the terminal raw and no name can forge a line.
+        return out.map(VisibleText.escaped).joined(separator: "\n")
     }
 }

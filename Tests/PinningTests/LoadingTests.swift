@@ -729,6 +729,31 @@ struct LoadingTests {
         }
     }
 
+    @Test("a *.pem in SSL_CERT_DIR whose name is not UTF-8 is skipped and reported (escaped); the directory's other roots are kept")
+    func platformDirectoryNameNotUTF8() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let roots = try (0..<2).map { try LoadingFixtures.selfSigned("Root \($0)").certificate }
+        try LoadingFixtures.write(try LoadingFixtures.pem([roots[0]]), to: directory, "good.pem")
+        // b\xFF.pem, made with open(2): no String can name it.
+        let name: [UInt8] = [0x62, 0xFF] + Array(".pem".utf8)
+        let path = Array(directory.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F)] + name.map { CChar(bitPattern: $0) } + [0]
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(descriptor >= 0)
+        let contents = Array(try LoadingFixtures.pem([roots[1]]).utf8)
+        let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        try #require(written == contents.count)
+        let loaded = TrustRoots.platform(environment: ["SSL_CERT_FILE": directory + "/none.pem", "SSL_CERT_DIR": directory])
+        #expect(loaded.certificates == [roots[0]])
+        #expect(loaded.sources == [directory])
+        #expect(loaded.skipped.map(\.origin) == [directory + "/none.pem", directory + "/b\\xFF.pem"], "\(loaded.skipped)")
+        #expect(loaded.skipped.map(\.code) == [.unreadableFile, .unreadableFile])
+        #expect(loaded.skipped.last?.problem == "the file name is not UTF-8; skipped (rename it to have it read)")
+        // --roots DIR still refuses the name (TrustRoots.load): only the platform store, which never throws, skips it.
+        #expect(throws: CertificateLoadingError.self) { try TrustRoots.load(atPath: directory) }
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

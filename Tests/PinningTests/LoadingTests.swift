@@ -656,6 +656,16 @@ struct LoadingTests {
         #expect(files > 0 && directories > 0, "\(files) reads of the file, \(directories) of the directory")
     }
 
+    #if os(Linux)
+        @Test("a read(2) that fails is told by its own errno: /proc/self/mem at offset 0 (never mapped) answers EIO")
+        func readFailureWords() throws {
+            // fstat calls it a regular file of 0 bytes; the first read fails with EIO, copied right after the call.
+            #expect(throws: CertificateLoadingError(code: .unreadableFile, origin: "/proc/self/mem", problem: "the file cannot be read (input/output error)")) {
+                try BoundedFileReader.read(atPath: "/proc/self/mem", maximumSize: 1024)
+            }
+        }
+    #endif
+
     @Test("the FIFO bound is handed in by the program: what PINNING_INPUT_WAIT's text means, and a FIFO with no writer told within it")
     func waitBoundIsHandedIn() throws {
         #expect(BoundedFileReader.waitSeconds(fromVariable: nil) == 30)

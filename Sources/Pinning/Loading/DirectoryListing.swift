@@ -38,13 +38,17 @@ package enum DirectoryListing {
 
     /// Every name in `path` but `.` and `..`, in the order the file system gives them.
     package static func entries(atPath path: String) throws(Failure) -> [Entry] {
-        guard let directory = opendir(path) else { throw Failure(code: errno) }
+        guard let directory = opendir(path) else {
+            let code = errno  // Copied at once, as each errno here.
+            throw Failure(code: code)
+        }
         defer { closedir(directory) }
         var entries: [Entry] = []
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
-                if errno != 0 { throw Failure(code: errno) }
+                let code = errno
+                if code != 0 { throw Failure(code: code) }
                 return entries
             }
             let bytes = withUnsafeBytes(of: &entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }

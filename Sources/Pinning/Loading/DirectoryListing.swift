@@ -57,8 +57,8 @@ package enum DirectoryListing {
         }
     }
 
-    /// `bytes` for a message: each UTF-8 character by ``VisibleText``'s rules (`é` kept, ESC as `\u{1b}`, the
-    /// backslash as `\u{5c}`), each byte that is not UTF-8 as `\xNN` (`b\xFF.pem`), so a name that is not UTF-8, or
+    /// `bytes` for a message: each UTF-8 character by ``VisibleText``'s rules (`é` kept, ESC as `\u{1b}`, a
+    /// backslash before `u`, `x`, `"` or the end as `\u{5c}`), each byte that is not UTF-8 as `\xNN` (`b\xFF.pem`), so a name that is not UTF-8, or
     /// carries control characters, is shown without reaching a terminal raw.
     package static func escaped(_ bytes: some Sequence<UInt8>) -> String {
         VisibleText.escaped(bytes: bytes)

@@ -7,18 +7,26 @@
 /// CR and LF forge lines, U+202E (RIGHT-TO-LEFT OVERRIDE) and the other bidi controls reorder the text around them,
 /// zero-width characters make `exam\u{200B}ple.com` look like `example.com`. Each control character (general
 /// category Cc: C0, DEL, C1), each format character (Cf: the bidi controls, zero-width characters, U+FEFF, the soft
-/// hyphen, the tag block), the line and paragraph separators (U+2028, U+2029) and the backslash is written as
-/// `\u{…}` in lower-case hex (ESC as `\u{1b}`); every other character, `é` and `例` included, is kept as it is. The
-/// backslash is escaped so that a sender's literal `\u{202e}` is not read as an escaped control.
+/// hyphen, the tag block), the line and paragraph separators (U+2028, U+2029) are written as
+/// `\u{…}` in lower-case hex (ESC as `\u{1b}`); every other character, `é` and `例` included, is kept as it is. A
+/// backslash is escaped too (`\u{5c}`) where it comes before `u` or `x`, so that a sender's literal `\u{202e}` or
+/// `\xFF` is not read as one of these escapes, and where it comes before `"` or ends the text, so that it cannot
+/// escape the quote a caller writes after the text (`message="…"`); every other backslash is kept, so a
+/// distinguished name's own escapes (RFC 4514's `O=Example\, Inc.`, `\+`, `\\`) read as they always have. In the
+/// output, then, every `\u{…}` and `\xNN` is an escape and every other backslash is the sender's.
 ///
 /// Pure functions: no state, no I/O.
 package enum VisibleText {
-    /// `text` with every hidden character (``isHidden(_:)``) and the backslash written as `\u{…}`.
+    /// `text` with every hidden character (``isHidden(_:)``), and each backslash before `u`, `x`, `"` or the end,
+    /// written as `\u{…}`.
     package static func escaped(_ text: String) -> String {
         var result = ""
         result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-        for scalar in text.unicodeScalars {
-            Self.append(scalar, to: &result)
+        var scalars = text.unicodeScalars.makeIterator()
+        var next = scalars.next()
+        while let scalar = next {
+            next = scalars.next()
+            Self.append(scalar, before: next, to: &result)
         }
         return result
     }
@@ -44,8 +52,10 @@ package enum VisibleText {
         while true {
             switch parser.parseScalar(from: &iterator) {
             case .valid(let encoded):
-                Self.append(Unicode.UTF8.decode(encoded), to: &result)
                 offset += encoded.count
+                // What follows matters only to a backslash (one byte): whether it is `u`, `x`, `"` or nothing.
+                let following = offset < bytes.count ? Unicode.Scalar(bytes[offset]) : nil
+                Self.append(Unicode.UTF8.decode(encoded), before: following, to: &result)
             case .error(let length):
                 for byte in bytes[offset..<offset + length] {
                     result += "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
@@ -89,8 +99,12 @@ package enum VisibleText {
             || scalar.properties.isBidiControl
     }
 
-    private static func append(_ scalar: Unicode.Scalar, to result: inout String) {
-        if Self.isHidden(scalar) || scalar == "\\" {
+    /// Appends `scalar`, escaped if it is hidden, or if it is a backslash that `following` (the next character of
+    /// the text, nil at its end) would turn into what reads as an escape (`\u…`, `\x…`), or that could escape a
+    /// quote (`\"`, or the text's last character before the caller's closing quote).
+    private static func append(_ scalar: Unicode.Scalar, before following: Unicode.Scalar?, to result: inout String) {
+        let backslashThatActs = scalar == "\\" && (following == nil || following == "u" || following == "x" || following == "\"")
+        if Self.isHidden(scalar) || backslashThatActs {
             result += "\\u{\(String(scalar.value, radix: 16))}"
         } else {
             result.unicodeScalars.append(scalar)

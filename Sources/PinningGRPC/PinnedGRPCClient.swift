@@ -117,7 +117,7 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         host: String,
         port: Int,
         evaluator: any ServerTrustEvaluating,
-        settings: TrustSettings = TrustSettings(),
+        settings: TrustSettings = .default,
         identity: TLSIdentity? = nil,
         address: NIOCore.SocketAddress? = nil,
         config: HTTP2ClientTransport.Posix.Config = .defaults,

@@ -1,4 +1,5 @@
 import Foundation
+import Pinning
 
 /// One connection's outcome, logged once when it ends: who, where to, the verdict and the traffic.
 public struct ProxyLogRecord: Sendable, Encodable {
@@ -58,26 +59,35 @@ public struct ProxyLogRecord: Sendable, Encodable {
     /// A short explanation of a refusal or error.
     public var message: String?
 
-    /// `text` or `json` line.
+    /// `text` or `json` line. The host, the upstream and the message are the peers' text (a client's CONNECT target
+    /// or request, an upstream's certificate names in a refusal): in text each field is escaped (``VisibleText``:
+    /// control, format and bidi characters as `\u{…}`, and a backslash where it would read as an escape or
+    /// escape the closing quote); in JSON the characters JSONEncoder leaves
+    /// raw that act on a terminal are written as `\uXXXX`, the values unchanged.
     public func line(json: Bool) -> String {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             if let data = try? encoder.encode(self) {
-                return String(decoding: data, as: UTF8.self)
+                return VisibleText.jsonEscaped(String(decoding: data, as: UTF8.self))
             }
         }
-        var parts = [self.kind.rawValue, "client=\(self.client)"]
-        if let host { parts.append("host=\(host)") }
-        if let upstream { parts.append("upstream=\(upstream)") }
-        if let entry { parts.append("entry=\(entry)") }
+        let shown: (String) -> String = VisibleText.escaped
+        var parts = [self.kind.rawValue, "client=\(shown(self.client))"]
+        if let host { parts.append("host=\(shown(host))") }
+        if let upstream { parts.append("upstream=\(shown(upstream))") }
+        if let entry { parts.append("entry=\(shown(entry))") }
         parts.append("verdict=\(self.verdict.rawValue)")
-        if let failure { parts.append("failure=\(failure)") }
+        if let failure { parts.append("failure=\(shown(failure))") }
         parts.append("requests=\(self.requests)")
         parts.append("bytes_up=\(self.bytesUp)")
         parts.append("bytes_down=\(self.bytesDown)")
         parts.append("duration_ms=\(self.durationMilliseconds)")
-        if let message { parts.append("message=\"\(message.replacingOccurrences(of: "\"", with: "'").replacingOccurrences(of: "\n", with: " "))\"") }
+        if let message {
+            // Our own multi-line messages keep their old form (a space for each line feed); any other hidden character
+            // is escaped.
+            parts.append("message=\"\(shown(message.replacingOccurrences(of: "\"", with: "'").replacingOccurrences(of: "\n", with: " ")))\"")
+        }
         return parts.joined(separator: " ")
     }
 }

@@ -162,3 +162,21 @@ extension InProcessCLI {
         names.map { (EvaluationReport.CertificateLine.name($0), String(describing: $0)) }
     }
 }
+
+extension InProcessCLI {
+    /// `pinning check`'s text report for a response whose redirect, status line's reason and body the server wrote.
+    static func checkText(url: String, finalURL: String, status: Int, reasonPhrase: String, body: String, error: String?) -> String {
+        var report = CheckReport(url: url)
+        report.finalURL = finalURL
+        report.status = status
+        report.reasonPhrase = reasonPhrase
+        report.body = body
+        report.error = error
+        return report.humanReadable
+    }
+
+    /// One of `pinning proxy`'s JSON log lines (`--log-format json`: reports, pin set events).
+    static func proxyJSONLine(_ fields: [String: String]) -> String {
+        PinningCommand.Proxy.jsonLine(fields)
+    }
+}

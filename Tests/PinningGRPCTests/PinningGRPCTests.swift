@@ -209,6 +209,44 @@ struct PinningGRPCTests {
         #expect(seen.all == ["nobody"])
     }
 
+    @Test("the evaluator and configurationSource initialisers default the settings alike (TrustSettings.default) and keep given settings alike")
+    func initialisersAgreeOnSettings() throws {
+        struct NoConfiguration: PinningConfigurationSource {
+            func currentConfiguration() -> CurrentConfiguration? { nil }
+        }
+        /// TrustSettings is not Equatable (its SPI clock aside, every field is): compared field by field.
+        struct Fields: Hashable {
+            var anchors: [Certificate]
+            var anchorsOnly: Bool
+            var platformRoots: TrustRoots?
+            var purpose: TrustPurpose
+            var profile: ValidationProfile
+            var limits: TrustLimits
+            var revocation: RevocationPolicy?
+            init(_ settings: TrustSettings) {
+                (self.anchors, self.anchorsOnly, self.platformRoots) = (settings.anchors, settings.anchorsOnly, settings.platformRoots)
+                (self.purpose, self.profile, self.limits, self.revocation) = (settings.purpose, settings.profile, settings.limits, settings.revocation)
+            }
+        }
+        let evaluator = SecurityPolicy.pinningMode(.none)
+        let byEvaluator = try PinnedGRPCClientTransport(host: "device.local", port: 443, evaluator: evaluator)
+        let bySource = try PinnedGRPCClientTransport(host: "device.local", port: 443, configurationSource: NoConfiguration())
+        let defaults = Fields(TrustSettings.default)
+        #expect(Fields(byEvaluator.client.settings) == defaults)
+        #expect(Fields(bySource.client.settings) == defaults)
+        // The default in values: the platform roots (nil: the operating system's store), no anchors, server
+        // authentication, RFC 5280, the default limits, no revocation checking.
+        #expect(defaults.anchors.isEmpty && !defaults.anchorsOnly && defaults.platformRoots == nil)
+        #expect(defaults.purpose == .serverAuthentication && defaults.profile == .rfc5280 && defaults.limits == .default && defaults.revocation == nil)
+
+        let given = TrustSettings(anchors: [self.serverChain.root.certificate], anchorsOnly: true, platformRoots: TrustRoots([]))
+        let givenByEvaluator = try PinnedGRPCClientTransport(host: "device.local", port: 443, evaluator: evaluator, settings: given)
+        let givenBySource = try PinnedGRPCClientTransport(host: "device.local", port: 443, configurationSource: NoConfiguration(), settings: given)
+        #expect(Fields(givenByEvaluator.client.settings) == Fields(given))
+        #expect(Fields(givenBySource.client.settings) == Fields(given))
+        #expect(Fields(givenBySource.client.settings).anchors == [self.serverChain.root.certificate])
+    }
+
     @Test("a pinned client that does not offer ALPN h2 is refused when the transport is made, in words")
     func withoutALPN() throws {
         let client = try PinnedTLSClient(evaluator: SecurityPolicy.pinningMode(.none), settings: TrustSettings(anchors: [self.serverChain.root.certificate]))

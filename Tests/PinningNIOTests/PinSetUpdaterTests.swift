@@ -144,6 +144,51 @@ struct PinSetUpdaterTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets")) == [String(stored.dropFirst("pinsets/".count))])
     }
 
+    @Test("a leftover set that cannot be removed is logged, never trusted: the commit names the new set, and a restart loads only that one")
+    func leftoverNotRemoved() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-leftover")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        let lines = NIOLockedValueBox<[String]>([])
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(5)))
+        let updater = try PinSetUpdater(
+            bootstrapRoot: repository.bootstrapRoot, directory: directory.path("state"), metadataURL: repository.metadataURL,
+            fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: { line in lines.withLockedValue { $0.append(line) } })
+        #expect(await updater.refresh() == .updated(version: 2))
+        // Two half-written sets, as a crash or a failed removal leaves them, each with a configuration pinning A and C.
+        // One is named `v9\xFF`, which FileManager lists as `v9\u{FFFD}`, a name that does not exist, so removing
+        // it fails (a failure this test can cause as root, where permissions would not stop a removal).
+        let pinsets = directory.path("state/pinsets")
+        let planted: [[UInt8]] = [Array("v9-leftover".utf8), [0x76, 0x39, 0xFF]]
+        for name in planted {
+            let path = Array(pinsets.utf8) + [0x2F] + name
+            try #require(mkdir(path.map { CChar(bitPattern: $0) } + [0], 0o755) == 0)
+            let file = (path + Array("/pinning.json".utf8)).map { CChar(bitPattern: $0) } + [0]
+            let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(descriptor >= 0)
+            let bytes = Self.configuration([Self.pinA, Self.pinC])
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            try #require(written == bytes.count)
+        }
+
+        try repository.publish(Self.configuration([Self.pinB, Self.pinC]), files: Self.anchorFiles)
+        #expect(await updater.refresh() == .updated(version: 3))
+        #expect(Self.pins(updater) == [Self.pinB, Self.pinC])
+        let unremovable = pinsets + "/v9\u{FFFD}: cannot remove this unused pin set directory (it is not used): "
+        #expect(lines.withLockedValue { $0 }.contains { $0.hasPrefix(unremovable) }, "\(lines.withLockedValue { $0 })")
+        let left = try FileManager.default.contentsOfDirectory(atPath: pinsets).sorted()
+        #expect(left.count == 2 && left[0].hasPrefix("v3-") && left[1] == "v9\u{FFFD}", "the removable leftover went: \(left)")
+
+        // A restart enforces the set current.json names, not a leftover.
+        repository.server.stop()
+        let restarted = try Self.updater(repository, directory: directory)
+        #expect(Self.pins(restarted) == [Self.pinB, Self.pinC])
+        #expect(restarted.currentConfiguration()?.generation == 3)
+    }
+
     @Test("a refresh with nothing new leaves current.json as it is; one whose metadata expires later (a renewed timestamp) records the new expiry, which a restart reads")
     func unchangedRefreshWrites() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-unchanged-writes")

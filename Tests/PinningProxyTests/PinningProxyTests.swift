@@ -41,6 +41,23 @@ struct PinningProxyTests {
         #expect(record.line(json: false).contains("verdict=-") && record.line(json: false).hasPrefix("refused "))
     }
 
+    @Test("a log record's host, upstream, failure and message are the peers': escaped in text, \\uXXXX in JSON with the values unchanged")
+    func hostileLogLines() throws {
+        let record = ProxyLogRecord(
+            kind: .intercept, client: "127.0.0.1:5000", host: "evil\u{1B}[2J\u{202E}例.test", upstream: "127.0.0.1:443", verdict: .untrusted,
+            failure: "pinMismatch", entry: nil, bytesUp: 0, bytesDown: 0, requests: 0, durationMilliseconds: 7,
+            message: "untrusted: CN=x\u{1B}]0;owned\u{7}\r\nFAKE \"q\" \u{9B}é\\")
+        #expect(
+            record.line(json: false)
+                == #"intercept client=127.0.0.1:5000 host=evil\u{1b}[2J\u{202e}例.test upstream=127.0.0.1:443 verdict=untrusted failure=pinMismatch requests=0 bytes_up=0 bytes_down=0 duration_ms=7 message="untrusted: CN=x\u{1b}]0;owned\u{7}\u{d} FAKE 'q' \u{9b}é\u{5c}""#
+        )
+        let json = record.line(json: true)
+        #expect(!json.unicodeScalars.contains { [.control, .format].contains($0.properties.generalCategory) }, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["host"] as? String == "evil\u{1B}[2J\u{202E}例.test")
+        #expect(object["message"] as? String == "untrusted: CN=x\u{1B}]0;owned\u{7}\r\nFAKE \"q\" \u{9B}é\\")
+    }
+
     @Test("the PAC file sends the configured hosts through the proxy in their A-label form, everything else DIRECT")
     func pacFile() throws {
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-lib")

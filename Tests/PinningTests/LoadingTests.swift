@@ -656,6 +656,16 @@ struct LoadingTests {
         #expect(files > 0 && directories > 0, "\(files) reads of the file, \(directories) of the directory")
     }
 
+    #if os(Linux)
+        @Test("a read(2) that fails is told by its own errno: /proc/self/mem at offset 0 (never mapped) answers EIO")
+        func readFailureWords() throws {
+            // fstat calls it a regular file of 0 bytes; the first read fails with EIO, copied right after the call.
+            #expect(throws: CertificateLoadingError(code: .unreadableFile, origin: "/proc/self/mem", problem: "the file cannot be read (input/output error)")) {
+                try BoundedFileReader.read(atPath: "/proc/self/mem", maximumSize: 1024)
+            }
+        }
+    #endif
+
     @Test("the FIFO bound is handed in by the program: what PINNING_INPUT_WAIT's text means, and a FIFO with no writer told within it")
     func waitBoundIsHandedIn() throws {
         #expect(BoundedFileReader.waitSeconds(fromVariable: nil) == 30)
@@ -717,7 +727,8 @@ struct LoadingTests {
         #expect(try CertificateLoader.certificates(inDirectory: directory) == [chain[0]], "a name the loader does not read stays unread")
         try create([0x62, 0xFF] + Array(".pem".utf8), Array(try LoadingFixtures.pem([chain[1]]).utf8))
         let entries = try DirectoryListing.entries(atPath: directory)
-        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\x1B\\xFE.txt"])
+        // ESC is a character (VisibleText's \u{1b}), 0xFF and 0xFE are bytes that are not UTF-8 (\xNN).
+        #expect(Set(entries.map(\.escaped)) == ["a.pem", "b\\xFF.pem", "c\\u{1b}\\xFE.txt"])
         #expect(entries.filter { $0.name == nil }.count == 2)
         let problem = "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)"
         expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
@@ -726,6 +737,31 @@ struct LoadingTests {
         expectLoadingError(.unreadableFile, origin: directory + "/b\\xFF.pem", mentions: [problem]) {
             try TrustRoots.load(atPath: directory)
         }
+    }
+
+    @Test("a *.pem in SSL_CERT_DIR whose name is not UTF-8 is skipped and reported (escaped); the directory's other roots are kept")
+    func platformDirectoryNameNotUTF8() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let roots = try (0..<2).map { try LoadingFixtures.selfSigned("Root \($0)").certificate }
+        try LoadingFixtures.write(try LoadingFixtures.pem([roots[0]]), to: directory, "good.pem")
+        // b\xFF.pem, made with open(2): no String can name it.
+        let name: [UInt8] = [0x62, 0xFF] + Array(".pem".utf8)
+        let path = Array(directory.utf8).map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0x2F)] + name.map { CChar(bitPattern: $0) } + [0]
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(descriptor >= 0)
+        let contents = Array(try LoadingFixtures.pem([roots[1]]).utf8)
+        let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        try #require(written == contents.count)
+        let loaded = TrustRoots.platform(environment: ["SSL_CERT_FILE": directory + "/none.pem", "SSL_CERT_DIR": directory])
+        #expect(loaded.certificates == [roots[0]])
+        #expect(loaded.sources == [directory])
+        #expect(loaded.skipped.map(\.origin) == [directory + "/none.pem", directory + "/b\\xFF.pem"], "\(loaded.skipped)")
+        #expect(loaded.skipped.map(\.code) == [.unreadableFile, .unreadableFile])
+        #expect(loaded.skipped.last?.problem == "the file name is not UTF-8; skipped (rename it to have it read)")
+        // --roots DIR still refuses the name (TrustRoots.load): only the platform store, which never throws, skips it.
+        #expect(throws: CertificateLoadingError.self) { try TrustRoots.load(atPath: directory) }
     }
 
     @Test("a directory with a bad file fails naming that file")

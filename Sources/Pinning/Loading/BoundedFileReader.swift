@@ -104,7 +104,12 @@ package enum BoundedFileReader {
         }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw unreadable(Self.words(errno)) }
+        // Each errno is copied the moment its call fails, before any other code runs (building a message, even the
+        // deferred close(2), can change it), and only the copy is read.
+        guard fstat(descriptor, &info) == 0 else {
+            let code = errno
+            throw unreadable(Self.words(code))
+        }
         let type = info.st_mode & S_IFMT
         if type == S_IFDIR {
             throw unreadable("the path is a directory, not a file")
@@ -128,8 +133,9 @@ package enum BoundedFileReader {
                 var request = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                 let ready = remaining > 0 ? poll(&request, 1, remaining) : 0
                 if ready < 0 {
-                    if errno == EINTR { continue }
-                    throw unreadable("the file cannot be read (\(Self.words(errno)))")
+                    let code = errno
+                    if code == EINTR { continue }
+                    throw unreadable("the file cannot be read (\(Self.words(code)))")
                 }
                 if ready == 0 {
                     throw unreadable(Self.timedOut(type: type, bytesRead: bytes.count, wait: wait))
@@ -137,14 +143,18 @@ package enum BoundedFileReader {
             }
             // Never more than one byte over the limit: that byte tells "exactly the limit" from "too large".
             let wanted = min(chunk.count, limit + 1 - bytes.count)
-            let count = chunk.withUnsafeMutableBytes { Self.systemRead(descriptor, $0.baseAddress, wanted) }
+            // The errno of read(2) is copied inside the closure, right after the call.
+            let (count, code) = chunk.withUnsafeMutableBytes { buffer in
+                let count = Self.systemRead(descriptor, buffer.baseAddress, wanted)
+                return (count, count < 0 ? errno : 0)
+            }
             if count < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK {
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK {
                     isRegular = false
                     continue
                 }
-                throw unreadable("the file cannot be read (\(Self.words(errno)))")
+                throw unreadable("the file cannot be read (\(Self.words(code)))")
             }
             if count == 0 { return bytes }
             bytes += chunk[0..<count]
@@ -188,7 +198,10 @@ package enum BoundedFileReader {
     package static func fileType(atPath path: String, followingLinks: Bool) -> Result<UInt32, FileTypeError> {
         var info = stat()
         let status = followingLinks ? stat(path, &info) : lstat(path, &info)
-        guard status == 0 else { return .failure(FileTypeError(code: errno)) }
+        guard status == 0 else {
+            let code = errno
+            return .failure(FileTypeError(code: code))
+        }
         return .success(UInt32(info.st_mode & S_IFMT))
     }
 

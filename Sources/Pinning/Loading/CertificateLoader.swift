@@ -172,6 +172,30 @@ public enum CertificateLoader {
         inDirectory path: String,
         include: (String) -> Bool
     ) throws(CertificateLoadingError) -> [String] {
+        let listing = try Self.listing(inDirectory: path, include: include)
+        // A name this directory's reader would read (its extension, or hash form, says so) whose bytes are not
+        // UTF-8 is refused, naming it: not read under another name (FileManager's U+FFFD, "no such file"), nor
+        // skipped, since the files of an anchors, roots or CRL directory decide what is trusted and a file
+        // left out without a word changes that decision. Reading it by its bytes would take byte paths through
+        // every reader and message; a refusal the user fixes with one rename fails closed instead. A name the
+        // reader would not read whatever its bytes (another extension) is left alone, as any such name is.
+        // (The platform store, which never throws, skips such a name and reports it: TrustRoots.platform.)
+        if let origin = listing.namesNotUTF8.first {
+            throw CertificateLoadingError(
+                code: .unreadableFile, origin: origin,
+                problem: "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)")
+        }
+        return listing.files
+    }
+
+    /// What ``files(inDirectory:include:)`` lists, without refusing: the regular files whose names pass `include`
+    /// (full paths sorted by file name), and, for each name that passes `include` but is not UTF-8, the path to
+    /// name it in a message (the directory, then the name escaped: ``DirectoryListing/escaped(_:)``), in the order
+    /// the file system lists them. The caller decides what such a name means (see ``files(inDirectory:include:)``).
+    static func listing(
+        inDirectory path: String,
+        include: (String) -> Bool
+    ) throws(CertificateLoadingError) -> (files: [String], namesNotUTF8: [String]) {
         guard try Self.isDirectory(path) else {
             throw CertificateLoadingError(code: .notADirectory, origin: path, problem: "the path is not a directory")
         }
@@ -186,18 +210,11 @@ public enum CertificateLoader {
             )
         }
         var names: [String] = []
+        var namesNotUTF8: [String] = []
         for entry in entries where include(entry.lossyName) {
-            // A name this directory's reader would read (its extension, or hash form, says so) whose bytes are not
-            // UTF-8 is refused, naming it: not read under another name (FileManager's U+FFFD, "no such file"), nor
-            // skipped, since the files of an anchors, roots or CRL directory decide what is trusted and a file
-            // left out without a word changes that decision. Reading it by its bytes would take byte paths through
-            // every reader and message; a refusal the user fixes with one rename fails closed instead. A name the
-            // reader would not read whatever its bytes (another extension) is left alone, as any such name is.
             guard let name = entry.name else {
-                let origin = (path.hasSuffix("/") ? path : path + "/") + entry.escaped
-                throw CertificateLoadingError(
-                    code: .unreadableFile, origin: origin,
-                    problem: "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)")
+                namesNotUTF8.append((path.hasSuffix("/") ? path : path + "/") + entry.escaped)
+                continue
             }
             names.append(name)
         }
@@ -215,7 +232,7 @@ public enum CertificateLoader {
                 files.append(file)
             }
         }
-        return files
+        return (files, namesNotUTF8)
     }
 
     /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them. Pipes, FIFOs and

@@ -25,7 +25,7 @@ package enum DirectoryListing {
         /// The name as text whatever its bytes: UTF-8 decoded, bytes that are not replaced (U+FFFD). For tests of
         /// its form (an extension) only, never to open the file.
         package var lossyName: String { String(decoding: self.bytes, as: UTF8.self) }
-        /// The name for a message: printable ASCII as is, every other byte as `\xNN`.
+        /// The name for a message: ``DirectoryListing/escaped(_:)``.
         package var escaped: String { DirectoryListing.escaped(self.bytes) }
     }
 
@@ -38,13 +38,17 @@ package enum DirectoryListing {
 
     /// Every name in `path` but `.` and `..`, in the order the file system gives them.
     package static func entries(atPath path: String) throws(Failure) -> [Entry] {
-        guard let directory = opendir(path) else { throw Failure(code: errno) }
+        guard let directory = opendir(path) else {
+            let code = errno  // Copied at once, as each errno here.
+            throw Failure(code: code)
+        }
         defer { closedir(directory) }
         var entries: [Entry] = []
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
-                if errno != 0 { throw Failure(code: errno) }
+                let code = errno
+                if code != 0 { throw Failure(code: code) }
                 return entries
             }
             let bytes = withUnsafeBytes(of: &entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
@@ -53,12 +57,10 @@ package enum DirectoryListing {
         }
     }
 
-    /// `bytes` for a message: printable ASCII as is except the backslash, every other byte as `\xNN` (`b\xFF.pem`),
-    /// so a name that is not UTF-8, or carries control characters, is shown without reaching a terminal raw.
+    /// `bytes` for a message: each UTF-8 character by ``VisibleText``'s rules (`é` kept, ESC as `\u{1b}`, a
+    /// backslash before `u`, `x`, `"` or the end as `\u{5c}`), each byte that is not UTF-8 as `\xNN` (`b\xFF.pem`), so a name that is not UTF-8, or
+    /// carries control characters, is shown without reaching a terminal raw.
     package static func escaped(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { byte in
-            (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
-                ? String(UnicodeScalar(byte)) : "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-        }.joined()
+        VisibleText.escaped(bytes: bytes)
     }
 }

@@ -231,16 +231,27 @@ public struct TrustRoots: Sendable, Hashable {
         }
     }
 
+    /// Reads a platform directory (`SSL_CERT_DIR`, `/etc/ssl/certs`). A name the directory's reader would read whose
+    /// bytes are not UTF-8 is skipped and reported in ``skipped`` (the name escaped), and the rest of the directory
+    /// is read, as OpenSSL keeps reading a directory past a file it cannot use. This differs from `--roots DIR` and
+    /// the anchors and CRL directories, which refuse such a name (``CertificateLoader/files(inDirectory:include:)``):
+    /// the platform store never throws, and dropping the whole directory for one name would lose every other root
+    /// in it. Skipping a root can only trust less, never more.
     private mutating func read(directory: String, seen: inout Seen, include: (String) -> Bool) {
-        let files: [String]
+        let listing: (files: [String], namesNotUTF8: [String])
         do {
-            files = try CertificateLoader.files(inDirectory: directory, include: include)
+            listing = try CertificateLoader.listing(inDirectory: directory, include: include)
         } catch {
             self.skipped.append(error)
             return
         }
         self.sources.append(directory)
-        for file in files {
+        for origin in listing.namesNotUTF8 {
+            self.skipped.append(
+                CertificateLoadingError(
+                    code: .unreadableFile, origin: origin, problem: "the file name is not UTF-8; skipped (rename it to have it read)"))
+        }
+        for file in listing.files {
             self.read(entriesOf: file, seen: &seen)
         }
     }

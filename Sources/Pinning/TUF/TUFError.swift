@@ -70,17 +70,10 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
         "\(Self.printable(self.role)): \(self.message)"
     }
 
-    /// Text from a file, safe to print on one line.
+    /// Text from a repository's metadata, safe to print on one line: ``VisibleText``'s rules, at most 200
+    /// characters of it.
     static func printable(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out.count > 200 ? String(out.prefix(200)) + "…" : out
+        VisibleText.escaped(text, limit: 200)
     }
 
     /// A key id shortened for messages (the full ids are in ``keyIDs``).

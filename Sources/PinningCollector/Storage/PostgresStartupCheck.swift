@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Pinning
 import PostgresNIO
 
 /// One direct connection to the database before the pool starts, so that a server that refuses the collector
@@ -72,8 +73,7 @@ extension PostgresStartupCheck {
     /// A server's text as one line: control characters (a newline, an escape sequence that would forge lines in a
     /// terminal or a log) and bidi controls shown as `\u{…}` (``VisibleText``), and at most 300 characters. The server at the URL need not be friendly.
     static func printable(_ text: String) -> String {
-        let result = VisibleText.escaped(String(String.UnicodeScalarView(text.unicodeScalars.prefix(300))))
-        return text.unicodeScalars.count > 300 ? result + "…" : result
+        VisibleText.escaped(text, limit: 300)
     }
 }
 

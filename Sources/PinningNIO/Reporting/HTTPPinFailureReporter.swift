@@ -28,12 +28,16 @@ public struct HTTPPinFailureReporter: Sendable {
         public var attempts: Int
         /// The last HTTP status received, if any.
         public var status: Int?
-        /// What happened, for logs.
+        /// What happened, for logs. Raw: it can quote the collector (a refused certificate's names, a TLS or
+        /// connection failure's words), and a collector need not be friendly; ``description`` shows it escaped.
         public var message: String
 
-        /// One line: delivered or not, where, after how many attempts, and why.
+        /// One line: delivered or not, where, after how many attempts, and why. The URI and ``message`` are escaped
+        /// (control, format and bidi characters as `\u{…}`, as ``VisibleText`` writes them), so a hostile collector's
+        /// text cannot move a terminal's cursor, forge a log line or reorder the text around it.
         public var description: String {
-            "\(self.delivered ? "delivered" : "not delivered") to \(self.uri.absoluteString) after \(self.attempts) attempt\(self.attempts == 1 ? "" : "s"): \(self.message)"
+            let uri = VisibleText.escaped(self.uri.absoluteString)
+            return "\(self.delivered ? "delivered" : "not delivered") to \(uri) after \(self.attempts) attempt\(self.attempts == 1 ? "" : "s"): \(VisibleText.escaped(self.message))"
         }
     }
 

@@ -307,7 +307,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
             var same = true
             for (path, digest) in previous.files where path != name {
                 // A file no longer listed is not an error here: the full path below downloads the set as it is now
-                // listed, and refuses it if it is incomplete.
+                // listed, and refuses it if it is incomplete. `try?` is safe: an error makes `info` nil, which is
+                // "not the same", so it can only send the refresh down the full, verified path, never accept.
                 let info = try? await tuf.targetInfo(path)
                 if info?.hashes["sha256"] != digest { same = false }
             }
@@ -355,7 +356,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         var committed = false
         defer {
-            if !committed { try? FileManager.default.removeItem(atPath: staging) }
+            // A set refused before the commit is removed; if that fails it is only left behind, never trusted:
+            // nothing names it (current.json names the previous set), a restart loads only what current.json
+            // names after checking each of its files' sha256, and the next commit removes it.
+            if !committed { self.removeLeftover(staging) }
         }
         var staged = StagedFiles(root: staging, parent: pinsets)
         let configurationBytes = try await self.download(&tuf, main, into: &staged, as: name)
@@ -401,9 +405,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             version: version, targetName: name, sha256: mainDigest, directory: "pinsets/" + final, files: files, layout: layout.isEmpty ? nil : layout,
             refreshed: startTime, freshUntil: freshUntil)
         try self.commit(record)
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: pinsets)) ?? [] where entry != final {
-            try? FileManager.default.removeItem(atPath: pinsets + "/" + entry)
-        }
+        self.removeLeftovers(in: pinsets, keeping: final)
         // The configuration was read from the set's directory; its anchors and CRLs are values already loaded.
         configuration.pinsetVersion = version
         configuration.reportQueue = self.options.reportQueue
@@ -588,12 +590,38 @@ public actor PinSetUpdater: PinningConfigurationSource {
             || path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
             || components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
         if bad {
-            let shown = String(path.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }.prefix(200))
+            let shown = VisibleText.escaped(path, limit: 200)
             throw PinSetError("\(what) \"\(shown)\" is not a relative path inside the repository's targets")
         }
     }
 
     // MARK: - Persistence
+
+    /// Removes every entry of `pinsets` but `kept` (the set current.json now names): the previous set, and any set
+    /// a crash or a failed removal left. Each failure is logged and passed over: what is left is named by nothing, so
+    /// it is never loaded (``loadStored()`` reads only the directory current.json names, checking each file's sha256),
+    /// and the next commit tries again. A failure here cannot undo the commit, which has happened.
+    private nonisolated func removeLeftovers(in pinsets: String, keeping kept: String) {
+        let entries: [String]
+        do {
+            entries = try FileManager.default.contentsOfDirectory(atPath: pinsets)
+        } catch {
+            self.log?("\(pinsets): cannot list the old pin sets to remove them (they are not used): \((error as NSError).localizedDescription)")
+            return
+        }
+        for entry in entries where entry != kept {
+            self.removeLeftover(pinsets + "/" + entry)
+        }
+    }
+
+    /// Removes `path` (a pin set's directory that is not, or no longer, named by current.json), or logs why not.
+    private nonisolated func removeLeftover(_ path: String) {
+        do {
+            try FileManager.default.removeItem(atPath: path)
+        } catch {
+            self.log?("\(path): cannot remove this unused pin set directory (it is not used): \((error as NSError).localizedDescription)")
+        }
+    }
 
     private nonisolated func commit(_ record: PinSetRecord) throws(PinSetError) {
         let bytes: [UInt8]

@@ -273,9 +273,11 @@ extension PinningCommand {
                     var details = report
                     details.error = nil
                     Self.warn(details.humanReadable)
-                    if let errorDetail { Self.warn("detail: \(errorDetail)") }
+                    if let errorDetail { Self.warn("detail: \(VisibleText.escaped(errorDetail))") }
                 }
-                Self.warn(errorLine)
+                // The server's words (a status line's reason, a certificate's names in a TLS failure) are the peer's:
+                // escaped, as every peer's text this command prints (VisibleText).
+                Self.warn(VisibleText.escaped(errorLine))
                 throw ExitCode(3)
             }
             try JSONOutput.print(report, json: self.json)
@@ -292,17 +294,18 @@ extension PinningCommand {
         /// the check refuses to connect: exit 3, saying so.
         func followPinSet() async throws -> (configuration: PinningConfiguration, report: PinSetReport) {
             let verbose = self.verbose
+            // The updater's lines quote the pin set's repository (role names, its server's errors): escaped.
             let updater = try self.pinSetOptions.makeUpdater { line in
-                if verbose { Self.warn(line) }
+                if verbose { Self.warn(VisibleText.escaped(line)) }
             }
             let outcome = await updater.refresh()
             guard let current = updater.currentConfiguration() else {
-                let why = updater.status.lastError ?? "no pin set"
+                let why = VisibleText.escaped(updater.status.lastError ?? "no pin set")
                 Self.warn("refusing to connect: no pin set to judge by (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))")
                 throw ExitCode(3)
             }
             if case .failed(let line) = outcome {
-                Self.warn("warning: the pin set was not refreshed; version \(current.generation) stays enforced: \(line)")
+                Self.warn("warning: the pin set was not refreshed; version \(current.generation) stays enforced: \(VisibleText.escaped(line))")
             }
             let status = updater.status
             if status.stale {
@@ -488,8 +491,11 @@ struct CheckReport: TextReport {
     /// The TLS alert this client sent, when the error came with one (its TLS library refusing the handshake).
     var tlsAlertSent: Alert?
 
+    /// The lines for people. What the server wrote (the redirect's URL, the status line's reason, the body, an error
+    /// quoting it) is escaped by ``VisibleText`` (the body line by line, its line feeds kept); the evaluation and the
+    /// pin set escape their own.
     var humanReadable: String {
-        var lines = ["GET \(self.url)"]
+        var lines = ["GET \(VisibleText.escaped(self.url))"]
         if let pinset {
             lines.append(pinset.humanReadable)
         }
@@ -497,16 +503,17 @@ struct CheckReport: TextReport {
             lines.append(evaluation.humanReadable)
         }
         if let finalURL, finalURL != self.url {
-            lines.append("redirected to \(finalURL)")
+            lines.append("redirected to \(VisibleText.escaped(finalURL))")
         }
         if let status {
-            lines.append("HTTP \(status) \(self.reasonPhrase ?? "")")
+            lines.append("HTTP \(status) \(VisibleText.escaped(self.reasonPhrase ?? ""))")
             if let body, !body.isEmpty {
-                lines.append(body.hasSuffix("\n") ? String(body.dropLast()) : body)
+                let text = body.hasSuffix("\n") ? String(body.dropLast()) : body
+                lines.append(text.split(separator: "\n", omittingEmptySubsequences: false).map { VisibleText.escaped(String($0)) }.joined(separator: "\n"))
             }
         }
         if let error {
-            lines.append("error: \(error)")
+            lines.append("error: \(VisibleText.escaped(error))")
         }
         return lines.joined(separator: "\n")
     }

@@ -128,7 +128,7 @@ struct ConfigurationEvaluationReport: TextReport {
             lines.append("  pin mismatch let through")
         }
         for warning in self.warnings {
-            lines.append("  warning: \(warning)")
+            lines.append("  warning: \(VisibleText.escaped(warning))")  // As the base report's lines (below) are.
         }
         if self.failureReport != nil {
             lines.append("  failure report: \(self.reportSubmitted ? "submitted" : "built, not sent (no --send-reports or no reportURIs)")")

@@ -132,7 +132,7 @@ extension PinningCommand {
                 }
                 await following.refresh()
                 guard let current = following.currentConfiguration() else {
-                    let why = following.status.lastError ?? "no pin set"
+                    let why = VisibleText.escaped(following.status.lastError ?? "no pin set")
                     FileHandle.standardError.write(
                         Data("pinning: proxy: no pin set to enforce (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))\n".utf8))
                     throw ExitCode(3)
@@ -290,7 +290,8 @@ extension PinningCommand {
             } catch {
                 proxy.statistics.reloaded(succeeded: false)
                 let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
-                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(message)"
+                // The pin set is the repository's text: escaped (VisibleText), as the other pin set lines are.
+                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(VisibleText.escaped(message))"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
@@ -313,7 +314,8 @@ extension PinningCommand {
             }
         }
 
-        /// One line per failure report sent (to one URI): delivered or not, where, and why.
+        /// One line per failure report sent (to one URI): delivered or not, where, and why. The collector's text is
+        /// escaped: by the outcome's description, and in JSON by ``jsonLine(_:)``.
         @Sendable static func reportLog(_ outcome: HTTPPinFailureReporter.Outcome, json: Bool) {
             let text: String
             if json {
@@ -329,15 +331,18 @@ extension PinningCommand {
 
         /// One line about the pin set (a refresh refused, a version applied) on stderr.
         @Sendable static func pinSetLog(_ line: String, json: Bool) {
-            let text = json ? Self.jsonLine(["event": "pinset", "message": line]) : "pinning: proxy: \(line)"
+            // The line quotes the pin set's repository (role names, its server's errors): escaped.
+            let text = json ? Self.jsonLine(["event": "pinset", "message": line]) : "pinning: proxy: \(VisibleText.escaped(line))"
             FileHandle.standardError.write(Data((text + "\n").utf8))
         }
 
+        /// One JSON line; the characters JSONEncoder leaves raw that act on a terminal (DEL, C1, bidi and other format
+        /// characters) as `\uXXXX` (VisibleText.jsonEscaped), the values unchanged.
         static func jsonLine(_ fields: [String: String]) -> String {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             do {
-                return String(decoding: try encoder.encode(fields), as: UTF8.self)
+                return VisibleText.jsonEscaped(String(decoding: try encoder.encode(fields), as: UTF8.self))
             } catch {
                 return #"{"event":"pinset"}"#
             }

@@ -142,8 +142,9 @@ extension PinningCommand {
             }
         }
 
+        /// The updater's lines and the failures quote the repository and its server: escaped (VisibleText).
         @Sendable static func logLine(_ line: String) {
-            FileHandle.standardError.write(Data("pinning tuf: \(line)\n".utf8))
+            FileHandle.standardError.write(Data("pinning tuf: \(VisibleText.escaped(line))\n".utf8))
         }
 
         static func versions(_ trusted: TUFTrustedSet) -> String {
@@ -164,7 +165,7 @@ extension PinningCommand {
 
         /// One line on stderr, exit 1.
         static func fail(_ message: String) -> Never {
-            FileHandle.standardError.write(Data("pinning tuf: \(message)\n".utf8))
+            FileHandle.standardError.write(Data("pinning tuf: \(VisibleText.escaped(message))\n".utf8))
             Foundation.exit(1)
         }
     }

@@ -295,6 +295,10 @@ struct EvaluationReport: TextReport {
         } else {
             out.append("validated path: none")
         }
-        return out.joined(separator: "\n")
+        // Names, reasons and warnings quote the certificates, which a server (or whoever wrote the file) chose: each
+        // line is escaped (VisibleText: control, format and bidi characters as `\u{…}`, and a backslash
+        // only where it would read as an escape or end the line), so none
+        // reaches the terminal raw and no name can forge a line.
+        return out.map(VisibleText.escaped).joined(separator: "\n")
     }
 }

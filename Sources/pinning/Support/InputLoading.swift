@@ -97,7 +97,9 @@ enum JSONOutput {
             try container.encode(ReportDate.format(date))
         }
         let data = try encoder.encode(value)
-        Swift.print(String(decoding: data, as: UTF8.self))
+        // Values quote peers (certificate names, a server's status line and body): the characters JSONEncoder
+        // leaves raw that act on a terminal (DEL, C1, bidi and other format characters) as \uXXXX, values unchanged.
+        Swift.print(VisibleText.jsonEscaped(String(decoding: data, as: UTF8.self)))
     }
 
     /// Prints `report` as JSON when `json` is set (`--json`), otherwise its text for people.
@@ -105,6 +107,7 @@ enum JSONOutput {
         if json {
             try self.print(report)
         } else {
+            // The reports that quote a peer (EvaluationReport, CheckReport) escape its text in their lines.
             Swift.print(report.humanReadable)
         }
     }

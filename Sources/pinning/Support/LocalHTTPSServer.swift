@@ -160,7 +160,8 @@ private struct TLSSetup: Sendable {
             handshake.whenFailure { error in
                 // Completed on the channel's event loop, as the watch's counts are kept.
                 guard let line = Self.refusalLine(error, watch: loopBound.value) else { return }
-                FileHandle.standardError.write(Data("pinning: serve: refused the client at \(peer): \(line)\n".utf8))
+                // The line quotes the client's certificate (its names): escaped, as every peer's text the CLI prints.
+                FileHandle.standardError.write(Data("pinning: serve: refused the client at \(peer): \(VisibleText.escaped(line))\n".utf8))
             }
         }
     }
@@ -286,6 +287,6 @@ private final class PlainHandshakeWatch: ChannelInboundHandler {
     private func say(_ line: String) {
         guard !self.settled else { return }
         self.settled = true
-        FileHandle.standardError.write(Data("pinning: serve: the TLS handshake with the client at \(self.peer) failed: \(line)\n".utf8))
+        FileHandle.standardError.write(Data("pinning: serve: the TLS handshake with the client at \(self.peer) failed: \(VisibleText.escaped(line))\n".utf8))
     }
 }

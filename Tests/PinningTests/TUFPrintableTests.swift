@@ -1,0 +1,16 @@
+import Testing
+
+@testable import Pinning
+
+/// TUF messages quote a repository's text (role names, types, versions) by VisibleText's rules.
+@Suite("TUF messages: a repository's text escaped")
+struct TUFPrintableTests {
+    @Test("TUF messages quote a repository's text by the same rules, at most 200 characters (bidi and zero-width were raw before)")
+    func tufPrintable() {
+        #expect(TUFError.printable("role\u{1B}[31m\u{202E}\u{200B}x\\") == "role\\u{1b}[31m\\u{202e}\\u{200b}x\\u{5c}")
+        #expect(TUFError.printable("délégué") == "délégué")
+        #expect(TUFError.printable(String(repeating: "a", count: 250)) == String(repeating: "a", count: 200) + "…")
+        let error = TUFError(role: "tar\u{202E}gets", rule: .malformed, "x")
+        #expect(error.description == "tar\\u{202e}gets: x")
+    }
+}

@@ -47,6 +47,31 @@ struct HostileTextCLITests {
         #expect(subject.contains(Self.hostileName), "the JSON value is the certificate's name, unchanged: \(subject)")
     }
 
+    @Test("inspect: a certificate's subject, issuer and subjectAltName escaped in text; in JSON as \\uXXXX, the values unchanged")
+    func inspectNames() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-hostile-inspect")
+        defer { directory.remove() }
+        let root = try TestPKI.root("Root\u{1B}[31m\u{202E}")
+        // An IA5String may hold ESC: a dNSName a CA would never issue, but a file can hold.
+        let leaf = try TestPKI.leaf(Self.hostileName, issuer: root, dnsNames: ["api.test", "x\u{1B}]0;t\u{7}.test"])
+        let file = try directory.write("leaf.pem", leaf.certificatePEM)
+
+        let text = try await CLI.run(["inspect", file], in: directory)
+        #expect(text.status == 0, "\(text)")
+        #expect(!Self.hasHidden(text.stdout), "\(text)")
+        #expect(text.stdout.contains(Self.shownName), "\(text)")
+        #expect(text.stdout.contains("Root\\u{1b}[31m\\u{202e}"), "\(text)")
+        #expect(text.stdout.contains("x\\u{1b}]0;t\\u{7}.test"), "\(text)")
+
+        let json = try await CLI.run(["inspect", file, "--json"], in: directory)
+        #expect(json.status == 0, "\(json)")
+        #expect(!Self.hasHidden(json.stdout), "\(json)")
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        let certificate = try #require(entries.first?["certificate"] as? [String: Any])
+        let subject = try #require(certificate["subject"] as? String)
+        #expect(subject.contains(Self.hostileName), "the JSON value is the certificate's name, unchanged: \(subject)")
+    }
+
     @Test("check's text: the server's redirect, status line reason, body and an error quoting it are escaped; the body keeps its line feeds")
     func checkText() {
         let text = InProcessCLI.checkText(

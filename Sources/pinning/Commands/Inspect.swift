@@ -135,7 +135,9 @@ extension PinningCommand {
             }
             if crl.revoked.count > 50 { lines.append("    … \(crl.revoked.count - 50) more (--json lists all)") }
             if let unusable = crl.unusable { lines.append("  unusable     \(unusable)") }
-            return lines.joined(separator: "\n")
+            // The issuer's name is whoever made the file's: shown escaped (VisibleText), as check and evaluate show
+            // certificate names, so no name can reach the terminal raw or forge a line.
+            return lines.map(VisibleText.escaped).joined(separator: "\n")
         }
 
         static func describe(_ entry: Entry) -> String {
@@ -164,7 +166,9 @@ extension PinningCommand {
             for problem in info.problems { lines.append("  problem      \(problem)") }
             for reason in info.unsupportedForVerification { lines.append("  unsupported  \(reason)") }
             for note in info.notes { lines.append("  note         \(note)") }
-            return lines.joined(separator: "\n")
+            // Names (subject, issuer, subjectAltName values) are whoever made the certificate's: a certificate saved
+            // from a server is the server's text. Shown escaped (VisibleText), as check and evaluate show them.
+            return lines.map(VisibleText.escaped).joined(separator: "\n")
         }
     }
 }

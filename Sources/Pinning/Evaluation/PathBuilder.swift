@@ -159,10 +159,10 @@ final class VerifiedLinkMemo: Sendable {
 
     /// Remembers the links of `path` (leaf first), a path a policy trusted and whose every link path building
     /// verified. The anchor's own signature is never part of it.
-    func remember(trustedPath path: [Certificate]) {
+    func remember<Path: RandomAccessCollection<Certificate>>(trustedPath path: Path) where Path.Index == Int {
         guard path.count > 1 else { return }
         self.memo.withLockedValue { memo in
-            for index in 0..<(path.count - 1) {
+            for index in path.startIndex..<(path.endIndex - 1) {
                 memo.remember((), for: Link(issuer: path[index + 1], subject: path[index]))
             }
         }

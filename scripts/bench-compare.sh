@@ -7,6 +7,8 @@
 #   ITERATIONS=5000 ROUNDS=5 scripts/bench-compare.sh
 #   BASELINE=/tmp/pinning-main scripts/bench-compare.sh   # also an older binary's cold/s (and handshakes), interleaved
 #   INSTRUCTIONS=1 scripts/bench-compare.sh   # also instructions per cold evaluation (valgrind), ours and pyca's
+#   CPU=1 scripts/bench-compare.sh            # also CPU time per cold evaluation (user + system of the process),
+#                                             # ours, pyca's (and BASELINE's), CPU_ROUNDS alternating rounds, medians
 #   HANDSHAKE=1 scripts/bench-compare.sh      # also `pinning bench handshake` (pinned vs NIOSSL verification;
 #                                             # CONNECTIONS, CONCURRENCY, HANDSHAKE_ROUNDS, CACHE=1 for --cache),
 #                                             # with one server leaf and with LEAVES (default 1000) rotating leaves
@@ -174,6 +176,49 @@ if [[ "${INSTRUCTIONS:-0}" == 1 ]]; then
             printf ' %16s %8.2f×' "$base" "$(python3 -c "print($ours/$base)")"
         fi
         printf '\n'
+    done
+fi
+
+# CPU=1: CPU time (user + system) per cold evaluation, ours and pyca's (and BASELINE's): (CPU of a run of 4,000
+# evaluations − CPU of a run of 1,000) / 3,000, so start-up cancels out; CPU_ROUNDS (default 5) alternating rounds,
+# medians. The timed rates above are wall time around each evaluation, which on a loaded 2-core machine includes
+# the time the evaluation waited for a core (the same binary's cold/s moved 15% between two runs of one round);
+# CPU time counts only the work, so it moves far less with the load. Ours includes the untimed emptying of the
+# memos before each evaluation, so it slightly overstates ours.
+if [[ "${CPU:-0}" == 1 ]]; then
+    printf '%-9s %16s %16s %9s' chain "ours CPU µs/eval" "pyca CPU µs/eval" "pyca ÷ ours"
+    [[ -n "$BASELINE" ]] && printf ' %16s %9s' "base CPU µs/eval" "base ÷ ours"
+    printf '   load average\n'
+    for kind in $SHAPES; do
+        dir="$work/$kind"
+        load_before=$(cut -d' ' -f1 /proc/loadavg)
+        printf '%-9s' "$kind"
+        python3 - "$BIN/pinning" "${BASELINE:-}" "$dir" "$AT" "${CPU_ROUNDS:-5}" <<'PY'
+import os, statistics, subprocess, sys
+ours, baseline, chain_dir, at, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+common = ["--chain", f"{chain_dir}/chain.pem", "--roots", f"{chain_dir}/root.pem", "--host", "bench.example", "--at", at]
+def command(who, iterations):
+    if who == "pyca":
+        return [sys.executable, "scripts/pyca-bench.py", *common, "--iterations", str(iterations), "--json"]
+    return [who, "bench", *common, "--iterations", str(iterations), "--cached-iterations", "1", "--cold", "--json"]
+def cpu(command):
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, command
+    return usage.ru_utime + usage.ru_stime
+who = [ours, "pyca"] + ([baseline] if baseline else [])
+per = {name: [] for name in who}
+for _ in range(rounds):
+    for name in who:
+        per[name].append((cpu(command(name, 4000)) - cpu(command(name, 1000))) / 3000 * 1e6)
+o, p = statistics.median(per[ours]), statistics.median(per["pyca"])
+line = f" {o:16.1f} {p:16.1f} {p / o:8.2f}×"
+if baseline:
+    b = statistics.median(per[baseline])
+    line += f" {b:16.1f} {b / o:8.3f}×"
+print(line, end="")
+PY
+        printf '   %s–%s\n' "$load_before" "$(cut -d' ' -f1 /proc/loadavg)"
     done
 fi
 

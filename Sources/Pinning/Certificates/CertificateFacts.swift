@@ -59,8 +59,21 @@ final class CertificateFacts: Sendable {
     let notValidBefore: Date
     let notValidAfter: Date
 
-    /// policyConstraints (RFC 5280 §4.2.1.11), which swift-certificates names no constant for.
-    private static let policyConstraintsOID: ASN1ObjectIdentifier = [2, 5, 29, 36]
+    /// The extensions the stages read, in the order ``init(_:)`` dispatches on: basicConstraints, keyUsage,
+    /// extendedKeyUsage, subjectAltName, nameConstraints, authorityKeyIdentifier, subjectKeyIdentifier,
+    /// authorityInfoAccess and policyConstraints (RFC 5280 §4.2.1.11, 2.5.29.36, which swift-certificates names
+    /// no constant for).
+    private static let readExtensionOIDs: [ASN1ObjectIdentifier] = [
+        .X509ExtensionID.basicConstraints,
+        .X509ExtensionID.keyUsage,
+        .X509ExtensionID.extendedKeyUsage,
+        .X509ExtensionID.subjectAlternativeName,
+        .X509ExtensionID.nameConstraints,
+        .X509ExtensionID.authorityKeyIdentifier,
+        .X509ExtensionID.subjectKeyIdentifier,
+        .X509ExtensionID.authorityInformationAccess,
+        [2, 5, 29, 36],
+    ]
 
     /// The certificate these are the facts of.
     let certificate: Certificate
@@ -81,17 +94,20 @@ final class CertificateFacts: Sendable {
         var subjectKeyIdentifier: Certificate.Extension?
         var authorityInformationAccess: Certificate.Extension?
         var policyConstraints: Certificate.Extension?
+        // The OIDs from one table of ours, by position: a `switch` over `.X509ExtensionID` constants called one
+        // accessor per case (and copied its OID) for every extension of every certificate.
+        let read = Self.readExtensionOIDs
         for ext in certificate.extensions {
-            switch ext.oid {
-            case .X509ExtensionID.basicConstraints: basicConstraints = ext
-            case .X509ExtensionID.keyUsage: keyUsage = ext
-            case .X509ExtensionID.extendedKeyUsage: extendedKeyUsage = ext
-            case .X509ExtensionID.subjectAlternativeName: subjectAlternativeNames = ext
-            case .X509ExtensionID.nameConstraints: nameConstraints = ext
-            case .X509ExtensionID.authorityKeyIdentifier: authorityKeyIdentifier = ext
-            case .X509ExtensionID.subjectKeyIdentifier: subjectKeyIdentifier = ext
-            case .X509ExtensionID.authorityInformationAccess: authorityInformationAccess = ext
-            case Self.policyConstraintsOID: policyConstraints = ext
+            switch read.firstIndex(of: ext.oid) {
+            case 0: basicConstraints = ext
+            case 1: keyUsage = ext
+            case 2: extendedKeyUsage = ext
+            case 3: subjectAlternativeNames = ext
+            case 4: nameConstraints = ext
+            case 5: authorityKeyIdentifier = ext
+            case 6: subjectKeyIdentifier = ext
+            case 7: authorityInformationAccess = ext
+            case 8: policyConstraints = ext
             default: continue
             }
         }

@@ -48,16 +48,27 @@ struct PathBuilder {
 
         var partialPaths: [[Certificate]] = [[leaf]]
         while let partial = partialPaths.popLast() {
-            let tip = partial[partial.count - 1]
-            for anchor in self.candidates(in: self.anchors, issuing: tip) where self.canExtend(partial, with: anchor) {
-                let path = partial + [anchor]
+            let anchors = self.candidates(in: self.anchors, issuing: partial[partial.count - 1])
+            for index in anchors.indices where self.canExtend(partial, with: anchors[index]) {
+                let path = Self.extending(partial, with: anchors[index])
                 if policy.accepts(path) { return path }
             }
-            for issuer in self.candidates(in: self.intermediates, issuing: tip).reversed() where self.canExtend(partial, with: issuer) {
-                partialPaths.append(partial + [issuer])
+            let issuers = self.candidates(in: self.intermediates, issuing: partial[partial.count - 1])
+            for index in issuers.indices.reversed() where self.canExtend(partial, with: issuers[index]) {
+                partialPaths.append(Self.extending(partial, with: issuers[index]))
             }
         }
         return nil
+    }
+
+    /// `partial` with `issuer` appended, in one allocation (`partial + [issuer]` allocated a one-element array
+    /// too, and the loops copied each certificate before appending it).
+    private static func extending(_ partial: [Certificate], with issuer: Certificate) -> [Certificate] {
+        var path: [Certificate] = []
+        path.reserveCapacity(partial.count + 1)
+        path.append(contentsOf: partial)
+        path.append(issuer)
+        return path
     }
 
     /// The certificates of `store` named as `tip`'s issuer, most suitable first, as far as the budget pays.
@@ -85,14 +96,13 @@ struct PathBuilder {
     /// tip verifies (or was verified on a trusted path before, for exactly these bytes).
     private func canExtend(_ partial: [Certificate], with issuer: Certificate) -> Bool {
         if self.hasUnhandledCriticalExtension(issuer) { return false }
-        if partial.contains(where: { Self.sameEntity($0, issuer) }) { return false }
-        let subject = partial[partial.count - 1]
-        if self.links.isVerified(issuer: issuer, subject: subject) {
+        for index in partial.indices where Self.sameEntity(partial[index], issuer) { return false }
+        if self.links.isVerified(issuer: issuer, subject: partial[partial.count - 1]) {
             self.budget.countSignature(remembered: true)
             return true
         }
         self.budget.countSignature(remembered: false)
-        return issuer.publicKey.isValidSignature(subject.signature, for: subject)
+        return issuer.publicKey.isValidSignature(partial[partial.count - 1].signature, for: partial[partial.count - 1])
     }
 
     /// RFC 4158 §5.2: the same subject, public key and subjectAltName (bytes, or both absent).
@@ -149,10 +159,10 @@ final class VerifiedLinkMemo: Sendable {
 
     /// Remembers the links of `path` (leaf first), a path a policy trusted and whose every link path building
     /// verified. The anchor's own signature is never part of it.
-    func remember(trustedPath path: [Certificate]) {
+    func remember<Path: RandomAccessCollection<Certificate>>(trustedPath path: Path) where Path.Index == Int {
         guard path.count > 1 else { return }
         self.memo.withLockedValue { memo in
-            for index in 0..<(path.count - 1) {
+            for index in path.startIndex..<(path.endIndex - 1) {
                 memo.remember((), for: Link(issuer: path[index + 1], subject: path[index]))
             }
         }

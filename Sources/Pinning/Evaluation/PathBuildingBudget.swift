@@ -112,13 +112,14 @@ final class PathBuildingBudget: Sendable {
                 state.truncated = state.truncated ?? .candidatesPerLookup(limit: cap, subject: subject, count: all.count)
             }
         }
-        var offered: [Certificate] = []
-        offered.reserveCapacity(min(cap, all.count))
-        for candidate in all.prefix(cap) {
-            guard self.takeSignatureCheck(by: candidate.publicKey) else { break }
-            offered.append(candidate)
+        // Charged in order, by index; when every certificate is offered (the usual case) the answer is `all`
+        // itself, sharing its storage, rather than a new array of copied certificates.
+        var offered = 0
+        for index in all.indices.prefix(cap) {
+            guard self.takeSignatureCheck(by: all[index].publicKey) else { break }
+            offered += 1
         }
-        return offered
+        return offered == all.count ? all : Array(all.prefix(offered))
     }
 
     /// Counts one link path building needed: a signature it verified, or one the verified-link memo answered

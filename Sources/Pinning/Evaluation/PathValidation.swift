@@ -181,7 +181,8 @@ struct PathValidation {
     private static func remember(_ chain: X509.ValidatedCertificateChain, facts: CertificateFactsTable) {
         facts.remember(chain)
         if !PathBuilderReference.isActive {
-            VerifiedLinkMemo.shared.remember(trustedPath: Array(chain))
+            // The chain itself: `Array(chain)` copied each certificate (some twenty reference-counted buffers).
+            VerifiedLinkMemo.shared.remember(trustedPath: chain)
         }
     }
 
@@ -255,8 +256,12 @@ struct PathValidation {
 
     /// The statuses of a path that was trusted (nil when the settings check no revocation), for the verdict
     /// to carry: the same check the revocation stage made on it, answered again from the memoized signatures.
-    func revocationReport(for path: [Certificate]) -> RevocationReport? {
-        self.revocationCheck?.report(for: path)
+    ///
+    /// `path` is an autoclosure: without revocation settings (most evaluations) the path is never copied into an
+    /// array only to be dropped.
+    func revocationReport(for path: @autoclosure () -> [Certificate]) -> RevocationReport? {
+        guard let check = self.revocationCheck else { return nil }
+        return check.report(for: path())
     }
 
     func failure(

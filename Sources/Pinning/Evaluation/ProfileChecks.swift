@@ -225,7 +225,7 @@ struct ProfileChecks {
     /// can stand for `bar.example.com`, so an excluded `bar.example.com` must refuse it even though the literal
     /// wildcard string is outside the excluded subtree.
     static func nameConstraintProblem(in path: [Certificate], facts: [CertificateFacts]) -> String? {
-        guard let leaf = path.first else { return nil }
+        guard !path.isEmpty else { return nil }
         let leafAlternativeNames: SubjectAlternativeNames?
         do {
             leafAlternativeNames = try facts[0].subjectAlternativeNames.get()
@@ -235,22 +235,24 @@ struct ProfileChecks {
         // The leaf's names are listed and counted only once an issuer has constraints to check them against
         // (most paths have none).
         var leafNames: (sans: [GeneralName], count: Int)?
-        for (certificate, facts) in zip(path, facts).dropFirst() {
+        // By index, reading a certificate only where a sentence names it: iterating `zip(path, facts)` copied
+        // every certificate of every candidate path (some twenty reference-counted buffers each) to look at facts.
+        for index in path.indices.dropFirst() {
             let constraints: NameConstraints?
             do {
-                constraints = try facts.nameConstraints.get()
+                constraints = try facts[index].nameConstraints.get()
             } catch {
-                return "the nameConstraints of \(certificate.subject) are malformed"
+                return "the nameConstraints of \(path[index].subject) are malformed"
             }
             guard let constraints else { continue }
             if leafNames == nil {
                 let sans = Array(leafAlternativeNames ?? SubjectAlternativeNames())
-                leafNames = (sans, sans.count + leaf.subject.reduce(0) { $0 + Array($1).count })
+                leafNames = (sans, sans.count + path[0].subject.reduce(0) { $0 + Array($1).count })
             }
             guard let (leafSANs, nameCount) = leafNames else { continue }
             let subtreeCount = constraints.permittedSubtrees.count + constraints.excludedSubtrees.count
             if subtreeCount * max(nameCount, 1) > Self.maximumNameConstraintComparisons {
-                return "checking \(subtreeCount) name constraints of \(certificate.subject) against \(nameCount) names exceeds the limit of \(Self.maximumNameConstraintComparisons) comparisons"
+                return "checking \(subtreeCount) name constraints of \(path[index].subject) against \(nameCount) names exceeds the limit of \(Self.maximumNameConstraintComparisons) comparisons"
             }
             for case .dnsName(let excluded) in constraints.excludedSubtrees {
                 for case .dnsName(let name) in leafSANs where name.hasPrefix("*.") {
@@ -259,7 +261,7 @@ struct ProfileChecks {
                     if let dot = excludedName.firstIndex(of: "."),
                         excludedName[excludedName.index(after: dot)...] == wildcardParent
                     {
-                        return "the leaf's wildcard \(name) covers \(excluded), which \(certificate.subject) excludes"
+                        return "the leaf's wildcard \(name) covers \(excluded), which \(path[index].subject) excludes"
                     }
                 }
             }

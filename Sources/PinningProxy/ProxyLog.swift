@@ -68,6 +68,7 @@ public struct ProxyLogRecord: Sendable, Encodable {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            // Encoding strings and numbers cannot fail; were it to, the text line below says the same.
             if let data = try? encoder.encode(self) {
                 return VisibleText.jsonEscaped(String(decoding: data, as: UTF8.self))
             }

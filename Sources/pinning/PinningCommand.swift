@@ -60,8 +60,9 @@ struct PinningCommand: AsyncParsableCommand {
     /// name `a\xFF.pem` would become another name, `a\u{FFFD}.pem`, and be read, or for `--keylog` and `--out`
     /// created, under it (the session keys once went to a file nobody asked for). The raw bytes are compared
     /// instead, and any argument that is not valid UTF-8 is refused before anything is read or written: failing
-    /// closed, since a name is either the file the user meant or none. The argument is shown with each byte
-    /// outside printable ASCII escaped (`a\xFF.pem`), with the argument before it (the option whose value it is, usually).
+    /// closed, since a name is either the file the user meant or none. The argument is shown escaped by
+    /// VisibleText's byte rules (UTF-8 characters such as `é` kept, control characters as `\u{…}`, each byte that is
+    /// not UTF-8 as `\xNN`: `a\xFF.pem`), with the argument before it (the option whose value it is, usually).
     static func argumentNotUTF8(_ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, count: Int) -> String? {
         var previous: String?
         for index in 1..<max(count, 1) {

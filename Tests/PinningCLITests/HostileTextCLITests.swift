@@ -5,8 +5,8 @@ import Testing
 
 /// Text a peer wrote (a certificate's names, a server's status line, body and redirect, a report collector's
 /// answer) never reaches the terminal raw: control characters (C0, DEL, C1), format characters (bidi controls,
-/// zero-width, U+FEFF), the line and paragraph separators and the backslash are shown as `\u{…}` (VisibleText) in
-/// text, and as `\uXXXX` escapes in JSON (the values unchanged); letters such as é and 例 are kept.
+/// zero-width, U+FEFF), the line and paragraph separators, and a backslash that would read as an escape, are shown
+/// as `\u{…}` (VisibleText) in text, and as `\uXXXX` escapes in JSON (the values unchanged); letters such as é and 例 are kept.
 @Suite("Hostile peer text on the CLI's stdout and stderr")
 struct HostileTextCLITests {
     static let hostileName = "evil\u{1B}[2J owned\u{7}\r\nFAKE\u{202E}gpj.exe\u{200B}\u{85}例é"
@@ -70,6 +70,12 @@ struct HostileTextCLITests {
         let certificate = try #require(entries.first?["certificate"] as? [String: Any])
         let subject = try #require(certificate["subject"] as? String)
         #expect(subject.contains(Self.hostileName), "the JSON value is the certificate's name, unchanged: \(subject)")
+
+        // pins prints each certificate's subject beside its pin.
+        let pins = try await CLI.run(["pins", file], in: directory)
+        #expect(pins.status == 0, "\(pins)")
+        #expect(!Self.hasHidden(pins.stdout) && !Self.hasHidden(pins.stderr), "\(pins)")
+        #expect(pins.stdout.contains(Self.shownName), "\(pins)")
     }
 
     @Test("check's text: the server's redirect, status line reason, body and an error quoting it are escaped; the body keeps its line feeds")
@@ -85,6 +91,22 @@ struct HostileTextCLITests {
                 line 1\\u{1b}[31m
                 line 2\\u{202e}é
                 error: api.test: the server said \\u{9b}31m
+                """)
+    }
+
+    @Test("check's text: a CRLF body reads as lines, as it did before bodies were escaped; a lone CR inside a line is escaped")
+    func checkTextCRLF() {
+        let text = InProcessCLI.checkText(
+            url: "https://api.test/", finalURL: "https://api.test/", status: 200, reasonPhrase: "OK",
+            body: "line 1\r\nline\r2\u{1B}\r\n\r\nlast\r\n", error: nil)
+        #expect(
+            text == """
+                GET https://api.test/
+                HTTP 200 OK
+                line 1
+                line\\u{d}2\\u{1b}
+
+                last
                 """)
     }
 

@@ -7,7 +7,7 @@ import Testing
 /// --verbose`, `pinning evaluate --config --send-reports` and `pinning proxy` print on stderr, shows it escaped.
 @Suite("Hostile report collector text")
 struct HostileReportTextTests {
-    @Test("an outcome's description escapes the collector's text (ESC, CR, LF, BEL, bidi, zero-width, the backslash); é and 例 are kept")
+    @Test("an outcome's description escapes the collector's text (ESC, CR, LF, BEL, bidi, zero-width, a backslash before u); é and 例 are kept")
     func outcomeDescription() throws {
         let uri = try #require(URL(string: "https://collector.test/pins"))
         let outcome = HTTPPinFailureReporter.Outcome(

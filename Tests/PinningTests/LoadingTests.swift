@@ -660,6 +660,7 @@ struct LoadingTests {
         @Test("a read(2) that fails is told by its own errno: /proc/self/mem at offset 0 (never mapped) answers EIO")
         func readFailureWords() throws {
             // fstat calls it a regular file of 0 bytes; the first read fails with EIO, copied right after the call.
+            // A wording check: it passed before errno was copied at once too (no call between clobbered it then).
             #expect(throws: CertificateLoadingError(code: .unreadableFile, origin: "/proc/self/mem", problem: "the file cannot be read (input/output error)")) {
                 try BoundedFileReader.read(atPath: "/proc/self/mem", maximumSize: 1024)
             }

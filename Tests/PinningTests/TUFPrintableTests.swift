@@ -13,4 +13,11 @@ struct TUFPrintableTests {
         let error = TUFError(role: "tar\u{202E}gets", rule: .malformed, "x")
         #expect(error.description == "tar\\u{202e}gets: x")
     }
+
+    @Test("a key id is the repository's text too: cut to 12 characters, then escaped (a long one was cut but left raw)")
+    func keyIDs() {
+        #expect(TUFError.short("\u{1B}[2J\u{1B}]0;owned\u{7}\r\nFAKE\u{202E}") == "\\u{1b}[2J\\u{1b}]0;owne…")
+        #expect(TUFError.short("0123456789abcdef") == "0123456789ab…")
+        #expect(TUFError.short("0123456789ab") == "0123456789ab")
+    }
 }

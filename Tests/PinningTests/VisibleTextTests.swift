@@ -13,6 +13,12 @@ struct VisibleTextTests {
         #expect(VisibleText.escaped("\u{202A}\u{202E}\u{2066}\u{2069}\u{200E}\u{200F}\u{61C}") == "\\u{202a}\\u{202e}\\u{2066}\\u{2069}\\u{200e}\\u{200f}\\u{61c}")
         #expect(VisibleText.escaped("exam\u{200B}ple\u{200D}.com\u{FEFF}\u{AD}\u{2060}\u{E0041}") == "exam\\u{200b}ple\\u{200d}.com\\u{feff}\\u{ad}\\u{2060}\\u{e0041}")
         #expect(VisibleText.escaped("line\u{2028}para\u{2029}") == "line\\u{2028}para\\u{2029}")
+        // Default-ignorable code points outside Cf: variation selectors (Mn), U+034F, the Hangul fillers (Lo), the
+        // Mongolian free variation selectors.
+        #expect(
+            VisibleText.escaped("exam\u{FE0F}ple\u{E0100}\u{34F}\u{115F}\u{1160}\u{3164}\u{FFA0}\u{180B}\u{180F}.com")
+                == "exam\\u{fe0f}ple\\u{e0100}\\u{34f}\\u{115f}\\u{1160}\\u{3164}\\u{ffa0}\\u{180b}\\u{180f}.com")
+        #expect(VisibleText.escaped("한국어 ❤ é") == "한국어 ❤ é", "visible Hangul and symbols are kept")
         // A backslash is escaped only before `u` or `x`, where it would read as an escape, and before `"` or at the
         // end, where it could escape a caller's closing quote; a distinguished name's own escapes stay as they are.
         #expect(VisibleText.escaped("C:\\dir \\u{202e} \\xFF \\U \\\" \\") == "C:\\dir \\u{5c}u{202e} \\u{5c}xFF \\U \\u{5c}\" \\u{5c}")

@@ -59,20 +59,26 @@ final class CertificateFacts: Sendable {
     let notValidBefore: Date
     let notValidAfter: Date
 
-    /// The extensions the stages read, in the order ``init(_:)`` dispatches on: basicConstraints, keyUsage,
+    /// The extensions the stages read, in the order ``init(_:)`` compares them: basicConstraints, keyUsage,
     /// extendedKeyUsage, subjectAltName, nameConstraints, authorityKeyIdentifier, subjectKeyIdentifier,
     /// authorityInfoAccess and policyConstraints (RFC 5280 §4.2.1.11, 2.5.29.36, which swift-certificates names
     /// no constant for).
-    private static let readExtensionOIDs: [ASN1ObjectIdentifier] = [
-        .X509ExtensionID.basicConstraints,
-        .X509ExtensionID.keyUsage,
-        .X509ExtensionID.extendedKeyUsage,
-        .X509ExtensionID.subjectAlternativeName,
-        .X509ExtensionID.nameConstraints,
-        .X509ExtensionID.authorityKeyIdentifier,
-        .X509ExtensionID.subjectKeyIdentifier,
-        .X509ExtensionID.authorityInformationAccess,
-        [2, 5, 29, 36],
+    ///
+    /// Each OID is paired with the field it fills, so the table's order decides only the order of comparisons.
+    private enum ReadExtension {
+        case basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames, nameConstraints
+        case authorityKeyIdentifier, subjectKeyIdentifier, authorityInformationAccess, policyConstraints
+    }
+    private static let readExtensions: [(oid: ASN1ObjectIdentifier, field: ReadExtension)] = [
+        (.X509ExtensionID.basicConstraints, .basicConstraints),
+        (.X509ExtensionID.keyUsage, .keyUsage),
+        (.X509ExtensionID.extendedKeyUsage, .extendedKeyUsage),
+        (.X509ExtensionID.subjectAlternativeName, .subjectAlternativeNames),
+        (.X509ExtensionID.nameConstraints, .nameConstraints),
+        (.X509ExtensionID.authorityKeyIdentifier, .authorityKeyIdentifier),
+        (.X509ExtensionID.subjectKeyIdentifier, .subjectKeyIdentifier),
+        (.X509ExtensionID.authorityInformationAccess, .authorityInformationAccess),
+        ([2, 5, 29, 36], .policyConstraints),
     ]
 
     /// The certificate these are the facts of.
@@ -94,21 +100,21 @@ final class CertificateFacts: Sendable {
         var subjectKeyIdentifier: Certificate.Extension?
         var authorityInformationAccess: Certificate.Extension?
         var policyConstraints: Certificate.Extension?
-        // The OIDs from one table of ours, by position: a `switch` over `.X509ExtensionID` constants called one
-        // accessor per case (and copied its OID) for every extension of every certificate.
-        let read = Self.readExtensionOIDs
+        // The OIDs from one table of ours, each with its field: a `switch` over `.X509ExtensionID` constants called
+        // one accessor per case (and copied its OID) for every extension of every certificate.
+        let read = Self.readExtensions
         for ext in certificate.extensions {
-            switch read.firstIndex(of: ext.oid) {
-            case 0: basicConstraints = ext
-            case 1: keyUsage = ext
-            case 2: extendedKeyUsage = ext
-            case 3: subjectAlternativeNames = ext
-            case 4: nameConstraints = ext
-            case 5: authorityKeyIdentifier = ext
-            case 6: subjectKeyIdentifier = ext
-            case 7: authorityInformationAccess = ext
-            case 8: policyConstraints = ext
-            default: continue
+            guard let field = read.first(where: { $0.oid == ext.oid })?.field else { continue }
+            switch field {
+            case .basicConstraints: basicConstraints = ext
+            case .keyUsage: keyUsage = ext
+            case .extendedKeyUsage: extendedKeyUsage = ext
+            case .subjectAlternativeNames: subjectAlternativeNames = ext
+            case .nameConstraints: nameConstraints = ext
+            case .authorityKeyIdentifier: authorityKeyIdentifier = ext
+            case .subjectKeyIdentifier: subjectKeyIdentifier = ext
+            case .authorityInformationAccess: authorityInformationAccess = ext
+            case .policyConstraints: policyConstraints = ext
             }
         }
         self.certificate = certificate

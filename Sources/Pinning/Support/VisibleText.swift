@@ -7,7 +7,7 @@
 /// CR and LF forge lines, U+202E (RIGHT-TO-LEFT OVERRIDE) and the other bidi controls reorder the text around them,
 /// zero-width characters make `exam\u{200B}ple.com` look like `example.com`. Each control character (general
 /// category Cc: C0, DEL, C1), each format character (Cf: the bidi controls, zero-width characters, U+FEFF, the soft
-/// hyphen, the tag block), the line and paragraph separators (U+2028, U+2029) are written as
+/// hyphen, the tag block), each other default-ignorable code point (variation selectors, U+034F, the Hangul fillers), the line and paragraph separators (U+2028, U+2029) are written as
 /// `\u{…}` in lower-case hex (ESC as `\u{1b}`); every other character, `é` and `例` included, is kept as it is. A
 /// backslash is escaped too (`\u{5c}`) where it comes before `u` or `x`, so that a sender's literal `\u{202e}` or
 /// `\xFF` is not read as one of these escapes, and where it comes before `"` or ends the text, so that it cannot
@@ -89,14 +89,18 @@ package enum VisibleText {
     }
 
     /// Whether `scalar` acts on a display instead of showing: a control character (Cc), a format character (Cf), a
-    /// line or paragraph separator, or a bidi control.
+    /// line or paragraph separator, a bidi control, or any other default-ignorable code point (Unicode's list of
+    /// what a renderer shows as nothing: variation selectors, the combining grapheme joiner U+034F, the Hangul fillers,
+    /// the Mongolian free variation selectors).
     package static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         let category = scalar.properties.generalCategory
         // Format characters (Cf) are invisible too: the bidi controls, zero-width spaces and joiners (U+200B–U+200D),
         // U+2060, U+FEFF, the soft hyphen, the tag block. Left raw, "exam\u{200B}ple.com" would show as a second
         // "example.com".
+        // Default-ignorable code points outside Cf are invisible as well: "exam\u{FE0F}ple.com" (a variation
+        // selector, Mn) or a Hangul filler (U+3164, Lo) would show as "example.com" too.
         return category == .control || category == .format || category == .lineSeparator || category == .paragraphSeparator
-            || scalar.properties.isBidiControl
+            || scalar.properties.isBidiControl || scalar.properties.isDefaultIgnorableCodePoint
     }
 
     /// Appends `scalar`, escaped if it is hidden, or if it is a backslash that `following` (the next character of

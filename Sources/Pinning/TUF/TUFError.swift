@@ -78,6 +78,8 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// A key id shortened for messages (the full ids are in ``keyIDs``).
     static func short(_ keyID: String) -> String {
-        keyID.count > 12 ? String(keyID.prefix(12)) + "…" : printable(keyID)
+        // A key id is the sender's text as much as a role name is (signatures[].keyid, the keys' members): cut,
+        // then escaped, like any other.
+        VisibleText.escaped(keyID, limit: 12)
     }
 }

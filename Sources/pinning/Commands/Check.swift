@@ -508,13 +508,23 @@ struct CheckReport: TextReport {
         if let status {
             lines.append("HTTP \(status) \(VisibleText.escaped(self.reasonPhrase ?? ""))")
             if let body, !body.isEmpty {
-                let text = body.hasSuffix("\n") ? String(body.dropLast()) : body
-                lines.append(text.split(separator: "\n", omittingEmptySubsequences: false).map { VisibleText.escaped(String($0)) }.joined(separator: "\n"))
+                lines.append(Self.bodyLines(body))
             }
         }
         if let error {
             lines.append("error: \(VisibleText.escaped(error))")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// A body's lines, each escaped, for the text report: split at each LF, a CR just before it taken as part of
+    /// the line break (a CRLF body reads as lines, as it did when bodies were printed raw), one final line break
+    /// dropped. Split by Unicode scalars: as Characters, "\r\n" is one grapheme that no "\n" matches.
+    static func bodyLines(_ body: String) -> String {
+        var pieces = body.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { piece in
+            piece.last == "\r" ? piece.dropLast() : piece
+        }
+        if body.unicodeScalars.last == "\n" { pieces.removeLast() }
+        return pieces.map { VisibleText.escaped(String(String.UnicodeScalarView($0))) }.joined(separator: "\n")
     }
 }

@@ -155,12 +155,14 @@ extension PinningCommand.PinSet {
                 do {
                     let connection = try await client.connect(
                         host: host, port: self.livePort, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(10))
+                    // The check is done (the handshake passed); a failed close changes nothing about it.
                     try? await connection.channel.close()
-                    print("live: \(host) port \(self.livePort): its chain passes the configuration")
+                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): its chain passes the configuration")
                 } catch  where error.code == .untrusted {
-                    refusals.append("\(host) port \(self.livePort): \(error.message)")
+                    // The message quotes the live server's certificate names: its text, escaped.
+                    refusals.append("\(VisibleText.escaped(host)) port \(self.livePort): \(VisibleText.escaped(error.message))")
                 } catch {
-                    print("live: \(host) port \(self.livePort): not checked: \(error.message)")
+                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
                 }
             }
             guard refusals.isEmpty else {
@@ -196,6 +198,9 @@ extension PinningCommand.PinSet {
             if self.json {
                 print(Self.json(status))
             } else {
+                // The repository may be someone else's clone: its role names, key ids, types, schemes and target
+                // paths are shown escaped (VisibleText), each line whole.
+                let print: (String) -> Void = { Swift.print(VisibleText.escaped($0)) }
                 print("\(status.directory): \(status.clientRefusal == nil ? "a client accepts it" : "a client would refuse it")")
                 for role in status.roles {
                     let days = Double(role.secondsToExpiry) / 86_400
@@ -247,7 +252,9 @@ extension PinningCommand.PinSet {
                 ("roles", .array(roles)), ("targets", .array(targets)),
             ]
             if let refusal = status.clientRefusal { members.append(("clientRefusal", string(refusal))) }
-            return String(decoding: object(members).jsonBytes(), as: UTF8.self)
+            // Canonical JSON escapes only C0; DEL, C1, bidi and the other hidden characters are written as \uXXXX so
+            // that none reaches the terminal raw (the values a JSON reader gets are unchanged).
+            return VisibleText.jsonEscaped(String(decoding: object(members).jsonBytes(), as: UTF8.self))
         }
     }
 }

@@ -32,10 +32,12 @@ extension PinningCommand {
                     if self.configEntry != nil {
                         if !pins.contains(pin) { pins.append(pin) }
                     } else {
-                        print("\(pin)  \(certificate.info.subject)")
+                        // The subject is whoever made the certificate's (a file saved from a server): escaped, as
+                        // inspect, check and evaluate show names.
+                        print("\(pin)  \(VisibleText.escaped(certificate.info.subject))")
                     }
                     if let unsupported = certificate.unsupported {
-                        FileHandle.standardError.write(Data("pinning: note: \(unsupported.description)\n".utf8))
+                        FileHandle.standardError.write(Data("pinning: note: \(VisibleText.escaped(unsupported.description))\n".utf8))
                     }
                 }
                 failures += listing.failures

@@ -259,11 +259,15 @@ extension PinningCommand {
                     ? #"{"event":"reload","result":"succeeded","entries":\#(count)}"#
                     : "reload succeeded: \(self.config ?? ""), \(count) entr\(count == 1 ? "y" : "ies")"
             case .failure(let error):
+                // The problems quote the configuration file's text (hosts, file names): escaped as every line is.
                 if json {
-                    let encoded = (try? JSONEncoder().encode(["event": "reload", "result": "refused", "problems": error.message])).map { String(decoding: $0, as: UTF8.self) }
+                    // Encoding a [String: String] cannot fail; were it to, the line still says the reload was refused.
+                    let encoded = (try? JSONEncoder().encode(["event": "reload", "result": "refused", "problems": error.message])).map {
+                        VisibleText.jsonEscaped(String(decoding: $0, as: UTF8.self))
+                    }
                     line = encoded ?? #"{"event":"reload","result":"refused"}"#
                 } else {
-                    line = "reload refused, the previous configuration stays: \(error.message)"
+                    line = "reload refused, the previous configuration stays: \(VisibleText.escaped(error.message))"
                 }
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))

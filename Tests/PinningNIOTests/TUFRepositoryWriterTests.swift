@@ -157,11 +157,18 @@ struct TUFRepositoryWriterTests {
         } catch {
             #expect(error.code == .wrongKey, "\(error)")
         }
-        for path in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a\\b", "a\nb"] {
+        // Characters that do not show (C1, bidi, zero-width, a variation selector) too: the client refuses them.
+        let hidden = ["pins\u{202E}nosj.json", "a\u{85}b", "exam\u{200B}ple.json", "a\u{FE0F}.json", "a\u{7F}b"]
+        for path in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a\\b", "a\nb"] + hidden {
             #expect(throws: TUFRepositoryError.self, "\(path.debugDescription)") {
                 try writer.publish([.init(path: path, contents: [1])], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
             }
+            #expect(throws: PinSetError.self, "the client refuses it as well: \(path.debugDescription)") {
+                try PinSetUpdater.validateTargetName(path)
+            }
         }
+        // A name outside ASCII that shows is a name like any other.
+        try PinSetUpdater.validateTargetName("pins/épinglé-例.json")
         #expect(try listing() == before)
         #expect(throws: TUFRepositoryError.self) {
             try TUFRepositoryWriter.initialize(directory: repo, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])

@@ -581,13 +581,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         try Self.checkTargetPath(name, what: "the target name")
     }
 
-    /// A path inside the repository's targets: relative, no empty, `.` or `..` component, no backslash or control
-    /// character. Anything else could name a file outside the pin set on this machine.
+    /// A path inside the repository's targets: relative, no empty, `.` or `..` component, no backslash. Anything else
+    /// could name a file outside the pin set on this machine. Nor any character that does not show
+    /// (``VisibleText/isHidden(_:)``: C0, DEL, C1, format and bidi characters, zero-width and other default-ignorable
+    /// ones): such a path would become a local file name and a log line that reads as another.
     static func checkTargetPath(_ path: String, what: String) throws(PinSetError) {
         let components = path.split(separator: "/", omittingEmptySubsequences: false)
         let bad =
             path.isEmpty || path.hasPrefix("/") || path.contains("\\")
-            || path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+            || path.unicodeScalars.contains { VisibleText.isHidden($0) }
             || components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
         if bad {
             let shown = VisibleText.escaped(path, limit: 200)

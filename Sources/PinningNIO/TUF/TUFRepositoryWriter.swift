@@ -600,14 +600,18 @@ public struct TUFRepositoryWriter: Sendable {
     }
 
     /// Target paths this writer lays out as files: relative, `/`-separated, no empty, `.` or `..` part, no
-    /// backslash or control character (each would name another file, or none, on some server).
+    /// backslash (each would name another file, or none, on some server), and no character that does not show
+    /// (``VisibleText/isHidden(_:)``: control and format characters, bidi controls, zero-width and other
+    /// default-ignorable ones), so that a path reads as what it names in every listing and log. Clients refuse the
+    /// same paths (`PinSetUpdater`), so a writer never publishes a set they would refuse.
     static func checkTargetPath(_ path: String) throws(TUFRepositoryError) {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard !path.isEmpty, !path.hasPrefix("/"), parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
             throw TUFRepositoryError(.invalidInput, "target path \"\(path)\" must be relative, with no empty, . or .. part")
         }
-        guard !path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) else {
-            throw TUFRepositoryError(.invalidInput, "target path \"\(path.debugDescription)\" has a control character or a backslash")
+        guard !path.unicodeScalars.contains(where: { VisibleText.isHidden($0) || $0 == "\\" }) else {
+            throw TUFRepositoryError(
+                .invalidInput, "target path \"\(VisibleText.escaped(path, limit: 200))\" has a control or invisible character, or a backslash")
         }
     }
 

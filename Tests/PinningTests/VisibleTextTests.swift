@@ -28,6 +28,17 @@ struct VisibleTextTests {
         #expect(VisibleText.escaped("") == "")
     }
 
+    @Test("the ASCII fast path agrees with the properties: no printable ASCII character is hidden, every other ASCII one is")
+    func asciiFastPath() {
+        for value in UInt32(0)...0x7F {
+            let scalar = Unicode.Scalar(value)!
+            let category = scalar.properties.generalCategory
+            let byProperties = category == .control || category == .format || scalar.properties.isDefaultIgnorableCodePoint
+            #expect(VisibleText.isHidden(scalar) == byProperties, "U+\(String(value, radix: 16))")
+            #expect(byProperties == !(0x20..<0x7F).contains(value), "U+\(String(value, radix: 16))")
+        }
+    }
+
     @Test("a limit cuts the text before escaping it, in Unicode scalars, and says so with …")
     func limit() {
         #expect(VisibleText.escaped("abc\u{1B}def", limit: 4) == "abc\\u{1b}…")

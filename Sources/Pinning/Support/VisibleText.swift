@@ -93,6 +93,9 @@ package enum VisibleText {
     /// what a renderer shows as nothing: variation selectors, the combining grapheme joiner U+034F, the Hangul fillers,
     /// the Mongolian free variation selectors).
     package static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        // Printable ASCII (space to `~`) is none of these: answered without the property look-ups, since almost
+        // every character of a report is one (`pinning evaluate` escapes each line it prints).
+        if scalar.value >= 0x20 && scalar.value < 0x7F { return false }
         let category = scalar.properties.generalCategory
         // Format characters (Cf) are invisible too: the bidi controls, zero-width spaces and joiners (U+200B–U+200D),
         // U+2060, U+FEFF, the soft hyphen, the tag block. Left raw, "exam\u{200B}ple.com" would show as a second

@@ -41,6 +41,25 @@ struct RevocationSourceTests {
         #expect(throws: CRLFiles.LoadError.self) { try RevocationSource.watching([directory.path]) }
     }
 
+    @Test("a CRL whose UTF-8 name holds ESC or a zero-width space is refused as well, naming it escaped")
+    func crlNameWithHiddenCharacter() throws {
+        let chain = try TestChain()
+        for name in ["r\u{1B}[2J.crl", "issu\u{200B}ing.crl"] {
+            let directory = try TemporaryDirectory(prefix: "pinning-crl-hidden")
+            defer { directory.remove() }
+            try directory.write("issuing.crl.pem", try Self.crl(chain.intermediate, number: 1).pem)
+            try Data(try Self.crl(chain.root, revoking: [chain.leaf], number: 1).der).write(to: URL(fileURLWithPath: directory.path(name)))
+            do {
+                _ = try CRLFiles.load([directory.path])
+                Issue.record("a CRL named \(name.debugDescription) was read or skipped")
+            } catch {
+                #expect(error.path == directory.path(VisibleText.escaped(name)), "\(error.path)")
+                #expect(!error.path.unicodeScalars.contains(where: VisibleText.isHidden))
+                #expect(error.problem.hasPrefix("the file name has a control or invisible character; rename it"), "\(error.problem)")
+            }
+        }
+    }
+
     @Test("the first read must succeed; a change is read; a broken change keeps the previous CRLs and is reported once")
     func reload() throws {
         let chain = try TestChain()

@@ -765,6 +765,31 @@ struct LoadingTests {
         #expect(throws: CertificateLoadingError.self) { try TrustRoots.load(atPath: directory) }
     }
 
+    @Test("a name with a control or invisible character is refused in a certificate directory and skipped in the platform store, named escaped")
+    func nameWithHiddenCharacterInDirectory() throws {
+        let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
+        let roots = try (0..<2).map { try LoadingFixtures.selfSigned("Root \($0)").certificate }
+        try LoadingFixtures.write(try LoadingFixtures.pem([roots[0]]), to: directory, "good.pem")
+        try LoadingFixtures.write(try LoadingFixtures.pem([roots[1]]), to: directory, "b\u{1B}[2J\u{202E}.pem")
+        let shown = directory + "/b\\u{1b}[2J\\u{202e}.pem"
+        let problem = "the file name has a control or invisible character; rename it (a file of this directory is read under its exact name or refused, never skipped)"
+        expectLoadingError(.unreadableFile, origin: shown, mentions: [problem]) {
+            try CertificateLoader.certificates(inDirectory: directory)
+        }
+        expectLoadingError(.unreadableFile, origin: shown, mentions: [problem]) {
+            try TrustRoots.load(atPath: directory)
+        }
+        let loaded = TrustRoots.platform(environment: ["SSL_CERT_FILE": directory + "/none.pem", "SSL_CERT_DIR": directory])
+        #expect(loaded.certificates == [roots[0]])
+        #expect(loaded.skipped.last?.origin == shown, "\(loaded.skipped)")
+        #expect(loaded.skipped.last?.problem == "the file name has a control or invisible character; skipped (rename it to have it read)")
+        // A name outside ASCII that shows is read like any other.
+        try FileManager.default.removeItem(atPath: directory + "/b\u{1B}[2J\u{202E}.pem")
+        try LoadingFixtures.write(try LoadingFixtures.pem([roots[1]]), to: directory, "racine-é-例.pem")
+        #expect(Set(try CertificateLoader.certificates(inDirectory: directory)) == Set(roots))
+    }
+
     @Test("a directory with a bad file fails naming that file")
     func directoryWithBadFile() throws {
         let directory = try LoadingFixtures.temporaryDirectory()

@@ -180,22 +180,25 @@ public enum CertificateLoader {
         // every reader and message; a refusal the user fixes with one rename fails closed instead. A name the
         // reader would not read whatever its bytes (another extension) is left alone, as any such name is.
         // (The platform store, which never throws, skips such a name and reports it: TrustRoots.platform.)
-        if let origin = listing.namesNotUTF8.first {
+        // The same for a UTF-8 name with a control or invisible character: a message naming it would act on the
+        // terminal, or read as another name.
+        if let unshown = listing.unshownNames.first {
             throw CertificateLoadingError(
-                code: .unreadableFile, origin: origin,
-                problem: "the file name is not UTF-8; rename it (a file of this directory is read under its exact name or refused, never skipped)")
+                code: .unreadableFile, origin: unshown.origin,
+                problem: "\(unshown.reason); rename it (a file of this directory is read under its exact name or refused, never skipped)")
         }
         return listing.files
     }
 
     /// What ``files(inDirectory:include:)`` lists, without refusing: the regular files whose names pass `include`
-    /// (full paths sorted by file name), and, for each name that passes `include` but is not UTF-8, the path to
-    /// name it in a message (the directory, then the name escaped: ``DirectoryListing/escaped(_:)``), in the order
-    /// the file system lists them. The caller decides what such a name means (see ``files(inDirectory:include:)``).
+    /// (full paths sorted by file name), and, for each name that passes `include` but is not UTF-8 or holds a
+    /// character that does not show (``DirectoryListing/Entry/unshownReason``), the path to name it in a message
+    /// (the directory, then the name escaped: ``DirectoryListing/escaped(_:)``) and the reason, in the order the
+    /// file system lists them. The caller decides what such a name means (see ``files(inDirectory:include:)``).
     static func listing(
         inDirectory path: String,
         include: (String) -> Bool
-    ) throws(CertificateLoadingError) -> (files: [String], namesNotUTF8: [String]) {
+    ) throws(CertificateLoadingError) -> (files: [String], unshownNames: [(origin: String, reason: String)]) {
         guard try Self.isDirectory(path) else {
             throw CertificateLoadingError(code: .notADirectory, origin: path, problem: "the path is not a directory")
         }
@@ -210,10 +213,10 @@ public enum CertificateLoader {
             )
         }
         var names: [String] = []
-        var namesNotUTF8: [String] = []
+        var unshownNames: [(origin: String, reason: String)] = []
         for entry in entries where include(entry.lossyName) {
-            guard let name = entry.name else {
-                namesNotUTF8.append((path.hasSuffix("/") ? path : path + "/") + entry.escaped)
+            guard let name = entry.name, entry.unshownReason == nil else {
+                unshownNames.append(((path.hasSuffix("/") ? path : path + "/") + entry.escaped, entry.unshownReason ?? "the file name is not UTF-8"))
                 continue
             }
             names.append(name)
@@ -232,7 +235,7 @@ public enum CertificateLoader {
                 files.append(file)
             }
         }
-        return (files, namesNotUTF8)
+        return (files, unshownNames)
     }
 
     /// Reads a whole file, refusing files over ``maximumFileSize`` before reading them. Pipes, FIFOs and

@@ -238,7 +238,7 @@ public struct TrustRoots: Sendable, Hashable {
     /// the platform store never throws, and dropping the whole directory for one name would lose every other root
     /// in it. Skipping a root can only trust less, never more.
     private mutating func read(directory: String, seen: inout Seen, include: (String) -> Bool) {
-        let listing: (files: [String], namesNotUTF8: [String])
+        let listing: (files: [String], unshownNames: [(origin: String, reason: String)])
         do {
             listing = try CertificateLoader.listing(inDirectory: directory, include: include)
         } catch {
@@ -246,10 +246,10 @@ public struct TrustRoots: Sendable, Hashable {
             return
         }
         self.sources.append(directory)
-        for origin in listing.namesNotUTF8 {
+        for unshown in listing.unshownNames {
             self.skipped.append(
                 CertificateLoadingError(
-                    code: .unreadableFile, origin: origin, problem: "the file name is not UTF-8; skipped (rename it to have it read)"))
+                    code: .unreadableFile, origin: unshown.origin, problem: "\(unshown.reason); skipped (rename it to have it read)"))
         }
         for file in listing.files {
             self.read(entriesOf: file, seen: &seen)

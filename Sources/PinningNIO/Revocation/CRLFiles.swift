@@ -58,11 +58,12 @@ public enum CRLFiles {
             for entry in entries where Self.isCRLName(entry.lossyName) {
                 // A CRL file whose name is not UTF-8 is refused, naming it: skipped, the certificates it revokes
                 // would pass; read under FileManager's U+FFFD name, it would fail as "no such file" under a name
-                // nobody wrote.
-                guard let name = entry.name else {
+                // nobody wrote. So is a name with a control or invisible character: a message naming it would act
+                // on the terminal, or read as another name.
+                guard let name = entry.name, entry.unshownReason == nil else {
                     throw LoadError(
                         path: (path.hasSuffix("/") ? path : path + "/") + entry.escaped,
-                        problem: "the file name is not UTF-8; rename it (a CRL of this directory is read under its exact name or refused, never skipped)")
+                        problem: "\(entry.unshownReason ?? "the file name is not UTF-8"); rename it (a CRL of this directory is read under its exact name or refused, never skipped)")
                 }
                 found.append(name)
             }

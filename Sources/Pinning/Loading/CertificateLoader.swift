@@ -192,7 +192,7 @@ public enum CertificateLoader {
 
     /// What ``files(inDirectory:include:)`` lists, without refusing: the regular files whose names pass `include`
     /// (full paths sorted by file name), and, for each name that passes `include` but is not UTF-8 or holds a
-    /// character that does not show (``DirectoryListing/Entry/unshownReason``), the path to name it in a message
+    /// character that does not show (``DirectoryListing/Entry/shown``), the path to name it in a message
     /// (the directory, then the name escaped: ``DirectoryListing/escaped(_:)``) and the reason, in the order the
     /// file system lists them. The caller decides what such a name means (see ``files(inDirectory:include:)``).
     static func listing(
@@ -215,11 +215,10 @@ public enum CertificateLoader {
         var names: [String] = []
         var unshownNames: [(origin: String, reason: String)] = []
         for entry in entries where include(entry.lossyName) {
-            guard let name = entry.name, entry.unshownReason == nil else {
-                unshownNames.append(((path.hasSuffix("/") ? path : path + "/") + entry.escaped, entry.unshownReason ?? "the file name is not UTF-8"))
-                continue
+            switch entry.shown {
+            case .success(let name): names.append(name)
+            case .failure(let unshown): unshownNames.append(((path.hasSuffix("/") ? path : path + "/") + entry.escaped, unshown.reason))
             }
-            names.append(name)
         }
         var files: [String] = []
         for name in names.sorted(by: { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }) {

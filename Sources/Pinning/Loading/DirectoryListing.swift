@@ -27,14 +27,22 @@ package enum DirectoryListing {
         package var lossyName: String { String(decoding: self.bytes, as: UTF8.self) }
         /// The name for a message: ``DirectoryListing/escaped(_:)``.
         package var escaped: String { DirectoryListing.escaped(self.bytes) }
-        /// Why this name cannot be read under the name a person sees, or nil when it can: its bytes are not UTF-8,
-        /// or it holds a character that does not show (``VisibleText/isHidden(_:)``: a control, format or other
-        /// invisible character), so a message naming it could not be read as the name (ESC in a name would act on
-        /// the terminal) and two names could look the same.
-        package var unshownReason: String? {
-            guard let name else { return "the file name is not UTF-8" }
-            return name.unicodeScalars.contains(where: VisibleText.isHidden) ? "the file name has a control or invisible character" : nil
+        /// The name as a person sees it, or why it cannot be read so: its bytes are not UTF-8, or it holds a
+        /// character that does not show (``VisibleText/isHidden(_:)``: a control, format or other invisible
+        /// character), so a message naming it could not be read as the name (ESC in a name would act on the
+        /// terminal) and two names could look the same.
+        package var shown: Result<String, Unshown> {
+            guard let name else { return .failure(Unshown(reason: "the file name is not UTF-8")) }
+            guard !name.unicodeScalars.contains(where: VisibleText.isHidden) else {
+                return .failure(Unshown(reason: "the file name has a control or invisible character"))
+            }
+            return .success(name)
         }
+    }
+
+    /// Why a name cannot be shown as it is (``Entry/shown``), in words for a message.
+    package struct Unshown: Error {
+        package var reason: String
     }
 
     /// Why a directory could not be listed: the errno of `opendir(3)` or `readdir(3)`.

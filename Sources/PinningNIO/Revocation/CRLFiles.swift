@@ -60,10 +60,13 @@ public enum CRLFiles {
                 // would pass; read under FileManager's U+FFFD name, it would fail as "no such file" under a name
                 // nobody wrote. So is a name with a control or invisible character: a message naming it would act
                 // on the terminal, or read as another name.
-                guard let name = entry.name, entry.unshownReason == nil else {
+                let name: String
+                switch entry.shown {
+                case .success(let shown): name = shown
+                case .failure(let unshown):
                     throw LoadError(
                         path: (path.hasSuffix("/") ? path : path + "/") + entry.escaped,
-                        problem: "\(entry.unshownReason ?? "the file name is not UTF-8"); rename it (a CRL of this directory is read under its exact name or refused, never skipped)")
+                        problem: "\(unshown.reason); rename it (a CRL of this directory is read under its exact name or refused, never skipped)")
                 }
                 found.append(name)
             }

@@ -180,12 +180,13 @@ struct PinFailureReportDeliveryTests {
     @Test("delivery to nowhere (http and https) is bounded and never changes the verdict", .timeLimit(.minutes(3)))
     func unreachable() async throws {
         let pki = try Self.fixture.get()
-        // A port that was just closed: connection refused.
-        let closed = try LoopbackHTTPServer()
-        let url = closed.url()
+        // Port 1 on the loopback, where nothing listens: connection refused (as PinnedClientTests' closed port).
+        // Not a port a test server just closed: with the suites running at once, another test's listener could be
+        // given that port again before the reports are sent (a CI run once got an HTTP and a TLS answer there).
+        let closedPort = 1
+        let url = try #require(URL(string: "http://127.0.0.1:\(closedPort)/reports"))
         // https:// now goes through the reporter's own TLS client (no secureReporter): to the same closed port.
-        let secureURL = try #require(URL(string: "https://127.0.0.1:\(closed.port)/pins"))
-        closed.stop()
+        let secureURL = try #require(URL(string: "https://127.0.0.1:\(closedPort)/pins"))
         let outcomes = Outcomes()
         let reporter = HTTPPinFailureReporter(timeout: .seconds(1), maximumAttempts: 2, retryDelay: .milliseconds(10), onOutcome: { outcomes.append($0) })
         let queue = PinFailureReportQueue(reporter: reporter)
@@ -209,15 +210,14 @@ struct PinFailureReportDeliveryTests {
         #expect(all.count == 2 && all.allSatisfy { !$0.delivered && $0.attempts <= 2 })
         #expect(all.contains { $0.uri.scheme == "https" && $0.attempts == 2 && $0.message.contains("127.0.0.1") })
         // In words, without NIO type dumps: "cannot connect to 127.0.0.1 port N: connection refused".
-        #expect(all.allSatisfy { $0.message.hasPrefix("cannot connect to 127.0.0.1 port \(closed.port)") }, "\(all.map(\.message))")
+        #expect(all.allSatisfy { $0.message.hasPrefix("cannot connect to 127.0.0.1 port \(closedPort)") }, "\(all.map(\.message))")
     }
 
     @Test("a reporter's numbers at their extremes are bounded, never a trap", .timeLimit(.minutes(3)))
     func extremeNumbers() async throws {
         let pki = try Self.fixture.get()
-        let closed = try LoopbackHTTPServer()
-        let url = closed.url()
-        closed.stop()
+        // Port 1, where nothing listens (see `unreachable`: a port a test server just closed can be taken again).
+        let url = try #require(URL(string: "http://127.0.0.1:1/reports"))
         let report = try #require(
             await Self.configuration("\"api.example.com\": {\"pins\": [\"\(Self.pin(pki.other.root.certificate))\"], \"enforce\": false}")
                 .evaluate(Self.trust(pki.api, roots: [pki.api.root.certificate]), forHost: "api.example.com").failureReport

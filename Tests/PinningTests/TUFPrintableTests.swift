@@ -20,4 +20,15 @@ struct TUFPrintableTests {
         #expect(TUFError.short("0123456789abcdef") == "0123456789ab…")
         #expect(TUFError.short("0123456789ab") == "0123456789ab")
     }
+
+    @Test("a repository's text quoted in a message cannot close the quote: its own \" is \\u{22}")
+    func quotedInMessage() throws {
+        // A `_type` that ends the quote and writes words of ours after it: "… _type is "x", not "root", not "root"".
+        let document = #"{"signed": {"_type": "x\", not \"root", "spec_version": "1.0.31", "version": 1, "expires": "2030-01-01T00:00:00Z"}, "signatures": []}"#
+        let error = try #require(throws: TUFError.self) {
+            _ = try TUFEnvelope(bytes: Array(document.utf8), role: "root", type: "root")
+        }
+        #expect(error.rule == .wrongType)
+        #expect(error.description == #"root: the metadata's _type is "x\u{22}, not \u{22}root", not "root""#, "\(error)")
+    }
 }

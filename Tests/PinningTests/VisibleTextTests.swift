@@ -108,6 +108,31 @@ struct VisibleTextTests {
         }
     }
 
+    @Test("quoted: the text between quotes, its own \" as \\u{22} so it cannot close them; a cut's … outside the quotes")
+    func quoted() {
+        #expect(VisibleText.quoted("root") == "\"root\"")
+        // A `_type` that tries to end the quote and write the message's own words after it.
+        #expect(VisibleText.quoted("x\", not \"root") == "\"x\\u{22}, not \\u{22}root\"")
+        #expect(VisibleText.quoted("a\u{1B}b\\") == "\"a\\u{1b}b\\u{5c}\"", "hidden characters and a final backslash as everywhere")
+        #expect(VisibleText.quoted("a\\\"b") == "\"a\\u{5c}\\u{22}b\"", "a backslash before a quote is escaped, then the quote")
+        #expect(VisibleText.quoted("abcdef", limit: 3) == "\"abc\"…")
+        #expect(VisibleText.quoted("ab…", limit: 3) == "\"ab…\"", "the sender's own … stays inside the quotes: not a cut")
+        #expect(VisibleText.quoted("例え", limit: 0) == "\"\"…")
+        #expect(VisibleText.quoted("") == "\"\"")
+        // Whatever the text, the result has exactly two raw quotes, first and last (before a cut's …).
+        let alphabet: [Character] = ["\"", "\\", "u", "x", "{", "}", "a", "…", "\u{1B}", "\u{202E}", "é"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let text = String((0..<Int.random(in: 0...10, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let limit = Bool.random(using: &generator) ? Int.random(in: 0...10, using: &generator) : nil
+            let shown = VisibleText.quoted(text, limit: limit)
+            let body = shown.hasSuffix("…") ? String(shown.dropLast()) : shown
+            #expect(body.filter { $0 == "\"" }.count == 2 && body.hasPrefix("\"") && body.hasSuffix("\""), "\(text) → \(shown)")
+            #expect(!body.dropLast().hasSuffix("\\"), "no backslash before the closing quote: \(shown)")
+            #expect(!shown.unicodeScalars.contains { VisibleText.isHidden($0) })
+        }
+    }
+
     @Test("JSON: DEL, C1, format characters and separators as \\uXXXX (a surrogate pair above U+FFFF); the values and the layout unchanged")
     func json() throws {
         let value = ["host": "evil\u{1B}[2J\u{7F}\u{9B}\u{202E}\u{2028}\u{E0041}é例\\", "n": "1"]

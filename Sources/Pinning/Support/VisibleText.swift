@@ -39,6 +39,29 @@ package enum VisibleText {
         return Self.escaped(String(String.UnicodeScalarView(scalars.prefix(max(0, limit))))) + "…"
     }
 
+    /// `text` between double quotes, for a message that quotes a peer's text inside its own words: escaped as
+    /// ``escaped(_:)``, and each `"` of the text written as `\u{22}` too, so that the text cannot close the quote
+    /// and go on as if the message's own words followed (`_type is "x", not "root"` from a `_type` of
+    /// `x", not "root`). With a `limit`, a text cut to its first `limit` Unicode scalars ends its quotes and is
+    /// followed by `…` outside them: a sender's own `…` stays inside the quotes, so it cannot read as a cut.
+    package static func quoted(_ text: String, limit: Int? = nil) -> String {
+        let scalars = text.unicodeScalars
+        let cut = limit.map { scalars.count > max(0, $0) } ?? false
+        let kept = cut ? String(String.UnicodeScalarView(scalars.prefix(max(0, limit ?? 0)))) : text
+        var result = "\""
+        var iterator = kept.unicodeScalars.makeIterator()
+        var next = iterator.next()
+        while let scalar = next {
+            next = iterator.next()
+            if scalar == "\"" {
+                result += "\\u{22}"
+            } else {
+                Self.append(scalar, before: next, to: &result)
+            }
+        }
+        return result + "\"" + (cut ? "…" : "")
+    }
+
     /// Bytes that should be UTF-8 (a file name, which on Linux is any bytes but `/` and NUL): each well-formed
     /// UTF-8 sequence by the rules of ``escaped(_:)``, each byte that is not part of one as `\xNN` (upper-case hex),
     /// so `b\xFF.pem` names the file `b`, 0xFF, `.pem` and `café.pem` is shown as it is.

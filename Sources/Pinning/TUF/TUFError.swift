@@ -76,6 +76,12 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
         VisibleText.escaped(text, limit: 200)
     }
 
+    /// Text from a repository's metadata inside a message's quotes: ``VisibleText/quoted(_:limit:)``, at most 200
+    /// characters of it, so that the text's own `"` cannot close the quote.
+    static func quoted(_ text: String) -> String {
+        VisibleText.quoted(text, limit: 200)
+    }
+
     /// A key id shortened for messages (the full ids are in ``keyIDs``).
     static func short(_ keyID: String) -> String {
         // A key id is the sender's text as much as a role name is (signatures[].keyid, the keys' members): cut,

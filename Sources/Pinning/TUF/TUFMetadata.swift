@@ -53,12 +53,12 @@ package struct TUFEnvelope: Sendable {
         }
         guard let actualType = signed["_type"]?.stringValue else { throw TUFError(role: role, rule: .malformed, "no \"_type\" string") }
         guard actualType.utf8.elementsEqual(type.utf8) else {
-            throw TUFError(role: role, rule: .wrongType, "the metadata's _type is \"\(TUFError.printable(actualType))\", not \"\(type)\"")
+            throw TUFError(role: role, rule: .wrongType, "the metadata's _type is \(TUFError.quoted(actualType)), not \"\(type)\"")
         }
         guard let specVersion = signed["spec_version"]?.stringValue else { throw TUFError(role: role, rule: .malformed, "no \"spec_version\" string") }
         let parts = specVersion.split(separator: ".", omittingEmptySubsequences: false)
         guard (2...3).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }) else {
-            throw TUFError(role: role, rule: .unsupportedSpecVersion, "spec_version \"\(TUFError.printable(specVersion))\" is not MAJOR.MINOR[.PATCH]")
+            throw TUFError(role: role, rule: .unsupportedSpecVersion, "spec_version \(TUFError.quoted(specVersion)) is not MAJOR.MINOR[.PATCH]")
         }
         guard parts[0] == "1" else {
             throw TUFError(role: role, rule: .unsupportedSpecVersion, "spec_version \(specVersion) is not a 1.x version of the TUF specification")
@@ -69,7 +69,7 @@ package struct TUFEnvelope: Sendable {
         guard version >= 1 else { throw TUFError(role: role, rule: .malformed, "version \(version) is not positive", foundVersion: version) }
         guard let expiresText = signed["expires"]?.stringValue else { throw TUFError(role: role, rule: .malformed, "no \"expires\" string") }
         guard let expires = TUFTime.parse(expiresText) else {
-            throw TUFError(role: role, rule: .malformed, "expires \"\(TUFError.printable(expiresText))\" is not YYYY-MM-DDTHH:MM:SSZ")
+            throw TUFError(role: role, rule: .malformed, "expires \(TUFError.quoted(expiresText)) is not YYYY-MM-DDTHH:MM:SSZ")
         }
         do {
             self.canonicalSigned = try TUFJSON.object(signed).canonicalBytes()
@@ -218,7 +218,7 @@ enum TUFHashes {
             case "sha512": actual = TUFHex.encode(SHA512.hash(data: data))
             default:
                 throw TUFError(
-                    role: role, rule: .unsupportedHashAlgorithm, "\(what) is listed with hash algorithm \"\(TUFError.printable(algorithm))\", which this client cannot compute (sha256, sha384, sha512)"
+                    role: role, rule: .unsupportedHashAlgorithm, "\(what) is listed with hash algorithm \(TUFError.quoted(algorithm)), which this client cannot compute (sha256, sha384, sha512)"
                 )
             }
             guard actual == expected else {

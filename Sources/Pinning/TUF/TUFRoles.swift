@@ -162,7 +162,7 @@ package struct TUFDelegatedRole: Sendable {
         let context = "the delegation to \(TUFError.printable(name))"
         // As python-tuf: a delegated role never takes a top-level role's name (its metadata file would be theirs).
         guard !name.isEmpty, !TUFRoleName.topLevel.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
-            throw TUFError(role: delegator, rule: .malformed, "a delegated role is named \"\(TUFError.printable(name))\": empty or a top-level role's name")
+            throw TUFError(role: delegator, rule: .malformed, "a delegated role is named \(TUFError.quoted(name)): empty or a top-level role's name")
         }
         self.name = name
         self.keys = try TUFRoleKeys(json: json, role: delegator, context: context)

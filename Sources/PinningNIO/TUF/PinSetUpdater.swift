@@ -592,8 +592,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             || path.unicodeScalars.contains { VisibleText.isHidden($0) }
             || components.contains { $0.isEmpty || $0 == "." || $0 == ".." }
         if bad {
-            let shown = VisibleText.escaped(path, limit: 200)
-            throw PinSetError("\(what) \"\(shown)\" is not a relative path inside the repository's targets")
+            throw PinSetError("\(what) \(VisibleText.quoted(path, limit: 200)) is not a relative path inside the repository's targets")
         }
     }
 

@@ -607,11 +607,11 @@ public struct TUFRepositoryWriter: Sendable {
     static func checkTargetPath(_ path: String) throws(TUFRepositoryError) {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard !path.isEmpty, !path.hasPrefix("/"), parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
-            throw TUFRepositoryError(.invalidInput, "target path \"\(path)\" must be relative, with no empty, . or .. part")
+            throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(path, limit: 200)) must be relative, with no empty, . or .. part")
         }
         guard !path.unicodeScalars.contains(where: { VisibleText.isHidden($0) || $0 == "\\" }) else {
             throw TUFRepositoryError(
-                .invalidInput, "target path \"\(VisibleText.escaped(path, limit: 200))\" has a control or invisible character, or a backslash")
+                .invalidInput, "target path \(VisibleText.quoted(path, limit: 200)) has a control or invisible character, or a backslash")
         }
     }
 

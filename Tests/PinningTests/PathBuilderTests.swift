@@ -50,6 +50,21 @@ struct PathBuilderTests {
         #expect(third.trusted && third.verified == 0 && third.remembered == 2)
     }
 
+    @Test("Under the webPKI profile the anchor's own signature is not checked: two signature checks for a new chain, not three")
+    func webPKIAnchorSignatureNotChecked() async throws {
+        let (from, to) = Self.window()
+        let chain = try TestChain(notValidBefore: from, notValidAfter: to)
+        let trust = ServerTrust(
+            certificates: chain.presented, anchors: [chain.root.certificate], anchorsOnly: true, profile: .webPKI(publicSuffixList: .empty))
+        let validation = PathValidation(trust: trust, validationTime: Self.t)
+        let result = await validation.validate(
+            anchors: AnchorSet([chain.root.certificate]), namePolicy: .ssl(host: "localhost"), pins: nil, expectedPins: [])
+        if case .failure(let failure) = result { Issue.record("refused: \(failure)") }
+        // The two links path building verified; the profile's own check (is a self-issued certificate
+        // self-signed?) is not made for the anchor, whose answer could not change the verdict.
+        #expect(validation.budget.charged.checks == 2 && validation.budget.signatures.verified == 2)
+    }
+
     @Test("A refused chain leaves nothing in the memo, whatever stage refused it")
     func refusedPathsAreNotRemembered() async throws {
         let (from, to) = Self.window()

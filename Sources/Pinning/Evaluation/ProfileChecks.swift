@@ -144,14 +144,16 @@ struct ProfileChecks {
         extendedKeyUsage: ExtendedKeyUsage?
     ) -> String? {
         let selfIssued = facts.isSelfIssued
-        // The check is paid from the evaluation's budget; once the budget is spent the certificate is taken as not
-        // self-signed, which only adds the authorityKeyIdentifier requirement below (stricter, never laxer).
-        let selfSigned =
-            selfIssued && (self.budget?.takeSignatureCheck(by: certificate.publicKey) ?? true)
-            && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
-        // The anchor is exempt: it is trusted as configured (RFC 5280 §6.1.1), whatever it was issued as.
-        if !selfSigned && !isAnchor {
-            guard authorityKeyIdentifier?.keyIdentifier != nil else {
+        // A certificate that is not self-signed must name its issuer's key. The anchor is exempt: it is trusted as
+        // configured (RFC 5280 §6.1.1), whatever it was issued as, so its own signature is not checked at all (the
+        // answer could not change the verdict, and it would be a third signature check on every path).
+        if !isAnchor {
+            // The check is paid from the evaluation's budget; once the budget is spent the certificate is taken as
+            // not self-signed, which only adds the authorityKeyIdentifier requirement (stricter, never laxer).
+            let selfSigned =
+                selfIssued && (self.budget?.takeSignatureCheck(by: certificate.publicKey) ?? true)
+                && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+            if !selfSigned, authorityKeyIdentifier?.keyIdentifier == nil {
                 return "it has no authorityKeyIdentifier keyIdentifier (RFC 5280 §4.2.1.1, CABF 7.1.2)"
             }
         }

@@ -33,10 +33,10 @@ package enum TranslationOutput {
         // Standard error's own failures are not reported anywhere else, so they are let go; FileHandle's `write`
         // would trap on them instead.
         for warning in translation.warnings {
-            _ = Self.writeAll(Array("pinning: config \(command): warning: \(warning.description)\n".utf8), to: STDERR_FILENO)
+            _ = DescriptorWriter.writeAll(Array("pinning: config \(command): warning: \(warning.description)\n".utf8), to: STDERR_FILENO)
         }
         for note in translation.notes {
-            _ = Self.writeAll(Array("pinning: config \(command): note: \(note)\n".utf8), to: STDERR_FILENO)
+            _ = DescriptorWriter.writeAll(Array("pinning: config \(command): note: \(note)\n".utf8), to: STDERR_FILENO)
         }
         try self.write(translation.text, to: path)
     }
@@ -46,7 +46,7 @@ package enum TranslationOutput {
     package static func write(_ text: String, to path: String?, option: String = "--out") throws(Failure) {
         let bytes = Array(text.utf8)
         guard let path else {
-            if let code = Self.writeAll(bytes, to: STDOUT_FILENO) {
+            if let code = DescriptorWriter.writeAll(bytes, to: STDOUT_FILENO) {
                 throw Failure(message: "standard output: cannot write it (\(BoundedFileReader.words(code)))")
             }
             return
@@ -113,7 +113,7 @@ package enum TranslationOutput {
             return failure("cannot write it (\(BoundedFileReader.words(code)))")
         }
         if let mode, fchmod(descriptor, mode) != 0 { throw abandon(errno) }
-        if let code = Self.writeAll(bytes, to: descriptor) { throw abandon(code) }
+        if let code = DescriptorWriter.writeAll(bytes, to: descriptor) { throw abandon(code) }
         // On the disk before the rename, so a crash after it never leaves an empty or partial file (Foundation's
         // atomic write, which this replaced, did the same).
         if fsync(descriptor) != 0 { throw abandon(errno) }
@@ -156,31 +156,8 @@ package enum TranslationOutput {
         guard current >= 0, fcntl(descriptor, F_SETFL, current & ~O_NONBLOCK) == 0 else {
             throw failure("cannot write it (\(BoundedFileReader.words(errno)))")
         }
-        if let code = Self.writeAll(bytes, to: descriptor) {
+        if let code = DescriptorWriter.writeAll(bytes, to: descriptor) {
             throw failure("cannot write it (\(BoundedFileReader.words(code)))")
         }
     }
-
-    /// Writes every byte; the `errno` of the first failure, or nil.
-    static func writeAll(_ bytes: [UInt8], to descriptor: CInt) -> CInt? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { buffer in
-                posixWrite(descriptor, buffer.baseAddress, buffer.count)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            // write(2) returning 0 for a non-empty buffer would loop forever.
-            if written == 0 { return EIO }
-            offset += written
-        }
-        return nil
-    }
-}
-
-/// write(2), named apart from ``TranslationOutput``'s own `write` methods.
-private func posixWrite(_ descriptor: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-    write(descriptor, buffer, count)
 }

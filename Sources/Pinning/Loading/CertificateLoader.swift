@@ -1,19 +1,6 @@
 import Foundation
 public import X509
 
-// `stat(2)` and its struct: with the Swift runtime linked statically, the struct's members are reached through
-// CoreFoundation's module rather than Glibc's, so both are imported where they exist.
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
-
 /// Loads X.509 certificates from files, directories and bytes, whatever their encoding.
 ///
 /// The format is detected from the content, never from the file name:
@@ -127,34 +114,11 @@ public enum CertificateLoader {
         return status.isDirectory
     }
 
-    /// What `stat(2)` says of a path, following symbolic links.
-    ///
-    /// `stat` rather than Foundation's `attributesOfItem`: on Linux that also looks up the owner's and group's
-    /// names (reading `/etc/passwd` and `/etc/group`) for every call, and a platform store of ~280 entries made it
-    /// most of `pinning evaluate`'s start-up.
-    struct FileStatus: Hashable {
-        /// The file's identity: two paths with the same device and inode are the same file.
-        struct Identity: Hashable {
-            var device: UInt64
-            var inode: UInt64
-        }
-        var identity: Identity
-        var isDirectory: Bool
-        var isRegularFile: Bool
-        var size: Int64
-    }
-
-    /// The status of `path` (following symbolic links), or nil with `errno` set when there is none.
-    static func status(_ path: String) -> FileStatus? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        let type = info.st_mode & S_IFMT
-        return FileStatus(
-            identity: .init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
-            isDirectory: type == S_IFDIR,
-            isRegularFile: type == S_IFREG,
-            size: Int64(info.st_size)
-        )
+    /// The status of `path` (following symbolic links), or nil when there is none
+    /// (``BoundedFileReader/status(atPath:followingLinks:)``).
+    static func status(_ path: String) -> BoundedFileReader.FileStatus? {
+        guard case .success(let status) = BoundedFileReader.status(atPath: path, followingLinks: true) else { return nil }
+        return status
     }
 
     /// The regular files directly in a directory whose extension is one of ``directoryExtensions``, full paths,

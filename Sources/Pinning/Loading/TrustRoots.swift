@@ -162,7 +162,7 @@ public struct TrustRoots: Sendable, Hashable {
     /// What was read already: certificates by DER, files by device and inode.
     private struct Seen {
         var certificates: Set<[UInt8]> = []
-        var files: Set<CertificateLoader.FileStatus.Identity> = []
+        var files: Set<BoundedFileReader.FileStatus.Identity> = []
 
         /// False when the file at `path` was read already under another name (Debian's store reaches each root
         /// through a `.pem` link and a hash link to it): reading it again could only find the same certificates.

@@ -61,13 +61,13 @@ public final class TLSKeyLog: Sendable, Hashable {
                 let seconds = wait == wait.rounded() ? "\(Int(wait)) s" : "\(wait) s"
                 throw TLSKeyLogError(path: path, reason: "no process opened this FIFO for reading within \(seconds)")
             }
-            throw TLSKeyLogError(path: path, reason: Self.words(code))
+            throw TLSKeyLogError(path: path, reason: BoundedFileReader.words(code))
         }
         let flags = fcntl(descriptor, F_GETFL)
         guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
             let code = errno
             close(descriptor)
-            throw TLSKeyLogError(path: path, reason: Self.words(code))
+            throw TLSKeyLogError(path: path, reason: BoundedFileReader.words(code))
         }
         // What was opened: a regular file (then private to its owner), or a character device or pipe
         // (`/dev/stderr`, `<(…)`). Read through the path just opened; the descriptor is ours either way.
@@ -137,23 +137,9 @@ public final class TLSKeyLog: Sendable, Hashable {
     }
 
     private func append(_ bytes: UnsafeRawBufferPointer) {
-        guard var base = bytes.baseAddress else { return }
-        var remaining = bytes.count
-        while remaining > 0 {
-            let written = write(self.descriptor, base, remaining)
-            if written < 0 {
-                if errno == EINTR { continue }
-                self.failure.record(Self.words(errno))
-                return
-            }
-            remaining -= written
-            base += written
+        if let code = DescriptorWriter.writeAll(bytes, to: self.descriptor) {
+            self.failure.record(BoundedFileReader.words(code))
         }
-    }
-
-    static func words(_ code: CInt) -> String {
-        guard let text = strerror(code).map({ String(cString: $0) }), !text.isEmpty else { return "error \(code)" }
-        return text.prefix(1).lowercased() + text.dropFirst()
     }
 }
 

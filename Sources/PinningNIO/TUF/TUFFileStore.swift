@@ -54,14 +54,14 @@ enum TUFFiles {
         guard descriptor >= 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
         }
-        func fail(_ what: String) -> TUFError {
-            let reason = String(cString: strerror(errno))
+        func fail(_ what: String, code: CInt) -> TUFError {
+            let reason = String(cString: strerror(code))
             close(descriptor)
             unlink(temporary)
             return TUFError(role: role, rule: .unavailable, "cannot write \(destination): \(what): \(reason)")
         }
-        guard Self.writeAll(bytes, to: descriptor) else { throw fail("write") }
-        guard fsync(descriptor) == 0 else { throw fail("fsync") }
+        if let code = DescriptorWriter.writeAll(bytes, to: descriptor) { throw fail("write", code: code) }
+        guard fsync(descriptor) == 0 else { throw fail("fsync", code: errno) }
         guard close(descriptor) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
@@ -98,29 +98,14 @@ enum TUFFiles {
         guard descriptor >= 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        guard Self.writeAll(bytes, to: descriptor) else {
-            let reason = String(cString: strerror(errno))
+        if let code = DescriptorWriter.writeAll(bytes, to: descriptor) {
+            let reason = String(cString: strerror(code))
             close(descriptor)
             throw TUFError(role: role, rule: .unavailable, "cannot write \(path): \(reason)")
         }
         guard close(descriptor) == 0 else {
             throw TUFError(role: role, rule: .unavailable, "cannot write \(path): close: \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// Writes all of `bytes` to `descriptor`, again after a write(2) that was interrupted or wrote part; false on
-    /// an error (then `errno` says which).
-    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            written += count
-        }
-        return true
     }
 
     /// Flushes the contents of the file at `path` to disk (`fsync`).

@@ -129,10 +129,10 @@ extension TUFSigningKey {
             let reason = errno == EEXIST ? "the file exists; a key file is never overwritten (remove it first, or choose another name)" : String(cString: strerror(errno))
             throw TUFKeyFileError(path: path, code: .unreadable, problem: reason)
         }
-        if let reason = writeAll(descriptor, Array(text.utf8)) {
+        if let code = DescriptorWriter.writeAll(Array(text.utf8), to: descriptor) {
             close(descriptor)
             unlink(path)
-            throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(reason)")
+            throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(String(cString: strerror(code)))")
         }
         let synced = fsync(descriptor) == 0
         let syncError = errno
@@ -143,18 +143,4 @@ extension TUFSigningKey {
             throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(reason)")
         }
     }
-}
-
-/// Writes all of `bytes` to `descriptor`; the reason when it cannot.
-private func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> String? {
-    var written = 0
-    while written < bytes.count {
-        let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            return String(cString: strerror(errno))
-        }
-        written += count
-    }
-    return nil
 }

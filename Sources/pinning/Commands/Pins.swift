@@ -70,17 +70,12 @@ extension PinningCommand {
             return entry
         }
 
+        /// `text` as a JSON string literal, written by the package's one JSON writer (``TUFJSON``, which also writes
+        /// `pinset status --json`): `"` and `\` escaped, control characters as `\n`, `\r`, `\t` or `\u00XX`, the
+        /// rest as it is. A pin (base64) never needs escaping, and a host pattern the configuration accepts has no
+        /// control character, so the entry printed is the same text a hand-written escaper gave.
         static func jsonString(_ text: String) -> String {
-            var out = "\""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
+            String(decoding: TUFJSON.string(text).jsonBytes(), as: UTF8.self)
         }
     }
 }

@@ -167,9 +167,9 @@ struct PKIDirectory {
     /// `--force` once replaced `/dev/full` with a regular file), nor written in place (a key's mode 0600 cannot be
     /// given to a device without changing the device node's permissions).
     static func write(_ contents: [UInt8], to path: String, mode: mode_t) throws(InputError) {
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            let type = info.st_mode & S_IFMT
+        // What is at `path` itself (a symbolic link is replaced, not followed); nothing there is the usual case.
+        if case .success(let bits) = BoundedFileReader.fileType(atPath: path, followingLinks: false) {
+            let type = mode_t(bits)
             if type == S_IFDIR {
                 throw InputError("\(path): the path is a directory, not a file")
             }
@@ -190,16 +190,8 @@ struct PKIDirectory {
         guard fchmod(descriptor, mode) == 0 else {
             throw InputError("\(path): cannot set mode \(String(mode, radix: 8)): \(systemErrorText())")
         }
-        var offset = 0
-        while offset < contents.count {
-            let written = contents[offset...].withUnsafeBytes { buffer in
-                systemWrite(descriptor, buffer.baseAddress, buffer.count)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw InputError("\(path): write failed: \(systemErrorText())")
-            }
-            offset += written
+        if let code = DescriptorWriter.writeAll(contents, to: descriptor) {
+            throw InputError("\(path): write failed: \(systemErrorText(code))")
         }
     }
 
@@ -213,22 +205,10 @@ struct PKIDirectory {
     static let certificateMode: mode_t = 0o644
 }
 
-/// `strerror(errno)`, without trusting the pointer to be non-nil.
-private func systemErrorText() -> String {
-    let code = errno
+/// `strerror(code)` (by default of the current `errno`), without trusting the pointer to be non-nil.
+private func systemErrorText(_ code: CInt = errno) -> String {
     guard let text = strerror(code) else { return "errno \(code)" }
     return String(cString: text)
-}
-
-/// `write(2)`, named apart from ``PKIDirectory/write(_:to:mode:)``.
-func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-    #if canImport(Glibc)
-        return Glibc.write(descriptor, buffer, count)
-    #elseif canImport(Musl)
-        return Musl.write(descriptor, buffer, count)
-    #else
-        return Darwin.write(descriptor, buffer, count)
-    #endif
 }
 
 extension Certificate {

@@ -109,7 +109,7 @@ public struct PinningConfiguration: Sendable {
     package static let supportedVersion = 1
 
     /// The format version (always `supportedVersion`).
-    public let version: Int
+    package let version: Int
     /// What happens to hosts no entry matches.
     package let unlistedHosts: UnlistedHosts
     /// The entries, sorted by key.
@@ -372,7 +372,7 @@ public struct PinningConfiguration: Sendable {
     /// - Parameters:
     ///   - date: The instant to judge at.
     ///   - window: How far ahead an expiry is worth a warning; 30 days by default.
-    public func warnings(at date: Date, expiringWithin window: TimeInterval = 30 * 86400) -> [String] {
+    package func warnings(at date: Date, expiringWithin window: TimeInterval = 30 * 86400) -> [String] {
         var warnings: [String] = []
         for entry in self.entries {
             guard let expires = entry.expires else { continue }

@@ -334,7 +334,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Examples (issue 13): built by `swift build`, so CI builds them; run with `swift run VaporDevicesExample`
-        // and `swift run GRPCPinnedExample`. Not products: users copy from them, they do not link them.
+        // and `swift run GRPCPinnedExample`. Not products: users copy from them, they do not link them. Built without
+        // `package` access (packageAccess: false), so they use only what a user's code can.
         .executableTarget(
             name: "VaporDevicesExample",
             dependencies: [
@@ -346,6 +347,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Examples/VaporDevices",
+            packageAccess: false,
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -360,6 +362,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Examples/GRPCPinned",
+            packageAccess: false,
             swiftSettings: swiftSettings
         ),
         // Requests per second through the integrations beside NIOSSL's own verification (issue 13); run by
@@ -418,6 +421,9 @@ let package = Package(
             path: "scripts/doc-snippets",
             // The script's self-test fixtures, read by the script, never compiled as such.
             exclude: ["self-test.md", "self-test-doc-comments.swift.txt"],
+            // Outside the package for `package` access, as a user's code is: a snippet naming a package declaration
+            // fails here rather than in a reader's project.
+            packageAccess: false,
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -28,7 +28,8 @@
 #   body of an `async throws` function. Every line carries a `#sourceLocation` of the documentation line it came
 #   from, so an error reads `README.md:186:60: error: cannot find 'settings' in scope`. The target has the
 #   package's own Swift settings (Swift 6 language mode, ExistentialAny, MemberImportVisibility), the strictest a
-#   user may have: a block that compiles here compiles for them. A block imports what it uses; the one implicit
+#   user may have, and no `package` access (packageAccess: false): a block that compiles here compiles for them.
+#   A block imports what it uses; the one implicit
 #   import is the module a doc comment or a DocC catalog (Sources/<Module>/…) documents, as a Rust doc test sees
 #   its own crate. Warnings fail a block too, except "… was never used" and "… never read": a snippet shows how to
 #   get a value and often does nothing more with it.

@@ -1,5 +1,5 @@
 import Foundation
-public import Pinning
+package import Pinning
 
 /// The proxy auto-configuration file the proxy serves at `/proxy.pac`.
 ///
@@ -7,12 +7,12 @@ public import Pinning
 /// compared as the configuration compares them: lower case, no trailing dot); everything else is `DIRECT`. A
 /// covered host gets `PROXY host:port` alone, never a `; DIRECT` fallback: when the proxy is down, a browser
 /// fails rather than quietly reaching the host without the policy.
-public enum PACFile {
+package enum PACFile {
     /// The PAC script for `entries`, pointing covered hosts at `proxy` (`HOST:PORT`).
     ///
     /// Browsers hand `FindProxyForURL` the host as typed in the URL; an internationalised name arrives in its
     /// A-labels (`xn--…`), which is the form the entries are stored in.
-    public static func script(entries: [PinningConfiguration.Entry], proxy: String) -> String {
+    package static func script(entries: [PinningConfiguration.Entry], proxy: String) -> String {
         var exact = Set<String>()
         var oneLabel = Set<String>()
         var anyDepth = Set<String>()

@@ -1,8 +1,8 @@
 import Foundation
 import NIOCore
 import NIOPosix
-@_spi(Testing) import Pinning
-@_spi(Testing) import PinningNIO
+import Pinning
+import PinningNIO
 import PinningTestSupport
 import Testing
 

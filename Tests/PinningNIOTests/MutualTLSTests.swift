@@ -3,8 +3,8 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-@_spi(Testing) import Pinning
-@_spi(Testing) import PinningNIO
+import Pinning
+import PinningNIO
 import PinningTestSupport
 import Testing
 import X509

@@ -4,7 +4,7 @@ import PinningTestSupport
 import Testing
 import X509
 
-@testable @_spi(Testing) import Pinning
+@testable import Pinning
 
 /// A clock the test moves by hand.
 final class ManualClock: @unchecked Sendable {

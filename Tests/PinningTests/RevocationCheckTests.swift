@@ -1,6 +1,5 @@
 import Foundation
 import Pinning
-@_spi(Testing) import Pinning
 import PinningPKI
 import Testing
 import X509

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Testing) import Pinning
+import Pinning
 import PinningPKI
 import PinningTestSupport
 import Testing

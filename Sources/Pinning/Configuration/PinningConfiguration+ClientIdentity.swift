@@ -7,7 +7,7 @@ extension PinningConfiguration {
     ///
     /// The core only names the files (it reads no file it was not handed); `PinningNIO`'s `TLSIdentity` loads
     /// them, and `pinning config lint` checks them.
-    public struct ClientIdentitySource: Sendable, Hashable {
+    package struct ClientIdentitySource: Sendable, Hashable {
         /// The files, with paths resolved against the configuration file's directory.
         package enum Files: Sendable, Hashable {
             /// A PKCS#12 file (key, certificate and intermediates).

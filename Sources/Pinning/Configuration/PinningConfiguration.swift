@@ -1,5 +1,5 @@
 public import Foundation
-public import X509
+package import X509
 
 /// Per-host pinning read from one JSON file: SPKI pins with backups, wildcards, expiry, report-only mode,
 /// extra anchors and failure reports (TrustKit's and Android's Network Security Configuration's model, with
@@ -44,11 +44,14 @@ public struct PinningConfiguration: Sendable {
     }
 
     /// One `domains` entry, validated.
+    ///
+    /// No public API hands an entry out (``PinningConfiguration``'s entries are package), so its fields are package
+    /// too; the type stays public as the namespace of ``Coverage``, which `PinningProxy`'s local CA takes.
     public struct Entry: Sendable, Hashable {
         /// The key as written in the file (`api.example.com`, `*.cdn.example.com`, `**.fleet.internal`).
-        public let key: String
+        package let key: String
         /// The SPKI SHA-256 pins, in file order, without duplicates.
-        public let pins: [Pin]
+        package let pins: [Pin]
         /// Whether the key also covers every name below it (`includeSubdomains`, or a `**.` key).
         package let includeSubdomains: Bool
         /// Whether a pin mismatch makes the host untrusted (true) or is only flagged and reported (false).
@@ -58,9 +61,9 @@ public struct PinningConfiguration: Sendable {
         /// The anchor files as written in the configuration (relative to the configuration file).
         package let anchorFiles: [String]
         /// The certificates loaded from `anchorFiles`.
-        public let anchors: [Certificate]
+        package let anchors: [Certificate]
         /// Whether only ``anchors`` are trusted for this entry (no platform roots).
-        public let anchorsOnly: Bool
+        package let anchorsOnly: Bool
         /// Where failure reports for this entry are sent.
         package let reportURIs: [URL]
         /// Whether this entry exempts its host from the policy of an entry covering it from above (TrustKit's
@@ -73,7 +76,7 @@ public struct PinningConfiguration: Sendable {
         package let revocationFiles: [String]
         /// How this entry's chains are checked for revocation (the CRLs read from `revocationFiles`); nil
         /// checks none, unless the trust handed to ``PinningConfiguration/evaluate(_:forHost:port:)`` has its own.
-        public let revocation: RevocationPolicy?
+        package let revocation: RevocationPolicy?
 
         let pattern: HostPattern
 
@@ -106,7 +109,7 @@ public struct PinningConfiguration: Sendable {
     package static let supportedVersion = 1
 
     /// The format version (always `supportedVersion`).
-    public let version: Int
+    package let version: Int
     /// What happens to hosts no entry matches.
     package let unlistedHosts: UnlistedHosts
     /// The entries, sorted by key.
@@ -369,7 +372,7 @@ public struct PinningConfiguration: Sendable {
     /// - Parameters:
     ///   - date: The instant to judge at.
     ///   - window: How far ahead an expiry is worth a warning; 30 days by default.
-    public func warnings(at date: Date, expiringWithin window: TimeInterval = 30 * 86400) -> [String] {
+    package func warnings(at date: Date, expiringWithin window: TimeInterval = 30 * 86400) -> [String] {
         var warnings: [String] = []
         for entry in self.entries {
             guard let expires = entry.expires else { continue }

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import X509
 
 /// A bounded, thread-safe cache of *trusted* verdicts, so that evaluating the same chain for the same host under
@@ -57,8 +57,7 @@ public final class EvaluationCache: Sendable {
     }
 
     /// A cache with an injected clock; evaluations at "now" through this cache use it as the validation time.
-    @_spi(Testing)
-    public init(maximumEntries: Int, timeToLive: Duration, clock: @escaping @Sendable () -> Date) {
+    package init(maximumEntries: Int, timeToLive: Duration, clock: @escaping @Sendable () -> Date) {
         self.maximumEntries = max(1, maximumEntries)
         self.timeToLive = timeToLive
         self.clock = clock

@@ -5,7 +5,7 @@ import Foundation
 /// A host string that parses as an IPv4 or IPv6 address (brackets allowed: `[::1]`) is an IP address and is
 /// matched only against IP address subjectAltNames; anything else is a DNS name, matched only against DNS
 /// subjectAltNames. The common name is never consulted.
-public struct PeerName: Hashable, Sendable, CustomStringConvertible {
+package struct PeerName: Hashable, Sendable, CustomStringConvertible {
     enum Kind: Hashable, Sendable {
         /// Lower-cased, trailing dot removed.
         case dns(String)
@@ -15,14 +15,14 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
 
     let kind: Kind
     /// The text the caller gave.
-    public let text: String
+    package let text: String
 
     /// Interprets `host` as an IP address if it is one, else as a DNS name.
     ///
     /// - Throws: ``PeerNameError`` for an empty name or one that is neither an IP address nor a plausible DNS
     ///   name. An internationalised name (`σkhttp.com`) is converted to its A-labels (`xn--khttp-fde.com`)
     ///   first, as OkHttp and browsers do.
-    public init(_ host: String) throws(PeerNameError) {
+    package init(_ host: String) throws(PeerNameError) {
         self.text = host
         var candidate = host
         if candidate.hasPrefix("[") && candidate.hasSuffix("]") && candidate.count > 2 {
@@ -53,25 +53,25 @@ public struct PeerName: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this is an IP address rather than a DNS name.
-    public var isIPAddress: Bool {
+    package var isIPAddress: Bool {
         if case .ip = self.kind { return true }
         return false
     }
 
     /// The name as given (an IPv6 address without brackets).
-    public var description: String { self.text }
+    package var description: String { self.text }
 }
 
 /// A host name that cannot be checked against a certificate.
-public struct PeerNameError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct PeerNameError: Error, Hashable, Sendable, CustomStringConvertible {
     /// `invalidHost`: the error's stable code (for logs, metrics and JSON; the words may change).
-    public var code: String { "invalidHost" }
+    package var code: String { "invalidHost" }
 
     /// The text that was given.
-    public var text: String
+    package var text: String
     /// What is wrong with it.
-    public var problem: String
+    package var problem: String
 
     /// `invalid host "TEXT": PROBLEM`.
-    public var description: String { "invalid host \"\(self.text)\": \(self.problem)" }
+    package var description: String { "invalid host \"\(self.text)\": \(self.problem)" }
 }

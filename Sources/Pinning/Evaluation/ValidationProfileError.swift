@@ -15,9 +15,9 @@ public struct ValidationProfileError: Error, Sendable, Hashable, CustomStringCon
         }
 
         /// The name is neither `rfc5280` nor `webpki`.
-        public static let unknownProfile = Code(.unknownProfile)
+        package static let unknownProfile = Code(.unknownProfile)
         /// The webPKI profile was asked for without a ``PublicSuffixList``.
-        public static let publicSuffixListRequired = Code(.publicSuffixListRequired)
+        package static let publicSuffixListRequired = Code(.publicSuffixListRequired)
         /// The public suffix list cannot be read, or is too large.
         public static let unreadablePublicSuffixList = Code(.unreadablePublicSuffixList)
 

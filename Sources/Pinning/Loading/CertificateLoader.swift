@@ -97,7 +97,7 @@ public enum CertificateLoader {
     /// - Parameter path: A file or a directory.
     /// - Returns: At least one certificate.
     /// - Throws: ``CertificateLoadingError`` naming the file or directory at fault.
-    public static func certificates(atPath path: String) throws(CertificateLoadingError) -> [Certificate] {
+    package static func certificates(atPath path: String) throws(CertificateLoadingError) -> [Certificate] {
         if try Self.isDirectory(path) {
             return try Self.certificates(inDirectory: path)
         }

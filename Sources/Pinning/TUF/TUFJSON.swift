@@ -133,7 +133,7 @@ public struct TUFJSONObject: Sendable, Equatable {
     }
 
     /// The value under exactly this key (byte for byte).
-    public subscript(key: String) -> TUFJSON? {
+    package subscript(key: String) -> TUFJSON? {
         var low = 0
         var high = self.members.count
         while low < high {

@@ -296,6 +296,9 @@ public struct TUFSigningKey: Sendable {
 }
 
 /// Why a signing key cannot be used, in words (the caller names the file).
+///
+/// Only package code throws it; users meet its ``Code`` through `PinningNIO`'s `TUFKeyFileError`, which names the
+/// file, so the code and message are package.
 public struct TUFKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, Equatable {
         /// Not a private key at all (a certificate, a public key, no PEM block).
@@ -312,8 +315,8 @@ public struct TUFKeyError: Error, Sendable, Equatable, CustomStringConvertible {
         case unreadable
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
     package init(_ code: Code, _ message: String) {
         self.code = code

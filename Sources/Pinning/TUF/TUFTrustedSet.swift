@@ -97,7 +97,7 @@ public struct TUFTrustedSet: Sendable {
     // MARK: - Timestamp (§5.4)
 
     /// What an update did.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The new metadata is now trusted.
         case accepted
         /// The new metadata has the trusted version: the trusted metadata is kept (§5.4.3: equal versions are not an

@@ -1,5 +1,5 @@
 public import Foundation
-public import Pinning
+package import Pinning
 import X509
 
 /// Why a configuration entry's `clientIdentity` cannot be used, in words naming the entry and the file.
@@ -25,7 +25,7 @@ extension TLSIdentity {
     ///   - environment: Where `passphraseEnv` is looked up (the process environment, usually).
     /// - Throws: ``ClientIdentityError``: the variable is not set, a file cannot be read, the passphrase is wrong,
     ///   the key is not the certificate's.
-    public static func load(
+    package static func load(
         _ source: PinningConfiguration.ClientIdentitySource,
         entry: String,
         environment: [String: String]

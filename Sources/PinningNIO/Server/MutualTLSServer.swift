@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOSSL
@@ -88,8 +88,8 @@ public struct MutualTLSServer: Sendable {
     /// let server = try MutualTLSServer(configuration: configuration)
     /// ```
     ///
-    /// Clients are judged at the time of each handshake. A fixed instant is for tests only, behind
-    /// `@_spi(Testing)` (``TrustSettings`` keeps its fixed clock behind SPI for the same reason).
+    /// Clients are judged at the time of each handshake. A fixed instant is for this package's tests only
+    /// (a `package` initialiser), as ``TrustSettings`` keeps its fixed clock behind SPI for the same reason.
     ///
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; ``ConfigurationError``
     ///   when the rule's evaluator accepts chains without a validated path; NIOSSL errors when the TLS
@@ -108,8 +108,7 @@ public struct MutualTLSServer: Sendable {
     /// (tests move time past a certificate's expiry between a full handshake and its resumption). A cache in the
     /// built-in rule judges at its own clock's instants: give it the same clock. An evaluator judges at
     /// `validationTime` when one is fixed, else at its own now (the clock is not consulted).
-    @_spi(Testing)
-    public init(configuration: Configuration, validationTime: Date? = nil, clock: @escaping @Sendable () -> Date) throws {
+    package init(configuration: Configuration, validationTime: Date? = nil, clock: @escaping @Sendable () -> Date) throws {
         if case .evaluator(let evaluator) = configuration.clientRule, evaluator.acceptsChainsWithoutValidatedPath {
             throw ConfigurationError(
                 problem: "a client evaluator with allowInvalidCertificates would let in clients that no client CA vouches for: a mutual-TLS server does not accept it"

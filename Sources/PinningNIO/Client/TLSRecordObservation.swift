@@ -72,6 +72,8 @@ package struct TLSRecordObservation {
     package private(set) var alerts = TLSAlertsSeen()
     /// How many encrypted records the peer had written when our side's handshake completed (nil before).
     private var peerRecordsAtCompletion: Int?
+    /// How many traffic keys ``resolve(secrets:)`` derived (tests check that a successful connection derives none).
+    private(set) var keysDerived = 0
 
     package init(role: Role) {
         self.role = role
@@ -210,6 +212,7 @@ package struct TLSRecordObservation {
             let handshakeKeys =
                 afterPeerHandshake ? nil : (writtenByClient ? secrets.clientHandshake : secrets.serverHandshake).flatMap { suite.keys(from: $0) }
             let applicationKeys = (writtenByClient ? secrets.clientApplication : secrets.serverApplication).flatMap { suite.keys(from: $0) }
+            self.keysDerived += (handshakeKeys == nil ? 0 : 1) + (applicationKeys == nil ? 0 : 1)
             var kept: [Candidate] = []
             for candidate in self.streams[direction.rawValue].candidates {
                 if let inner = Self.open(candidate, suite: suite, handshake: handshakeKeys, application: applicationKeys) {

@@ -115,6 +115,34 @@ struct TLSAlertObserverTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    @Test("key log lines are read in place: the four traffic secrets of a registered random kept, every other line dropped")
+    func keyLogLines() {
+        let registry = TLSAlertSecrets(capacity: 2)
+        let random = Records.clientRandom
+        let randomHex = random.map { String(format: "%02x", $0) }.joined()
+        let secretHex = String(repeating: "cd", count: 48)
+        let callback = registry.keyLogCallback(forwardingTo: nil)
+        #expect(registry.register(random))
+        for label in ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"] {
+            callback(ByteBuffer(string: "\(label) \(randomHex) \(secretHex)\n"))
+        }
+        for dropped in [
+            "EXPORTER_SECRET \(randomHex) \(secretHex)\n", "CLIENT_EARLY_TRAFFIC_SECRET \(randomHex) \(secretHex)\n",
+            "CLIENT_TRAFFIC_SECRET_1 \(randomHex) \(secretHex)\n", "server_traffic_secret_0 \(randomHex) \(secretHex)\n",
+            "SERVER_TRAFFIC_SECRET_0  \(randomHex) \(secretHex)\n", "SERVER_TRAFFIC_SECRET_0 \(randomHex)  \(secretHex)\n",
+            "SERVER_TRAFFIC_SECRET_0 \(randomHex) \n", "SERVER_TRAFFIC_SECRET_0 \(randomHex.dropLast(2)) \(secretHex)\n",
+            "SERVER_TRAFFIC_SECRET_0 \(randomHex)ab \(secretHex)\n", "SERVER_TRAFFIC_SECRET_0 \(randomHex) \(secretHex)x\n",
+        ] {
+            callback(ByteBuffer(string: dropped.replacingOccurrences(of: "cd", with: "ef")))
+        }
+        var seen: TLS13Secrets?
+        registry.withSecrets(of: random) { seen = $0 }
+        let expected = [UInt8](repeating: 0xCD, count: 48)
+        #expect(seen?.clientHandshake == expected && seen?.serverHandshake == expected)
+        #expect(seen?.clientApplication == expected && seen?.serverApplication == expected, "no dropped line overwrote a kept secret")
+        #expect(registry.count == 1)
+    }
+
     // MARK: A real TLS 1.3 handshake in memory
 
     /// Records what a handler behind NIOSSL maps from a failure, as the HTTP response collector does.

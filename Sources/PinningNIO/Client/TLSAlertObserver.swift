@@ -193,48 +193,60 @@ package final class TLSAlertSecrets: Sendable {
     package static let shared = TLSAlertSecrets(capacity: 4096)
 
     let capacity: Int
-    private let entries = NIOLockedValueBox([[UInt8]: TLS13Secrets]())
+    private let entries = NIOLockedValueBox([ClientRandom: TLS13Secrets]())
 
     init(capacity: Int) {
         self.capacity = capacity
     }
 
     /// Registers interest in `random`'s secrets; false when it is registered already (another connection chose, or a
-    /// hostile client replayed, the same random) or the registry is full.
+    /// hostile client replayed, the same random), the registry is full, or it is not a 32-byte random.
     func register(_ random: [UInt8]) -> Bool {
-        self.entries.withLockedValue { entries in
-            guard entries[random] == nil, entries.count < self.capacity else { return false }
-            entries[random] = TLS13Secrets()
+        guard let key = ClientRandom(random) else { return false }
+        return self.entries.withLockedValue { entries in
+            guard entries[key] == nil, entries.count < self.capacity else { return false }
+            entries[key] = TLS13Secrets()
             return true
         }
     }
 
     func unregister(_ random: [UInt8]) {
+        guard let key = ClientRandom(random) else { return }
         self.entries.withLockedValue { entries in
-            entries[random]?.wipe()
-            entries.removeValue(forKey: random)
+            entries[key]?.wipe()
+            entries.removeValue(forKey: key)
         }
     }
 
     func withSecrets(of random: [UInt8], _ body: (TLS13Secrets) -> Void) {
+        guard let key = ClientRandom(random) else { return }
         self.entries.withLockedValue { entries in
-            if let secrets = entries[random] { body(secrets) }
+            if let secrets = entries[key] { body(secrets) }
         }
     }
 
     /// How many connections are registered now (tests check that ended observers leave none).
     package var count: Int { self.entries.withLockedValue { $0.count } }
 
-    /// Takes one NSS key log line (`LABEL <client_random hex> <secret hex>\n`).
+    /// Takes one NSS key log line (`LABEL <client_random hex> <secret hex>\n`), in place: BoringSSL calls the
+    /// callback for every secret of every handshake (five lines for TLS 1.3), so a line whose label is not a traffic
+    /// secret, or whose random no observer registered, is dropped without a copy; only a kept secret is decoded.
     func take(_ line: ByteBuffer) {
-        let fields = line.readableBytesView.split(separator: UInt8(ascii: " "))
-        guard fields.count == 3, let random = Self.hex(fields[1]), random.count == 32 else { return }
+        line.withUnsafeReadableBytes { self.take(line: $0) }
+    }
+
+    private func take(line: UnsafeRawBufferPointer) {
+        let space = UInt8(ascii: " ")
+        guard let labelEnd = line.firstIndex(of: space), let label = TLS13Secrets.Label(line[..<labelEnd]) else { return }
+        let randomEnd = labelEnd + 1 + 64
+        guard randomEnd < line.count, line[randomEnd] == space, let random = ClientRandom(hex: line[(labelEnd + 1)..<randomEnd]) else { return }
+        var secretEnd = line.count
+        while secretEnd > randomEnd + 1, line[secretEnd - 1] == UInt8(ascii: "\n") || line[secretEnd - 1] == UInt8(ascii: "\r") { secretEnd -= 1 }
+        guard secretEnd > randomEnd + 1 else { return }
+        let secretHex = line[(randomEnd + 1)..<secretEnd]
         self.entries.withLockedValue { entries in
-            guard entries[random] != nil else { return }
-            var secret = Array(fields[2])
-            while let last = secret.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { secret.removeLast() }
-            guard let value = Self.hex(secret[...]) else { return }
-            entries[random]?.set(label: Substring(decoding: fields[0], as: UTF8.self), secret: value)
+            guard entries[random] != nil, let secret = Self.hex(secretHex) else { return }
+            entries[random]?.set(label, secret: secret)
         }
     }
 
@@ -253,13 +265,7 @@ package final class TLSAlertSecrets: Sendable {
         bytes.reserveCapacity(text.count / 2)
         var high: UInt8?
         for character in text {
-            let value: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let value = Self.nibble(character) else { return nil }
             if let first = high {
                 bytes.append(first << 4 | value)
                 high = nil
@@ -268,5 +274,60 @@ package final class TLSAlertSecrets: Sendable {
             }
         }
         return bytes
+    }
+
+    /// One hex digit's value, either case.
+    static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// A ClientHello random as the registry's key: its 32 bytes as four words, hashed and compared without an array.
+struct ClientRandom: Hashable {
+    private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    /// From the random's 32 bytes; nil for any other length.
+    init?(_ bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        for (index, byte) in bytes.enumerated() { self.set(byte, at: index) }
+    }
+
+    /// From the 64 hex digits of a key log line (either case); nil for anything else.
+    init?(hex: Slice<UnsafeRawBufferPointer>) {
+        guard hex.count == 64 else { return nil }
+        var index = 0
+        var position = hex.startIndex
+        while index < 32 {
+            guard let high = TLSAlertSecrets.nibble(hex[position]), let low = TLSAlertSecrets.nibble(hex[position + 1]) else { return nil }
+            self.set(high << 4 | low, at: index)
+            index += 1
+            position += 2
+        }
+    }
+
+    private mutating func set(_ byte: UInt8, at index: Int) {
+        let shift = UInt64(56 - 8 * (index % 8))
+        switch index / 8 {
+        case 0: self.words.0 |= UInt64(byte) << shift
+        case 1: self.words.1 |= UInt64(byte) << shift
+        case 2: self.words.2 |= UInt64(byte) << shift
+        default: self.words.3 |= UInt64(byte) << shift
+        }
+    }
+
+    static func == (lhs: ClientRandom, rhs: ClientRandom) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.words.0)
+        hasher.combine(self.words.1)
+        hasher.combine(self.words.2)
+        hasher.combine(self.words.3)
     }
 }

@@ -298,14 +298,33 @@ package struct TLS13Secrets {
 
     package init() {}
 
-    /// Records one key log line's secret (`LABEL <client_random hex> <secret hex>`); other labels are ignored.
-    package mutating func set(label: Substring, secret: [UInt8]) {
+    /// The key log labels of the four traffic secrets (the NSS key log format); other labels are not kept.
+    enum Label {
+        case clientHandshake
+        case serverHandshake
+        case clientApplication
+        case serverApplication
+
+        /// The label a key log line starts with; nil for any other (early data, exporter, TLS 1.2's master secret).
+        init?<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+            // The lengths tell the pairs apart before a byte is compared.
+            switch bytes.count {
+            case 31 where bytes.elementsEqual("CLIENT_HANDSHAKE_TRAFFIC_SECRET".utf8): self = .clientHandshake
+            case 31 where bytes.elementsEqual("SERVER_HANDSHAKE_TRAFFIC_SECRET".utf8): self = .serverHandshake
+            case 23 where bytes.elementsEqual("CLIENT_TRAFFIC_SECRET_0".utf8): self = .clientApplication
+            case 23 where bytes.elementsEqual("SERVER_TRAFFIC_SECRET_0".utf8): self = .serverApplication
+            default: return nil
+            }
+        }
+    }
+
+    /// Records one key log line's secret under its label.
+    mutating func set(_ label: Label, secret: [UInt8]) {
         switch label {
-        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": self.clientHandshake = secret
-        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": self.serverHandshake = secret
-        case "CLIENT_TRAFFIC_SECRET_0": self.clientApplication = secret
-        case "SERVER_TRAFFIC_SECRET_0": self.serverApplication = secret
-        default: break
+        case .clientHandshake: self.clientHandshake = secret
+        case .serverHandshake: self.serverHandshake = secret
+        case .clientApplication: self.clientApplication = secret
+        case .serverApplication: self.serverApplication = secret
         }
     }
 

@@ -11,9 +11,10 @@ import struct Foundation.Data
 /// - Only the first ``recordLimit`` records of each direction are read; after that the direction is passed over
 ///   unread (``isFinished``). A handshake and the few records after it fit well inside (a server refusing our client
 ///   certificate under TLS 1.3 writes its alert as its first record after its Finished).
-/// - Of a record, at most ``helloPrefixLimit`` bytes are kept (a hello's prefix, once per direction), 2 bytes of a
-///   plaintext alert, and the whole of an encrypted record only when it is at most ``candidateLimit`` bytes (an
-///   encrypted alert is 19 bytes unpadded); at most ``candidatesPerDirection`` such records are kept, the latest.
+/// - Of a record, at most ``helloPrefixLimit`` bytes are kept (a ServerHello's prefix; of a ClientHello only the
+///   ``clientHelloPrefix`` up to its random; once per direction), 2 bytes of a plaintext alert, and the whole of an
+///   encrypted record only when it is at most ``candidateLimit`` bytes (an encrypted alert is 19 bytes unpadded); at
+///   most ``candidatesPerDirection`` such records are kept, the latest.
 /// - A record header that is not TLS (unknown content type, major version not 3, a length over RFC 8446's 2^14 + 256
 ///   and RFC 5246's 2^14 + 2048) ends the reading of that direction: "no alert known" is always a valid answer.
 package struct TLSRecordObservation {
@@ -32,6 +33,8 @@ package struct TLSRecordObservation {
 
     static let recordLimit = 64
     static let helloPrefixLimit = 4096
+    /// A ClientHello up to the end of its random: type, length, legacy_version, random (RFC 8446 §4.1.2).
+    static let clientHelloPrefix = 1 + 3 + 2 + 32
     static let candidateLimit = 300
     static let candidatesPerDirection = 8
     static let maximumRecordLength = (1 << 14) + 2048
@@ -40,13 +43,18 @@ package struct TLSRecordObservation {
     /// index among the encrypted records of its direction (the sequence number, once the key epoch is known).
     struct Candidate {
         var index: Int
-        var header: [UInt8]
+        /// The 5 header bytes, big-endian in the low 40 bits.
+        var header: UInt64
         var body: [UInt8]
+
+        /// The header as the AEAD's additional data.
+        var additionalData: [UInt8] { (0..<5).map { UInt8(truncatingIfNeeded: self.header >> (32 - 8 * UInt64($0))) } }
     }
 
     private struct Stream {
-        /// The bytes of a record header read so far (0-5).
-        var header: [UInt8] = []
+        /// The bytes of a record header read so far (`headerCount` of 5), big-endian in the low bits.
+        var header: UInt64 = 0
+        var headerCount = 0
         /// The record being read: its content type, the bytes still to come, and what is kept of it.
         var type: UInt8 = 0
         var remaining = 0
@@ -72,6 +80,8 @@ package struct TLSRecordObservation {
     package private(set) var alerts = TLSAlertsSeen()
     /// How many encrypted records the peer had written when our side's handshake completed (nil before).
     private var peerRecordsAtCompletion: Int?
+    /// How many traffic keys ``resolve(secrets:)`` derived (tests check that a successful connection derives none).
+    private(set) var keysDerived = 0
 
     package init(role: Role) {
         self.role = role
@@ -88,24 +98,33 @@ package struct TLSRecordObservation {
 
     /// Reads `bytes`, the next bytes of `direction`, in whatever pieces the socket delivered them.
     package mutating func read(_ bytes: ByteBufferView, _ direction: Direction) {
-        var stream = self.streams[direction.rawValue]
-        defer { self.streams[direction.rawValue] = stream }
-        var index = bytes.startIndex
-        while index < bytes.endIndex, !stream.isFinished {
-            if stream.remaining == 0 && stream.header.count < 5 {
-                let take = min(5 - stream.header.count, bytes.endIndex - index)
-                stream.header.append(contentsOf: bytes[index..<(index + take)])
-                index += take
-                guard stream.header.count == 5 else { break }
-                guard self.begin(&stream) else {
+        bytes.withUnsafeBytes { self.read($0, direction) }
+    }
+
+    private mutating func read(_ bytes: UnsafeRawBufferPointer, _ direction: Direction) {
+        // The stream is moved out while it is read, not copied: a copy would share its arrays' storage with the one
+        // left behind, and every append would copy them.
+        var stream = Stream()
+        swap(&stream, &self.streams[direction.rawValue])
+        defer { swap(&stream, &self.streams[direction.rawValue]) }
+        var index = 0
+        while index < bytes.count, !stream.isFinished {
+            if stream.remaining == 0 && stream.headerCount < 5 {
+                while stream.headerCount < 5, index < bytes.count {
+                    stream.header = stream.header << 8 | UInt64(bytes[index])
+                    stream.headerCount += 1
+                    index += 1
+                }
+                guard stream.headerCount == 5 else { break }
+                guard self.begin(&stream, direction) else {
                     stream.failed = true
                     break
                 }
                 if stream.remaining > 0 { continue }
             } else {
-                let take = min(stream.remaining, bytes.endIndex - index)
+                let take = min(stream.remaining, bytes.count - index)
                 let room = max(0, stream.keep - stream.kept.count)
-                if room > 0 { stream.kept.append(contentsOf: bytes[index..<(index + min(room, take))]) }
+                if room > 0 { stream.kept.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<(index + min(room, take))])) }
                 stream.remaining -= take
                 index += take
                 guard stream.remaining == 0 else { continue }
@@ -114,29 +133,39 @@ package struct TLSRecordObservation {
         }
     }
 
+    /// The content type and length of the record header `stream` read.
+    private static func typeAndLength(_ stream: Stream) -> (type: UInt8, length: Int) {
+        (UInt8(truncatingIfNeeded: stream.header >> 32), Int(stream.header & 0xFFFF))
+    }
+
     /// Starts a record from its 5-byte header; false when the header is not TLS.
-    private func begin(_ stream: inout Stream) -> Bool {
-        let header = stream.header
-        let length = Int(header[3]) << 8 | Int(header[4])
-        guard (20...24).contains(header[0]), header[1] == 3, length <= Self.maximumRecordLength else { return false }
-        stream.type = header[0]
+    private func begin(_ stream: inout Stream, _ direction: Direction) -> Bool {
+        let (type, length) = Self.typeAndLength(stream)
+        let major = UInt8(truncatingIfNeeded: stream.header >> 24)
+        guard (20...24).contains(type), major == 3, length <= Self.maximumRecordLength else { return false }
+        stream.type = type
         stream.remaining = length
         stream.kept = []
-        switch header[0] {
-        case 22 where !stream.helloRead: stream.keep = min(length, Self.helloPrefixLimit)
+        switch type {
+        case 22 where !stream.helloRead:
+            // Of a ClientHello only its random is read; of a ServerHello, the suite and supported_versions.
+            let writtenByClient = (direction == .outbound) == (self.role == .client)
+            stream.keep = min(length, writtenByClient ? Self.clientHelloPrefix : Self.helloPrefixLimit)
         case 21: stream.keep = min(length, 2)
         case 23 where length <= Self.candidateLimit: stream.keep = length
         default: stream.keep = 0
         }
+        if stream.keep > 0 { stream.kept.reserveCapacity(stream.keep) }
         return true
     }
 
     /// Ends the record whose header and kept bytes `stream` holds.
     private mutating func end(_ stream: inout Stream, _ direction: Direction) {
         let header = stream.header
-        let length = Int(header[3]) << 8 | Int(header[4])
+        let length = Self.typeAndLength(stream).length
         stream.recordsRead += 1
-        stream.header = []
+        stream.header = 0
+        stream.headerCount = 0
         switch stream.type {
         case 21 where length == 2:
             // A plaintext alert: TLS 1.2 before ChangeCipherSpec, or TLS 1.3 before the sender has handshake keys
@@ -210,6 +239,7 @@ package struct TLSRecordObservation {
             let handshakeKeys =
                 afterPeerHandshake ? nil : (writtenByClient ? secrets.clientHandshake : secrets.serverHandshake).flatMap { suite.keys(from: $0) }
             let applicationKeys = (writtenByClient ? secrets.clientApplication : secrets.serverApplication).flatMap { suite.keys(from: $0) }
+            self.keysDerived += (handshakeKeys == nil ? 0 : 1) + (applicationKeys == nil ? 0 : 1)
             var kept: [Candidate] = []
             for candidate in self.streams[direction.rawValue].candidates {
                 if let inner = Self.open(candidate, suite: suite, handshake: handshakeKeys, application: applicationKeys) {
@@ -245,12 +275,13 @@ package struct TLSRecordObservation {
     /// most ``candidateLimit`` bytes. The application sequence numbers are tried from 0 up: the records that matter
     /// (a refusal written right after the peer's Finished) are the first of their epoch.
     static func open(_ candidate: Candidate, suite: TLS13Cipher, handshake: TLS13Cipher.Keys?, application: TLS13Cipher.Keys?) -> (type: UInt8, content: [UInt8])? {
-        if let handshake, let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(candidate.index), keys: handshake) {
+        let header = candidate.additionalData
+        if let handshake, let inner = suite.open(candidate.body, header: header, sequence: UInt64(candidate.index), keys: handshake) {
             return inner
         }
         if let application {
             for sequence in 0...candidate.index {
-                if let inner = suite.open(candidate.body, header: candidate.header, sequence: UInt64(sequence), keys: application) {
+                if let inner = suite.open(candidate.body, header: header, sequence: UInt64(sequence), keys: application) {
                     return inner
                 }
             }
@@ -295,14 +326,33 @@ package struct TLS13Secrets {
 
     package init() {}
 
-    /// Records one key log line's secret (`LABEL <client_random hex> <secret hex>`); other labels are ignored.
-    package mutating func set(label: Substring, secret: [UInt8]) {
+    /// The key log labels of the four traffic secrets (the NSS key log format); other labels are not kept.
+    enum Label {
+        case clientHandshake
+        case serverHandshake
+        case clientApplication
+        case serverApplication
+
+        /// The label a key log line starts with; nil for any other (early data, exporter, TLS 1.2's master secret).
+        init?<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+            // The lengths tell the pairs apart before a byte is compared.
+            switch bytes.count {
+            case 31 where bytes.elementsEqual("CLIENT_HANDSHAKE_TRAFFIC_SECRET".utf8): self = .clientHandshake
+            case 31 where bytes.elementsEqual("SERVER_HANDSHAKE_TRAFFIC_SECRET".utf8): self = .serverHandshake
+            case 23 where bytes.elementsEqual("CLIENT_TRAFFIC_SECRET_0".utf8): self = .clientApplication
+            case 23 where bytes.elementsEqual("SERVER_TRAFFIC_SECRET_0".utf8): self = .serverApplication
+            default: return nil
+            }
+        }
+    }
+
+    /// Records one key log line's secret under its label.
+    mutating func set(_ label: Label, secret: [UInt8]) {
         switch label {
-        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": self.clientHandshake = secret
-        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": self.serverHandshake = secret
-        case "CLIENT_TRAFFIC_SECRET_0": self.clientApplication = secret
-        case "SERVER_TRAFFIC_SECRET_0": self.serverApplication = secret
-        default: break
+        case .clientHandshake: self.clientHandshake = secret
+        case .serverHandshake: self.serverHandshake = secret
+        case .clientApplication: self.clientApplication = secret
+        case .serverApplication: self.serverApplication = secret
         }
     }
 

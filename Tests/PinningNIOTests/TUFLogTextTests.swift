@@ -109,4 +109,23 @@ struct TUFLogTextTests {
         #expect(stored.contains { $0.contains("not used, no pin set is enforced until a refresh succeeds: \(VisibleText.escaped(state))/current.json: ") }, "\(stored)")
         Self.expectNothingHidden([again.status.lastError ?? ""])
     }
+
+    @Test("TUFRepositoryWriter.status: a client's refusal is display text, its directory's hidden characters escaped once")
+    func clientRefusal() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-refusal-text")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { index in
+            let path = directory.path("k\(index).pem")
+            try TUFSigningKey.generate(.ed25519).write(toNewFile: path)
+            return try TUFSigningKey.load(file: path)
+        }
+        let repository = directory.path(Self.hiddenDirectory)
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: repository, rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3],
+            expiry: TUFExpiryPeriods(root: 365, targets: 30, snapshot: 2, timestamp: 1))
+        let status = try writer.status(at: Date().addingTimeInterval(3 * 86_400))
+        let refusal = try #require(status.clientRefusal, "the timestamp has expired")
+        Self.expectNothingHidden([refusal])
+        #expect(refusal.hasPrefix("\(VisibleText.escaped(repository)): a client would refuse the result: timestamp: version 1 expired"), "\(refusal)")
+    }
 }

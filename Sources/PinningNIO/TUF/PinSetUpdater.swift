@@ -94,7 +94,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
         case updated(version: Int)
         /// The metadata was verified and names the pin set already enforced.
         case unchanged(version: Int)
-        /// Nothing changed: the line says why (which role, which rule, or which file or connection).
+        /// Nothing changed: the line says why (which role, which rule, or which file or connection). Display text,
+        /// as ``PinSetStatus/lastError`` (the same line).
         case failed(String)
     }
 
@@ -129,7 +130,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
     ///   - metadataURL: The repository's metadata URL.
     ///   - fetcher: How to fetch (``TUFHTTPFetcher``).
     ///   - clock: The time: each refresh's TUF start time, and staleness. Tests move it.
-    ///   - log: Told what was refused, applied or skipped, one line each.
+    ///   - log: Told what was refused, applied or skipped, one line each. Display text: a peer's text in it (a
+    ///     repository's role names and target paths, its server's words, a local path, the system's words) is
+    ///     escaped by VisibleText, once, so the line is printed as it is; escaping it again would show each escape
+    ///     as the sender's literal text (`\u{5c}u{1b}` for an ESC).
     /// - Throws: ``PinSetError`` when the directory cannot be made or the bootstrap root cannot be stored.
     public init(
         bootstrapRoot: [UInt8], directory: String, metadataURL: URL, options: Options = Options(), fetcher: any TUFFetching,
@@ -148,19 +152,19 @@ public actor PinSetUpdater: PinningConfigurationSource {
         self.state = NIOLockedValueBox(State())
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw PinSetError("\(directory): not a directory; the pin set's state is kept in a directory (created when missing)")
+            throw PinSetError("\(VisibleText.escaped(directory)): not a directory; the pin set's state is kept in a directory (created when missing)")
         }
         do {
             try TUFFiles.makeDirectories(directory + "/metadata")
             try TUFFiles.makeDirectories(directory + "/pinsets")
         } catch {
-            throw PinSetError("\(directory): cannot create the state directory: \(error.description)")
+            throw PinSetError("\(VisibleText.escaped(directory)): cannot create the state directory: \(error.description)")
         }
         if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
             do {
                 try TUFUpdater.initialize(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
             } catch {
-                throw PinSetError("\(directory): cannot store the bootstrap root: \(error)")
+                throw PinSetError("\(VisibleText.escaped(directory)): cannot store the bootstrap root: \(error)")
             }
         }
         self.loadStored()
@@ -296,10 +300,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
         let name = self.options.targetName
         let main = try await self.targetInfo(&tuf, name)
         guard main.length <= self.options.maximumConfigurationSize else {
-            throw PinSetError("\(name): the repository lists \(main.length) bytes, over the \(self.options.maximumConfigurationSize)-byte cap of a configuration")
+            throw PinSetError("\(TUFUpdater.shown(name)): the repository lists \(main.length) bytes, over the \(self.options.maximumConfigurationSize)-byte cap of a configuration")
         }
         guard let mainDigest = main.hashes["sha256"] else {
-            throw PinSetError("\(name): the repository lists no sha256 for it")
+            throw PinSetError("\(TUFUpdater.shown(name)): the repository lists no sha256 for it")
         }
 
         // Nothing new: the same configuration and the same files, by their trusted hashes.
@@ -352,7 +356,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
-            throw PinSetError("\(staging): cannot create: \((error as NSError).localizedDescription)")
+            throw PinSetError("\(VisibleText.escaped(staging)): cannot create: \(VisibleText.escaped((error as NSError).localizedDescription))")
         }
         var committed = false
         defer {
@@ -370,9 +374,9 @@ public actor PinSetUpdater: PinningConfigurationSource {
         for (local, reference) in try Self.referencedFiles(text, targetName: name, mapping: try Self.fileMapping(main)) {
             let info = try await self.targetInfo(&tuf, reference)
             guard info.length <= self.options.maximumReferencedFileSize else {
-                throw PinSetError("\(reference): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
+                throw PinSetError("\(TUFUpdater.shown(reference)): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
             }
-            guard let digest = info.hashes["sha256"] else { throw PinSetError("\(reference): the repository lists no sha256 for it") }
+            guard let digest = info.hashes["sha256"] else { throw PinSetError("\(TUFUpdater.shown(reference)): the repository lists no sha256 for it") }
             _ = try await self.download(&tuf, info, into: &staged, as: local)
             files[reference] = digest
             if local != reference { layout[reference] = local }
@@ -385,12 +389,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         do {
             configuration = try PinningConfiguration(text: text, baseDirectory: base, origin: "\(name) of pin set version \(version)")
         } catch {
-            // One line: the problems one after another.
+            // One line: the problems one after another. They quote the configuration (the repository's text) as it
+            // is: escaped here.
             let count = error.problems.count == 1 ? "1 problem" : "\(error.problems.count) problems"
-            throw PinSetError("invalid pinning configuration \(error.origin): \(count): " + error.problems.map(\.description).joined(separator: "; "))
+            throw PinSetError(
+                "invalid pinning configuration \(VisibleText.escaped(error.origin)): \(count): " + error.problems.map { VisibleText.escaped($0.description) }.joined(separator: "; "))
         }
         if let position = configuration.entries.firstIndex(where: { $0.clientIdentity != nil }) {
-            throw PinSetError("\(name): entry \"\(configuration.entries[position].key)\" names a clientIdentity; a pin set carries no private keys, so it is refused")
+            let key = VisibleText.quoted(configuration.entries[position].key, limit: 200)
+            throw PinSetError("\(TUFUpdater.shown(name)): entry \(key) names a clientIdentity; a pin set carries no private keys, so it is refused")
         }
 
         // Commit: once the set is on disk in full (the flush above), current.json naming it (written and flushed,
@@ -414,7 +421,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
             state.record = record
             state.current = published
         }
-        self.log?("pin set version \(version) applied (\(name), sha256 \(mainDigest.prefix(16))…, \(configuration.entries.count) entr\(configuration.entries.count == 1 ? "y" : "ies"))")
+        let entries = configuration.entries.count
+        self.log?("pin set version \(version) applied (\(TUFUpdater.shown(name)), sha256 \(mainDigest.prefix(16))…, \(entries) entr\(entries == 1 ? "y" : "ies"))")
         return .updated(version: version)
     }
 
@@ -437,7 +445,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         let destination = staged.root + "/" + local
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw PinSetError("\(target.path): would be stored at \(local), where another file of the pin set is")
+            throw PinSetError("\(TUFUpdater.shown(target.path)): would be stored at \(TUFUpdater.shown(local)), where another file of the pin set is")
         }
         try staged.createParents(of: local)
         do {
@@ -489,7 +497,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 path += "/" + component
                 if self.known.contains(path) { continue }
                 guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
-                    throw PinSetError("\(path): cannot create: \(String(cString: strerror(errno)))")
+                    throw PinSetError("\(VisibleText.escaped(path)): cannot create: \(TUFFiles.words(errno))")
                 }
                 self.known.insert(path)
                 self.directories.append(path)
@@ -532,15 +540,16 @@ public actor PinSetUpdater: PinningConfigurationSource {
             let target: String
             if let mapping {
                 guard let listed = mapping[path] else {
-                    throw PinSetError("\(targetName): the configuration names \(path), which its target's custom.pinset.files does not list")
+                    throw PinSetError("\(TUFUpdater.shown(targetName)): the configuration names \(TUFUpdater.shown(path)), which its target's custom.pinset.files does not list")
                 }
-                try Self.checkTargetPath(listed, what: "the target custom.pinset.files lists for \(path)")
+                try Self.checkTargetPath(listed, what: "the target custom.pinset.files lists for \(TUFUpdater.shown(path))")
                 target = listed
             } else {
                 target = base + path
             }
             if let other = localOfTarget[target] {
-                throw PinSetError("\(targetName): the configuration names \(other) and \(base + path), which are both target \(target)")
+                throw PinSetError(
+                    "\(TUFUpdater.shown(targetName)): the configuration names \(TUFUpdater.shown(other)) and \(TUFUpdater.shown(base + path)), which are both target \(TUFUpdater.shown(target))")
             }
             files.append((base + path, target))
             locals.insert(base + path)
@@ -553,11 +562,11 @@ public actor PinSetUpdater: PinningConfigurationSource {
     /// `custom.pinset.files` that is not an object of strings refuses the set.
     static func fileMapping(_ target: TUFTargetFile) throws(PinSetError) -> [String: String]? {
         guard let pinset = target.custom?.objectValue?["pinset"], let files = pinset.objectValue?["files"] else { return nil }
-        guard let object = files.objectValue else { throw PinSetError("\(target.path): custom.pinset.files is not an object") }
+        guard let object = files.objectValue else { throw PinSetError("\(TUFUpdater.shown(target.path)): custom.pinset.files is not an object") }
         var mapping: [String: String] = [:]
         for member in object.members {
             guard let value = member.value.stringValue else {
-                throw PinSetError("\(target.path): custom.pinset.files[\"\(member.key)\"] is not a string")
+                throw PinSetError("\(TUFUpdater.shown(target.path)): custom.pinset.files[\(VisibleText.quoted(member.key, limit: 200))] is not a string")
             }
             mapping[member.key] = value
         }
@@ -607,7 +616,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         do {
             entries = try FileManager.default.contentsOfDirectory(atPath: pinsets)
         } catch {
-            self.log?("\(pinsets): cannot list the old pin sets to remove them (they are not used): \((error as NSError).localizedDescription)")
+            self.log?("\(VisibleText.escaped(pinsets)): cannot list the old pin sets to remove them (they are not used): \(VisibleText.escaped((error as NSError).localizedDescription))")
             return
         }
         for entry in entries where entry != kept {
@@ -620,7 +629,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         do {
             try FileManager.default.removeItem(atPath: path)
         } catch {
-            self.log?("\(path): cannot remove this unused pin set directory (it is not used): \((error as NSError).localizedDescription)")
+            self.log?("\(VisibleText.escaped(path)): cannot remove this unused pin set directory (it is not used): \(VisibleText.escaped((error as NSError).localizedDescription))")
         }
     }
 
@@ -632,7 +641,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             encoder.dateEncodingStrategy = .secondsSince1970
             bytes = Array(try encoder.encode(record))
         } catch {
-            throw PinSetError("cannot encode the pin set record: \(error)")
+            throw PinSetError("cannot encode the pin set record: \(VisibleText.escaped("\(error)"))")
         }
         do {
             try TUFFiles.writeFileAtomically(bytes, directory: self.directory, name: "current.json", role: "current.json")
@@ -651,8 +660,12 @@ public actor PinSetUpdater: PinningConfigurationSource {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .secondsSince1970
             record = try decoder.decode(PinSetRecord.self, from: Data(bytes))
+        } catch let error as TUFError {
+            self.rejectStored("\(VisibleText.escaped(path)): \(error.description)")
+            return
         } catch {
-            self.rejectStored("\(path): \(error)")
+            // A decoding error's words may quote current.json, a file on this machine: escaped as any other text.
+            self.rejectStored("\(VisibleText.escaped(path)): \(VisibleText.escaped("\(error)"))")
             return
         }
         do throws(PinSetError) {
@@ -669,7 +682,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
                     throw PinSetError(error.description)
                 }
                 guard let bytes, Self.sha256(bytes) == digest else {
-                    throw PinSetError("\(filePath) is missing or not the file that was verified")
+                    throw PinSetError("\(VisibleText.escaped(filePath)) is missing or not the file that was verified")
                 }
             }
             var configuration: PinningConfiguration
@@ -677,7 +690,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 configuration = try PinningConfiguration(
                     contentsOfFile: self.directory + "/" + record.directory + "/" + record.targetName, maximumSize: self.options.maximumConfigurationSize)
             } catch {
-                throw PinSetError(error.description)
+                // The configuration's problems quote its text as it is: escaped here, as every piece of this line.
+                throw PinSetError(VisibleText.escaped(error.description))
             }
             configuration.pinsetVersion = record.version
             configuration.reportQueue = self.options.reportQueue
@@ -686,7 +700,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 state.record = record
                 state.current = published
             }
-            self.log?("pin set version \(record.version) loaded from \(self.directory) (\(record.targetName), refreshed \(RFC3339.format(record.refreshed)))")
+            self.log?("pin set version \(record.version) loaded from \(VisibleText.escaped(self.directory)) (\(TUFUpdater.shown(record.targetName)), refreshed \(RFC3339.format(record.refreshed)))")
         } catch {
             self.rejectStored(error.message)
         }
@@ -720,7 +734,8 @@ public struct PinSetStatus: Sendable, Equatable {
     public var stale: Bool
     /// How long ago ``freshUntil`` passed (0 when not stale).
     public var secondsStale: Int
-    /// The last refresh's failure in one line, nil once one succeeds.
+    /// The last refresh's failure in one line, nil once one succeeds. Display text: a peer's text in it is escaped
+    /// by VisibleText (once: print it as it is).
     public var lastError: String?
     /// When a refresh was last tried.
     public var lastAttempt: Date?
@@ -728,7 +743,9 @@ public struct PinSetStatus: Sendable, Equatable {
     public var consecutiveFailures: Int
 }
 
-/// A pin set refused or not fetched: one line of words.
+/// A pin set refused or not fetched: one line of words. Display text: a peer's text in ``message`` (a repository's
+/// role names and target paths, its server's words, its configuration's text, a local path) is escaped by
+/// VisibleText, once, as a ``Pinning/TUFError``'s description is; print it as it is.
 public struct PinSetError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }

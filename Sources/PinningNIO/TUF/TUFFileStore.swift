@@ -24,6 +24,9 @@ import Pinning
 /// ``syncDirectory(_:role:)`` after the last rename (`syncDirectory: false`): each file's contents are still on disk
 /// before its rename, so whichever renames a crash loses, every name holds a whole file, the old one or the new one.
 /// The caller says why losing some of those renames is safe for what it stores.
+///
+/// Every message of the errors thrown here is display text, as a ``TUFError``'s always is: the paths and the system's
+/// words in it are escaped by VisibleText (a path may hold any character but NUL, a role's file name among them).
 enum TUFFiles {
     /// The contents of `path`, or nil when it does not exist. A file longer than `maximumLength` is an error, read
     /// no further than the cap.
@@ -35,9 +38,9 @@ enum TUFFiles {
             return try BoundedFileReader.readIfPresent(atPath: path, maximumSize: maximumLength)
         } catch {
             if error.code == .fileTooLarge {
-                throw TUFError(role: role, rule: .tooLarge, "\(path) is over its cap of \(maximumLength) bytes")
+                throw TUFError(role: role, rule: .tooLarge, "\(VisibleText.escaped(path)) is over its cap of \(maximumLength) bytes")
             }
-            throw TUFError(role: role, rule: .unavailable, "cannot read \(path): \(error.problem)")
+            throw TUFError(role: role, rule: .unavailable, "cannot read \(VisibleText.escaped(path)): \(VisibleText.escaped(error.problem))")
         }
     }
 
@@ -52,25 +55,25 @@ enum TUFFiles {
             if descriptor >= 0 || errno != EEXIST { break }
         }
         guard descriptor >= 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot create a file in \(directory): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot create a file in \(VisibleText.escaped(directory)): \(Self.words(errno))")
         }
         func fail(_ what: String, code: CInt) -> TUFError {
-            let reason = String(cString: strerror(code))
+            let reason = Self.words(code)
             close(descriptor)
             unlink(temporary)
-            return TUFError(role: role, rule: .unavailable, "cannot write \(destination): \(what): \(reason)")
+            return TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): \(what): \(reason)")
         }
         if let code = DescriptorWriter.writeAll(bytes, to: descriptor) { throw fail("write", code: code) }
         guard fsync(descriptor) == 0 else { throw fail("fsync", code: errno) }
         guard close(descriptor) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Self.words(errno)
             unlink(temporary)
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(destination): close: \(reason)")
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): close: \(reason)")
         }
         guard rename(temporary, destination) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = Self.words(errno)
             unlink(temporary)
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(destination): rename: \(reason)")
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): rename: \(reason)")
         }
         // The rename is durable only once the directory is.
         if syncDirectory {
@@ -82,11 +85,11 @@ enum TUFFiles {
     static func syncDirectory(_ directory: String, role: String) throws(TUFError) {
         let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryDescriptor >= 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(VisibleText.escaped(directory)): \(Self.words(errno))")
         }
         defer { close(directoryDescriptor) }
         guard fsync(directoryDescriptor) == 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot flush \(directory): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(VisibleText.escaped(directory)): \(Self.words(errno))")
         }
     }
 
@@ -96,15 +99,15 @@ enum TUFFiles {
     static func createFile(_ bytes: [UInt8], path: String, role: String) throws(TUFError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot create \(VisibleText.escaped(path)): \(Self.words(errno))")
         }
         if let code = DescriptorWriter.writeAll(bytes, to: descriptor) {
-            let reason = String(cString: strerror(code))
+            let reason = Self.words(code)
             close(descriptor)
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): \(reason)")
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(path)): \(reason)")
         }
         guard close(descriptor) == 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(path): close: \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(path)): close: \(Self.words(errno))")
         }
     }
 
@@ -112,11 +115,11 @@ enum TUFFiles {
     static func syncFile(_ path: String, role: String) throws(TUFError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot flush \(path): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(VisibleText.escaped(path)): \(Self.words(errno))")
         }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else {
-            throw TUFError(role: role, rule: .unavailable, "cannot flush \(path): \(String(cString: strerror(errno)))")
+            throw TUFError(role: role, rule: .unavailable, "cannot flush \(VisibleText.escaped(path)): \(Self.words(errno))")
         }
     }
 
@@ -130,8 +133,8 @@ enum TUFFiles {
         /// The fault in words, naming the part of the path: `repo/metadata is a FIFO, not a directory`, or
         /// `repo: permission denied`. Never Foundation's text.
         var description: String {
-            if let kind { return "\(self.path) is \(kind), not a directory" }
-            return "\(self.path): \(BoundedFileReader.words(self.code))"
+            if let kind { return "\(VisibleText.escaped(self.path)) is \(kind), not a directory" }
+            return "\(VisibleText.escaped(self.path)): \(VisibleText.escaped(BoundedFileReader.words(self.code)))"
         }
     }
 
@@ -167,6 +170,11 @@ enum TUFFiles {
                 }
             throw DirectoryFailure(path: prefix, kind: kind, code: code)
         }
+    }
+
+    /// `strerror(code)`, escaped as every other piece of a message here is (VisibleText): the system's words.
+    static func words(_ code: CInt) -> String {
+        VisibleText.escaped(String(cString: strerror(code)))
     }
 
     static func randomSuffix() -> String {

@@ -41,6 +41,7 @@ public struct TUFRepositoryStatus: Sendable {
     /// The targets listed by the current targets metadata, by path.
     public var targets: [TUFTargetFile]
     /// Why a client starting from `1.root.json` at ``time`` would refuse the repository; nil when it would accept it.
+    /// Display text: the repository's text in it is escaped by VisibleText (once: print it as it is).
     public var clientRefusal: String?
 }
 

@@ -534,17 +534,18 @@ public struct TUFRepositoryWriter: Sendable {
                 for target in targets.targets.values {
                     let stored = Self.storedTargetPath(target)
                     guard let bytes = try targetFiles[stored] ?? self.readTarget(stored, maximumLength: target.length) else {
-                        throw TUFError(role: target.path, rule: .unavailable, "targets/\(stored) is missing")
+                        throw TUFError(role: target.path, rule: .unavailable, "targets/\(TUFUpdater.shown(stored)) is missing")
                     }
                     try target.verify(bytes)
                 }
             }
         } catch let error as TUFError {
-            throw TUFRepositoryError(.inconsistent, "\(self.directory): a client would refuse the result: \(error)")
+            // Display text, as TUFError's description is (``TUFRepositoryStatus/clientRefusal`` is this message).
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): a client would refuse the result: \(error)")
         } catch let error as TUFRepositoryError {
             throw error
         } catch {
-            throw TUFRepositoryError(.inconsistent, "\(self.directory): \(error)")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): \(VisibleText.escaped("\(error)"))")
         }
     }
 
@@ -552,7 +553,7 @@ public struct TUFRepositoryWriter: Sendable {
         do {
             return try TUFFiles.readFile(self.targetsDirectory + "/" + stored, maximumLength: maximumLength, role: stored)
         } catch {
-            throw TUFError(role: stored, rule: .unavailable, "targets/\(stored): \(error.message)")
+            throw TUFError(role: stored, rule: .unavailable, "targets/\(TUFUpdater.shown(stored)): \(error.message)")
         }
     }
 

@@ -30,7 +30,10 @@ public struct TUFUpdater: Sendable {
     public let metadataURL: URL
     public let fetcher: any TUFFetching
     public let limits: TUFLimits
-    /// Told about what the client did and skipped (a local copy not used, and why), for `--verbose` output.
+    /// Told about what the client did and skipped (a local copy not used, and why), for `--verbose` output, one line
+    /// each. Display text: a peer's text in it (a role name, a target path, a server's words, a local path) is
+    /// escaped by VisibleText, once, so the line is printed as it is (escaping it again would show an escape as
+    /// the sender's literal text).
     public let log: (@Sendable (String) -> Void)?
 
     /// The metadata trusted by the last ``refresh(startTime:)``; nil before one succeeded.
@@ -62,7 +65,7 @@ public struct TUFUpdater: Sendable {
     /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {
         guard let bytes = try TUFFiles.readFile(path, maximumLength: limits.rootMaxLength, role: TUFRoleName.root) else {
-            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "\(path): no such file")
+            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "\(VisibleText.escaped(path)): no such file")
         }
         try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: bytes)
     }
@@ -119,7 +122,7 @@ public struct TUFUpdater: Sendable {
         self.trusted = nil
         self.delegatedBytes = [:]
         guard let rootBytes = try self.readLocal(TUFRoleName.root, maximumLength: self.limits.rootMaxLength) else {
-            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "no trusted root in \(self.metadataDirectory) (initialize the client with one first)")
+            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "no trusted root in \(VisibleText.escaped(self.metadataDirectory)) (initialize the client with one first)")
         }
         var set = try TUFTrustedSet(trustedRoot: rootBytes, updateStartTime: startTime, limits: self.limits)
 
@@ -132,7 +135,7 @@ public struct TUFUpdater: Sendable {
             } catch let error where error.kind == .notFound {
                 break
             } catch {
-                throw TUFError(role: TUFRoleName.root, rule: .unavailable, "cannot fetch version \(version): \(error.message)", expectedVersion: version)
+                throw TUFError(role: TUFRoleName.root, rule: .unavailable, "cannot fetch version \(version): \(VisibleText.escaped(error.message))", expectedVersion: version)
             }
             try set.updateRoot(data)
             try self.store(TUFRoleName.root, data)
@@ -216,7 +219,7 @@ public struct TUFUpdater: Sendable {
             let request: TUFRoleRequest
             switch try search.next() {
             case .found(let target, let role):
-                self.log?("target \(path): listed by \(role)")
+                self.log?("target \(Self.shown(path)): listed by \(Self.shown(role))")
                 return target
             case .notFound(let reason):
                 throw TUFError(role: path, rule: .targetNotFound, "not found: \(reason)")
@@ -230,7 +233,7 @@ public struct TUFUpdater: Sendable {
                     try search.provide(cached)
                     continue
                 } catch {
-                    self.log?("\(request.role) as loaded before is not valid through \(request.delegator): \(error)")
+                    self.log?("\(Self.shown(request.role)) as loaded before is not valid through \(Self.shown(request.delegator)): \(error)")
                 }
             }
             if let local = self.readLocalCopy(request.role, maximumLength: request.maximumLength), local != self.delegatedBytes[request.role] {
@@ -239,7 +242,7 @@ public struct TUFUpdater: Sendable {
                     self.delegatedBytes[request.role] = local
                     continue
                 } catch {
-                    self.log?("local \(request.role) not used: \(error)")
+                    self.log?("local \(Self.shown(request.role)) not used: \(error)")
                 }
             }
             let data = try await self.fetchRole(request.role, fileName: request.remoteFileName, maximumLength: request.maximumLength)
@@ -262,7 +265,7 @@ public struct TUFUpdater: Sendable {
             try target.verify(bytes)
             return path
         } catch {
-            self.log?("stored copy of \(target.path) not used: \(error)")
+            self.log?("stored copy of \(Self.shown(target.path)) not used: \(error)")
             return nil
         }
     }
@@ -291,19 +294,25 @@ public struct TUFUpdater: Sendable {
         var base = baseURL.absoluteString
         if !base.hasSuffix("/") { base += "/" }
         guard let url = URL(string: base + TUFNames.quotePath(remotePath)) else {
-            throw TUFError(role: target.path, rule: .unavailable, "cannot form a URL from \(base) and the target path")
+            throw TUFError(role: target.path, rule: .unavailable, "cannot form a URL from \(VisibleText.escaped(base)) and the target path")
         }
         let data: [UInt8]
         do {
             data = try await self.fetcher.fetch(url, maximumLength: target.length)
         } catch {
-            throw TUFError(role: target.path, rule: .unavailable, "cannot download the target: \(error.message)")
+            throw TUFError(role: target.path, rule: .unavailable, "cannot download the target: \(VisibleText.escaped(error.message))")
         }
         try target.verify(data)
         return data
     }
 
     // MARK: - Files and fetching
+
+    /// A repository's text (a role name, a target path) in a log line or a message: escaped by VisibleText, at most
+    /// 200 characters of it, as the core's messages show such text.
+    static func shown(_ text: String) -> String {
+        VisibleText.escaped(text, limit: 200)
+    }
 
     private func fileName(_ role: String) -> String { TUFNames.quote(role) + ".json" }
 
@@ -316,7 +325,7 @@ public struct TUFUpdater: Sendable {
         do {
             return try self.readLocal(role, maximumLength: maximumLength)
         } catch {
-            self.log?("local \(role) not read: \(error)")
+            self.log?("local \(Self.shown(role)) not read: \(error)")
             return nil
         }
     }
@@ -337,7 +346,7 @@ public struct TUFUpdater: Sendable {
         do {
             return try await self.fetchMetadata(fileName, maximumLength: maximumLength)
         } catch {
-            throw TUFError(role: role, rule: .unavailable, "cannot fetch \(fileName): \(error.message)")
+            throw TUFError(role: role, rule: .unavailable, "cannot fetch \(VisibleText.escaped(fileName)): \(VisibleText.escaped(error.message))")
         }
     }
 }

@@ -294,18 +294,20 @@ extension PinningCommand {
         /// the check refuses to connect: exit 3, saying so.
         func followPinSet() async throws -> (configuration: PinningConfiguration, report: PinSetReport) {
             let verbose = self.verbose
-            // The updater's lines quote the pin set's repository (role names, its server's errors): escaped.
+            // The updater's lines, its last error and a failed outcome are display text: the repository's text (role
+            // names, target paths, its server's errors) is escaped in them once, where they are made. Printed as they
+            // are: escaping again would show an escape (`\u{1b}`) as the sender's literal text (`\u{5c}u{1b}`).
             let updater = try self.pinSetOptions.makeUpdater { line in
-                if verbose { Self.warn(VisibleText.escaped(line)) }
+                if verbose { Self.warn(line) }
             }
             let outcome = await updater.refresh()
             guard let current = updater.currentConfiguration() else {
-                let why = VisibleText.escaped(updater.status.lastError ?? "no pin set")
+                let why = updater.status.lastError ?? "no pin set"
                 Self.warn("refusing to connect: no pin set to judge by (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))")
                 throw ExitCode(3)
             }
             if case .failed(let line) = outcome {
-                Self.warn("warning: the pin set was not refreshed; version \(current.generation) stays enforced: \(VisibleText.escaped(line))")
+                Self.warn("warning: the pin set was not refreshed; version \(current.generation) stays enforced: \(line)")
             }
             let status = updater.status
             if status.stale {

@@ -215,7 +215,8 @@ extension PinningCommand.PinSet {
                 for target in status.targets {
                     print("  target \(target.path): \(target.length) bytes, sha256 \(target.hashes["sha256"] ?? "?")")
                 }
-                if let refusal = status.clientRefusal { print("  refused: \(refusal)") }
+                // The refusal is display text already (a TUFError's description): printed as it is, not escaped again.
+                if let refusal = status.clientRefusal { Swift.print("  refused: \(refusal)") }
             }
             if status.clientRefusal != nil { throw ExitCode(1) }
         }

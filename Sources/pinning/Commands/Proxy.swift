@@ -132,7 +132,8 @@ extension PinningCommand {
                 }
                 await following.refresh()
                 guard let current = following.currentConfiguration() else {
-                    let why = VisibleText.escaped(following.status.lastError ?? "no pin set")
+                    // Display text (PinSetStatus.lastError): the repository's text in it is escaped already.
+                    let why = following.status.lastError ?? "no pin set"
                     FileHandle.standardError.write(
                         Data("pinning: proxy: no pin set to enforce (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))\n".utf8))
                     throw ExitCode(3)
@@ -335,8 +336,9 @@ extension PinningCommand {
 
         /// One line about the pin set (a refresh refused, a version applied) on stderr.
         @Sendable static func pinSetLog(_ line: String, json: Bool) {
-            // The line quotes the pin set's repository (role names, its server's errors): escaped.
-            let text = json ? Self.jsonLine(["event": "pinset", "message": line]) : "pinning: proxy: \(VisibleText.escaped(line))"
+            // The updater's line is display text: the pin set's repository's text in it (role names, its server's
+            // errors) is escaped once, where the line was made; printed as it is (in JSON, as the message's value).
+            let text = json ? Self.jsonLine(["event": "pinset", "message": line]) : "pinning: proxy: \(line)"
             FileHandle.standardError.write(Data((text + "\n").utf8))
         }
 

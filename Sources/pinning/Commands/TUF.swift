@@ -102,7 +102,8 @@ extension PinningCommand {
             let log: (@Sendable (String) -> Void)? = self.verbose ? Self.logLine : nil
             switch action {
             case .initialize(let rootPath):
-                do {
+                // Typed: only a TUFError (display text) is printed as it is by fail.
+                do throws(TUFError) {
                     try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRootFile: rootPath)
                 } catch {
                     Self.fail("init: \(error)")
@@ -111,7 +112,7 @@ extension PinningCommand {
             case .refresh(let metadataURL):
                 let client = try Self.client()
                 var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
-                do {
+                do throws(TUFError) {
                     let trusted = try await updater.refresh()
                     await client.shutdown()
                     print("pinning tuf: refreshed: \(Self.versions(trusted))")
@@ -122,7 +123,7 @@ extension PinningCommand {
             case .download(let metadataURL, let targetBase, let directory, let names):
                 let client = try Self.client()
                 var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
-                do {
+                do throws(TUFError) {
                     let trusted = try await updater.refresh()
                     log?("refreshed: \(Self.versions(trusted))")
                     for name in names {
@@ -142,9 +143,11 @@ extension PinningCommand {
             }
         }
 
-        /// The updater's lines and the failures quote the repository and its server: escaped (VisibleText).
+        /// One of the updater's lines on stderr, as it is: it is display text already (the repository's and its
+        /// server's text in it escaped once by VisibleText, where the line was made), so escaping it again would
+        /// show each escape as the sender's literal text.
         @Sendable static func logLine(_ line: String) {
-            FileHandle.standardError.write(Data("pinning tuf: \(VisibleText.escaped(line))\n".utf8))
+            FileHandle.standardError.write(Data("pinning tuf: \(line)\n".utf8))
         }
 
         static func versions(_ trusted: TUFTrustedSet) -> String {
@@ -163,9 +166,10 @@ extension PinningCommand {
             }
         }
 
-        /// One line on stderr, exit 1.
+        /// One line on stderr, exit 1. `message` is display text: a ``TUFError``'s description (the repository's and
+        /// its server's text already escaped by VisibleText) after this command's own words, printed as it is.
         static func fail(_ message: String) -> Never {
-            FileHandle.standardError.write(Data("pinning tuf: \(VisibleText.escaped(message))\n".utf8))
+            FileHandle.standardError.write(Data("pinning tuf: \(message)\n".utf8))
             Foundation.exit(1)
         }
     }

@@ -593,6 +593,10 @@ struct LoadingTests {
         expectLoadingError(.notADirectory, origin: file) {
             try CertificateLoader.certificates(inDirectory: file)
         }
+        // A path through a file: the system's words for why (ENOTDIR), not "no such file or directory".
+        expectLoadingError(.unreadableFile, origin: file + "/x.pem", mentions: ["not a directory"]) {
+            try CertificateLoader.certificates(atPath: file + "/x.pem")
+        }
         try FileManager.default.createDirectory(atPath: directory + "/sub", withIntermediateDirectories: false)
         expectLoadingError(.noCertificates, origin: directory + "/sub", mentions: [".cer, .crt, .der or .pem"]) {
             try CertificateLoader.certificates(inDirectory: directory + "/sub")

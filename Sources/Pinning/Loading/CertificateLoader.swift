@@ -108,10 +108,13 @@ public enum CertificateLoader {
 
     /// Whether `path` is a directory (following symbolic links); throws if nothing is there.
     static func isDirectory(_ path: String) throws(CertificateLoadingError) -> Bool {
-        guard let status = Self.status(path) else {
-            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: "no such file or directory")
+        switch BoundedFileReader.status(atPath: path, followingLinks: true) {
+        case .success(let status):
+            return status.isDirectory
+        case .failure(let failure):
+            // The system's words for why (no such file, permission denied, too many levels of symbolic links).
+            throw CertificateLoadingError(code: .unreadableFile, origin: path, problem: BoundedFileReader.words(failure.code))
         }
-        return status.isDirectory
     }
 
     /// The status of `path` (following symbolic links), or nil when there is none

@@ -6,7 +6,8 @@
 // It mints a throw-away PKI (PinningPKI, as tests do), serves https://device.local:<port>/me on 127.0.0.1 with
 // client certificates required from the device CA, then acts as a device: a request with the device's
 // identity is answered with its validated subject, and a request without one is refused at the handshake.
-// Replace the minted PKI with your own files (`TLSIdentity.load`, `CertificateLoader`) to use it for real.
+// Replace the minted PKI with your own files (`TLSIdentity.pem(certificateChainFile:privateKeyFile:)` or
+// `TLSIdentity.pkcs12(file:passphrase:)`, `CertificateLoader`) to use it for real.
 import Foundation
 import NIOCore
 import Pinning

@@ -33,33 +33,33 @@ public import X509
 ///
 /// | What | How | Enforced |
 /// |---|---|---|
-/// | Chain to the anchors | `trustRoots`: the ``Pinning/ServerTrust`` anchors (only them when `anchorsOnly`), else the platform roots plus the anchors; BoringSSL validates the chain | yes (by BoringSSL) |
+/// | Chain to the anchors | `trustRoots`: the ``/Pinning/ServerTrust`` anchors (only them when `anchorsOnly`), else the platform roots plus the anchors; BoringSSL validates the chain | yes (by BoringSSL) |
 /// | Host name | NIOSSL's name check is off (`.noHostnameVerification`: it accepts an IP SAN equal to the socket address for any DNS name); after the handshake our evaluator checks the leaf's SANs against ``host`` | yes |
 /// | Leaf validity period, serverAuth EKU | our evaluator, on the leaf | yes |
-/// | SPKI pin of the **leaf** (``Pinning/SecurityPolicy/PinningMode/publicKey``) | our evaluator, on the leaf | yes |
-/// | Pinned **leaf** certificate (``Pinning/SecurityPolicy/PinningMode/certificate``) | our evaluator: the leaf must be a pinned certificate; a self-signed pinned leaf is added to `trustRoots` | yes |
-/// | Client identity | `certificateChain`/`privateKey` from ``PinningNIO/TLSIdentity`` | yes |
+/// | SPKI pin of the **leaf** (``/Pinning/SecurityPolicy/PinningMode/publicKey``) | our evaluator, on the leaf | yes |
+/// | Pinned **leaf** certificate (``/Pinning/SecurityPolicy/PinningMode/certificate``) | our evaluator: the leaf must be a pinned certificate; a self-signed pinned leaf is added to `trustRoots` | yes |
+/// | Client identity | `certificateChain`/`privateKey` from ``/PinningNIO/TLSIdentity`` | yes |
 /// | A refusal is immediate | `connectionPool.retryConnectionEstablishment = false` | yes |
 ///
 /// What AsyncHTTPClient does **not** let us enforce:
 /// - **SPKI pins of intermediates or roots.** After the handshake only the leaf is reachable
 ///   (`nioSSL_peerCertificate()`); the path BoringSSL built is not. Such a pin can never match, so every
-///   connection is refused with ``Pinning/TrustFailure/Code/pinMismatch``: it fails closed, never open, but it
+///   connection is refused with ``/Pinning/TrustFailure/Code/pinMismatch``: it fails closed, never open, but it
 ///   does not work. A pin string does not say whose key it is, so this cannot be detected up front. Pin leaf
-///   keys (with a backup leaf key), or use ``PinningNIO/PinnedTLSClient``, which sees the validated path.
+///   keys (with a backup leaf key), or use ``/PinningNIO/PinnedTLSClient``, which sees the validated path.
 /// - **Pinned intermediate certificates** (a CA certificate that is not self-signed, in either pinning mode):
 ///   refused at configuration time with ``AsyncHTTPClientPinningError/Code/unenforceablePin``.
 /// - **Pinned root certificates** (self-signed CAs) cannot be told apart from a device's own self-signed
 ///   certificate, so they are accepted: in public-key mode the root's key is matched against the leaf only and
 ///   every connection is refused; in certificate mode the connection is accepted only when that root directly
 ///   signed the leaf (checked), and refused when an intermediate sits in between.
-/// - **``Pinning/SecurityPolicy/allowInvalidCertificates``**: it would need `certificateVerification = .none`,
+/// - **``/Pinning/SecurityPolicy/allowInvalidCertificates``**: it would need `certificateVerification = .none`,
 ///   which turns all verification off. Refused with ``AsyncHTTPClientPinningError/Code/unenforceablePolicy``.
 /// - **Our path validation** (profile, limits, name constraints as our core applies them, signature-linked
 ///   paths): the chain is validated by BoringSSL against the same anchors, not by our core.
 /// - **Hosts other than ``host``**: the debug initializers receive only the channel, not the request's host,
 ///   so the leaf is checked against ``host``. A request (or a redirect) to another host is refused with
-///   ``Pinning/TrustFailure/Code/hostnameMismatch`` unless the certificate also covers ``host``; redirects are
+///   ``/Pinning/TrustFailure/Code/hostnameMismatch`` unless the certificate also covers ``host``; redirects are
 ///   therefore disallowed in the configuration this type builds. Use one client per host.
 /// - **A per-request `HTTPClientRequest.tlsConfiguration`**: it replaces the trust roots (and could turn
 ///   verification off); the leaf check still runs, but the chain is then validated by that configuration.
@@ -123,11 +123,11 @@ public struct AsyncHTTPClientPinning: Sendable {
         self.identity = identity
     }
 
-    /// Checks that AsyncHTTPClient can enforce `policy` and keeps the settings of a ``ServerTrust`` template (its
+    /// Checks that AsyncHTTPClient can enforce `policy` and keeps the settings of a ``/Pinning/ServerTrust`` template (its
     /// certificates are ignored).
     ///
     /// - Throws: as ``init(host:policy:settings:identity:)``, and ``AsyncHTTPClientPinningError/Code/fixedValidationTime``
-    ///   when the template fixes ``ServerTrust/validationTime`` (it would freeze the client's clock).
+    ///   when the template fixes ``/Pinning/ServerTrust/validationTime`` (it would freeze the client's clock).
     @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
         host: String,
@@ -144,7 +144,7 @@ public struct AsyncHTTPClientPinning: Sendable {
         try self.init(host: host, policy: policy, settings: settings, identity: identity)
     }
 
-    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    /// The settings as an empty ``/Pinning/ServerTrust`` (what the deprecated `trust:` form held).
     @available(*, deprecated, renamed: "settings")
     public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
@@ -201,8 +201,8 @@ public struct AsyncHTTPClientPinning: Sendable {
     }
 
     /// The check both debug initializers run: reads the leaf from the channel's NIOSSL handler, applies
-    /// ``evaluateLeaf(_:)``, and on refusal closes the channel and fails with a ``PinningNIO/PinningConnectionError``
-    /// carrying the ``Pinning/TrustFailure``.
+    /// ``evaluateLeaf(_:)``, and on refusal closes the channel and fails with a ``/PinningNIO/PinningConnectionError``
+    /// carrying the ``/Pinning/TrustFailure``.
     public func connectionCheck() -> @Sendable (any Channel) -> EventLoopFuture<Void> {
         let pinning = self
         return { channel in

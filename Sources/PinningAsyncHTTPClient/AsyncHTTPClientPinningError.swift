@@ -24,7 +24,7 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
         /// A pinned certificate is a CA (intermediate or root): only the leaf is reachable after an
         /// AsyncHTTPClient handshake, so the pin could never be checked.
         public static let unenforceablePin = Code(.unenforceablePin)
-        /// The policy needs something AsyncHTTPClient cannot do (``SecurityPolicy/allowInvalidCertificates``).
+        /// The policy needs something AsyncHTTPClient cannot do (``/Pinning/SecurityPolicy/allowInvalidCertificates``).
         public static let unenforceablePolicy = Code(.unenforceablePolicy)
         /// Anchors-only trust with no anchor: nothing could ever be trusted.
         public static let noAnchors = Code(.noAnchors)

@@ -9,14 +9,14 @@ public import PinningExportCore
 /// Reads an Android Network Security Config or a TrustKit configuration and writes the equivalent host pinning
 /// configuration (JSON), so a team can start from what its apps already ship.
 ///
-/// The reverse of ``ConfigurationExporter``: importing what it exported gives back the same entries (coverage,
+/// The reverse of ``/PinningExportCore/ConfigurationExporter``: importing what it exported gives back the same entries (coverage,
 /// pins, enforcement, expiry at midnight UTC, report URIs, exclusions, anchors when the resource directory is
 /// given). What the source says and a pinning configuration cannot (Android's `user` trust store, `overridePins`,
-/// a `base-config` with its own anchors, a domain with anchors but no pins) is a ``TranslationProblem``: an error,
+/// a `base-config` with its own anchors, a domain with anchors but no pins) is a ``/PinningExportCore/TranslationProblem``: an error,
 /// or with `lossy` a warning saying what was dropped. The result is validated as a configuration before it is
 /// returned, so it loads as it is written.
 public struct ConfigurationImporter: Sendable {
-    /// The source format (``PlatformFormat/androidNSC`` or ``PlatformFormat/trustKit``).
+    /// The source format (``/PinningExportCore/PlatformFormat/androidNSC`` or ``/PinningExportCore/PlatformFormat/trustKit``).
     public let format: PlatformFormat
     /// Drop what cannot be expressed, with a warning each, instead of failing.
     public let lossy: Bool
@@ -47,9 +47,11 @@ public struct ConfigurationImporter: Sendable {
 
     /// The configuration JSON for `bytes` in ``format``.
     ///
-    /// - Parameter baseDirectory: Where the JSON will be written: anchor paths are made relative to it, and the
-    ///   result is validated against it.
-    /// - Throws: ``TranslationError``: the input does not read, or (unless ``lossy``) a feature cannot be
+    /// - Parameters:
+    ///   - bytes: The file in ``format``, as read.
+    ///   - baseDirectory: Where the JSON will be written: anchor paths are made relative to it, and the
+    ///     result is validated against it.
+    /// - Throws: ``/PinningExportCore/TranslationError``: the input does not read, or (unless ``lossy``) a feature cannot be
     ///   expressed, or the result is not a valid configuration.
     public func importConfiguration(_ bytes: [UInt8], baseDirectory: String) throws(TranslationError) -> Translation {
         var log = ProblemLog(format: self.format, lossy: self.lossy)

@@ -2,7 +2,7 @@ import Foundation
 public import Pinning
 public import X509
 
-/// Writes a ``Pinning/PinningConfiguration`` in the pin formats of the mobile platforms, so that one JSON file
+/// Writes a ``/Pinning/PinningConfiguration`` in the pin formats of the mobile platforms, so that one JSON file
 /// is the source of every app's pins.
 ///
 /// Every difference of meaning is explicit. A feature the platform cannot express (report-only pins on

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The pin configuration formats of the mobile platforms that ``ConfigurationExporter`` writes and
-/// ``ConfigurationImporter`` reads.
+/// `ConfigurationImporter` (`import PinningExport`) reads.
 public enum PlatformFormat: String, Sendable, Hashable, CaseIterable {
     /// Android's Network Security Config (`res/xml/network_security_config.xml`).
     case androidNSC = "android-nsc"

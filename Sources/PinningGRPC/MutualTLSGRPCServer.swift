@@ -20,7 +20,7 @@ public import X509
 /// listener, so a client resuming a session skips the callback, and the validated chain is then absent (the
 /// transport falls back to the unvalidated leaf of the session). Through ``PinningNIO/MutualTLSServer`` a
 /// resumed session is judged again (an expired or revoked device cannot resume), and refusals carry the
-/// policy's reason in ``PinningNIO/PinningConnectionError``.
+/// policy's reason in ``/PinningNIO/PinningConnectionError``.
 ///
 /// <!-- snippet: given(identity: TLSIdentity, deviceCA: Certificate, services: [any RegistrableRPCService])
 /// import GRPCCore
@@ -53,8 +53,8 @@ public final class MutualTLSGRPCServerTransport: ListeningServerTransport {
     ///   - host: The address to bind.
     ///   - port: The port to bind.
     ///   - server: The mutual-TLS settings. It must offer ALPN `h2`
-    ///     (``makeGRPC(configuration:)``
-    ///     on ``PinningNIO/MutualTLSServer`` does): gRPC clients other than grpc-swift's require it.
+    ///     (``PinningNIO/MutualTLSServer/makeGRPC(configuration:)``
+    ///     does): gRPC clients other than grpc-swift's require it.
     ///   - config: grpc-swift-nio-transport's HTTP/2 and RPC settings.
     ///   - eventLoopGroup: The event loops connections run on.
     public init(
@@ -210,7 +210,7 @@ final class ConnectedClients: Sendable {
 }
 
 extension MutualTLSServer {
-    /// A mutual-TLS server for gRPC: ``PinningNIO/MutualTLSServer/init(configuration:)`` with ALPN `h2` (whatever
+    /// A mutual-TLS server for gRPC: ``/PinningNIO/MutualTLSServer/init(configuration:)`` with ALPN `h2` (whatever
     /// `configuration.applicationProtocols` says: gRPC is HTTP/2 only).
     public static func makeGRPC(configuration: Configuration) throws -> MutualTLSServer {
         var configuration = configuration
@@ -218,7 +218,7 @@ extension MutualTLSServer {
         return try MutualTLSServer(configuration: configuration)
     }
 
-    /// ``makeGRPC(configuration:)`` with a ``PinningNIO/MutualTLSServer/Configuration`` of these three.
+    /// ``makeGRPC(configuration:)`` with a ``/PinningNIO/MutualTLSServer/Configuration`` of these three.
     public static func makeGRPC(identity: TLSIdentity, clientCertificateAuthorities: [Certificate], clientRule: ClientRule = .builtIn()) throws -> MutualTLSServer {
         try self.makeGRPC(configuration: Configuration(identity: identity, clientCertificateAuthorities: clientCertificateAuthorities, clientRule: clientRule))
     }

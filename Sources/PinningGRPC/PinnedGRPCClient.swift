@@ -6,21 +6,21 @@ public import NIOSSL
 public import Pinning
 public import PinningNIO
 
-/// A gRPC client transport whose every connection is made by ``PinningNIO/PinnedTLSClient``: the server's chain,
+/// A gRPC client transport whose every connection is made by ``/PinningNIO/PinnedTLSClient``: the server's chain,
 /// name, pins, configuration entries and revocation are judged by the product's policy before the first HTTP/2
 /// frame is exchanged, on every connection the transport opens (reconnects included).
 ///
 /// It is grpc-swift-nio-transport's own `HTTP2ClientTransport.Posix` (name resolution, load balancing,
 /// keep-alive, back-off, compression) with its TLS left to us: `TransportSecurity.customSecure`, which the
-/// transport documents for exactly this, and the handlers that ``PinningNIO/PinnedTLSClient`` makes (the one
+/// transport documents for exactly this, and the handlers that ``/PinningNIO/PinnedTLSClient`` makes (the one
 /// connection path every client of this package uses) put at the front of each new connection's pipeline
 /// through `channelDebuggingCallbacks.onCreateTCPConnection`, the hook that `customSecure` names.
 ///
 /// A refusal reaches the caller as an `RPCError` with code `.unavailable` whose message starts with
-/// `certificate refused by the pinning policy:` and carries the ``Pinning/TrustFailure``'s code and reason
+/// `certificate refused by the pinning policy:` and carries the ``/Pinning/TrustFailure``'s code and reason
 /// (`…: pinMismatch: api.example.com: no certificate on the validated path matches a pin`); the transport's
 /// own error stays its `cause`, and ``PinnedGRPCRefusal/find(in:)`` returns the full
-/// ``PinningNIO/PinningConnectionError``. Without `waitForReady` (gRPC's
+/// ``/PinningNIO/PinningConnectionError``. Without `waitForReady` (gRPC's
 /// default) the call fails as soon as the connection is refused; with it, the call waits as gRPC waits for
 /// any unreachable server, and fails with the same message when its deadline passes.
 ///
@@ -39,7 +39,7 @@ public import PinningNIO
 /// }
 /// ```
 ///
-/// To give a ``PinningNIO/PinnedTLSClient`` of your own, use ``init(host:port:client:address:config:serviceConfig:eventLoopGroup:)``
+/// To give a ``/PinningNIO/PinnedTLSClient`` of your own, use ``init(host:port:client:address:config:serviceConfig:eventLoopGroup:)``
 /// and make its configuration with ``NIOSSL/TLSConfiguration/makePinnedGRPCClientConfiguration(identity:)``: gRPC
 /// requires ALPN `h2`, and a client without it is refused when the transport is made.
 ///
@@ -62,14 +62,14 @@ public struct PinnedGRPCClientTransport: ClientTransport {
     ///   - host: The server's name: resolved (unless `address` is given), checked by the policy, sent as SNI.
     ///   - port: The server's port.
     ///   - client: The pinned client. Make its configuration offer ALPN `h2`
-    ///     (``makePinnedGRPCClientConfiguration(identity:)``): gRPC servers other than grpc-swift's require it.
+    ///     (``NIOSSL/TLSConfiguration/makePinnedGRPCClientConfiguration(identity:)``): gRPC servers other than grpc-swift's require it.
     ///   - address: Where to connect instead of resolving `host` (as curl's `--resolve`); the policy still
     ///     checks `host`.
     ///   - config: grpc-swift-nio-transport's connection settings. Its `onCreateTCPConnection` callback, if
     ///     set, runs after the pinned handlers are added.
     ///   - serviceConfig: gRPC's service configuration (retries, timeouts, load balancing).
     ///   - eventLoopGroup: The event loops connections run on.
-    /// - Throws: ``PinningNIO/PinningConnectionError`` (`invalidRequest`) when `client` does not offer ALPN `h2`
+    /// - Throws: ``/PinningNIO/PinningConnectionError`` (`invalidRequest`) when `client` does not offer ALPN `h2`
     ///   (gRPC over TLS requires it, and a server that enforces it would refuse every connection with a bare
     ///   handshake failure); `RuntimeError` from the transport when `host` cannot be made into a target.
     public init(
@@ -136,8 +136,8 @@ public struct PinnedGRPCClientTransport: ClientTransport {
     }
 
     /// A transport whose every new connection is judged by the configuration `source` holds when its handshake
-    /// happens (a ``PinningNIO/PinSetUpdater`` following a signed pin set): ``PinningNIO/PinnedTLSClient``'s
-    /// ``PinningNIO/PinnedTLSClient/init(configurationSource:settings:identity:configuration:keyLog:)``, offering
+    /// happens (a ``/PinningNIO/PinSetUpdater`` following a signed pin set): ``/PinningNIO/PinnedTLSClient``'s
+    /// ``/PinningNIO/PinnedTLSClient/init(configurationSource:settings:identity:configuration:keyLog:)``, offering
     /// ALPN `h2`. A newer configuration applies from the next connection the transport opens (after the server
     /// closes one, say at its maximum connection age, or after a failure); connections already open, and the RPCs
     /// on them, are left as they are. With no configuration yet every connection is refused.
@@ -222,7 +222,7 @@ public struct PinnedGRPCClientTransport: ClientTransport {
 
 /// Finds the pinning policy's refusal among the causes of a gRPC error.
 public enum PinnedGRPCRefusal {
-    /// The first ``PinningNIO/PinningConnectionError`` in `error`'s chain of causes (RPCError's `cause`, the
+    /// The first ``/PinningNIO/PinningConnectionError`` in `error`'s chain of causes (RPCError's `cause`, the
     /// transport's own errors wrap the connection's failure), or nil when the failure was not a refusal.
     public static func find(in error: any Error) -> PinningConnectionError? {
         var current: (any Error)? = error
@@ -244,7 +244,7 @@ public enum PinnedGRPCRefusal {
 }
 
 extension TLSConfiguration {
-    /// ``PinningNIO/NIOSSL/TLSConfiguration/makePinnedClientConfiguration(identity:)`` offering ALPN `h2`, as
+    /// ``/PinningNIO/NIOSSL/TLSConfiguration/makePinnedClientConfiguration(identity:)`` offering ALPN `h2`, as
     /// gRPC over TLS requires.
     public static func makePinnedGRPCClientConfiguration(identity: TLSIdentity? = nil) -> TLSConfiguration {
         var configuration = TLSConfiguration.makePinnedClientConfiguration(identity: identity)

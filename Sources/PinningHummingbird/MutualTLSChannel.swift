@@ -4,15 +4,15 @@ import NIOConcurrencyHelpers
 public import NIOCore
 public import PinningNIO
 
-/// A Hummingbird child channel that puts a ``PinningNIO/MutualTLSServer`` in front of a base channel (HTTP/1.1).
+/// A Hummingbird child channel that puts a ``/PinningNIO/MutualTLSServer`` in front of a base channel (HTTP/1.1).
 ///
 /// Why not HummingbirdTLS's `TLSChannel` with `customAsyncVerificationCallback`: that channel installs NIOSSL's
 /// callback *without metadata*, so after the handshake only the client's leaf is reachable
 /// (`nioSSL_peerCertificate()`), and the path our evaluator validated (leaf → intermediates → the client CA) is
-/// lost. This channel installs ``PinningNIO/MutualTLSServer``'s handlers instead: the metadata callback runs our
+/// lost. This channel installs ``/PinningNIO/MutualTLSServer``'s handlers instead: the metadata callback runs our
 /// evaluator (clientAuth EKU, the client CAs as the only anchors, the optional SPKI allow-list), a fresh
 /// `NIOSSLContext` per connection rules out session resumption skipping that check, and the handshake's
-/// ``PinningNIO/AuthenticatedPeer`` (the *validated* chain and the identity) is recorded for the connection,
+/// ``/PinningNIO/AuthenticatedPeer`` (the *validated* chain and the identity) is recorded for the connection,
 /// where ``MutualTLSRequestContext`` picks it up for every request.
 public struct MutualTLSChannel<BaseChannel: ServerChildChannel>: ServerChildChannel {
     /// The wrapped HTTP channel's connection value.
@@ -58,7 +58,7 @@ extension MutualTLSChannel: HTTPChannelHandler where BaseChannel: HTTPChannelHan
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 over mutual TLS: every client must present a certificate that ``PinningNIO/MutualTLSServer``
+    /// HTTP/1.1 over mutual TLS: every client must present a certificate that ``/PinningNIO/MutualTLSServer``
     /// validates; handlers read it through ``MutualTLSRequestContext/client``.
     ///
     /// <!-- snippet: given(router: Router<MutualTLSRequestContext>, id: TLSIdentity, ca: Certificate)

@@ -16,10 +16,10 @@ public import PinningNIO
 /// }
 /// ```
 ///
-/// ``client`` is the ``PinningNIO/AuthenticatedPeer`` our evaluator produced: its `certificateChain` is the
+/// ``client`` is the ``/PinningNIO/AuthenticatedPeer`` our evaluator produced: its `certificateChain` is the
 /// validated path (client leaf … the client CA that anchored it), not merely what the client sent, together with
 /// the subject, SANs, SHA-256 fingerprint and SPKI pin of the leaf. It is nil only when the server was not built
-/// with ``Hummingbird/HTTPServerBuilder/mutualTLS(server:configuration:)`` (with it, a client without a valid
+/// with ``HummingbirdCore/HTTPServerBuilder/mutualTLS(server:configuration:)`` (with it, a client without a valid
 /// certificate never gets to send a request).
 public struct MutualTLSRequestContext: RequestContext {
     /// Hummingbird's core request context storage.
@@ -39,7 +39,7 @@ public struct MutualTLSRequestContext: RequestContext {
 
 extension ApplicationRequestContextSource {
     /// The client the connection's mutual-TLS handshake authenticated (servers built with
-    /// ``Hummingbird/HTTPServerBuilder/mutualTLS(server:configuration:)``), for your own request contexts.
+    /// ``HummingbirdCore/HTTPServerBuilder/mutualTLS(server:configuration:)``), for your own request contexts.
     public var authenticatedClient: AuthenticatedPeer? {
         AuthenticatedClients.client(of: self.channel)
     }

@@ -16,7 +16,7 @@ public struct SameSubjectMesh: Sendable {
     /// Builds a mesh.
     ///
     /// - Parameters:
-    ///   - keys: How many keys share the name (8, 16, 64 …).
+    ///   - count: How many keys share the name (8, 16, 64 …).
     ///   - presenting: How many cross-signed certificates to present; nil presents all `keys × (keys − 1)` of
     ///     them. A smaller number takes a fixed pseudo-random sample (the same for the same arguments).
     ///   - commonName: The name every CA certificate carries.

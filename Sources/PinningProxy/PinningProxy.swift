@@ -9,11 +9,11 @@ public import Pinning
 public import PinningNIO
 import X509
 
-/// A local proxy that applies a ``PinningConfiguration`` for every client on the machine: a forward proxy that
+/// A local proxy that applies a ``/Pinning/PinningConfiguration`` for every client on the machine: a forward proxy that
 /// intercepts `CONNECT` to covered hosts (terminating the client's TLS with a certificate from the local CA and
 /// re-originating it over a pinned connection), and plain TCP tunnels forwarded over pinned TLS.
 ///
-/// Every upstream connection is made by ``PinningNIO/PinnedTLSClient`` with the configuration as its evaluator:
+/// Every upstream connection is made by ``/PinningNIO/PinnedTLSClient`` with the configuration as its evaluator:
 /// the same trust path `pinning check --config` uses, never a second one.
 public final class PinningProxy: Sendable {
     /// The settings it started with (addresses and limits stay; the policy part is replaced by ``reload(configuration:identities:authority:)``).

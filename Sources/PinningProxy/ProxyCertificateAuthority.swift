@@ -331,7 +331,7 @@ public final class ProxyCertificateAuthority: Sendable {
 public struct ProxyError: Error, Sendable, CustomStringConvertible {
     /// `proxySetupFailed`: the error's stable code (for logs, metrics and JSON; the words may change). Every
     /// ProxyError is a proxy that cannot start or reload (its CA, its listener, its configuration); connection
-    /// failures are ``PinningNIO/PinningConnectionError``s with their own codes.
+    /// failures are ``/PinningNIO/PinningConnectionError``s with their own codes.
     public var code: String { "proxySetupFailed" }
 
     /// The message.

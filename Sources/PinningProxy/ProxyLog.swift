@@ -60,8 +60,8 @@ public struct ProxyLogRecord: Sendable, Encodable {
     public var message: String?
 
     /// `text` or `json` line. The host, the upstream and the message are the peers' text (a client's CONNECT target
-    /// or request, an upstream's certificate names in a refusal): in text each field is escaped (``VisibleText``:
-    /// control, format and bidi characters as `\u{…}`, and a backslash where it would read as an escape or
+    /// or request, an upstream's certificate names in a refusal): in text each field is escaped (control,
+    /// format and bidi characters as `\u{…}`, and a backslash where it would read as an escape or
     /// escape the closing quote); in JSON the characters JSONEncoder leaves
     /// raw that act on a terminal are written as `\uXXXX`, the values unchanged.
     public func line(json: Bool) -> String {

@@ -90,7 +90,7 @@ public struct ProxySettings: Sendable {
     /// capture while debugging; nil writes nothing. The client side of an intercepted connection is the client's
     /// own to log (curl and browsers read `SSLKEYLOGFILE`).
     public var keyLog: TLSKeyLog?
-    /// When the configuration follows a pin set (``PinningNIO/PinSetUpdater``): its status, read for `/status`
+    /// When the configuration follows a pin set (``/PinningNIO/PinSetUpdater``): its status, read for `/status`
     /// (`pinset`) and `/metrics` (`pinning_proxy_pinset_*`). Nil for a configuration read from a file.
     public var pinSetStatus: (@Sendable () -> PinSetStatus)?
 

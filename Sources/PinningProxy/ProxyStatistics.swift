@@ -17,7 +17,7 @@ import PinningNIO
 /// - `pinning_proxy_reloads_total{result}`: configuration reloads, `succeeded` or `failed`;
 /// - `pinning_proxy_seconds_until_expiry{kind,entry}`: the local CA, each client identity and each pin set;
 /// - `pinning_proxy_pinset_version`, `…_pinset_last_refresh_seconds`, `…_pinset_seconds_stale`,
-///   `…_pinset_refresh_failing`: the followed pin set (`--pinset`), see ``recordPinSet(_:)``.
+///   `…_pinset_refresh_failing`: the followed pin set (`--pinset`), from its ``/PinningNIO/PinSetStatus``.
 public final class ProxyStatistics: Sendable {
     struct State {
         var active = 0

@@ -21,7 +21,7 @@ extension HTTPServer.Configuration {
     /// client is then ``Vapor/Request/authenticatedClient`` in every handler.
     ///
     /// It uses Vapor's own TLS server: `tlsConfiguration` is `server.configuration` and
-    /// `customCertificateVerifyCallbackWithMetadata` is ``PinningNIO/MutualTLSServer/verificationCallback(onRefusal:)``,
+    /// `customCertificateVerifyCallbackWithMetadata` is ``/PinningNIO/MutualTLSServer/verificationCallback(onRefusal:)``,
     /// whose validated path Vapor keeps for the request (`Request.peerCertificateChain`). Vapor makes a new TLS
     /// context for every connection, so no session is ever resumed and every connection is judged in full.
     ///
@@ -43,7 +43,7 @@ extension HTTPServer.Configuration {
     ///   - server: The identity and client policy.
     ///   - mode: Whether a certificate is required at the handshake (default) or only judged when presented.
     ///   - onRefusal: Called once for each client whose presented certificate chain the policy refuses, with the
-    ///     reason: `untrusted` and its ``Pinning/TrustFailure`` (another CA, expired, revoked, no clientAuth, a pin
+    ///     reason: `untrusted` and its ``/Pinning/TrustFailure`` (another CA, expired, revoked, no clientAuth, a pin
     ///     missing, refused by `clientCheck` or the `clientEvaluator`), or `unreadablePeerCertificate` for a leaf
     ///     that cannot be parsed. It hears only of chains that reach the policy. It is not called for handshakes
     ///     that BoringSSL fails before it hands a chain to the policy: a client without a certificate under

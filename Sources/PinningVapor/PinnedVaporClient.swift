@@ -5,10 +5,10 @@ import NIOHTTP1
 public import PinningNIO
 public import Vapor
 
-/// A Vapor `Client` on ``PinningNIO/PinnedHTTPClient``: every request's server judged by the product's policy
+/// A Vapor `Client` on ``/PinningNIO/PinnedHTTPClient``: every request's server judged by the product's policy
 /// (full chain, names, pins above the leaf, per-host configuration entries, revocation), which Vapor's default
 /// client (AsyncHTTPClient with its TLS configuration) cannot do. A refusal fails the request with
-/// ``PinningNIO/PinningConnectionError`` carrying the ``Pinning/TrustFailure``.
+/// ``/PinningNIO/PinningConnectionError`` carrying the ``/Pinning/TrustFailure``.
 ///
 /// <!-- snippet: given(configuration: PinningConfiguration, settings: TrustSettings, app: Application, req: Request)
 /// import Pinning

@@ -30,7 +30,7 @@ import X509
 /// `validation-result` is the ``TrustFailure/Code`` name: `pinMismatch`. `pinset-version`, present only for a
 /// configuration that came from a signed pin set, is the version of the pin set the connection was judged under.
 /// `enforce-pinning` (TrustKit's key) is false for a report-only entry, whose mismatch was let through.
-/// `library-version` is ``SwiftPinning/reportLibraryVersion``. `app-id` and `app-version` name the program that
+/// `library-version` is `swift-pinning` and ``SwiftPinning/version``, space-separated. `app-id` and `app-version` name the program that
 /// saw the failure, when the reporter was told (`HTTPPinFailureReporter`'s `appId`/`appVersion` in `PinningNIO`).
 /// These four keys are absent when unknown (a report built by hand, or decoded from an older sender).
 public struct PinFailureReport: Sendable, Hashable, Codable {

@@ -473,8 +473,8 @@ public struct PinningConfiguration: Sendable {
 // MARK: - Codable
 
 extension PinningConfiguration: Codable {
-    /// Decodes strictly, exactly as ``init(data:baseDirectory:origin:)``, with relative anchor paths resolved
-    /// against the current directory. Prefer ``init(contentsOfFile:)``, which resolves them against the file.
+    /// Decodes strictly, exactly as ``init(data:baseDirectory:origin:maximumSize:)``, with relative anchor paths resolved
+    /// against the current directory. Prefer ``init(contentsOfFile:maximumSize:)``, which resolves them against the file.
     ///
     /// - Throws: ``PinningConfigurationError`` listing every problem.
     public init(from decoder: any Decoder) throws {

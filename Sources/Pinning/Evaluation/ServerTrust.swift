@@ -3,7 +3,7 @@ public import X509
 
 /// A peer's certificate chain together with how to judge it: the counterpart of a `SecTrust`.
 ///
-/// What was presented (``certificates``) is kept apart from how it is judged (``settings``, a
+/// What was presented (``certificates``) is kept apart from how it is judged (its settings, a
 /// ``TrustSettings`` that a client, server or configuration holds for all its connections). The settings'
 /// fields can be read and set through this value too.
 ///
@@ -91,7 +91,7 @@ public struct ServerTrust: Sendable {
     }
 
     /// `certificates` (leaf first) judged by `settings`; the validation instant is the settings' fixed one if
-    /// they have one (``TrustSettings/validatingAt(_:)``), else the moment of evaluation.
+    /// they have one (`validatingAt(_:)`, behind `@_spi(FixedValidationTime)`), else the moment of evaluation.
     public init(certificates: [Certificate], settings: TrustSettings) {
         self.certificates = certificates
         self.settings = settings

@@ -19,7 +19,7 @@ public protocol ServerTrustEvaluating: Sendable {
     /// default; a ``PinningConfiguration`` answers with its entry's policy combined with the trust's.
     ///
     /// `PinningNIO` reads it before an evaluation to learn whether, and for which certificates, CRLs are to be
-    /// fetched from their distribution points (``RevocationPolicy/fetch``).
+    /// fetched from their distribution points (the `fetch` argument of ``RevocationPolicy/init(crls:mode:scope:fetch:)``).
     func revocationPolicy(for trust: ServerTrust, forDomain domain: String?) -> RevocationPolicy?
 
     /// Whether this evaluator may trust a chain that no path validated to an anchor (a ``SecurityPolicy`` with

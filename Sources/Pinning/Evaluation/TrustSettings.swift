@@ -18,7 +18,7 @@ public import X509
 /// holds them, and a fixed instant held that long would keep accepting certificates after they expire. To
 /// evaluate one chain at a chosen instant (as `openssl verify -attime` does), set
 /// ``ServerTrust/validationTime`` on that one ``ServerTrust``. Tests and tools that need a whole client to
-/// run at a fixed instant use ``validatingAt(_:)`` behind `@_spi(FixedValidationTime)`, as swift-certificates
+/// run at a fixed instant use `validatingAt(_:)` behind `@_spi(FixedValidationTime)`, as swift-certificates
 /// keeps its dangerous switches (`@_spi(DisableValidityCheck)`) behind SPI.
 public struct TrustSettings: Sendable {
     /// Custom trust anchors (`SecTrustSetAnchorCertificates`).

@@ -60,7 +60,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         /// while checking names without any pin.
         public static let insecurePolicy = Code(storage: .insecurePolicy)
         /// A host pinning configuration refuses the host outright: no entry matches it and unlisted hosts are
-        /// rejected (``PinningConfiguration/UnlistedHosts/reject``), or no host was given at all.
+        /// rejected (`"unlistedHosts": "reject"` in the configuration), or no host was given at all.
         public static let hostNotAllowed = Code(storage: .hostNotAllowed)
         /// A certificate on the path is listed on a usable CRL from its issuer (``RevocationPolicy``).
         public static let revoked = Code(storage: .revoked)

@@ -468,9 +468,9 @@ public struct CRLError: Error, Sendable, Hashable, CustomStringConvertible {
         case notACRL
         /// Looks like a CRL but is not well-formed DER/ASN.1.
         case malformed
-        /// Over ``CertificateRevocationList/maximumSize``.
+        /// Over 64 MiB, the largest CRL read.
         case tooLarge
-        /// Over ``CertificateRevocationList/maximumEntries``.
+        /// Over 2,000,000 entries, the most a CRL read may have.
         case tooManyEntries
         /// Signed by another issuer than the one given, or by a certificate without `cRLSign`.
         case wrongIssuer

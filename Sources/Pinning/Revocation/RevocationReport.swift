@@ -32,7 +32,8 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
         case good
         /// A usable CRL from its issuer lists it.
         case revoked
-        /// No usable CRL from its issuer was available (see ``CertificateRevocationStatus/reason``).
+        /// No usable CRL from its issuer was available (why is in the ``TrustFailure/reason`` of a hard-mode
+        /// refusal, or in ``TrustedChain/warnings`` in soft mode).
         case unknown
     }
 

@@ -9,15 +9,16 @@ import _CryptoExtras
 ///
 /// The types are those `TUFKey` verifies, written as securesystemslib writes them, so python-tuf and go-tuf read
 /// them too:
-/// - ``KeyType/ed25519``: `ed25519` / `ed25519`, the 32-byte public key in hex.
-/// - ``KeyType/ecdsaP256``: `ecdsa` / `ecdsa-sha2-nistp256`, a PEM SubjectPublicKeyInfo; DER signatures over
+/// - Ed25519: `ed25519` / `ed25519`, the 32-byte public key in hex.
+/// - ECDSA P-256: `ecdsa` / `ecdsa-sha2-nistp256`, a PEM SubjectPublicKeyInfo; DER signatures over
 ///   SHA-256.
-/// - ``KeyType/rsa``: `rsa` / `rsassa-pss-sha256`, a PEM SubjectPublicKeyInfo of 2048 bits or more; RSASSA-PSS
+/// - RSA: `rsa` / `rsassa-pss-sha256`, a PEM SubjectPublicKeyInfo of 2048 bits or more; RSASSA-PSS
 ///   with SHA-256, MGF1-SHA-256 and a 32-byte salt (what securesystemslib signs with, and what `TUFKey` checks).
 ///
 /// Keys are read from PKCS#8 (`-----BEGIN PRIVATE KEY-----`, what `openssl genpkey` writes for all three), SEC1
 /// (`EC PRIVATE KEY`) or PKCS#1 (`RSA PRIVATE KEY`), PEM or DER. Encrypted keys are decrypted by `PinningNIO`
-/// (`TUFSigningKey.load(file:passphrase:)`), which hands the PKCS#8 it decrypted to ``init(derRepresentation:)``.
+/// (`TUFSigningKey.load(file:passphrase:)`), which hands the PKCS#8 it decrypted to the reader
+/// of unencrypted DER.
 public struct TUFSigningKey: Sendable {
     /// The three key types a pin-set repository signs with.
     package enum KeyType: String, Sendable, CaseIterable {

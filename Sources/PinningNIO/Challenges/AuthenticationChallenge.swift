@@ -34,10 +34,10 @@ public enum AuthenticationCredential: Sendable {
 ///
 /// | Disposition | Server trust (verification callback) | Client certificate (TLS configuration) |
 /// |---|---|---|
-/// | `useCredential(.serverTrust)` | accepted only if the applicable evaluation trusted the chain; otherwise refused with its ``Pinning/TrustFailure`` (``PinningConnectionError/Code/untrusted``) | refused: ``PinningConnectionError/Code/invalidCredential`` |
+/// | `useCredential(.serverTrust)` | accepted only if the applicable evaluation trusted the chain; otherwise refused with its ``/Pinning/TrustFailure`` (``PinningConnectionError/Code/untrusted``) | refused: ``PinningConnectionError/Code/invalidCredential`` |
 /// | `useCredential(.clientIdentity(id))` | refused: ``PinningConnectionError/Code/invalidCredential`` | `id` is this connection's client certificate and key |
-/// | `performDefaultHandling` | default validation: the platform roots (no custom anchors, no pins), host name checked; refused with its ``Pinning/TrustFailure`` when it fails | no client certificate (a server that requires one refuses the handshake) |
-/// | `cancelAuthenticationChallenge` | refused: ``PinningConnectionError/Code/challengeCancelled``, carrying the applicable evaluation's ``Pinning/TrustFailure`` when that refused too (which is when the default handler cancels) | no connection is attempted: ``PinningConnectionError/Code/challengeCancelled`` |
+/// | `performDefaultHandling` | default validation: the platform roots (no custom anchors, no pins), host name checked; refused with its ``/Pinning/TrustFailure`` when it fails | no client certificate (a server that requires one refuses the handshake) |
+/// | `cancelAuthenticationChallenge` | refused: ``PinningConnectionError/Code/challengeCancelled``, carrying the applicable evaluation's ``/Pinning/TrustFailure`` when that refused too (which is when the default handler cancels) | no connection is attempted: ``PinningConnectionError/Code/challengeCancelled`` |
 /// | `rejectProtectionSpace` | refused: ``PinningConnectionError/Code/protectionSpaceRejected`` (there is no other space to try) | no client certificate, as URLSession continues without one |
 ///
 /// Every path fails closed: no answer makes a chain trusted that the applicable evaluation refused.

@@ -18,7 +18,7 @@ public struct ChallengeTLSClient: Sendable {
     /// Answers the challenges.
     public var handler: ChallengeHandler
     /// How each server-trust challenge's chain is judged: anchors, platform roots, purpose, profile, limits. Each
-    /// challenge's ``ServerTrust`` is made from these settings and the presented chain.
+    /// challenge's ``/Pinning/ServerTrust`` is made from these settings and the presented chain.
     public var settings: TrustSettings
     /// A base TLS configuration (versions, ALPN); its certificate and key are replaced per connection.
     public var configuration: TLSConfiguration
@@ -27,7 +27,7 @@ public struct ChallengeTLSClient: Sendable {
     package var contexts: ClientTLSContexts = .shared
 
     /// A client whose server-trust challenges carry each presented chain judged with `settings`
-    /// (``Pinning/TrustSettings``).
+    /// (``/Pinning/TrustSettings``).
     public init(
         handler: ChallengeHandler,
         settings: TrustSettings = .default,
@@ -38,9 +38,9 @@ public struct ChallengeTLSClient: Sendable {
         self.configuration = configuration
     }
 
-    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
+    /// A client judged with the settings of a ``/Pinning/ServerTrust`` template (its certificates are ignored).
     ///
-    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``.
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``/Pinning/ServerTrust/validationTime``.
     @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
         handler: ChallengeHandler,
@@ -50,14 +50,17 @@ public struct ChallengeTLSClient: Sendable {
         self.init(handler: handler, settings: try TrustSettings.ofTemplate(trust, for: "ChallengeTLSClient(trust:)"), configuration: configuration)
     }
 
-    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    /// The settings as an empty ``/Pinning/ServerTrust`` (what the deprecated `trust:` form held).
     @available(*, deprecated, renamed: "settings")
     public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// Asks the client-certificate challenge for `host`:`port` and returns a ``PinnedTLSClient`` for that one
     /// connection whose handshakes ask the server-trust challenge.
     ///
-    /// - Parameter requestOverride: This request's override, asked before the handler's.
+    /// - Parameters:
+    ///   - host: The server's name, as the challenges and the evaluation see it.
+    ///   - port: The server's port.
+    ///   - requestOverride: This request's override, asked before the handler's.
     /// - Throws: ``PinningConnectionError`` when the client-certificate challenge is cancelled or answered with
     ///   the wrong credential, or the TLS configuration cannot be built.
     public func makeConnectionClient(

@@ -1,9 +1,9 @@
 @_spi(FixedValidationTime) package import Pinning
 
-/// A client, reporter or adapter was handed a ``Pinning/ServerTrust`` template that fixes the validation instant
-/// on the trust itself (``Pinning/ServerTrust/validationTime``). Every handshake of a long-lived client would then
+/// A client, reporter or adapter was handed a ``/Pinning/ServerTrust`` template that fixes the validation instant
+/// on the trust itself (``/Pinning/ServerTrust/validationTime``). Every handshake of a long-lived client would then
 /// be judged at that instant, accepting certificates that expired since: the clock would be frozen with no SPI in
-/// sight. Clients hold ``Pinning/TrustSettings``; a fixed instant for tests is `TrustSettings.validatingAt(_:)`
+/// sight. Clients hold ``/Pinning/TrustSettings``; a fixed instant for tests is `TrustSettings.validatingAt(_:)`
 /// behind `@_spi(FixedValidationTime)`, the one way to get one (issue 28).
 public struct FixedValidationTimeError: Error, CustomStringConvertible, Sendable {
     /// The stable code of this error: `fixedValidationTime`.

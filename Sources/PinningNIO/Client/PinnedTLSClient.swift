@@ -20,13 +20,13 @@ import X509
 ///
 /// How it is enforced:
 /// - NIOSSL's `customVerificationCallbackWithMetadata` hands every presented chain to the evaluator (a
-///   ``SecurityPolicy``, a host configuration, anything ``ServerTrustEvaluating``). The callback replaces
+///   ``/Pinning/SecurityPolicy``, a host configuration, anything ``/Pinning/ServerTrustEvaluating``). The callback replaces
 ///   BoringSSL's validation; any error in it refuses the handshake (fail closed).
 /// - `certificateVerification` is always `.noHostnameVerification`: never `.none` (NIOSSL would skip the
 ///   callback) and never `.fullVerification` (NIOSSL's own name check accepts an IP SAN matching the socket
 ///   address for any DNS name); names are checked by the evaluator against `host`.
 /// - A refusal reaches the caller as ``PinningConnectionError`` with code ``PinningConnectionError/Code/untrusted``
-///   and the evaluator's ``TrustFailure``, through ``PinningHandshakeHandler``.
+///   and the evaluator's ``/Pinning/TrustFailure``, through ``PinningHandshakeHandler``.
 /// - Session resumption cannot skip the policy: NIOSSL offers no client session cache (every connection is a
 ///   full handshake, so the callback always runs), and ``PinningHandshakeHandler`` refuses any handshake that
 ///   completes without the callback having trusted that very connection. So clients with equal TLS settings share
@@ -38,7 +38,7 @@ public struct PinnedTLSClient: Sendable {
     /// policy being applied asks for them (``Pinning/RevocationPolicy/fetch``); otherwise it passes through.
     let judge: any ServerTrustEvaluating
     /// How each handshake's chain is judged: anchors, platform roots, purpose, profile, limits. Each handshake
-    /// builds its ``ServerTrust`` from these settings and the chain the server presents.
+    /// builds its ``/Pinning/ServerTrust`` from these settings and the chain the server presents.
     public let settings: TrustSettings
     /// The client certificate and key presented when a server asks for one.
     public let identity: TLSIdentity?
@@ -51,7 +51,7 @@ public struct PinnedTLSClient: Sendable {
     var peerDecision: (@Sendable (_ host: String, _ presented: [Certificate]) async -> PeerDecision)?
 
     /// A client whose handshakes are judged by `evaluator` with `settings` (anchors, platform roots, purpose,
-    /// profile, limits) applied to each chain the server presents (``Pinning/TrustSettings``).
+    /// profile, limits) applied to each chain the server presents (``/Pinning/TrustSettings``).
     ///
     /// - Parameters:
     ///   - evaluator: Decides trust for each handshake.
@@ -131,9 +131,9 @@ public struct PinnedTLSClient: Sendable {
     /// its generation to know a connection was trusted under an older configuration).
     public private(set) var configurationSource: (any PinningConfigurationSource)?
 
-    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
+    /// A client judged with the settings of a ``/Pinning/ServerTrust`` template (its certificates are ignored).
     ///
-    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``: that would
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``/Pinning/ServerTrust/validationTime``: that would
     ///   freeze a long-lived client's clock. Otherwise as ``init(evaluator:settings:identity:configuration:keyLog:)``.
     @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public init(
@@ -152,18 +152,18 @@ public struct PinnedTLSClient: Sendable {
         )
     }
 
-    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    /// The settings as an empty ``/Pinning/ServerTrust`` (what the deprecated `trust:` form held).
     @available(*, deprecated, renamed: "settings")
     public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 
     /// The NIOSSL client handler and the ``PinningHandshakeHandler`` that must follow it, for `host`.
     ///
-    /// Add both, in this order, right after the socket. Prefer ``addHandlers(to:host:)``.
+    /// Add both, in this order, right after the socket. Prefer ``addHandlers(to:host:port:)``.
     ///
     /// - Parameters:
     ///   - host: The server's name (DNS name or IP address): sent as SNI when it is a DNS name, and the name the
     ///     evaluator checks.
-    ///   - port: The port connected to, handed to the evaluator in the trust (``ServerTrust/port``) for the
+    ///   - port: The port connected to, handed to the evaluator in the trust (``/Pinning/ServerTrust/port``) for the
     ///     failure reports it builds; nil when unknown.
     public func makeClientTLSHandlers(host: String, port: Int? = nil) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
@@ -221,7 +221,7 @@ public struct PinnedTLSClient: Sendable {
         return [observer, tls, pinning]
     }
 
-    /// The handlers ``addHandlers(to:host:)`` adds, in order (a ``TLSAlertObserver``, NIOSSL's client handler and the
+    /// The handlers ``addHandlers(to:host:port:)`` adds, in order (a ``TLSAlertObserver``, NIOSSL's client handler and the
     /// ``PinningHandshakeHandler``), for a transport that places them itself; the handshake outcome is the last
     /// handler's ``PinningHandshakeHandler/handshake`` once added.
     public func makeClientTLSHandlerChain(host: String, port: Int? = nil) throws -> (handlers: [any ChannelHandler], pinning: PinningHandshakeHandler) {

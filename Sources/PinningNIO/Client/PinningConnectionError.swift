@@ -1,6 +1,6 @@
 public import Pinning
 
-/// A pinned connection failed: refused by the trust policy (with the full ``TrustFailure``), or a connection,
+/// A pinned connection failed: refused by the trust policy (with the full ``/Pinning/TrustFailure``), or a connection,
 /// TLS or timeout problem.
 ///
 /// NIOSSL reports a refused certificate as a bare `CERTIFICATE_VERIFY_FAILED`; the handlers of this module

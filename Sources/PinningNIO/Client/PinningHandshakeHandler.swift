@@ -242,7 +242,7 @@ public struct PinnedHandshake: Sendable {
 }
 
 /// Sits right after the NIOSSL handler: turns NIOSSL's bare verification failure into a
-/// ``PinningConnectionError`` carrying the policy's ``TrustFailure``, refuses a handshake that completed
+/// ``PinningConnectionError`` carrying the policy's ``/Pinning/TrustFailure``, refuses a handshake that completed
 /// without the policy having run on this connection, and keeps the authenticated peer for later handlers.
 ///
 /// Errors after the handshake pass through unchanged.
@@ -433,7 +433,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         if held.readComplete { context.fireChannelReadComplete() }
     }
 
-    /// Replaces NIOSSL's bare verification error with a ``PinningConnectionError`` carrying the ``TrustFailure``.
+    /// Replaces NIOSSL's bare verification error with a ``PinningConnectionError`` carrying the ``/Pinning/TrustFailure``.
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard self.result == nil else {
             context.fireErrorCaught(error)

@@ -11,9 +11,9 @@ package import NIOSSL
 /// - A plaintext alert record (content type 21, two bytes: TLS 1.2 before ChangeCipherSpec, TLS 1.3 before the
 ///   sender has handshake keys) is read as it passes.
 /// - TLS 1.3 encrypts alerts once the sender has keys (outer type 23). The connection's traffic secrets reach the
-///   observer through the context's key log callback (``TLSAlertSecrets``, keyed by the ClientHello's random,
+///   observer through the context's key log callback (a process-wide table keyed by the ClientHello's random,
 ///   which the observer read); with the cipher suite from the ServerHello it derives each direction's key and IV
-///   (RFC 8446 §7.3) and opens only the small records it kept (``TLSRecordObservation``), trying the sequence
+///   (RFC 8446 §7.3) and opens only the small records it kept, trying the sequence
 ///   numbers the record's position allows. A server that refuses our client certificate writes its alert after
 ///   its own Finished, under its application traffic secret, when our side of the handshake has completed: so the
 ///   observer keeps reading a bounded number of records past the handshake.
@@ -22,15 +22,17 @@ package import NIOSSL
 /// It never decides anything: trust is the verification callback's and ``PinningHandshakeHandler``'s. It reads at
 /// most the first 64 records of each direction, keeps at most a few hundred bytes of each of a few records, and
 /// ends when the handshake has completed (a TLS 1.3 client: once the peer's next record has been through NIOSSL,
-/// see ``handshakeCompleted()``), when the channel closes (after the handlers behind it saw it close), or at that
-/// limit; then it passes bytes through unread. Malformed or hostile records end its reading with "no alert known".
-/// The secrets are held from the key log lines until it ends, then overwritten; they are never logged or exposed.
+/// where a refusal of our certificate would be), when the channel closes (after the handlers behind it saw it close),
+/// or at that limit; then it passes bytes through unread. Malformed or hostile records end its reading with "no alert
+/// known". The secrets are held from the key log lines until it ends, then overwritten; they are never logged or
+/// exposed.
 ///
 /// The kept records are opened (keys derived, records decrypted) only when ``alerts`` is asked for before it ended
-/// (or when it stops reading at the record limit or at records that are not TLS), which is when a failure is mapped: ``PinningHandshakeHandler``, the HTTP response collector and the servers ask
-/// in `errorCaught` or `channelInactive`, both of which reach them before the observer ends. A connection nobody
-/// asks about, every successful one, derives no key: what it kept is forgotten unread. (Asked for only after it
-/// ended, ``alerts`` has the plaintext alerts and what earlier questions opened.)
+/// (or when it stops reading at the record limit or at records that are not TLS), which is when a failure is
+/// mapped: this package's handshake handler, HTTP response collector and servers ask in `errorCaught` or
+/// `channelInactive`, both of which reach them before the observer ends. A connection nobody asks about, every
+/// successful one, derives no key: what it kept is forgotten unread. (Asked for only after it ended, ``alerts`` has
+/// the plaintext alerts and what earlier questions opened.)
 public final class TLSAlertObserver: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer

@@ -24,10 +24,10 @@ import X509
 /// print(response.status, response.bodyText)
 /// ```
 ///
-/// Enforcement is that of ``PinnedTLSClient``: the evaluator (a ``SecurityPolicy`` with a pin anywhere on the
-/// path, `allowInvalidCertificates`, a host ``PinningConfiguration``, …) judges every handshake, and a refusal
+/// Enforcement is that of ``PinnedTLSClient``: the evaluator (a ``/Pinning/SecurityPolicy`` with a pin anywhere on the
+/// path, `allowInvalidCertificates`, a host ``/Pinning/PinningConfiguration``, …) judges every handshake, and a refusal
 /// is a ``PinningConnectionError`` with code ``PinningConnectionError/Code/untrusted`` carrying the
-/// ``TrustFailure``.
+/// ``/Pinning/TrustFailure``.
 ///
 /// - Connections are reused per host: idle keep-alive connections are pooled by host, port and the address
 ///   `resolve` gave (so a connection trusted for one name is never used for another).
@@ -52,7 +52,7 @@ public final class PinnedHTTPClient: Sendable {
     let pool: HTTPConnectionPool
 
     /// A client whose handshakes are judged by `evaluator` with `settings` applied to each presented chain
-    /// (``Pinning/TrustSettings``).
+    /// (``/Pinning/TrustSettings``).
     ///
     /// - Parameters:
     ///   - evaluator: Decides trust for each handshake (for the host of each URL, redirects included).
@@ -120,9 +120,9 @@ public final class PinnedHTTPClient: Sendable {
             }, identity: identity, tlsConfiguration: tlsConfiguration, configuration: configuration, group: group)
     }
 
-    /// A client judged with the settings of a ``ServerTrust`` template (its certificates are ignored).
+    /// A client judged with the settings of a ``/Pinning/ServerTrust`` template (its certificates are ignored).
     ///
-    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``; otherwise
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``/Pinning/ServerTrust/validationTime``; otherwise
     ///   as ``init(evaluator:settings:identity:tlsConfiguration:configuration:group:)``.
     @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the client's clock")
     public convenience init(
@@ -152,7 +152,7 @@ public final class PinnedHTTPClient: Sendable {
     ///     ``PinningConnectionError/Code/httpFailed`` as soon as it passes the cap.
     ///   - resolve: Addresses to use instead of DNS (also applied to redirect targets).
     /// - Returns: The final response, with the handshake of the connection that carried it.
-    /// - Throws: ``PinningConnectionError``: ``PinningConnectionError/Code/untrusted`` with the ``TrustFailure``
+    /// - Throws: ``PinningConnectionError``: ``PinningConnectionError/Code/untrusted`` with the ``/Pinning/TrustFailure``
     ///   when a server (the first or a redirect target) is refused; connection, timeout, HTTP and redirect codes
     ///   otherwise.
     public func get(
@@ -192,7 +192,7 @@ public final class PinnedHTTPClient: Sendable {
     }
 
     /// Sends one request with any method and body, as it is: redirects are returned, not followed (as curl without
-    /// `-L`; ``get(_:headers:resolve:)`` follows them). The connection is the same pinned one ``get(_:headers:resolve:)``
+    /// `-L`; ``get(_:headers:maximumBodySize:resolve:)`` follows them). The connection is the same pinned one ``get(_:headers:maximumBodySize:resolve:)``
     /// uses: the policy judges the server before any byte of the request is sent.
     ///
     /// - Parameters:
@@ -203,7 +203,7 @@ public final class PinnedHTTPClient: Sendable {
     ///   - body: The request body, or nil for none.
     ///   - resolve: Addresses to use instead of DNS.
     /// - Returns: The response, with the handshake of the connection that carried it.
-    /// - Throws: ``PinningConnectionError``, as for ``get(_:headers:resolve:)``. A pooled connection the server
+    /// - Throws: ``PinningConnectionError``, as for ``get(_:headers:maximumBodySize:resolve:)``. A pooled connection the server
     ///   closed while idle is replaced by a new one only for idempotent methods (RFC 9110 §9.2.2): a POST is never
     ///   sent twice.
     public func send(

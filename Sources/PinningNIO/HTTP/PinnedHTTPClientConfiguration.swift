@@ -6,7 +6,7 @@ public struct PinnedHTTPClientConfiguration: Sendable, Hashable {
     public var connectTimeout: TimeAmount
     /// Bound on each request, from sending it to the end of the response. Default 30 s.
     public var requestTimeout: TimeAmount
-    /// How many redirects one ``PinnedHTTPClient/get(_:headers:resolve:)`` follows. Default 5; 0 returns the 3xx.
+    /// How many redirects one ``PinnedHTTPClient/get(_:headers:maximumBodySize:resolve:)`` follows. Default 5; 0 returns the 3xx.
     public var maximumRedirects: Int
     /// Idle keep-alive connections kept per host, port and address. Default 8.
     public var maximumIdleConnectionsPerHost: Int

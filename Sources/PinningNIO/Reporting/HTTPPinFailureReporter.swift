@@ -9,7 +9,7 @@ public import Pinning
 ///
 /// Reports go through this package's own client path, a ``PinnedHTTPClient`` (one per ``send(_:to:)``, on a TLS
 /// context shared with every reporter of equal settings). `https://` collectors are judged by the reporter's own
-/// ``evaluator`` and ``settings``: by default ``SecurityPolicy/defaultEvaluation`` against the platform roots,
+/// ``evaluator`` and ``settings``: by default ``/Pinning/SecurityPolicy/defaultEvaluation`` against the platform roots,
 /// and never the pins whose failure is being reported, so a report about a pin failure is not blocked by that
 /// pin. `http://` URIs are posted in the clear, as RFC 7469 collectors sometimes are. Only the status of the
 /// answer is read (`Connection: close`; the body is not waited for), and redirects are not followed.
@@ -33,7 +33,7 @@ public struct HTTPPinFailureReporter: Sendable {
         public var message: String
 
         /// One line: delivered or not, where, after how many attempts, and why. The URI and ``message`` are escaped
-        /// (control, format and bidi characters as `\u{…}`, as ``VisibleText`` writes them), so a hostile collector's
+        /// (control, format and bidi characters as `\u{…}`), so a hostile collector's
         /// text cannot move a terminal's cursor, forge a log line or reorder the text around it.
         public var description: String {
             let uri = VisibleText.escaped(self.uri.absoluteString)
@@ -48,7 +48,7 @@ public struct HTTPPinFailureReporter: Sendable {
     public var maximumAttempts: Int
     /// The pause before the first retry, doubled before each further retry. Default 0.5 seconds.
     public var retryDelay: Duration
-    /// Judges the collectors of `https://` URIs. Default ``SecurityPolicy/defaultEvaluation``.
+    /// Judges the collectors of `https://` URIs. Default ``/Pinning/SecurityPolicy/defaultEvaluation``.
     public var evaluator: any ServerTrustEvaluating
     /// Anchors, platform roots and limits for judging the collectors. Default: the platform roots.
     public var settings: TrustSettings
@@ -92,10 +92,10 @@ public struct HTTPPinFailureReporter: Sendable {
         self.onOutcome = onOutcome
     }
 
-    /// A reporter judging collectors with the settings of a ``ServerTrust`` template (its certificates are
+    /// A reporter judging collectors with the settings of a ``/Pinning/ServerTrust`` template (its certificates are
     /// ignored); the other parameters as in ``init(timeout:maximumAttempts:retryDelay:evaluator:settings:group:onOutcome:)``.
     ///
-    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``ServerTrust/validationTime``.
+    /// - Throws: ``FixedValidationTimeError`` when the template fixes ``/Pinning/ServerTrust/validationTime``.
     @available(*, deprecated, message: "pass settings: TrustSettings; a ServerTrust template can freeze the reporter's clock")
     public init(
         timeout: Duration = .seconds(5),
@@ -111,7 +111,7 @@ public struct HTTPPinFailureReporter: Sendable {
             settings: try TrustSettings.ofTemplate(trust, for: "HTTPPinFailureReporter(trust:)"), group: group, onOutcome: onOutcome)
     }
 
-    /// The settings as an empty ``ServerTrust`` (what the deprecated `trust:` form held).
+    /// The settings as an empty ``/Pinning/ServerTrust`` (what the deprecated `trust:` form held).
     @available(*, deprecated, renamed: "settings")
     public var trust: ServerTrust { ServerTrust(certificates: [], settings: self.settings) }
 

@@ -77,6 +77,7 @@ public final class CRLFetcher: Sendable {
     ///   - maximumSize: Default 16 MiB (a 100,000-entry CRL is about 5 MiB).
     ///   - refreshMargin: Default one hour.
     ///   - failureBackoff: Default 30 seconds.
+    ///   - group: The event loops the downloads run on; default the shared `MultiThreadedEventLoopGroup`.
     public convenience init(
         timeout: TimeAmount = .seconds(5),
         maximumSize: Int = 16 * 1024 * 1024,
@@ -243,7 +244,7 @@ public final class CRLFetcher: Sendable {
 /// An evaluator that first fetches the CRLs of the presented chain's distribution points, then lets `base`
 /// decide with them added to the trust's revocation policy.
 ///
-/// It fetches only when the policy `base` would apply asks for it (``Pinning/RevocationPolicy/fetch``: set by
+/// It fetches only when the policy `base` would apply asks for it (the `fetch` of ``/Pinning/RevocationPolicy/init(crls:mode:scope:fetch:)``: set by
 /// `check --fetch-crls`, by a configuration entry's `"fetch": true`, or by your own settings), and then for the
 /// certificates that policy's scope names: the leaf's distribution points, or (scope chain) every presented
 /// certificate's. Otherwise it passes the evaluation through untouched. Fetching never relaxes anything: a CRL

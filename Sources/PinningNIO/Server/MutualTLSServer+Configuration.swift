@@ -9,17 +9,17 @@ extension MutualTLSServer {
         /// Basic X.509 to the client CAs. When `pins` is not empty some certificate on the validated path must
         /// carry one of them (an allow-list of client SPKI pins). When `cache` is given, trusted verdicts are
         /// remembered (a device reconnecting, a resumed session): a hit never changes a verdict (see
-        /// ``EvaluationCache``): the key holds the chain, the client CAs, the pins and the CRLs in force, and a
+        /// ``/Pinning/EvaluationCache``): the key holds the chain, the client CAs, the pins and the CRLs in force, and a
         /// hit counts only inside the validity of every certificate on the path. Nil validates every chain at
         /// every handshake, as NIOSSL's own verification does.
         case builtIn(pins: [Pin] = [], cache: EvaluationCache? = nil)
         /// Judges each client chain in place of the built-in rule: `evaluate(trust, forDomain: nil)`, where
         /// `trust` holds the presented chain, the client CAs as the only anchors, the clientAuth purpose and the
-        /// CRLs in force. A ``SecurityPolicy`` (AFSecurityPolicy's modes, with certificate or key pins for
+        /// CRLs in force. A ``/Pinning/SecurityPolicy`` (AFSecurityPolicy's modes, with certificate or key pins for
         /// clients) or a `CachingTrustEvaluator` wrapping one; a `PinningConfiguration` judges hosts and refuses
         /// every client (no host is given). It can narrow what the server accepts, not widen it: a chain it
-        /// trusts without a path validated to an anchor is refused (``TrustFailure/Code/insecurePolicy``), and an
-        /// evaluator that says it accepts such chains (``ServerTrustEvaluating/acceptsChainsWithoutValidatedPath``,
+        /// trusts without a path validated to an anchor is refused (``/Pinning/TrustFailure/Code/insecurePolicy``), and an
+        /// evaluator that says it accepts such chains (``/Pinning/ServerTrustEvaluating/acceptsChainsWithoutValidatedPath``,
         /// a `SecurityPolicy` with `allowInvalidCertificates`) is refused when the server is made.
         case evaluator(any ServerTrustEvaluating)
     }

@@ -22,7 +22,7 @@ public import X509
 /// }
 /// ```
 ///
-/// Each client chain is judged under ``clientSettings`` (purpose ``TrustPurpose/clientAuthentication``, i.e.
+/// Each client chain is judged under ``clientSettings`` (purpose ``/Pinning/TrustPurpose/clientAuthentication``, i.e.
 /// extendedKeyUsage clientAuth, the configured client CAs as the only anchors, no name check) by one
 /// ``ClientRule``: the built-in rule, with an optional allow-list of client SPKI pins (some certificate on the
 /// validated path must carry one) and an optional verdict cache, or an evaluator of yours, handed the same
@@ -89,7 +89,7 @@ public struct MutualTLSServer: Sendable {
     /// ```
     ///
     /// Clients are judged at the time of each handshake. A fixed instant is for this package's tests only
-    /// (a `package` initialiser), as ``TrustSettings`` keeps its fixed clock behind SPI for the same reason.
+    /// (a `package` initialiser), as ``/Pinning/TrustSettings`` keeps its fixed clock behind SPI for the same reason.
     ///
     /// - Throws: ``TLSIdentityError`` when there is no client CA or NIOSSL cannot use one; ``ConfigurationError``
     ///   when the rule's evaluator accepts chains without a validated path; NIOSSL errors when the TLS
@@ -257,7 +257,7 @@ public struct MutualTLSServer: Sendable {
     /// check it with `openssl s_client -sess_in`); a server sharing one context must use ``addHandlers(to:)``.
     ///
     /// - Parameter onRefusal: Called with the reason of each client whose presented chain this server refuses
-    ///   (for logs and metrics): `untrusted` with the ``Pinning/TrustFailure``, `unreadablePeerCertificate`, or a
+    ///   (for logs and metrics): `untrusted` with the ``/Pinning/TrustFailure``, `unreadablePeerCertificate`, or a
     ///   `clientCheck` refusal. NIOSSL calls the callback only when BoringSSL has a chain to verify, so a
     ///   handshake that BoringSSL fails by itself is not reported: no certificate when one is required, no
     ///   common version or cipher suite, a certificate message over its size limit, a client that leaves early,

@@ -13,7 +13,7 @@ public import Pinning
 
 /// Follows a pin set published in a TUF repository: a pinning configuration (the format `pinning check --config`
 /// reads) and the files it names (anchors, CRLs), all targets of one repository, verified by ``TUFUpdater``, and
-/// handed to clients as the ``PinningConfigurationSource`` they judge new connections by.
+/// handed to clients as the ``/Pinning/PinningConfigurationSource`` they judge new connections by.
 ///
 /// <!-- snippet: given(rootJSON: [UInt8], client: PinnedHTTPClient)
 /// import Foundation
@@ -64,11 +64,11 @@ public actor PinSetUpdater: PinningConfigurationSource {
         public var limits: TUFLimits
         /// The largest file the pin set may name (an anchor, a CRL).
         public var maximumReferencedFileSize: Int
-        /// The largest configuration the pin set may carry: ``Pinning/PinningConfiguration/maximumPinSetSize``
+        /// The largest configuration the pin set may carry: ``/Pinning/PinningConfiguration/maximumPinSetSize``
         /// (16 MiB, where that explains why) by default, not the 1 MiB of a configuration file read from disk. A
         /// target the signed metadata lists as longer is refused before it is downloaded.
         public var maximumConfigurationSize: Int
-        /// Set as the ``Pinning/PinningConfiguration/reportQueue`` of every configuration published.
+        /// Set as the ``/Pinning/PinningConfiguration/reportQueue`` of every configuration published.
         public var reportQueue: (any PinFailureReporting)?
 
         public init(
@@ -128,6 +128,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
     ///     it must be signed by a threshold of its own keys).
     ///   - directory: Where the state lives (created when missing).
     ///   - metadataURL: The repository's metadata URL.
+    ///   - options: The target, where targets are downloaded from, the refresh timing and the limits (``Options``).
     ///   - fetcher: How to fetch (``TUFHTTPFetcher``).
     ///   - clock: The time: each refresh's TUF start time, and staleness. Tests move it.
     ///   - log: Told what was refused, applied or skipped, one line each. Display text: a peer's text in it (a

@@ -88,7 +88,7 @@ public struct TUFRepositoryError: Error, Sendable, CustomStringConvertible {
 
 /// Writes a TUF repository of static files that any HTTPS server, object store or CDN can serve: the
 /// publishing side of pin sets (issue 29). The client side is ``TUFUpdater``; every file this writer produces is
-/// first checked, in memory, the way ``TUFTrustedSet`` checks it for a fresh client and for one that holds the
+/// first checked, in memory, the way ``/Pinning/TUFTrustedSet`` checks it for a fresh client and for one that holds the
 /// previous version, and only then written.
 ///
 /// Layout under ``directory`` (consistent snapshots, so every file but two is immutable and a CDN may cache it

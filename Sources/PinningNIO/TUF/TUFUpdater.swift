@@ -2,7 +2,7 @@ public import Foundation
 public import Pinning
 
 /// A TUF client (specification 1.0, §5): keeps a repository's metadata in a directory, brings it up to date, and
-/// finds and downloads targets. The rules are the core's (``TUFTrustedSet``, and the package's `TUFTargetSearch`); this type fetches
+/// finds and downloads targets. The rules are the core's (``/Pinning/TUFTrustedSet``, and the package's `TUFTargetSearch`); this type fetches
 /// (through a ``TUFFetching``, normally ``TUFHTTPFetcher`` on ``PinnedHTTPClient``) and stores.
 ///
 /// The metadata directory holds the metadata the client trusts, one file per role, under names that are not
@@ -86,7 +86,7 @@ public struct TUFUpdater: Sendable {
     /// anything older than the newest stored copy of each role; and nothing is made current on the refresh (a pin
     /// set committed) before the flush.
     ///
-    /// - Throws: ``TUFError``: the first refusal or fetch failure. What was accepted before it stays stored.
+    /// - Throws: ``/Pinning/TUFError``: the first refusal or fetch failure. What was accepted before it stays stored.
     @discardableResult
     public mutating func refresh(startTime: Date = Date()) async throws(TUFError) -> TUFTrustedSet {
         let set: TUFTrustedSet
@@ -207,7 +207,7 @@ public struct TUFUpdater: Sendable {
 
     /// Finds `path` in the trusted targets and their delegations (refreshing first if this client has not).
     ///
-    /// - Throws: ``TUFError``: ``TUFError/Rule/targetNotFound`` when no role the search may reach lists it; any
+    /// - Throws: ``/Pinning/TUFError``: ``/Pinning/TUFError/Rule/targetNotFound`` when no role the search may reach lists it; any
     ///   refusal of delegated metadata on the way (the search stops there: a role that fails its delegator's
     ///   rules is never skipped).
     public mutating func targetInfo(_ path: String) async throws(TUFError) -> TUFTargetFile {

@@ -746,7 +746,7 @@ public struct PinSetStatus: Sendable, Equatable {
 
 /// A pin set refused or not fetched: one line of words. Display text: a peer's text in ``message`` (a repository's
 /// role names and target paths, its server's words, its configuration's text, a local path) is escaped by
-/// VisibleText, once, as a ``Pinning/TUFError``'s description is; print it as it is.
+/// VisibleText, once, as a ``/Pinning/TUFError``'s description is; print it as it is.
 public struct PinSetError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }

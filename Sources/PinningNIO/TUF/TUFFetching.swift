@@ -30,7 +30,7 @@ public struct TUFFetchError: Error, Sendable, CustomStringConvertible {
 
     public var kind: Kind
     /// The fetcher's words as it wrote them (a URL, a server's or connection's words): not escaped. ``TUFUpdater``
-    /// escapes them (VisibleText) where it quotes them in a ``Pinning/TUFError``, whose description is display text.
+    /// escapes them (VisibleText) where it quotes them in a ``/Pinning/TUFError``, whose description is display text.
     public var message: String
 
     public init(kind: Kind, message: String) {

@@ -37,8 +37,8 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     }
     var secrets = TLS13Secrets()
     let secret = Array(bytes.suffix(48))
-    for label in ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"] {
-        secrets.set(label: Substring(label), secret: secret)
+    for label in TLS13Secrets.Label.allCases {
+        secrets.set(label, secret: secret)
     }
     observation.resolve(secrets: secrets)
     let alerts = observation.alerts

@@ -327,7 +327,7 @@ package struct TLS13Secrets {
     package init() {}
 
     /// The key log labels of the four traffic secrets (the NSS key log format); other labels are not kept.
-    enum Label {
+    package enum Label: CaseIterable {
         case clientHandshake
         case serverHandshake
         case clientApplication
@@ -347,7 +347,7 @@ package struct TLS13Secrets {
     }
 
     /// Records one key log line's secret under its label.
-    mutating func set(_ label: Label, secret: [UInt8]) {
+    package mutating func set(_ label: Label, secret: [UInt8]) {
         switch label {
         case .clientHandshake: self.clientHandshake = secret
         case .serverHandshake: self.serverHandshake = secret

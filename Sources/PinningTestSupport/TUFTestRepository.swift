@@ -157,6 +157,19 @@ public struct TUFTestRepository: Sendable {
         return tufObject(fields)
     }
 
+    /// Version 1 of a repository whose top-level targets delegate every path (`*`) to the role `roleName`, signed by
+    /// `delegate`: the files to serve under `metadata/` (`timestamp.json`, `1.snapshot.json`, `1.targets.json`).
+    /// The delegated role's own metadata is the caller's to serve, or not.
+    public func delegatingEverything(to roleName: String, signedBy delegate: TUFTestSigner) -> [String: [UInt8]] {
+        let delegations = Self.delegations(keys: [delegate], roles: [Self.delegatedRole(roleName, signers: [delegate], paths: ["*"])])
+        let targets = Self.signed(Self.targetsSigned(version: 1, delegations: delegations), by: self.targetsSigners)
+        let snapshot = self.snapshot(version: 1, meta: ["targets.json": Self.metaEntry(version: 1), roleName + ".json": Self.metaEntry(version: 1)])
+        return [
+            "timestamp.json": self.timestamp(version: 1, snapshotVersion: 1, snapshotBytes: snapshot),
+            "1.snapshot.json": snapshot, "1.targets.json": targets,
+        ]
+    }
+
     /// A trusted set brought up to version 1 of every top-level role.
     public func trustedSet(targets: TUFJSON? = nil, extraSnapshotMeta: [String: TUFJSON] = [:]) throws -> TUFTrustedSet {
         var set = try TUFTrustedSet(trustedRoot: self.root(version: 1), updateStartTime: Self.now)

@@ -22,17 +22,9 @@ struct TUFEscapedOnceCLITests {
     /// A repository served on 127.0.0.1 whose top-level targets delegate every path to `roleName`, whose metadata
     /// is not served (404): finding any target fails naming the role.
     static func serve(_ repository: TUFTestRepository) throws -> LoopbackHTTPServer {
-        let delegate = TUFTestSigner(.ed25519)
-        let delegations = TUFTestRepository.delegations(
-            keys: [delegate], roles: [TUFTestRepository.delegatedRole(Self.roleName, signers: [delegate], paths: ["*"])])
-        let targets = TUFTestRepository.signed(TUFTestRepository.targetsSigned(version: 1, delegations: delegations), by: repository.targetsSigners)
-        let snapshot = repository.snapshot(
-            version: 1, meta: ["targets.json": TUFTestRepository.metaEntry(version: 1), Self.roleName + ".json": TUFTestRepository.metaEntry(version: 1)])
         let server = try LoopbackHTTPServer(statuses: [200])
-        server.files = [
-            "metadata/timestamp.json": repository.timestamp(version: 1, snapshotVersion: 1, snapshotBytes: snapshot),
-            "metadata/1.snapshot.json": snapshot, "metadata/1.targets.json": targets,
-        ]
+        let files = repository.delegatingEverything(to: Self.roleName, signedBy: TUFTestSigner(.ed25519))
+        server.files = Dictionary(uniqueKeysWithValues: files.map { ("metadata/" + $0.key, $0.value) })
         return server
     }
 

@@ -200,18 +200,8 @@ struct TLSAlertObserverTests {
         func pump() async throws {
             var quiet = 0
             for _ in 0..<5000 where quiet < 20 {
-                var moved = false
-                while let bytes = try await clientChannel.readOutbound(as: ByteBuffer.self) {
-                    moved = true
-                    // The server's own errors (our close, its refusal) are not what is tested here.
-                    do { try await serverChannel.writeInbound(bytes) } catch {}
-                }
-                while let bytes = try await serverChannel.readOutbound(as: ByteBuffer.self) {
-                    moved = true
-                    do { try await clientChannel.writeInbound(bytes) } catch {}
-                }
-                await clientChannel.testingEventLoop.run()
-                await serverChannel.testingEventLoop.run()
+                // The server's own errors (our close, its refusal) are not what is tested here.
+                let moved = try await InMemoryHandshakeTests.exchange(clientChannel, serverChannel)
                 quiet = moved || outcome.withLockedValue({ $0 }) == nil ? 0 : quiet + 1
                 if !moved { try await Task.sleep(for: .milliseconds(1)) }
             }

@@ -33,14 +33,9 @@ struct TUFLogTextTests {
     /// ``roleName``; that role lists `pinning.json` when `delegatedTargets` is given, and is not served otherwise.
     static func serve(_ repository: TUFTestRepository, on fetcher: InMemoryTUFFetcher, delegatedTargets: [String: [UInt8]]?) {
         let delegate = TUFTestSigner(.ed25519)
-        let delegations = TUFTestRepository.delegations(
-            keys: [delegate], roles: [TUFTestRepository.delegatedRole(Self.roleName, signers: [delegate], paths: ["*"])])
-        let targets = TUFTestRepository.signed(TUFTestRepository.targetsSigned(version: 1, delegations: delegations), by: repository.targetsSigners)
-        let snapshot = repository.snapshot(
-            version: 1, meta: ["targets.json": TUFTestRepository.metaEntry(version: 1), Self.roleName + ".json": TUFTestRepository.metaEntry(version: 1)])
-        fetcher.serve("metadata/timestamp.json", repository.timestamp(version: 1, snapshotVersion: 1, snapshotBytes: snapshot))
-        fetcher.serve("metadata/1.snapshot.json", snapshot)
-        fetcher.serve("metadata/1.targets.json", targets)
+        for (name, bytes) in repository.delegatingEverything(to: Self.roleName, signedBy: delegate) {
+            fetcher.serve("metadata/" + name, bytes)
+        }
         if let delegatedTargets {
             let bytes = TUFTestRepository.signed(TUFTestRepository.targetsSigned(version: 1, targets: delegatedTargets), by: [delegate])
             fetcher.serve("metadata/1.\(TUFNames.quote(Self.roleName)).json", bytes)

@@ -22,12 +22,7 @@ package enum VisibleText {
     package static func escaped(_ text: String) -> String {
         var result = ""
         result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-        var scalars = text.unicodeScalars.makeIterator()
-        var next = scalars.next()
-        while let scalar = next {
-            next = scalars.next()
-            Self.append(scalar, before: next, to: &result)
-        }
+        Self.append(text.unicodeScalars[...], quoting: false, to: &result)
         return result
     }
 
@@ -36,7 +31,9 @@ package enum VisibleText {
     package static func escaped(_ text: String, limit: Int) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > limit else { return Self.escaped(text) }
-        return Self.escaped(String(String.UnicodeScalarView(scalars.prefix(max(0, limit))))) + "…"
+        var result = ""
+        Self.append(scalars.prefix(max(0, limit)), quoting: false, to: &result)
+        return result + "…"
     }
 
     /// `text` between double quotes, for a message that quotes a peer's text inside its own words: escaped as
@@ -47,18 +44,8 @@ package enum VisibleText {
     package static func quoted(_ text: String, limit: Int? = nil) -> String {
         let scalars = text.unicodeScalars
         let cut = limit.map { scalars.count > max(0, $0) } ?? false
-        let kept = cut ? String(String.UnicodeScalarView(scalars.prefix(max(0, limit ?? 0)))) : text
         var result = "\""
-        var iterator = kept.unicodeScalars.makeIterator()
-        var next = iterator.next()
-        while let scalar = next {
-            next = iterator.next()
-            if scalar == "\"" {
-                result += "\\u{22}"
-            } else {
-                Self.append(scalar, before: next, to: &result)
-            }
-        }
+        Self.append(cut ? scalars.prefix(max(0, limit ?? 0)) : scalars[...], quoting: true, to: &result)
         return result + "\"" + (cut ? "…" : "")
     }
 
@@ -129,12 +116,22 @@ package enum VisibleText {
             || scalar.properties.isBidiControl || scalar.properties.isDefaultIgnorableCodePoint
     }
 
-    /// Appends `scalar`, escaped if it is hidden, or if it is a backslash that `following` (the next character of
-    /// the text, nil at its end) would turn into what reads as an escape (`\u…`, `\x…`), or that could escape a
-    /// quote (`\"`, or the text's last character before the caller's closing quote).
-    private static func append(_ scalar: Unicode.Scalar, before following: Unicode.Scalar?, to result: inout String) {
+    /// Appends `scalars` by the rules of ``escaped(_:)``; `quoting`: each `"` as `\u{22}` too (``quoted(_:limit:)``).
+    private static func append(_ scalars: Substring.UnicodeScalarView, quoting: Bool, to result: inout String) {
+        var iterator = scalars.makeIterator()
+        var next = iterator.next()
+        while let scalar = next {
+            next = iterator.next()
+            Self.append(scalar, before: next, quoting: quoting, to: &result)
+        }
+    }
+
+    /// Appends `scalar`, escaped if it is hidden, a `"` when `quoting`, or a backslash that `following` (the next
+    /// character of the text, nil at its end) would turn into what reads as an escape (`\u…`, `\x…`), or that could
+    /// escape a quote (`\"`, or the text's last character before the caller's closing quote).
+    private static func append(_ scalar: Unicode.Scalar, before following: Unicode.Scalar?, quoting: Bool = false, to result: inout String) {
         let backslashThatActs = scalar == "\\" && (following == nil || following == "u" || following == "x" || following == "\"")
-        if Self.isHidden(scalar) || backslashThatActs {
+        if Self.isHidden(scalar) || backslashThatActs || (quoting && scalar == "\"") {
             result += "\\u{\(String(scalar.value, radix: 16))}"
         } else {
             result.unicodeScalars.append(scalar)

@@ -70,9 +70,10 @@ public struct TUFError: Error, Sendable, Equatable, CustomStringConvertible {
         "\(Self.printable(self.role)): \(self.message)"
     }
 
-    /// Text from a repository's metadata, safe to print on one line: ``VisibleText``'s rules, at most 200
-    /// characters of it.
-    static func printable(_ text: String) -> String {
+    /// Text from a repository's metadata (a role name, a target path), safe to print on one line: ``VisibleText``'s
+    /// rules, at most 200 characters of it; the TUF client's and the pin-set follower's messages and log lines show
+    /// such text the same way.
+    package static func printable(_ text: String) -> String {
         VisibleText.escaped(text, limit: 200)
     }
 

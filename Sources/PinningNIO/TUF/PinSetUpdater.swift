@@ -301,10 +301,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
         let name = self.options.targetName
         let main = try await self.targetInfo(&tuf, name)
         guard main.length <= self.options.maximumConfigurationSize else {
-            throw PinSetError("\(TUFUpdater.shown(name)): the repository lists \(main.length) bytes, over the \(self.options.maximumConfigurationSize)-byte cap of a configuration")
+            throw PinSetError("\(TUFError.printable(name)): the repository lists \(main.length) bytes, over the \(self.options.maximumConfigurationSize)-byte cap of a configuration")
         }
         guard let mainDigest = main.hashes["sha256"] else {
-            throw PinSetError("\(TUFUpdater.shown(name)): the repository lists no sha256 for it")
+            throw PinSetError("\(TUFError.printable(name)): the repository lists no sha256 for it")
         }
 
         // Nothing new: the same configuration and the same files, by their trusted hashes.
@@ -375,9 +375,9 @@ public actor PinSetUpdater: PinningConfigurationSource {
         for (local, reference) in try Self.referencedFiles(text, targetName: name, mapping: try Self.fileMapping(main)) {
             let info = try await self.targetInfo(&tuf, reference)
             guard info.length <= self.options.maximumReferencedFileSize else {
-                throw PinSetError("\(TUFUpdater.shown(reference)): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
+                throw PinSetError("\(TUFError.printable(reference)): the repository lists \(info.length) bytes, over the cap of \(self.options.maximumReferencedFileSize) bytes")
             }
-            guard let digest = info.hashes["sha256"] else { throw PinSetError("\(TUFUpdater.shown(reference)): the repository lists no sha256 for it") }
+            guard let digest = info.hashes["sha256"] else { throw PinSetError("\(TUFError.printable(reference)): the repository lists no sha256 for it") }
             _ = try await self.download(&tuf, info, into: &staged, as: local)
             files[reference] = digest
             if local != reference { layout[reference] = local }
@@ -398,7 +398,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         if let position = configuration.entries.firstIndex(where: { $0.clientIdentity != nil }) {
             let key = VisibleText.quoted(configuration.entries[position].key, limit: 200)
-            throw PinSetError("\(TUFUpdater.shown(name)): entry \(key) names a clientIdentity; a pin set carries no private keys, so it is refused")
+            throw PinSetError("\(TUFError.printable(name)): entry \(key) names a clientIdentity; a pin set carries no private keys, so it is refused")
         }
 
         // Commit: once the set is on disk in full (the flush above), current.json naming it (written and flushed,
@@ -423,7 +423,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             state.current = published
         }
         let entries = configuration.entries.count
-        self.log?("pin set version \(version) applied (\(TUFUpdater.shown(name)), sha256 \(mainDigest.prefix(16))…, \(entries) entr\(entries == 1 ? "y" : "ies"))")
+        self.log?("pin set version \(version) applied (\(TUFError.printable(name)), sha256 \(mainDigest.prefix(16))…, \(entries) entr\(entries == 1 ? "y" : "ies"))")
         return .updated(version: version)
     }
 
@@ -446,7 +446,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         let destination = staged.root + "/" + local
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw PinSetError("\(TUFUpdater.shown(target.path)): would be stored at \(TUFUpdater.shown(local)), where another file of the pin set is")
+            throw PinSetError("\(TUFError.printable(target.path)): would be stored at \(TUFError.printable(local)), where another file of the pin set is")
         }
         try staged.createParents(of: local)
         do {
@@ -541,16 +541,17 @@ public actor PinSetUpdater: PinningConfigurationSource {
             let target: String
             if let mapping {
                 guard let listed = mapping[path] else {
-                    throw PinSetError("\(TUFUpdater.shown(targetName)): the configuration names \(TUFUpdater.shown(path)), which its target's custom.pinset.files does not list")
+                    throw PinSetError("\(TUFError.printable(targetName)): the configuration names \(TUFError.printable(path)), which its target's custom.pinset.files does not list")
                 }
-                try Self.checkTargetPath(listed, what: "the target custom.pinset.files lists for \(TUFUpdater.shown(path))")
+                try Self.checkTargetPath(listed, what: "the target custom.pinset.files lists for \(TUFError.printable(path))")
                 target = listed
             } else {
                 target = base + path
             }
             if let other = localOfTarget[target] {
                 throw PinSetError(
-                    "\(TUFUpdater.shown(targetName)): the configuration names \(TUFUpdater.shown(other)) and \(TUFUpdater.shown(base + path)), which are both target \(TUFUpdater.shown(target))")
+                    "\(TUFError.printable(targetName)): the configuration names \(TUFError.printable(other)) and \(TUFError.printable(base + path)), which are both target \(TUFError.printable(target))"
+                )
             }
             files.append((base + path, target))
             locals.insert(base + path)
@@ -563,11 +564,11 @@ public actor PinSetUpdater: PinningConfigurationSource {
     /// `custom.pinset.files` that is not an object of strings refuses the set.
     static func fileMapping(_ target: TUFTargetFile) throws(PinSetError) -> [String: String]? {
         guard let pinset = target.custom?.objectValue?["pinset"], let files = pinset.objectValue?["files"] else { return nil }
-        guard let object = files.objectValue else { throw PinSetError("\(TUFUpdater.shown(target.path)): custom.pinset.files is not an object") }
+        guard let object = files.objectValue else { throw PinSetError("\(TUFError.printable(target.path)): custom.pinset.files is not an object") }
         var mapping: [String: String] = [:]
         for member in object.members {
             guard let value = member.value.stringValue else {
-                throw PinSetError("\(TUFUpdater.shown(target.path)): custom.pinset.files[\(VisibleText.quoted(member.key, limit: 200))] is not a string")
+                throw PinSetError("\(TUFError.printable(target.path)): custom.pinset.files[\(VisibleText.quoted(member.key, limit: 200))] is not a string")
             }
             mapping[member.key] = value
         }
@@ -701,7 +702,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
                 state.record = record
                 state.current = published
             }
-            self.log?("pin set version \(record.version) loaded from \(VisibleText.escaped(self.directory)) (\(TUFUpdater.shown(record.targetName)), refreshed \(RFC3339.format(record.refreshed)))")
+            self.log?("pin set version \(record.version) loaded from \(VisibleText.escaped(self.directory)) (\(TUFError.printable(record.targetName)), refreshed \(RFC3339.format(record.refreshed)))")
         } catch {
             self.rejectStored(error.message)
         }

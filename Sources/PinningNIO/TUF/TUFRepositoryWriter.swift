@@ -534,7 +534,7 @@ public struct TUFRepositoryWriter: Sendable {
                 for target in targets.targets.values {
                     let stored = Self.storedTargetPath(target)
                     guard let bytes = try targetFiles[stored] ?? self.readTarget(stored, maximumLength: target.length) else {
-                        throw TUFError(role: target.path, rule: .unavailable, "targets/\(TUFUpdater.shown(stored)) is missing")
+                        throw TUFError(role: target.path, rule: .unavailable, "targets/\(TUFError.printable(stored)) is missing")
                     }
                     try target.verify(bytes)
                 }
@@ -553,7 +553,7 @@ public struct TUFRepositoryWriter: Sendable {
         do {
             return try TUFFiles.readFile(self.targetsDirectory + "/" + stored, maximumLength: maximumLength, role: stored)
         } catch {
-            throw TUFError(role: stored, rule: .unavailable, "targets/\(TUFUpdater.shown(stored)): \(error.message)")
+            throw TUFError(role: stored, rule: .unavailable, "targets/\(TUFError.printable(stored)): \(error.message)")
         }
     }
 

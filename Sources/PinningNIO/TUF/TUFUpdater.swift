@@ -219,7 +219,7 @@ public struct TUFUpdater: Sendable {
             let request: TUFRoleRequest
             switch try search.next() {
             case .found(let target, let role):
-                self.log?("target \(Self.shown(path)): listed by \(Self.shown(role))")
+                self.log?("target \(TUFError.printable(path)): listed by \(TUFError.printable(role))")
                 return target
             case .notFound(let reason):
                 throw TUFError(role: path, rule: .targetNotFound, "not found: \(reason)")
@@ -233,7 +233,7 @@ public struct TUFUpdater: Sendable {
                     try search.provide(cached)
                     continue
                 } catch {
-                    self.log?("\(Self.shown(request.role)) as loaded before is not valid through \(Self.shown(request.delegator)): \(error)")
+                    self.log?("\(TUFError.printable(request.role)) as loaded before is not valid through \(TUFError.printable(request.delegator)): \(error)")
                 }
             }
             if let local = self.readLocalCopy(request.role, maximumLength: request.maximumLength), local != self.delegatedBytes[request.role] {
@@ -242,7 +242,7 @@ public struct TUFUpdater: Sendable {
                     self.delegatedBytes[request.role] = local
                     continue
                 } catch {
-                    self.log?("local \(Self.shown(request.role)) not used: \(error)")
+                    self.log?("local \(TUFError.printable(request.role)) not used: \(error)")
                 }
             }
             let data = try await self.fetchRole(request.role, fileName: request.remoteFileName, maximumLength: request.maximumLength)
@@ -265,7 +265,7 @@ public struct TUFUpdater: Sendable {
             try target.verify(bytes)
             return path
         } catch {
-            self.log?("stored copy of \(Self.shown(target.path)) not used: \(error)")
+            self.log?("stored copy of \(TUFError.printable(target.path)) not used: \(error)")
             return nil
         }
     }
@@ -308,12 +308,6 @@ public struct TUFUpdater: Sendable {
 
     // MARK: - Files and fetching
 
-    /// A repository's text (a role name, a target path) in a log line or a message: escaped by VisibleText, at most
-    /// 200 characters of it, as the core's messages show such text.
-    static func shown(_ text: String) -> String {
-        VisibleText.escaped(text, limit: 200)
-    }
-
     private func fileName(_ role: String) -> String { TUFNames.quote(role) + ".json" }
 
     private func readLocal(_ role: String, maximumLength: Int) throws(TUFError) -> [UInt8]? {
@@ -325,7 +319,7 @@ public struct TUFUpdater: Sendable {
         do {
             return try self.readLocal(role, maximumLength: maximumLength)
         } catch {
-            self.log?("local \(Self.shown(role)) not read: \(error)")
+            self.log?("local \(TUFError.printable(role)) not read: \(error)")
             return nil
         }
     }

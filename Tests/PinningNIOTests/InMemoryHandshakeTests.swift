@@ -25,15 +25,7 @@ struct InMemoryHandshakeTests {
         let handshake = try await clientChannel.testingEventLoop.executeInContext {
             try client.addHandlers(to: clientChannel.pipeline.syncOperations, host: host)
         }
-        try await serverChannel.testingEventLoop.executeInContext {
-            try serverChannel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverContext))
-        }
-        let outcome = NIOLockedValueBox<Result<PinnedHandshake, any Error>?>(nil)
-        handshake.whenComplete { result in outcome.withLockedValue { $0 = result } }
-
-        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 443)
-        try await serverChannel.connect(to: address)
-        try await clientChannel.connect(to: address)
+        let outcome = try await Self.start(handshake, client: clientChannel, server: serverChannel, serverContext: serverContext)
         // The verdict arrives from a task (the evaluator is async), so keep handing bytes over until it is in;
         // 5,000 rounds of at most 1 ms bound the wait without measuring anything.
         for _ in 0..<5000 {
@@ -47,6 +39,22 @@ struct InMemoryHandshakeTests {
         await Self.close(clientChannel, serverChannel)
         Issue.record("no verdict after 5,000 rounds")
         return .failure(PinningConnectionError(code: .timedOut, host: host, message: "no verdict in memory"))
+    }
+
+    /// Gives the server channel NIOSSL's server handler, records the client's verdict as it arrives, and connects
+    /// both channels; the verdict box is nil until the verdict is in.
+    static func start(
+        _ handshake: EventLoopFuture<PinnedHandshake>, client: NIOAsyncTestingChannel, server: NIOAsyncTestingChannel, serverContext: NIOSSLContext
+    ) async throws -> NIOLockedValueBox<Result<PinnedHandshake, any Error>?> {
+        try await server.testingEventLoop.executeInContext {
+            try server.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverContext))
+        }
+        let outcome = NIOLockedValueBox<Result<PinnedHandshake, any Error>?>(nil)
+        handshake.whenComplete { result in outcome.withLockedValue { $0 = result } }
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 443)
+        try await server.connect(to: address)
+        try await client.connect(to: address)
+        return outcome
     }
 
     /// Hands every byte each side has written to the other, then runs both event loops; whether anything moved. A

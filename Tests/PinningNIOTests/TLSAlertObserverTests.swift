@@ -187,14 +187,7 @@ struct TLSAlertObserverTests {
             let observer = try clientChannel.pipeline.syncOperations.handler(type: TLSAlertObserver.self)
             return (handshake, NIOLoopBound(observer, eventLoop: clientChannel.eventLoop))
         }
-        try await serverChannel.testingEventLoop.executeInContext {
-            try serverChannel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: serverContext))
-        }
-        let outcome = NIOLockedValueBox<Result<PinnedHandshake, any Error>?>(nil)
-        handshake.whenComplete { result in outcome.withLockedValue { $0 = result } }
-        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 443)
-        try await serverChannel.connect(to: address)
-        try await clientChannel.connect(to: address)
+        let outcome = try await InMemoryHandshakeTests.start(handshake, client: clientChannel, server: serverChannel, serverContext: serverContext)
 
         /// Hands bytes over until neither side writes anything more (bounded; the verdict comes from a task).
         func pump() async throws {

@@ -195,6 +195,46 @@ struct InteroperabilityTests {
         }
     }
 
+    // The same refusal over an HTTP/2 connection: with TLS 1.3 it arrives after ALPN chose h2 and the HTTP/2
+    // pipeline was set up, before any stream exists, so the connection itself must keep the alert for the
+    // request that fails next.
+    @Test(
+        "openssl s_server -alpn h2 -Verify 1 refusing us: an HTTP/2 request reports the server's alert",
+        .enabled(if: opensslAvailable),
+        arguments: ["-tls1_3", "-tls1_2"]
+    )
+    func refusedClientCertificateAlertOverHTTP2(_ version: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-alert-h2")
+        defer { directory.remove() }
+        let pki = try await OpenSSLPKI(keyType: "p256", in: directory)
+        let clientCA = try await OpenSSLPKI(keyType: "p256", clientAuth: true, in: try TemporaryDirectory(prefix: "pinning-alert-h2-ca"))
+        defer { clientCA.directory.remove() }
+        let server = try await ServerProcess.opensslServer([
+            "-cert", pki.leafPEM, "-key", pki.leafKey, "-www", "-alpn", "h2", version, "-Verify", "1", "-verify_return_error", "-CAfile",
+            clientCA.rootPEM,
+        ])
+        defer { server.stop() }
+        let anchors = try CertificateLoader.certificates(fromFile: pki.rootPEM)
+        let alert = version == "-tls1_3" ? 116 : 40
+        var messages: Set<String> = []
+        for _ in 0..<10 {
+            let client = try PinnedHTTPClient(
+                evaluator: SecurityPolicy.default,
+                settings: TrustSettings(anchors: anchors, anchorsOnly: true),
+                configuration: PinnedHTTPClientConfiguration(httpVersions: .automatic)
+            )
+            do {
+                _ = try await client.get(Self.url(server.port), resolve: Self.resolveLoopback)
+                messages.insert("accepted")
+            } catch {
+                messages.insert(error.message)
+                #expect(error.receivedAlert?.code == alert, "\(error.debugDescription)")
+            }
+            await client.shutdown()
+        }
+        #expect(messages == ["the server refused the handshake: \(TLSAlert(code: alert))"], "\(version): \(messages)")
+    }
+
     @Test("our MutualTLSServer refusing a client without a certificate: the same alert message 20 times in a row")
     func refusedByOurServer() async throws {
         let setup = try MutualTLSSetup()

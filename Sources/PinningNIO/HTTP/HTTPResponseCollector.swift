@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Pinning
@@ -155,10 +156,8 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
         if let words = ConnectionFailureWords.httpProblem(error) {
             return PinningConnectionError(code: .httpFailed, host: self.host, message: words, underlying: error)
         }
-        if let alert = alerts?.receivedFailure {
-            // TLS 1.3: the client's side of the handshake completes before the server has read our certificate,
-            // so its refusal arrives now. Said as the server said it, every time.
-            return PinningConnectionError(code: .handshakeFailed, host: self.host, message: "the server refused the handshake: \(alert)", underlying: error)
+        if let refusal = PinningConnectionError.refusedAfterHandshake(error, alerts: alerts, host: self.host) {
+            return refusal
         }
         let words = ConnectionFailureWords.tlsProblem(error) ?? ConnectionFailureWords.socketProblem(error).map { "the connection failed: \($0)" }
         let stage = self.head == nil ? "the request failed before a response arrived" : "the response failed"
@@ -195,3 +194,44 @@ final class HTTPResponseCollector: ChannelInboundHandler, RemovableChannelHandle
 
 @available(*, unavailable)
 extension HTTPResponseCollector: Sendable {}
+
+extension PinningConnectionError {
+    /// The server's refusal that arrived after our side of the handshake was done, or nil when `alerts` hold no
+    /// failure. TLS 1.3: the client's side of the handshake completes before the server has read our
+    /// certificate, so its refusal arrives with the first records after. Said as the server said it, every time.
+    static func refusedAfterHandshake(_ error: any Error, alerts: TLSAlertsSeen?, host: String) -> PinningConnectionError? {
+        guard let alert = alerts?.receivedFailure else { return nil }
+        return PinningConnectionError(code: .handshakeFailed, host: host, message: "the server refused the handshake: \(alert)", underlying: error)
+            .with(alerts)
+    }
+}
+
+/// The last handler of an HTTP/2 connection's pipeline: keeps a TLS refusal that arrives after the handshake
+/// in the connection's ``ConnectionEvents``.
+///
+/// A TLS 1.3 server refuses our certificate (or its absence) after ALPN chose h2 and the HTTP/2 pipeline was
+/// set up, before or just after our first stream opened. NIOHTTP2 tells the streams only that the connection
+/// closed, and a stream's own pipeline has no TLS records to read the alert from, so the request that fails
+/// reports the failure kept here (see `PinnedHTTPClient.sendHTTP2`).
+final class HTTP2ConnectionFailureRecorder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+
+    private let host: String
+    private let events: ConnectionEvents
+
+    init(host: String, events: ConnectionEvents) {
+        self.host = host
+        self.events = events
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // The alerts are asked for here, before channelInactive has passed (TLSAlertObserver's contract).
+        if let refusal = PinningConnectionError.refusedAfterHandshake(error, alerts: TLSAlertObserver.alerts(of: context.channel), host: self.host) {
+            self.events.note(refusal)
+        }
+        context.fireErrorCaught(error)
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ConnectionFailureRecorder: Sendable {}

@@ -372,6 +372,7 @@ public final class PinnedHTTPClient: Sendable {
                                     // A client accepts no streams the server opens (no server push here).
                                     inboundStreamInitializer: { stream in stream.close() }
                                 )
+                                try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionFailureRecorder(host: target.host, events: events))
                                 chosen.succeed(multiplexer)
                             } else {
                                 try Self.addHTTP1Handlers(to: channel.pipeline.syncOperations, host: target.host, maximumBodySize: maximumBodySize, events: events)
@@ -444,6 +445,11 @@ public final class PinnedHTTPClient: Sendable {
                     // A status-only request does not read the body: the stream is reset, the connection stays.
                     if request.statusOnly { stream.close(promise: nil) }
                 }
+            }.flatMapError { error in
+                // A refusal the connection kept (HTTP2ConnectionFailureRecorder) is why the stream failed. It is
+                // read in a task of its own on the loop: NIOHTTP2 tells the streams of an error before the
+                // recorder behind it sees the error, so reading it now could come too early.
+                channel.eventLoop.submit { connection.events.failure }.flatMapThrowing { kept in throw kept ?? error }
             }.get()
         } catch {
             var failure =

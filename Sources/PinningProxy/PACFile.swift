@@ -65,7 +65,8 @@ package enum PACFile {
             case "\\": out += "\\\\"
             default:
                 if scalar.value < 0x20 || scalar.value > 0x7E {
-                    out += String(format: "\\u%04x", scalar.value)
+                    // JavaScript's \u takes four hex digits, one UTF-16 unit: above U+FFFF, a surrogate pair.
+                    for unit in String(scalar).utf16 { out += String(format: "\\u%04x", unit) }
                 } else {
                     out.unicodeScalars.append(scalar)
                 }

@@ -69,6 +69,17 @@ struct PinningProxyTests {
         #expect(script.contains("PROXY 127.0.0.1:8080") && script.contains("DIRECT"))
     }
 
+    @Test("a PAC string literal reads back as the text it was made from, a scalar above U+FFFF as a surrogate pair")
+    func pacEscaping() throws {
+        let text = "a\"b\\c\u{1}\u{7F}é例😀"
+        let escaped = PACFile.escaped(text)
+        #expect(escaped == #"a\"b\\c\u0001\u007f\u00e9\u4f8b\ud83d\ude00"#)
+        #expect(escaped.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 0x20 })
+        // Foundation's JSON reader, not ours: JSON's string escapes are JavaScript's for these characters.
+        let decoded = try JSONSerialization.jsonObject(with: Data("\"\(escaped)\"".utf8), options: .fragmentsAllowed) as? String
+        #expect(decoded == text)
+    }
+
     @Test("the local CA is made once (key 0600), kept on the next load, and refuses a configuration that covers no name")
     func localCA() throws {
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-lib")

@@ -118,7 +118,9 @@ public struct TUFSigningKey: Sendable {
                 return TUFHex.encode(try key.signature(for: message, padding: .PSS).rawRepresentation)
             }
         } catch {
-            throw TUFKeyError(.unreadable, "signing with key \(TUFError.short(self.keyID)) failed: \(error)")
+            // swift-crypto's error is a type name and a BoringSSL number: not for the user's line, which says
+            // which key could not sign.
+            throw TUFKeyError(.unreadable, "signing with key \(TUFError.short(self.keyID)) failed: the cryptography library could not sign with it")
         }
     }
 

@@ -152,7 +152,7 @@ extension PinningCommand.Bench {
                 let outcome = await fresh.refresh()
                 times.append(BenchClock.milliseconds(since: start))
                 guard case .updated = outcome, fresh.currentConfiguration()?.configuration.entries.count == self.hosts + 1 else {
-                    throw InputError("bench pinset: the pin set was not applied: \(outcome)")
+                    throw InputError("bench pinset: the pin set was not applied: \(Self.words(outcome))")
                 }
                 updater = fresh
             }
@@ -168,7 +168,7 @@ extension PinningCommand.Bench {
             // Unchanged: the requests of one refresh when nothing was published.
             server.resetRequests()
             let outcome = await updater.refresh()
-            guard case .unchanged = outcome else { throw InputError("bench pinset: a refresh with nothing new did not report it: \(outcome)") }
+            guard case .unchanged = outcome else { throw InputError("bench pinset: a refresh with nothing new did not report it: \(Self.words(outcome))") }
             let requests = server.requests
             let connections = server.connections
 
@@ -194,7 +194,7 @@ extension PinningCommand.Bench {
             let memoryStart = BenchClock.now
             for index in 0..<self.refreshes {
                 let outcome = await updater.refresh()
-                guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(outcome)") }
+                guard case .unchanged = outcome else { throw InputError("bench pinset: refresh \(index + 1) did not find the pin set unchanged: \(Self.words(outcome))") }
                 if self.refreshes >= 10, (index + 1) % (self.refreshes / 10) == 0 {
                     samples.append(ProcessMemory.residentBytes())
                     heapSamples.append(ProcessMemory.heapInUseBytes())
@@ -250,6 +250,16 @@ extension PinningCommand.Bench {
             entries.append("\"*.internal.example\": {\"pins\": [\"\(pin("internal current"))\", \"\(pin("internal backup"))\"], \"anchors\": [\"fleet-root.pem\"]}")
             let text = "{\"version\": 1, \"domains\": {\n" + entries.joined(separator: ",\n") + "\n}}\n"
             return (Array(text.utf8), Array(root.certificatePEM.utf8))
+        }
+
+        /// A refresh's outcome for the bench's error lines, in words (Swift's own rendering of the enum would
+        /// quote a failure's line a second time). A failure's line is display text already.
+        static func words(_ outcome: PinSetUpdater.Outcome) -> String {
+            switch outcome {
+            case .updated(let version): return "it updated to version \(version)"
+            case .unchanged(let version): return "it found version \(version) unchanged"
+            case .failed(let line): return line
+            }
         }
 
         static func loadAverage() -> Double {

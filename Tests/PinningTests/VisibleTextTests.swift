@@ -1,4 +1,5 @@
 import Foundation
+import PinningTestSupport
 import Testing
 
 @testable import Pinning
@@ -95,15 +96,17 @@ struct VisibleTextTests {
             return out
         }
         let alphabet: [UInt8] = Array("\\ux{}0a1b\"".utf8) + [0x1B, 0x0A, 0xFF, 0xC3, 0xA9, 0xE2, 0x80, 0xAE]
-        var generator = SystemRandomNumberGenerator()
+        // A new seed each run, printed with any failure, so a failing input can be made again.
+        let seed = UInt64.random(in: .min ... .max)
+        var generator = SplitMix64(seed: seed)
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
             let escaped = VisibleText.escaped(bytes: bytes)
-            #expect(read(escaped) == bytes, "\(bytes) → \(escaped)")
-            #expect(!escaped.unicodeScalars.contains { VisibleText.isHidden($0) })
-            #expect(!escaped.hasSuffix("\\") && !escaped.contains("\\\""), "no backslash left to escape a caller's quote: \(escaped)")
+            #expect(read(escaped) == bytes, "seed \(seed): \(bytes) → \(escaped)")
+            #expect(!escaped.unicodeScalars.contains { VisibleText.isHidden($0) }, "seed \(seed): \(escaped)")
+            #expect(!escaped.hasSuffix("\\") && !escaped.contains("\\\""), "seed \(seed): no backslash left to escape a caller's quote: \(escaped)")
             if let text = String(validating: bytes, as: UTF8.self) {
-                #expect(read(VisibleText.escaped(text)) == bytes, "\(bytes)")
+                #expect(read(VisibleText.escaped(text)) == bytes, "seed \(seed): \(bytes)")
             }
         }
     }
@@ -121,15 +124,17 @@ struct VisibleTextTests {
         #expect(VisibleText.quoted("") == "\"\"")
         // Whatever the text, the result has exactly two raw quotes, first and last (before a cut's …).
         let alphabet: [Character] = ["\"", "\\", "u", "x", "{", "}", "a", "…", "\u{1B}", "\u{202E}", "é"]
-        var generator = SystemRandomNumberGenerator()
+        // A new seed each run, printed with any failure, so a failing input can be made again.
+        let seed = UInt64.random(in: .min ... .max)
+        var generator = SplitMix64(seed: seed)
         for _ in 0..<2_000 {
             let text = String((0..<Int.random(in: 0...10, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
             let limit = Bool.random(using: &generator) ? Int.random(in: 0...10, using: &generator) : nil
             let shown = VisibleText.quoted(text, limit: limit)
             let body = shown.hasSuffix("…") ? String(shown.dropLast()) : shown
-            #expect(body.filter { $0 == "\"" }.count == 2 && body.hasPrefix("\"") && body.hasSuffix("\""), "\(text) → \(shown)")
-            #expect(!body.dropLast().hasSuffix("\\"), "no backslash before the closing quote: \(shown)")
-            #expect(!shown.unicodeScalars.contains { VisibleText.isHidden($0) })
+            #expect(body.filter { $0 == "\"" }.count == 2 && body.hasPrefix("\"") && body.hasSuffix("\""), "seed \(seed): \(text) → \(shown)")
+            #expect(!body.dropLast().hasSuffix("\\"), "seed \(seed): no backslash before the closing quote: \(shown)")
+            #expect(!shown.unicodeScalars.contains { VisibleText.isHidden($0) }, "seed \(seed): \(shown)")
         }
     }
 

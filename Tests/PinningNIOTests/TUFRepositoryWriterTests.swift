@@ -176,6 +176,22 @@ struct TUFRepositoryWriterTests {
         #expect(throws: TUFRepositoryError.self) { try TUFRepositoryWriter(directory: directory.path) }
     }
 
+    @Test("a directory named with control characters (ESC, bidi) is shown escaped in the message, é and 例 as they are")
+    func messageShowsPathEscaped() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let named = directory.path("é例-\u{1B}[31m-\u{202E}x")
+        try FileManager.default.createDirectory(atPath: named, withIntermediateDirectories: false)
+        do {
+            _ = try TUFRepositoryWriter(directory: named)
+            Issue.record("an empty directory was taken for a repository")
+        } catch {
+            #expect(error.code == .notARepository)
+            #expect(error.message.hasPrefix(directory.path("é例-\\u{1b}[31m-\\u{202e}x") + ": not a pin-set repository"), "\(error.message)")
+            #expect(!error.message.unicodeScalars.contains { VisibleText.isHidden($0) }, "\(error.message)")
+        }
+    }
+
     @Test("an older timestamp.json copied back over the newest: the next renewal and publish number above every version signed")
     func timestampCopiedBack() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")

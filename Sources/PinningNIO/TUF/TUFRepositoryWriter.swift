@@ -73,6 +73,8 @@ public struct TUFRepositoryError: Error, Sendable, CustomStringConvertible {
     }
 
     public var code: Code
+    /// Display text, printed as it is: every path in it (the user's own directory too) and everything read from
+    /// the repository's files is escaped (control and invisible characters as `\u{…}`), as in the client's `TUFError`.
     public var message: String
     /// For ``Code/wrongKey``: the key id of the key refused, when one key is (so a caller can name its file).
     public var keyID: String?
@@ -167,10 +169,10 @@ public struct TUFRepositoryWriter: Sendable {
         self.directory = directory
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw TUFRepositoryError(.notARepository, "\(directory): not a directory")
+            throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): not a directory")
         }
         guard FileManager.default.fileExists(atPath: self.metadataDirectory + "/1.root.json") else {
-            throw TUFRepositoryError(.notARepository, "\(directory): not a pin-set repository (no metadata/1.root.json); make one with pinning pinset init")
+            throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): not a pin-set repository (no metadata/1.root.json); make one with pinning pinset init")
         }
     }
 
@@ -179,11 +181,14 @@ public struct TUFRepositoryWriter: Sendable {
         guard let bytes = try self.read(self.directory + "/pinset.json", maximumLength: 64 * 1024) else { return TUFExpiryPeriods() }
         var periods = TUFExpiryPeriods()
         guard let json = try? TUFJSON.parse(bytes), let expires = json.objectValue?["expires"]?.objectValue else {
-            throw TUFRepositoryError(.inconsistent, "\(self.directory)/pinset.json: not {\"expires\": {ROLE: DAYS, …}}")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory))/pinset.json: not {\"expires\": {ROLE: DAYS, …}}")
         }
         for member in expires.members {
             guard periods[member.key] != nil, let days = member.value.intValue, (1...TUFExpiryPeriods.maximumDays).contains(days) else {
-                throw TUFRepositoryError(.inconsistent, "\(self.directory)/pinset.json: expires.\(member.key) is not a top-level role with 1 to \(TUFExpiryPeriods.maximumDays) days")
+                let role = VisibleText.escaped(member.key)
+                throw TUFRepositoryError(
+                    .inconsistent,
+                    "\(VisibleText.escaped(self.directory))/pinset.json: expires.\(role) is not a top-level role with 1 to \(TUFExpiryPeriods.maximumDays) days")
             }
             periods[member.key] = days
         }
@@ -223,7 +228,7 @@ public struct TUFRepositoryWriter: Sendable {
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
-            throw TUFRepositoryError(.notARepository, "\(directory): not a directory; a pin-set repository is a directory (created when missing)")
+            throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): not a directory; a pin-set repository is a directory (created when missing)")
         }
         // A FIFO, file or device where the repository or its metadata/ or targets/ must be (or on the way to it) is
         // bad input naming that part; a directory that cannot be made (permissions, a read-only or full disk) is a
@@ -233,14 +238,14 @@ public struct TUFRepositoryWriter: Sendable {
             try TUFFiles.makeDirectories(directory + "/targets")
         } catch {
             if error.kind != nil {
-                throw TUFRepositoryError(.notARepository, "\(directory): cannot hold a pin-set repository: \(error.description)")
+                throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): cannot hold a pin-set repository: \(error.description)")
             }
-            throw TUFRepositoryError(.io, "\(directory): cannot create the repository's directories: \(error.description)")
+            throw TUFRepositoryError(.io, "\(VisibleText.escaped(directory)): cannot create the repository's directories: \(error.description)")
         }
         let writer = TUFRepositoryWriter(unchecked: directory)
         return try writer.locked { () throws(TUFRepositoryError) -> TUFRepositoryWriter in
             guard !FileManager.default.fileExists(atPath: writer.metadataDirectory + "/1.root.json") else {
-                throw TUFRepositoryError(.alreadyARepository, "\(directory): already a pin-set repository (metadata/1.root.json exists)")
+                throw TUFRepositoryError(.alreadyARepository, "\(VisibleText.escaped(directory)): already a pin-set repository (metadata/1.root.json exists)")
             }
             var keys: [String: TUFJSON] = [:]
             for key in distinctRoot + [targetsKey, snapshotKey, timestampKey] { keys[key.keyID] = key.publicKeyJSON }
@@ -333,7 +338,7 @@ public struct TUFRepositoryWriter: Sendable {
                     try TUFFiles.makeDirectories(directory)
                 } catch {
                     // Something other than a directory inside targets/ is a damaged repository.
-                    throw TUFRepositoryError(error.kind != nil ? .inconsistent : .io, "\(directory): cannot create: \(error.description)")
+                    throw TUFRepositoryError(error.kind != nil ? .inconsistent : .io, "\(VisibleText.escaped(directory)): cannot create: \(error.description)")
                 }
                 // Content-addressed: a file already there under its hash is the same file.
                 if try self.read(path, maximumLength: contents.count) == contents { continue }
@@ -489,13 +494,13 @@ public struct TUFRepositoryWriter: Sendable {
         while let bytes = try self.read(self.metadataDirectory + "/\(roots.count + 1).root.json", maximumLength: limits.rootMaxLength) {
             roots.append(bytes)
         }
-        guard !roots.isEmpty else { throw TUFRepositoryError(.notARepository, "\(self.directory): not a pin-set repository (no metadata/1.root.json)") }
+        guard !roots.isEmpty else { throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(self.directory)): not a pin-set repository (no metadata/1.root.json)") }
         guard let timestamp = try self.read(self.metadataDirectory + "/timestamp.json", maximumLength: limits.timestampMaxLength) else {
-            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/timestamp.json is missing")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.metadataDirectory))/timestamp.json is missing")
         }
         let snapshotVersion = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: timestamp).snapshotMeta.version }
         guard let snapshot = try self.read(self.metadataDirectory + "/\(snapshotVersion).snapshot.json", maximumLength: limits.snapshotMaxLength) else {
-            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/\(snapshotVersion).snapshot.json, which the timestamp names, is missing")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.metadataDirectory))/\(snapshotVersion).snapshot.json, which the timestamp names, is missing")
         }
         let targetsVersion = try self.parse { () throws(TUFError) -> Int in
             guard let entry = try TUFSnapshot(bytes: snapshot).entry(forRole: TUFRoleName.targets) else {
@@ -504,7 +509,7 @@ public struct TUFRepositoryWriter: Sendable {
             return entry.version
         }
         guard let targets = try self.read(self.metadataDirectory + "/\(targetsVersion).targets.json", maximumLength: limits.targetsMaxLength) else {
-            throw TUFRepositoryError(.inconsistent, "\(self.metadataDirectory)/\(targetsVersion).targets.json, which the snapshot names, is missing")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.metadataDirectory))/\(targetsVersion).targets.json, which the snapshot names, is missing")
         }
         return State(roots: roots, timestamp: timestamp, snapshot: snapshot, targets: targets)
     }
@@ -563,7 +568,7 @@ public struct TUFRepositoryWriter: Sendable {
         guard let bytes = try self.read(self.directory + "/.pinset-timestamp-version", maximumLength: 32) else { return 0 }
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let version = Int(text), version >= 0 else {
-            throw TUFRepositoryError(.inconsistent, "\(self.directory)/.pinset-timestamp-version: not a version number")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory))/.pinset-timestamp-version: not a version number")
         }
         return version
     }
@@ -586,7 +591,7 @@ public struct TUFRepositoryWriter: Sendable {
         do {
             names = try DirectoryListing.entries(atPath: self.metadataDirectory).compactMap(\.name)
         } catch {
-            throw TUFRepositoryError(.io, "\(self.metadataDirectory): cannot be listed: \(error.words)")
+            throw TUFRepositoryError(.io, "\(VisibleText.escaped(self.metadataDirectory)): cannot be listed: \(error.words)")
         }
         return names.compactMap { $0.hasSuffix(suffix) ? Int($0.dropLast(suffix.count)) : nil }.max() ?? 0
     }
@@ -647,7 +652,7 @@ public struct TUFRepositoryWriter: Sendable {
         do {
             return try body()
         } catch {
-            throw TUFRepositoryError(.inconsistent, "\(self.directory): \(error)")
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): \(error)")
         }
     }
 
@@ -671,10 +676,10 @@ public struct TUFRepositoryWriter: Sendable {
     func locked<Value>(_ body: () throws(TUFRepositoryError) -> Value) throws(TUFRepositoryError) -> Value {
         let path = self.directory + "/.pinset.lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw TUFRepositoryError(.io, "\(path): cannot open: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw TUFRepositoryError(.io, "\(VisibleText.escaped(path)): cannot open: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            throw TUFRepositoryError(.busy, "\(self.directory): another pinning pinset command is writing this repository (\(path) is locked)")
+            throw TUFRepositoryError(.busy, "\(VisibleText.escaped(self.directory)): another pinning pinset command is writing this repository (\(VisibleText.escaped(path)) is locked)")
         }
         defer { flock(descriptor, LOCK_UN) }
         return try body()

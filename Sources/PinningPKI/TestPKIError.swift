@@ -4,7 +4,7 @@
 public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, independent of the message.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Backing: Hashable, Sendable {
+        private enum Backing: String, Hashable, Sendable {
             case invalidIPAddress
             case invalidValidity
             case invalidPathLength
@@ -36,18 +36,8 @@ public struct TestPKIError: Error, Sendable, Hashable, CustomStringConvertible {
         /// with the identity's certificate).
         public static let pkcs12Export = Code(.pkcs12Export)
 
-        /// A readable description.
-        public var description: String {
-            switch self.backing {
-            case .invalidIPAddress: return "invalidIPAddress"
-            case .invalidValidity: return "invalidValidity"
-            case .invalidPathLength: return "invalidPathLength"
-            case .keyDoesNotMatchCertificate: return "keyDoesNotMatchCertificate"
-            case .unsupportedKey: return "unsupportedKey"
-            case .fileSystem: return "fileSystem"
-            case .pkcs12Export: return "pkcs12Export"
-            }
-        }
+        /// The code's name, e.g. `invalidIPAddress`.
+        public var description: String { self.backing.rawValue }
     }
 
     /// What went wrong.

@@ -244,6 +244,18 @@ struct TestPKITests {
         }
     }
 
+    @Test("TestPKIError's codes print as their names (the start of the description a failing test shows)")
+    func errorCodeNames() {
+        let codes: [(TestPKIError.Code, String)] = [
+            (.invalidIPAddress, "invalidIPAddress"), (.invalidValidity, "invalidValidity"), (.invalidPathLength, "invalidPathLength"),
+            (.keyDoesNotMatchCertificate, "keyDoesNotMatchCertificate"), (.unsupportedKey, "unsupportedKey"), (.fileSystem, "fileSystem"),
+            (.pkcs12Export, "pkcs12Export"),
+        ]
+        for (code, name) in codes {
+            #expect(code.description == name)
+        }
+    }
+
     @Test("TemporaryDirectory writes files and removes itself")
     func temporaryDirectory() throws {
         let directory = try TemporaryDirectory()

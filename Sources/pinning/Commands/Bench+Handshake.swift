@@ -123,28 +123,24 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
-            var report: HandshakeBenchReport
             let start = PathBuildingCounters.snapshot
-            do {
-                if self.server {
-                    let benchmark = ServerHandshakeBenchmark(keyType: self.key.keyType, clients: self.clients, cached: self.cache)
-                    if self.resume {
-                        report = try await benchmark.runResumed(seconds: self.seconds, rounds: self.rounds)
-                    } else {
-                        report = try await benchmark.run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
-                    }
-                } else {
-                    report = try await HandshakeBenchmark(keyType: self.key.keyType, cached: self.cache, leaves: self.leaves)
-                        .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
-                }
-            } catch {
-                // In words (exit 1, as before), not a NIO or BoringSSL error's own text.
-                let words = (error as? InputError)?.message ?? ConnectionFailureWords.words(error)
-                FileHandle.standardError.write(Data("pinning: bench handshake: \(words)\n".utf8))
-                throw ExitCode(1)
-            }
+            // A failure exits 1, as before (an InputError the bench throws too: it is not a usage error).
+            var report = try await BenchRun.report("handshake", ownWords: { ($0 as? InputError)?.message }, run: self.measure)
             report.pathBuilding = PathBuildingReport(since: start)
             try JSONOutput.print(report, json: self.json)
+        }
+
+        /// The bench the options choose: the client bench, or with --server the mutual-TLS server bench.
+        func measure() async throws -> HandshakeBenchReport {
+            if self.server {
+                let benchmark = ServerHandshakeBenchmark(keyType: self.key.keyType, clients: self.clients, cached: self.cache)
+                if self.resume {
+                    return try await benchmark.runResumed(seconds: self.seconds, rounds: self.rounds)
+                }
+                return try await benchmark.run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
+            }
+            return try await HandshakeBenchmark(keyType: self.key.keyType, cached: self.cache, leaves: self.leaves)
+                .run(connections: self.connections, concurrency: self.concurrency, rounds: self.rounds)
         }
     }
 }

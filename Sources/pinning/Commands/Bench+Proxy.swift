@@ -48,15 +48,8 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
-            let report: ProxyBenchReport
-            do {
-                report = try await ProxyBenchmark(requests: self.requests, concurrency: self.concurrency, rounds: self.rounds, memory: self.memory).run()
-            } catch {
-                // Our own failures are already in words; anything else (a socket, TLS) through the shared words.
-                let words = (error as? ProxyBenchmark.Failure)?.description ?? ConnectionFailureWords.words(error)
-                FileHandle.standardError.write(Data("pinning: bench proxy: \(words)\n".utf8))
-                throw ExitCode(1)
-            }
+            let benchmark = ProxyBenchmark(requests: self.requests, concurrency: self.concurrency, rounds: self.rounds, memory: self.memory)
+            let report = try await BenchRun.report("proxy", ownWords: { ($0 as? ProxyBenchmark.Failure)?.description }, run: benchmark.run)
             try JSONOutput.print(report, json: self.json)
         }
     }

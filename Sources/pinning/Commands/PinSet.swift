@@ -57,6 +57,20 @@ extension PinningCommand {
             }
         }
 
+        /// Refuses an empty list of root keys given with `option`, or a `--root-threshold` those keys cannot meet:
+        /// the one rule of `init` (its `--root-key`) and `rotate-root` (its `--new-key`).
+        static func checkRootKeys(_ paths: [String], option: String, threshold: Int, command: String) throws(InputError) {
+            guard !paths.isEmpty else { throw InputError("pinset \(command): give at least one \(option)") }
+            guard threshold >= 1 && threshold <= paths.count else {
+                throw InputError("--root-threshold \(threshold): must be between 1 and the \(paths.count) \(option) given")
+            }
+        }
+
+        /// `N root key(s), threshold T`, as `init` and `rotate-root` report a root.
+        static func rootKeys(_ count: Int, threshold: Int) -> String {
+            "\(count) root key\(count == 1 ? "" : "s"), threshold \(threshold)"
+        }
+
         /// The repository at `path`, or a refusal naming it.
         static func repository(_ path: String, command: String) throws -> TUFRepositoryWriter {
             do {
@@ -188,10 +202,7 @@ extension PinningCommand.PinSet {
         @OptionGroup var passphraseOptions: PassphraseOptions
 
         func validate() throws {
-            guard !self.rootKeys.isEmpty else { throw InputError("pinset init: give at least one --root-key") }
-            guard self.rootThreshold >= 1 && self.rootThreshold <= self.rootKeys.count else {
-                throw InputError("--root-threshold \(self.rootThreshold): must be between 1 and the \(self.rootKeys.count) --root-key given")
-            }
+            try PinningCommand.PinSet.checkRootKeys(self.rootKeys, option: "--root-key", threshold: self.rootThreshold, command: "init")
         }
 
         func run() async throws {
@@ -204,7 +215,7 @@ extension PinningCommand.PinSet {
                     directory: self.repository, rootKeys: roots, rootThreshold: self.rootThreshold, targetsKey: online[0].key, snapshotKey: online[1].key,
                     timestampKey: online[2].key, expiry: periods)
                 print(
-                    "pinning pinset: initialized \(self.repository): root v1 (\(roots.count) root key\(roots.count == 1 ? "" : "s"), threshold \(self.rootThreshold)); ship \(writer.metadataDirectory)/root.json with clients"
+                    "pinning pinset: initialized \(self.repository): root v1 (\(PinningCommand.PinSet.rootKeys(roots.count, threshold: self.rootThreshold))); ship \(writer.metadataDirectory)/root.json with clients"
                 )
             } catch {
                 throw PinningCommand.PinSet.fail(error, command: "init")
@@ -231,11 +242,17 @@ extension PinningCommand.PinSet {
         @OptionGroup var passphraseOptions: PassphraseOptions
 
         func validate() throws {
-            guard self.timestampKey != nil else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+            _ = try self.timestampKeyPath()
+        }
+
+        /// The `--timestamp-key` file, or the refusal of a command without one.
+        func timestampKeyPath() throws(InputError) -> String {
+            guard let timestampKey = self.timestampKey else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+            return timestampKey
         }
 
         func run() async throws {
-            guard let timestampKey = self.timestampKey else { throw InputError("pinset timestamp: --timestamp-key FILE is required") }
+            let timestampKey = try self.timestampKeyPath()
             let writer = try PinningCommand.PinSet.repository(self.repository, command: "timestamp")
             let key = try PinningCommand.PinSet.key(timestampKey, option: "--timestamp-key", passphrase: try self.passphraseOptions.passphrase())
             do {
@@ -274,10 +291,7 @@ extension PinningCommand.PinSet {
 
         func validate() throws {
             guard !self.oldKeys.isEmpty else { throw InputError("pinset rotate-root: give at least one --old-key") }
-            guard !self.newKeys.isEmpty else { throw InputError("pinset rotate-root: give at least one --new-key") }
-            guard self.rootThreshold >= 1 && self.rootThreshold <= self.newKeys.count else {
-                throw InputError("--root-threshold \(self.rootThreshold): must be between 1 and the \(self.newKeys.count) --new-key given")
-            }
+            try PinningCommand.PinSet.checkRootKeys(self.newKeys, option: "--new-key", threshold: self.rootThreshold, command: "rotate-root")
         }
 
         func run() async throws {
@@ -289,7 +303,7 @@ extension PinningCommand.PinSet {
                 try self.expiry.store(in: writer)
                 let versions = try writer.rotateRoot(oldKeys: old.map(\.key), newKeys: new.map(\.key), threshold: self.rootThreshold)
                 let count = Set(new.map(\.key.keyID)).count
-                print("pinning pinset: \(self.repository): root v\(versions.root) (\(count) root key\(count == 1 ? "" : "s"), threshold \(self.rootThreshold))")
+                print("pinning pinset: \(self.repository): root v\(versions.root) (\(PinningCommand.PinSet.rootKeys(count, threshold: self.rootThreshold)))")
             } catch let error as TUFRepositoryError {
                 throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old + new)
             }

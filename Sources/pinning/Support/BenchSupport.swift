@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Pinning
+import PinningNIO
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,21 @@ enum BenchClock {
     static func milliseconds(since start: UInt64) -> Double { Double(Self.now - start) / 1e6 }
 
     static func microseconds(since start: UInt64) -> Double { Double(Self.now - start) / 1e3 }
+}
+
+/// A bench that fails once it has started: one line on standard error, `pinning: bench NAME: WORDS`, and exit
+/// status 1. The bench's own failures (those `ownWords` gives text for) are already in words; anything else (a
+/// socket, TLS) is said by ``ConnectionFailureWords``, never in a NIO or BoringSSL error's own text.
+enum BenchRun {
+    static func report<Report>(_ name: String, ownWords: (any Error) -> String?, run: () async throws -> Report) async throws -> Report {
+        do {
+            return try await run()
+        } catch {
+            let words = ownWords(error) ?? ConnectionFailureWords.words(error)
+            FileHandle.standardError.write(Data("pinning: bench \(name): \(words)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
 }
 
 /// Times one evaluation repeated, without and with an ``EvaluationCache``.

@@ -29,7 +29,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     }
 
     /// The basicConstraints extension.
-    public struct BasicConstraints: Sendable, Hashable, Codable {
+    package struct BasicConstraints: Sendable, Hashable, Codable {
         /// Whether the certificate may issue certificates (`cA`).
         package var isCA: Bool
         /// The maximum number of intermediate CAs below this one (`pathLenConstraint`), if limited.
@@ -68,7 +68,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     /// `"sha256WithRSAEncryption"`; a dotted OID when unknown.
     public var signatureAlgorithm: String
     /// The basicConstraints extension, `nil` when absent or malformed.
-    public var basicConstraints: BasicConstraints?
+    package var basicConstraints: BasicConstraints?
     /// The keyUsage bits that are set (`digitalSignature`, `keyCertSign`, …), `nil` when absent or malformed.
     public var keyUsage: [String]?
     /// The extendedKeyUsage purposes (`serverAuth`, `clientAuth`, … or a dotted OID), `nil` when absent or

@@ -7,9 +7,9 @@ public struct HostEvaluation: Sendable {
     /// Trusted or untrusted, with the path or the reason.
     public internal(set) var verdict: TrustEvaluation
     /// The host that was judged, as given.
-    public internal(set) var host: String
+    package internal(set) var host: String
     /// The port, as given (it appears in failure reports).
-    public internal(set) var port: Int
+    package internal(set) var port: Int
     /// The key of the entry that governed the host, or nil when the host is unlisted or excluded from its
     /// parent's policy (see ``excludedBy``).
     public internal(set) var matchedEntry: String?

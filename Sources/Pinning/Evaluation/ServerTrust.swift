@@ -92,7 +92,7 @@ public struct ServerTrust: Sendable {
 
     /// `certificates` (leaf first) judged by `settings`; the validation instant is the settings' fixed one if
     /// they have one (`validatingAt(_:)`, behind `@_spi(FixedValidationTime)`), else the moment of evaluation.
-    public init(certificates: [Certificate], settings: TrustSettings) {
+    package init(certificates: [Certificate], settings: TrustSettings) {
         self.certificates = certificates
         self.settings = settings
         self.validationTime = settings.validationTime

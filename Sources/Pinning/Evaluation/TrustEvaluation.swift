@@ -32,7 +32,7 @@ public enum TrustEvaluation: Sendable {
 /// A chain that was trusted, and on what basis.
 ///
 /// Only the evaluation that earned it makes one: its properties are read-only outside this module, so a caller
-/// cannot relabel a verdict (change its ``basis`` or swap its ``validatedChain``).
+/// cannot relabel a verdict (change its ``basis`` or swap its ``path``).
 public struct TrustedChain: Sendable {
     /// Why a chain was trusted.
     public struct Basis: Hashable, Sendable, CustomStringConvertible {
@@ -59,9 +59,9 @@ public struct TrustedChain: Sendable {
     public internal(set) var presentedChain: [Certificate]
     /// The validated path, leaf to anchor; nil when the chain was trusted without validation
     /// (see ``Basis``).
-    public internal(set) var validatedChain: X509.ValidatedCertificateChain?
+    package internal(set) var validatedChain: X509.ValidatedCertificateChain?
     /// For ``Basis/pinOnSignatureLinkedPath``: the signature-linked path that carried the pin.
-    public internal(set) var linkedPath: [Certificate]?
+    package internal(set) var linkedPath: [Certificate]?
     /// On what basis.
     public internal(set) var basis: Basis
     /// Warnings a reader should see (trust granted without validation, expired pin set, revocation status
@@ -109,7 +109,9 @@ public struct TrustedChain: Sendable {
         self.validityWindow = window
     }
 
-    /// The path a pin or an anchor was found on: the validated chain, else the signature-linked path.
+    /// The path a pin or an anchor was found on, leaf first: the validated path, leaf to anchor
+    /// (``Basis/validatedPath``), or the path linked by signatures from the leaf that carried the pin
+    /// (``Basis/pinOnSignatureLinkedPath``); empty when nothing was validated (``Basis/allowInvalidCertificates``).
     public var path: [Certificate] {
         if let validatedChain { return Array(validatedChain) }
         return self.linkedPath ?? []

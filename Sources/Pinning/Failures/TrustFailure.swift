@@ -73,11 +73,11 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     }
 
     /// One presented certificate as a failure report shows it.
-    public struct PresentedCertificate: Sendable, Hashable {
+    package struct PresentedCertificate: Sendable, Hashable {
         /// Position in the chain as presented (0 is the leaf).
         package var index: Int
         /// The subject distinguished name, e.g. `CN=api.example.com`.
-        public var subject: String
+        package var subject: String
         /// The issuer distinguished name.
         package var issuer: String
         /// The start of the validity period.
@@ -85,7 +85,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
         /// The end of the validity period.
         package var notValidAfter: Date
         /// The SPKI SHA-256 pin of its public key.
-        public var pin: Pin
+        package var pin: Pin
         /// Whether this certificate is on the validated path (false when no path validated).
         package var isOnValidatedPath: Bool
     }
@@ -103,7 +103,7 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible, Equatable 
     /// The presented chain as the report shows it, each certificate with its pin, computed from
     /// ``presentedChain`` and ``validatedPath`` when read. (Computing it for every refusal, read or not, was 10% of
     /// a full x509-limbo run: two name descriptions and a digest per presented certificate.)
-    public var presentedCertificates: [PresentedCertificate] {
+    package var presentedCertificates: [PresentedCertificate] {
         let onPath = Set((self.validatedPath ?? []).map(\.derBytes))
         return self.presentedChain.enumerated().map { index, certificate in
             PresentedCertificate(

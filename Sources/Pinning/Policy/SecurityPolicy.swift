@@ -86,7 +86,7 @@ public struct SecurityPolicy: Sendable {
     }
 
     /// Every public key pin this policy accepts in public-key mode.
-    public var acceptedPins: [Pin] {
+    package var acceptedPins: [Pin] {
         var all = self.pinnedPublicKeys
         for pin in self.pins where !all.contains(pin) { all.append(pin) }
         return all

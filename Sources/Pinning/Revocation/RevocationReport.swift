@@ -42,7 +42,7 @@ public struct CertificateRevocationStatus: Sendable, Hashable {
     /// The certificate.
     public internal(set) var certificate: Certificate
     /// The certificate's subject, e.g. `CN=device-7`.
-    public var subject: String { self.certificate.subject.description }
+    package var subject: String { self.certificate.subject.description }
     /// The serial number in hex, as `pinning inspect` prints it.
     package var serialNumber: String { CertificateInfo.serialHex(self.certificate.serialNumber.bytes) }
     /// The status.

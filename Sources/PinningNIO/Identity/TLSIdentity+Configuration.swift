@@ -3,17 +3,17 @@ package import Pinning
 import X509
 
 /// Why a configuration entry's `clientIdentity` cannot be used, in words naming the entry and the file.
-public struct ClientIdentityError: Error, Sendable, CustomStringConvertible {
+package struct ClientIdentityError: Error, Sendable, CustomStringConvertible {
     /// `clientIdentityUnusable`: the error's stable code (for logs, metrics and JSON; the words may change).
-    public var code: String { "clientIdentityUnusable" }
+    package var code: String { "clientIdentityUnusable" }
 
     /// The entry whose identity failed.
-    public var entry: String
+    package var entry: String
     /// What is wrong.
-    public var message: String
+    package var message: String
 
     /// `domains["ENTRY"].clientIdentity: MESSAGE`.
-    public var description: String { "domains[\"\(self.entry)\"].clientIdentity: \(self.message)" }
+    package var description: String { "domains[\"\(self.entry)\"].clientIdentity: \(self.message)" }
 }
 
 extension TLSIdentity {

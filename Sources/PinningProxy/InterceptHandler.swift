@@ -12,6 +12,13 @@ import PinningNIO
 /// One upstream connection per client connection, opened at the first request and kept while both sides keep
 /// alive. A refused upstream is answered with `502 Bad Gateway`, `X-Pinning-Failure: CODE` (the TrustFailure
 /// code, or the connection error's) and the failure's description as the body, then the connection closes.
+///
+/// A close-delimited response (HTTP/1.0 without Content-Length, or any response with neither a length nor chunked
+/// framing, RFC 9112 §6.3 item 8) ends when the upstream closes. The proxy forwards it as it came and then closes
+/// the client's connection (after the last byte is written), so the client sees the end the same way: as HTTP/1.1
+/// requires of any proxy forwarding such a response, and what curl and browsers expect. It is not re-framed as a
+/// complete chunked body, which would vouch for a completeness the proxy cannot know (NIO's encoder does frame an
+/// HTTP/1.1 head without a length as chunked; that connection closes after the response all the same).
 final class InterceptHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -33,6 +40,15 @@ final class InterceptHandler: ChannelInboundHandler {
     private var closeAfterResponse = false
     /// A request went to the upstream and its response head has not come back yet.
     private var awaitingResponseHead = false
+    /// The methods of the requests whose final response heads have not come back, oldest first: a response to a
+    /// HEAD has no body whatever its headers say.
+    private var requestMethods: [HTTPMethod] = []
+    /// The response being relayed ends when the upstream closes: the client's connection closes after it.
+    private var responseIsCloseDelimited = false
+    /// The last response was written whole and the proxy is closing the client's connection after it: an error the
+    /// client's side reports now (a reset when the client closed first and our close_notify found no reader) is
+    /// not the client's failure.
+    private var closingAfterCompleteResponse = false
     /// The last error the upstream channel reported (a TLS alert after the handshake, say).
     private var upstreamError: (any Error)?
     /// Body bytes of the response being relayed.
@@ -71,6 +87,7 @@ final class InterceptHandler: ChannelInboundHandler {
                 self.upstream = nil
             }
             self.closeAfterResponse = !head.isKeepAlive
+            self.requestMethods.append(head.method)
             // Hop-by-hop headers meant for the proxy never reach the upstream.
             head.headers.remove(name: "proxy-connection")
             head.headers.remove(name: "proxy-authorization")
@@ -175,22 +192,47 @@ final class InterceptHandler: ChannelInboundHandler {
     fileprivate func relay(_ part: HTTPClientResponsePart) {
         guard let context = self.context else { return }
         switch part {
-        case .head(let head):
+        case .head(var head):
             self.awaitingResponseHead = false
             self.responseBodyBytes = 0
+            let informational = (100..<200).contains(head.status.code) && head.status.code != 101
+            let method = informational || self.requestMethods.isEmpty ? nil : self.requestMethods.removeFirst()
+            self.responseIsCloseDelimited = !informational && Self.isCloseDelimited(head, method: method)
+            if self.responseIsCloseDelimited {
+                // Tell the client this connection ends with the response (RFC 9112 §9.6).
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+            }
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
         case .body(let body):
             self.connection.bytesDown += body.readableBytes
             self.responseBodyBytes += body.readableBytes
             context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         case .end(let trailers):
-            context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: nil)
-            if self.closeAfterResponse {
-                self.upstream?.close(promise: nil)
-                self.upstream = nil
-                context.close(promise: nil)
+            guard self.closeAfterResponse || self.responseIsCloseDelimited else {
+                context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: nil)
+                return
+            }
+            self.upstream?.close(promise: nil)
+            self.upstream = nil
+            // Closed once everything is written: a close with writes still pending would drop them.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: written)
+            let channel = context.channel
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { result in
+                if case .success = result { bound.value.closingAfterCompleteResponse = true }
+                channel.close(promise: nil)
             }
         }
+    }
+
+    /// Whether a final response's body ends only when the upstream closes (RFC 9112 §6.3): it may have a body (not
+    /// a HEAD's, a 1xx, 204 or 304) and has no Content-Length and no chunked coding last.
+    static func isCloseDelimited(_ head: HTTPResponseHead, method: HTTPMethod?) -> Bool {
+        guard method != .HEAD, method != .CONNECT, head.status.mayHaveResponseBody else { return false }
+        if head.headers.contains(name: "content-length") { return false }
+        let codings = head.headers[canonicalForm: "transfer-encoding"]
+        return codings.last.map { $0.lowercased() != "chunked" } ?? true
     }
 
     fileprivate func relayFlush() {
@@ -270,6 +312,10 @@ final class InterceptHandler: ChannelInboundHandler {
         // A client that closes without close_notify (browsers do, between requests) did nothing wrong: every
         // response it got was complete, so it is not logged as a failure.
         if let tls = error as? NIOSSLError, case .uncleanShutdown = tls {
+            context.close(promise: nil)
+            return
+        }
+        if self.closingAfterCompleteResponse {
             context.close(promise: nil)
             return
         }

@@ -173,11 +173,13 @@ final class InterceptHandler: ChannelInboundHandler {
         let code = PinningProxy.failureCode(error)
         self.verdict = error.trustFailure == nil ? .error : .untrusted
         self.failure = code
-        self.message = error.message
+        // A trust failure in words, `[pinMismatch] …` (the host is the log line's and the body's headline), not its
+        // Swift description `TrustFailure.pinMismatch: …`.
+        self.message = error.trustFailure?.codeAndReason ?? error.message
         guard let context = self.context else { return }
         var body = "pinning proxy refused \(self.host):\(self.port)\n\n"
         if let failure = error.trustFailure {
-            body += failure.multilineDescription + "\n"
+            body += failure.multilineDescription(headline: failure.codeAndReason) + "\n"
         } else {
             body += "\(code): \(error.message)\n"
         }

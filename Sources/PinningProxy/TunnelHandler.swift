@@ -97,7 +97,7 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
                     let (_, context) = bound.value
                     connectionBound.value.finish(
                         verdict: error.trustFailure == nil ? .error : .untrusted, failure: PinningProxy.failureCode(error),
-                        message: error.message
+                        message: error.trustFailure?.codeAndReason ?? error.message
                     )
                     context.close(promise: nil)
                 }

@@ -196,6 +196,9 @@ struct PinSetCLITests {
         let stale = try fixture.writeConfiguration("conf/stale.json", pins: [Fixture.backupPin, "sha256/" + Data(repeating: 9, count: 32).base64EncodedString()])
         let refused = try await fixture.run(["pinset", "publish", fixture.repo, stale] + fixture.onlineKeys + live)
         #expect(refused.status == 2 && refused.stderr.contains("would fail the new pins") && refused.stderr.contains("localhost port \(server.port)"), "\(refused)")
+        // The reason in words with its code, as `pinning check` writes it: no Swift type name without --verbose.
+        #expect(refused.stderr.contains("  localhost port \(server.port): [pinMismatch] no certificate on the validated path matches a pin"), "\(refused)")
+        #expect(!refused.stderr.contains("TrustFailure"), "\(refused)")
         let status = try await fixture.status()
         #expect(status["roles"]?.arrayValue?[1].objectValue?["version"]?.intValue == 2, "the refused publish wrote nothing")
     }

@@ -7,10 +7,23 @@ extension TrustFailure {
         "TrustFailure.\(self.code): \(self.host ?? "(no host checked)"): \(self.reason)"
     }
 
+    /// The failure for people in one line, without the type's name: `[pinMismatch] no certificate on the validated
+    /// path matches a pin`, as `pinning check` writes its reason (the caller names the host). ``description`` stays
+    /// the documented log form (Docs/BadInput.md §7); the CLI and the proxy print this one.
+    package var codeAndReason: String {
+        "[\(self.code)] \(self.reason)"
+    }
+
     /// The failure for people: the verdict, the reason, its evidence, the presented chain with each
     /// certificate's pin, the validated path and the expected pins.
     public var multilineDescription: String {
-        var lines = [self.description]
+        self.multilineDescription(headline: self.description)
+    }
+
+    /// ``multilineDescription`` with `headline` as its first line (the proxy's 502 body starts with
+    /// ``codeAndReason``).
+    package func multilineDescription(headline: String) -> String {
+        var lines = [headline]
         for detail in self.details {
             lines.append("  \(detail)")
         }

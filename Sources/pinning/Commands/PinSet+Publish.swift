@@ -160,7 +160,8 @@ extension PinningCommand.PinSet {
                     print("live: \(VisibleText.escaped(host)) port \(self.livePort): its chain passes the configuration")
                 } catch  where error.code == .untrusted {
                     // The message quotes the live server's certificate names: its text, escaped.
-                    refusals.append("\(VisibleText.escaped(host)) port \(self.livePort): \(VisibleText.escaped(error.message))")
+                    let words = error.trustFailure?.codeAndReason ?? error.message
+                    refusals.append("\(VisibleText.escaped(host)) port \(self.livePort): \(VisibleText.escaped(words))")
                 } catch {
                     print("live: \(VisibleText.escaped(host)) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
                 }

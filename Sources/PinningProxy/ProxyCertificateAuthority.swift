@@ -270,13 +270,13 @@ public final class ProxyCertificateAuthority: Sendable {
     private static func createDirectory(_ path: String) throws(ProxyError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw ProxyError("--ca-dir \(path): exists and is not a directory") }
+            guard isDirectory.boolValue else { throw ProxyError("\(path): exists and is not a directory") }
             return
         }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw ProxyError("--ca-dir \(path): cannot create the directory: \(error.localizedDescription)")
+            throw ProxyError("\(path): cannot create the directory: \(error.localizedDescription)")
         }
     }
 

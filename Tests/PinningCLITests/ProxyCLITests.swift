@@ -642,6 +642,14 @@ struct ProxyCLITests {
             #expect(run.stderr.contains(named), "\(run)")
             #expect(!run.stderr.contains("Fatal error"), "\(run)")
         }
+        // The option and the path once each (it was "--ca-dir X: --ca-dir X: exists and is not a directory").
+        let notDirectory = try await Executable.pinning(["proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", config], in: fixture.directory)
+        #expect(notDirectory.stderr == "pinning: --ca-dir \(config): exists and is not a directory\n", "\(notDirectory)")
+        let underFile = config + "/ca"
+        let uncreatable = try await Executable.pinning(["proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", underFile], in: fixture.directory)
+        #expect(uncreatable.status == 2, "\(uncreatable)")
+        #expect(uncreatable.stderr.hasPrefix("pinning: --ca-dir \(underFile): cannot create the directory: "), "\(uncreatable)")
+        #expect(uncreatable.stderr.components(separatedBy: "--ca-dir").count == 2, "\(uncreatable)")
         let busy = try await Executable.pinning(["proxy", "--config", config, "--listen", "127.0.0.1:\(fixture.proxyPort)", "--ca-dir", ca], in: fixture.directory)
         #expect(busy.status == 3, "\(busy)")
         #expect(busy.stderr.contains("cannot listen on 127.0.0.1:\(fixture.proxyPort)"), "\(busy)")

@@ -308,7 +308,11 @@ extension PinningCommand {
             do {
                 return try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
             } catch {
-                throw InputError("--ca-dir \(directory): \(error.message)")
+                // The library names the file at fault: the directory itself, or a file in it. The option goes in
+                // front of the directory's own problems once ("--ca-dir ca: exists and is not a directory"), and
+                // before the others' file names.
+                let ownProblem = error.message.hasPrefix(directory + ": ")
+                throw InputError("--ca-dir " + (ownProblem ? error.message : "\(directory): \(error.message)"))
             }
         }
 

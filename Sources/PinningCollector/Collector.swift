@@ -52,6 +52,9 @@ public struct Collector: Sendable {
             let database: SQLiteReportDatabase
             do {
                 database = try await SQLiteReportDatabase(path: path, logger: self.logger)
+            } catch let error as SQLiteReportDatabase.OpenError {
+                // A directory, or a folder that is missing: said as it is, since SQLite never tried to open it.
+                throw StartError(description: "--database sqlite:\(path): \(error.description)", exitStatus: 2)
             } catch {
                 // SQLite's own message ("file is not a database"), without SQLiteNIO's enum case before it.
                 let reason = (error as? SQLiteError)?.message ?? Self.words(error)

@@ -67,6 +67,33 @@ struct CollectorStartupTests {
         Self.expectPlainWords(error.description)
     }
 
+    @Test("--database sqlite: a directory, a path ending in /, a missing folder: one line naming the option, exit 2, no crash")
+    func sqlitePathThatIsNoFile() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let folder = directory.path("d")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        _ = try directory.write("file", "not a folder")
+        // "q/" and "q": one character, which Foundation's NSString.deletingLastPathComponent trapped on (SIGILL,
+        // the whole process). "q/" is refused from its text alone, so the test's current directory does not matter.
+        let cases: [(String, String)] = [
+            (folder, "the path is a directory, not a file"),
+            (folder + "/", "the path ends in /, so it names a directory, not a file"),
+            ("q/", "the path ends in /, so it names a directory, not a file"),
+            (directory.path("missing/r.db"), "the folder \(directory.path("missing")) does not exist"),
+            (directory.path("file/r.db"), "\(directory.path("file")) is not a folder"),
+        ]
+        for (path, expected) in cases {
+            let collector = Collector(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: path),
+                settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+            let error = try await Self.startError(collector)
+            #expect(error.exitStatus == 2, "\(path)")
+            #expect(error.description == "--database sqlite:\(path): \(expected)")
+            Self.expectPlainWords(error.description)
+        }
+    }
+
     @Test("a PostgreSQL port where nothing listens: 'connection refused' at once (not after the pool's 60 s), exit 3")
     func postgresRefused() async throws {
         // A port that was just free: bound and closed again.

@@ -16,14 +16,30 @@ struct TUFCLITests {
             (["tuf", "--metadata-dir", directory.path, "refresh"], "needs --metadata-url"),
             (["tuf", "--metadata-dir", directory.path, "--metadata-url", "ftp://x/", "refresh"], "--metadata-url ftp://x/: not an http or https URL"),
             (["tuf", "--metadata-dir", directory.path, "init"], "init takes one argument"),
-            (["tuf", "--metadata-dir", directory.path + "/missing", "init", "root.json"], "--metadata-dir"),
+            // Only init creates --metadata-dir; the others say it is missing, and what is not a directory is said so.
+            (
+                ["tuf", "--metadata-dir", directory.path + "/missing", "--metadata-url", "http://127.0.0.1:1/", "refresh"],
+                "--metadata-dir \(directory.path)/missing: does not exist; run `pinning tuf --metadata-dir DIR init TRUSTED_ROOT` first"
+            ),
+            (["tuf", "--metadata-dir", directory.path + "/file", "init", "root.json"], "--metadata-dir \(directory.path)/file: not a directory"),
+            (["tuf", "--metadata-dir", directory.path + "/file", "--metadata-url", "http://127.0.0.1:1/", "refresh"], "--metadata-dir \(directory.path)/file: not a directory"),
+            (
+                [
+                    "tuf", "--metadata-dir", directory.path, "--metadata-url", "http://127.0.0.1:1/", "--target-base-url", "http://127.0.0.1:1/", "--target-name", "a",
+                    "--target-dir", directory.path + "/none", "download",
+                ],
+                "--target-dir \(directory.path)/none: does not exist; create it first"
+            ),
             (["tuf", "--metadata-dir", directory.path, "--metadata-url", "http://127.0.0.1:1/", "download"], "at least one --target-name"),
         ]
+        _ = try directory.write("file", "not a directory")
         for (arguments, words) in cases {
             let run = try await Executable.pinning(arguments, in: directory)
             #expect(run.status == 2, "\(run)")
             #expect(run.stderr.contains(words), "\(run)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run)")
         }
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/missing"))
     }
 
     @Test("init refuses what is not a root signed by its own keys (exit 2, one line) and never replaces root.json")
@@ -33,7 +49,7 @@ struct TUFCLITests {
         let metadata = directory.path + "/metadata"
         let repository = TUFTestRepository()
         let root = try directory.write("root.json", bytes: repository.root(version: 1))
-        try FileManager.default.createDirectory(atPath: metadata + "/client", withIntermediateDirectories: true)
+        // A missing --metadata-dir is created by init (as --pinset-dir is), parents included.
         let initialized = try await Executable.pinning(["tuf", "--metadata-dir", metadata + "/client", "init", root], in: directory)
         #expect(initialized.status == 0, "\(initialized)")
         #expect(FileManager.default.contents(atPath: metadata + "/client/root.json") == FileManager.default.contents(atPath: root))
@@ -54,6 +70,10 @@ struct TUFCLITests {
             #expect(run.stderr.split(separator: "\n").count == 1, "\(file): \(run)")
             #expect(run.stdout.isEmpty, "\(file): \(run)")
             #expect(FileManager.default.contents(atPath: metadata + "/client/root.json") == FileManager.default.contents(atPath: root), "\(file) replaced root.json")
+            // Nor is a missing directory created for a refused root.
+            let fresh = try await Executable.pinning(["tuf", "--metadata-dir", metadata + "/fresh", "init", file], in: directory)
+            #expect(fresh.status == 2, "\(file): \(fresh)")
+            #expect(!FileManager.default.fileExists(atPath: metadata + "/fresh"), "\(file)")
         }
         // An unreadable file stays a failure of the command (exit 1), as tuf-conformance's command line has it.
         let missing = try await Executable.pinning(["tuf", "--metadata-dir", metadata + "/client", "init", directory.path + "/absent.json"], in: directory)

@@ -55,11 +55,16 @@ public struct TUFUpdater: Sendable {
         self.log = log
     }
 
-    /// Stores `bytes` as the trusted root to start from (`root.json`), as the client's first step. A `root.json`
-    /// already there is replaced. Nothing is
+    /// Stores `bytes` as the trusted root to start from (`root.json`), as the client's first step, creating
+    /// `metadataDirectory` (and its parents) when missing. A `root.json` already there is replaced. Nothing is
     /// checked here: the first refresh requires the root to be signed by a threshold of its own keys (`pinning tuf
     /// init` checks that before it calls this, with `TUFTrustedSet(trustedRoot:updateStartTime:limits:)`).
     public static func initialize(metadataDirectory: String, trustedRoot bytes: [UInt8]) throws(TUFError) {
+        do {
+            try TUFFiles.makeDirectories(metadataDirectory)
+        } catch {
+            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "cannot create the metadata directory: \(error.description)")
+        }
         try TUFFiles.writeFileAtomically(bytes, directory: metadataDirectory, name: "root.json", role: TUFRoleName.root)
     }
 

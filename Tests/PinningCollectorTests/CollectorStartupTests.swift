@@ -94,6 +94,23 @@ struct CollectorStartupTests {
         }
     }
 
+    @Test("--token-file: a directory or a missing file in the words every option uses")
+    func tokenFileWords() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let cases: [(String, String)] = [
+            (directory.path, "--token-file \(directory.path): the path is a directory, not a file"),
+            (directory.path("missing"), "--token-file \(directory.path("missing")): no such file or directory"),
+        ]
+        for (path, expected) in cases {
+            #expect(throws: CollectorOptionError(expected)) { try TokenFile.read(path) }
+        }
+        let large = try directory.write("large", String(repeating: "a", count: 5000))
+        #expect(throws: CollectorOptionError("--token-file \(large): the file is larger than 4 KiB; it should hold one token")) { try TokenFile.read(large) }
+        let good = try directory.write("good", "  0123456789abcdef0123  \nsecond line\n")
+        #expect(try TokenFile.read(good) == "0123456789abcdef0123")
+    }
+
     @Test("a PostgreSQL port where nothing listens: 'connection refused' at once (not after the pool's 60 s), exit 3")
     func postgresRefused() async throws {
         // A port that was just free: bound and closed again.

@@ -112,6 +112,13 @@ public struct Collector: Sendable {
             if error.code == .noCertificateMatchingKey {
                 throw StartError(description: "--tls-identity \(path): the private key is not the key of the first certificate (the leaf)", exitStatus: 2)
             }
+            // The collector gives no passphrase (it has no option for one), so a passphrase failure can only be an
+            // encrypted key: the loader's words ("no passphrase was given") would send the user looking for one.
+            if error.code == .wrongPassphrase {
+                throw StartError(
+                    description: "--tls-identity \(path): the private key is encrypted; the collector needs an unencrypted key (it has no passphrase option)",
+                    exitStatus: 2)
+            }
             throw StartError(description: "--tls-identity \(path): \(error.problem)", exitStatus: 2)
         }
         let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: identity.certificateSources, privateKey: identity.privateKeySource)

@@ -94,6 +94,27 @@ struct CollectorStartupTests {
         }
     }
 
+    @Test("--tls-identity with an encrypted key: the collector needs an unencrypted one (it takes no passphrase)", .enabled(if: TestTools.opensslAvailable))
+    func encryptedKey() async throws {
+        let chain = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let plain = try directory.write("plain.key", chain.leaf.privateKeyPEM)
+        let encrypted = directory.path("encrypted.key")
+        let result = try await TestTools.openssl(["pkcs8", "-topk8", "-in", plain, "-out", encrypted, "-passout", "pass:secret"])
+        #expect(result.status == 0, "\(result)")
+        let identity = try directory.write(
+            "identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + (try String(contentsOfFile: encrypted, encoding: .utf8)))
+        var collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        collector.tlsIdentity = identity
+        let error = try await Self.startError(collector)
+        #expect(error.exitStatus == 2)
+        #expect(error.description == "--tls-identity \(identity): the private key is encrypted; the collector needs an unencrypted key (it has no passphrase option)")
+        Self.expectPlainWords(error.description)
+    }
+
     @Test("--token-file: a directory or a missing file in the words every option uses")
     func tokenFileWords() throws {
         let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")

@@ -52,6 +52,9 @@ public struct Collector: Sendable {
             let database: SQLiteReportDatabase
             do {
                 database = try await SQLiteReportDatabase(path: path, logger: self.logger)
+            } catch let error as SQLiteReportDatabase.OpenError {
+                // A directory, or a folder that is missing: said as it is, since SQLite never tried to open it.
+                throw StartError(description: "--database sqlite:\(path): \(error.description)", exitStatus: 2)
             } catch {
                 // SQLite's own message ("file is not a database"), without SQLiteNIO's enum case before it.
                 let reason = (error as? SQLiteError)?.message ?? Self.words(error)
@@ -108,6 +111,13 @@ public struct Collector: Sendable {
         } catch {
             if error.code == .noCertificateMatchingKey {
                 throw StartError(description: "--tls-identity \(path): the private key is not the key of the first certificate (the leaf)", exitStatus: 2)
+            }
+            // The collector gives no passphrase (it has no option for one), so a passphrase failure can only be an
+            // encrypted key: the loader's words ("no passphrase was given") would send the user looking for one.
+            if error.code == .wrongPassphrase {
+                throw StartError(
+                    description: "--tls-identity \(path): the private key is encrypted; the collector needs an unencrypted key (it has no passphrase option)",
+                    exitStatus: 2)
             }
             throw StartError(description: "--tls-identity \(path): \(error.problem)", exitStatus: 2)
         }

@@ -1,4 +1,5 @@
 public import Foundation
+import Pinning
 
 /// `--database`: `sqlite:PATH` or `postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require]`.
 public enum DatabaseURL: Sendable, Equatable {
@@ -122,15 +123,21 @@ public enum TokenFile {
     public static let minimumLength = 16
 
     /// Reads the token: the file's first line, surrounding whitespace removed.
+    ///
+    /// Read by the CLI's one file reader (`BoundedFileReader`), so a missing file, a directory or a permission is
+    /// said in the words every other option uses, and a FIFO or `<(…)` is waited for with the same bound rather
+    /// than forever.
     public static func read(_ path: String) throws(CollectorOptionError) -> String {
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes = try BoundedFileReader.read(atPath: path, maximumSize: 4096)
         } catch {
-            throw CollectorOptionError("--token-file \(path): cannot read the file")
+            if error.code == .fileTooLarge {
+                throw CollectorOptionError("--token-file \(path): the file is larger than 4 KiB; it should hold one token")
+            }
+            throw CollectorOptionError("--token-file \(path): \(error.problem)")
         }
-        guard data.count <= 4096 else { throw CollectorOptionError("--token-file \(path): the file is larger than 4 KiB; it should hold one token") }
-        guard let text = String(data: data, encoding: .utf8) else { throw CollectorOptionError("--token-file \(path): not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw CollectorOptionError("--token-file \(path): not UTF-8 text") }
         let token = (text.split(whereSeparator: \.isNewline).first.map(String.init) ?? "").trimmingCharacters(in: .whitespaces)
         guard token.count >= Self.minimumLength else {
             throw CollectorOptionError("--token-file \(path): the token must be at least \(Self.minimumLength) characters (e.g. `openssl rand -hex 32`)")

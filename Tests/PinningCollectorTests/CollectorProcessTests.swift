@@ -112,7 +112,13 @@ struct CollectorProcessTests {
             (["--database", database, "--token-file", tokenFile, "--writer-transactions", "2"], "--writer-transactions 2: SQLite has one writer"),
             (["--database", database, "--token-file", tokenFile, "--anchors", directory.path("missing.pem")], "--anchors"),
             (["--database", "sqlite:" + directory.path("no/such/dir/r.db"), "--token-file", tokenFile], "--database sqlite:"),
+            // One character, a directory or not, with a slash or not: Foundation's path function trapped (SIGILL).
+            (["--database", "sqlite:d", "--token-file", tokenFile], "--database sqlite:d: the path is a directory, not a file"),
+            (["--database", "sqlite:d/", "--token-file", tokenFile], "--database sqlite:d/: the path ends in /"),
+            (["--database", "sqlite:n/", "--token-file", tokenFile], "--database sqlite:n/: the path ends in /"),
+            (["--database", "sqlite:./d", "--token-file", tokenFile], "--database sqlite:./d: the path is a directory, not a file"),
         ]
+        try FileManager.default.createDirectory(atPath: directory.path("d"), withIntermediateDirectories: false)
         for (arguments, expected) in cases {
             let result = try await TestTools.run(binary, arguments, in: directory, timeout: 60)
             #expect(result.status == 2, "\(arguments): \(result)")
@@ -120,6 +126,23 @@ struct CollectorProcessTests {
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
             #expect(result.stdout.isEmpty)
         }
+    }
+
+    @Test(
+        "sqlite: with a one-character file name in the current directory: the collector starts and creates it",
+        .enabled(if: CollectorBinaries.collector != nil && CollectorBinaries.pinning != nil, "both executables are built by swift build")
+    )
+    func oneCharacterDatabaseName() async throws {
+        let (directory, tokenFile) = try self.setUp()
+        defer { directory.remove() }
+        // Both ways in: `pinning collector` (which hands over) and `pinning-collector`; each died with SIGILL before.
+        for (binary, prefix) in [(try #require(CollectorBinaries.pinning), ["collector"]), (try #require(CollectorBinaries.collector), [])] {
+            let process = try await CollectorProcess(binary, prefix + ["--listen", "127.0.0.1:0", "--database", "sqlite:x", "--token-file", tokenFile], in: directory)
+            #expect(process.server.output.contains("(database: sqlite)"))
+            #expect(try await process.terminate() == 0)
+        }
+        var isDirectory: ObjCBool = true
+        #expect(FileManager.default.fileExists(atPath: directory.path("x"), isDirectory: &isDirectory) && !isDirectory.boolValue)
     }
 
     @Test(

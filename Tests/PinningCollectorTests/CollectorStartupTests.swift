@@ -67,6 +67,71 @@ struct CollectorStartupTests {
         Self.expectPlainWords(error.description)
     }
 
+    @Test("--database sqlite: a directory, a path ending in /, a missing folder: one line naming the option, exit 2, no crash")
+    func sqlitePathThatIsNoFile() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let folder = directory.path("d")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        _ = try directory.write("file", "not a folder")
+        // "q/" and "q": one character, which Foundation's NSString.deletingLastPathComponent trapped on (SIGILL,
+        // the whole process). "q/" is refused from its text alone, so the test's current directory does not matter.
+        let cases: [(String, String)] = [
+            (folder, "the path is a directory, not a file"),
+            (folder + "/", "the path ends in /, so it names a directory, not a file"),
+            ("q/", "the path ends in /, so it names a directory, not a file"),
+            (directory.path("missing/r.db"), "the folder \(directory.path("missing")) does not exist"),
+            (directory.path("file/r.db"), "\(directory.path("file")) is not a folder"),
+        ]
+        for (path, expected) in cases {
+            let collector = Collector(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: path),
+                settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+            let error = try await Self.startError(collector)
+            #expect(error.exitStatus == 2, "\(path)")
+            #expect(error.description == "--database sqlite:\(path): \(expected)")
+            Self.expectPlainWords(error.description)
+        }
+    }
+
+    @Test("--tls-identity with an encrypted key: the collector needs an unencrypted one (it takes no passphrase)", .enabled(if: TestTools.opensslAvailable))
+    func encryptedKey() async throws {
+        let chain = try TestChain(host: "localhost")
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let plain = try directory.write("plain.key", chain.leaf.privateKeyPEM)
+        let encrypted = directory.path("encrypted.key")
+        let result = try await TestTools.openssl(["pkcs8", "-topk8", "-in", plain, "-out", encrypted, "-passout", "pass:secret"])
+        #expect(result.status == 0, "\(result)")
+        let identity = try directory.write(
+            "identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + (try String(contentsOfFile: encrypted, encoding: .utf8)))
+        var collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        collector.tlsIdentity = identity
+        let error = try await Self.startError(collector)
+        #expect(error.exitStatus == 2)
+        #expect(error.description == "--tls-identity \(identity): the private key is encrypted; the collector needs an unencrypted key (it has no passphrase option)")
+        Self.expectPlainWords(error.description)
+    }
+
+    @Test("--token-file: a directory or a missing file in the words every option uses")
+    func tokenFileWords() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
+        defer { directory.remove() }
+        let cases: [(String, String)] = [
+            (directory.path, "--token-file \(directory.path): the path is a directory, not a file"),
+            (directory.path("missing"), "--token-file \(directory.path("missing")): no such file or directory"),
+        ]
+        for (path, expected) in cases {
+            #expect(throws: CollectorOptionError(expected)) { try TokenFile.read(path) }
+        }
+        let large = try directory.write("large", String(repeating: "a", count: 5000))
+        #expect(throws: CollectorOptionError("--token-file \(large): the file is larger than 4 KiB; it should hold one token")) { try TokenFile.read(large) }
+        let good = try directory.write("good", "  0123456789abcdef0123  \nsecond line\n")
+        #expect(try TokenFile.read(good) == "0123456789abcdef0123")
+    }
+
     @Test("a PostgreSQL port where nothing listens: 'connection refused' at once (not after the pool's 60 s), exit 3")
     func postgresRefused() async throws {
         // A port that was just free: bound and closed again.

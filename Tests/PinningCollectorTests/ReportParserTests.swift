@@ -78,6 +78,11 @@ struct ReportParserTests {
             ("{\"hostname\":[\"a\"]}", "`hostname` is an array, not a string"),
             ("{\"hostname\":\"a\",\"port\":\"443\"}", "`port` is a string, not an integer"),
             ("{\"hostname\":\"a\",\"port\":70000}", "not a TCP port"),
+            // Whole numbers beyond Int64 (Foundation keeps them as Doubles): integers out of range, not fractions.
+            ("{\"hostname\":\"a\",\"port\":99999999999999999999}", "`port` is an integer out of range, not a TCP port (0-65535)"),
+            ("{\"hostname\":\"a\",\"port\":-1e19}", "`port` is an integer out of range, not a TCP port (0-65535)"),
+            ("{\"hostname\":\"a\",\"port\":1.5}", "`port` is a number, not an integer"),
+            ("{\"hostname\":\"a\",\"validation-result\":99999999999999999999}", "`validation-result` is an integer out of range"),
             ("{\"hostname\":\"a\",\"port\":true}", "`port` is a boolean"),
             ("{\"hostname\":\"a\",\"include-subdomains\":1}", "`include-subdomains` is a number, not a boolean"),
             ("{\"hostname\":\"a\",\"date-time\":\"yesterday\"}", "`date-time` is not an RFC 3339"),

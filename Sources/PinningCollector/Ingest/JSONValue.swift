@@ -56,6 +56,15 @@ enum JSONValue: Sendable, Hashable, Decodable {
         self = .array(values)
     }
 
+    /// Whether this is a whole number beyond Int64 (`99999999999999999999`, `-1e19`): Foundation's decoder reads
+    /// every whole number within Int64 as one, whatever its spelling (`443`, `443.0`, `4.43e2`), so a whole number
+    /// kept as a Double is one outside that range. A refusal says it is an integer out of range, not a fraction.
+    var isIntegerOutOfRange: Bool {
+        guard case .number(let value) = self else { return false }
+        // Every Double from 2^63 up is whole; -2^63 itself is Int64.min, which the decoder reads as an integer.
+        return value.isFinite && value.magnitude >= 0x1p63
+    }
+
     /// What a refusal calls the value's type.
     var typeName: String {
         switch self {

@@ -202,6 +202,9 @@ public struct ReportParser: Sendable {
             throw ReportRefusal("\(label) has no `hostname`")
         }
         var port: Int?
+        if fields["port"]?.isIntegerOutOfRange == true {
+            throw ReportRefusal("\(label): `port` is an integer out of range, not a TCP port (0-65535)")
+        }
         if let number = try reader.integer("port") {
             guard (0...65535).contains(number) else { throw ReportRefusal("\(label): `port` \(number) is not a TCP port (0-65535)") }
             port = Int(number)
@@ -219,6 +222,8 @@ public struct ReportParser: Sendable {
             result = "pinMismatch"
         case .integer(let code)?:
             result = Self.trustKitResult(code)
+        case let value? where value.isIntegerOutOfRange:
+            throw ReportRefusal("\(label): `validation-result` is an integer out of range, not a TrustKit result code")
         case .string?:
             result = try reader.string("validation-result") ?? "pinMismatch"
         case let other?:

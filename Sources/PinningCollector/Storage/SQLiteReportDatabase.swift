@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 import NIOCore
 import NIOPosix
+import Pinning
 import SQLiteNIO
 
 /// SQLite through SQLiteNIO (its own SQLite amalgamation: nothing to install). Two connections: one writer, which
@@ -27,13 +28,12 @@ public final class SQLiteReportDatabase: SQLDatabase {
     /// as of an earlier commit (SQLite's documentation: durability is lost, consistency is not). `FULL` fsynced
     /// the WAL on every commit, which with one report per POST bounded ingest by the disk's flush latency.
     public init(path: String, logger: Logger) async throws {
-        // A folder that does not exist is refused here, in words, rather than by sqlite3_open_v2: besides its
-        // vaguer message ("unable to open database file"), SQLiteNIO 1.13.2 does not close the handle SQLite
-        // allocates for a failed open (SQLiteConnection.openInternal), which LeakSanitizer reports.
-        let folder = (path as NSString).deletingLastPathComponent
-        var isDirectory: ObjCBool = false
-        if !folder.isEmpty, !(FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && isDirectory.boolValue) {
-            throw OpenError(description: "the folder \(folder) does not exist")
+        // A directory, or a folder that does not exist, is refused here, in words, rather than by sqlite3_open_v2:
+        // besides its vaguer message ("unable to open database file", and SQLiteNIO's "Failed to open to SQLite
+        // database at …" for a directory), SQLiteNIO 1.13.2 does not close the handle SQLite allocates for a
+        // failed open (SQLiteConnection.openInternal), which LeakSanitizer reports.
+        if let problem = Self.problem(withPath: path) {
+            throw OpenError(description: problem)
         }
         let threadPool = NIOThreadPool(numberOfThreads: 2)
         threadPool.start()
@@ -78,8 +78,36 @@ public final class SQLiteReportDatabase: SQLDatabase {
         self.threadPool.shutdownGracefully { _ in }
     }
 
-    struct OpenError: Error, CustomStringConvertible {
-        var description: String
+    /// A path the collector refuses before SQLite opens it, in words: `--database sqlite:PATH`'s fault.
+    package struct OpenError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// Why `path` cannot be the database file, in words, or nil when SQLite may open (or create) it: a path ending
+    /// in `/` or naming a directory, or a file whose folder does not exist or is not a folder.
+    ///
+    /// The folder is the text before the last `/`, found here by hand: Foundation's
+    /// `NSString.deletingLastPathComponent` stops the process (an illegal instruction, SIGILL) when the path is one
+    /// character, with or without slashes after it (`x`, `d/`), in the swift-corelibs-foundation of Swift 6.3.
+    /// No `/` is a file in the current directory.
+    package static func problem(withPath path: String) -> String? {
+        if path.hasSuffix("/") { return "the path ends in /, so it names a directory, not a file" }
+        if case .success(let status) = BoundedFileReader.status(atPath: path, followingLinks: true) {
+            // Anything else that is there (a file, a link to one, a device) is SQLite's to judge.
+            return status.isDirectory ? "the path is a directory, not a file" : nil
+        }
+        // Nothing there (or nothing stat(2) may look at): the file would be created, so its folder must be one.
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        let folder = slash == path.startIndex ? "/" : String(path[..<slash])
+        switch BoundedFileReader.status(atPath: folder, followingLinks: true) {
+        case .success(let status):
+            return status.isDirectory ? nil : "\(folder) is not a folder"
+        case .failure(let error) where error.code == ENOENT:
+            return "the folder \(folder) does not exist"
+        case .failure:
+            // EACCES and the like: SQLite's open says it.
+            return nil
+        }
     }
 
     public func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {

@@ -55,19 +55,32 @@ public struct TUFUpdater: Sendable {
         self.log = log
     }
 
-    /// Stores `bytes` as the trusted root to start from (`root.json`), as the client's first step. Nothing is
-    /// checked here: the first refresh requires the root to be signed by a threshold of its own keys.
+    /// Stores `bytes` as the trusted root to start from (`root.json`), as the client's first step, creating
+    /// `metadataDirectory` (and its parents) when missing. A `root.json` already there is replaced. Nothing is
+    /// checked here: the first refresh requires the root to be signed by a threshold of its own keys (`pinning tuf
+    /// init` checks that before it calls this, with `TUFTrustedSet(trustedRoot:updateStartTime:limits:)`).
     public static func initialize(metadataDirectory: String, trustedRoot bytes: [UInt8]) throws(TUFError) {
+        do {
+            try TUFFiles.makeDirectories(metadataDirectory)
+        } catch {
+            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "cannot create the metadata directory: \(error.description)")
+        }
         try TUFFiles.writeFileAtomically(bytes, directory: metadataDirectory, name: "root.json", role: TUFRoleName.root)
     }
 
     /// ``initialize(metadataDirectory:trustedRoot:)`` with the contents of the file at `path` (at most
     /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {
+        try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: try self.readTrustedRoot(path, limits: limits))
+    }
+
+    /// The contents of the trusted root file at `path` (at most `limits`' `rootMaxLength` bytes), read by the one
+    /// input reader (a FIFO or `<(…)` within its bound).
+    package static func readTrustedRoot(_ path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) -> [UInt8] {
         guard let bytes = try TUFFiles.readFile(path, maximumLength: limits.rootMaxLength, role: TUFRoleName.root) else {
             throw TUFError(role: TUFRoleName.root, rule: .unavailable, "\(VisibleText.escaped(path)): no such file")
         }
-        try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: bytes)
+        return bytes
     }
 
     // MARK: - Refresh

@@ -13,7 +13,11 @@ extension PinningCommand {
             abstract: "A TUF client (specification 1.0) with tuf-conformance's command line: init, refresh, download.",
             discussion: """
                 pinning tuf --metadata-dir DIR init TRUSTED_ROOT
-                    Store TRUSTED_ROOT as DIR/root.json, the root to start from (no request is made).
+                    Store TRUSTED_ROOT as DIR/root.json, the root to start from (no request is made; DIR is created \
+                when missing). TRUSTED_ROOT must be TUF root metadata signed by a threshold of its own root keys; \
+                anything else is refused (exit 2) and DIR is left as it was. Over an initialized DIR, a valid root \
+                replaces DIR/root.json: a deliberate re-bootstrap, outside TUF's update chain, so give only a root \
+                obtained out of band; the other metadata in DIR is kept and used only if it verifies under the new root.
                 pinning tuf --metadata-dir DIR --metadata-url URL refresh
                     Update the top-level metadata in DIR from the repository (root version by version, timestamp, \
                 snapshot, targets), each file checked before it is stored.
@@ -24,7 +28,7 @@ extension PinningCommand {
                 Metadata and targets are fetched over https (the platform's roots) or plain http: TUF's signatures, \
                 versions, expiries and hashes protect them either way.
                 Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target), \
-                2 bad usage.
+                2 bad usage or input (a TRUSTED_ROOT that is not a usable root).
                 """
         )
 
@@ -58,10 +62,8 @@ extension PinningCommand {
 
         func action() throws(InputError) -> Action {
             guard let word = self.command.first else { throw InputError("tuf: name a command: init TRUSTED_ROOT, refresh or download") }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: self.metadataDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw InputError("tuf: --metadata-dir \(self.metadataDirectory): not a directory")
-            }
+            // `init` creates a missing --metadata-dir (after the root is checked); the others need what init made.
+            try Self.checkDirectory(self.metadataDirectory, option: "--metadata-dir", missing: word == "init" ? nil : "run `pinning tuf --metadata-dir DIR init TRUSTED_ROOT` first")
             switch word {
             case "init":
                 guard self.command.count == 2 else { throw InputError("tuf: init takes one argument, the trusted root file") }
@@ -73,15 +75,23 @@ extension PinningCommand {
                 guard self.command.count == 1 else { throw InputError("tuf: download takes no arguments (name targets with --target-name)") }
                 guard !self.targetNames.isEmpty else { throw InputError("tuf: download needs at least one --target-name") }
                 guard let directory = self.targetDirectory else { throw InputError("tuf: download needs --target-dir") }
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                    throw InputError("tuf: --target-dir \(directory): not a directory")
-                }
+                try Self.checkDirectory(directory, option: "--target-dir", missing: "create it first")
                 return .download(
                     try Self.url(self.metadataURL, option: "--metadata-url"), targetBase: try Self.url(self.targetBaseURL, option: "--target-base-url"),
                     targetDirectory: directory, names: self.targetNames)
             default:
                 throw InputError("tuf: unknown command \"\(word)\" (init, refresh or download)")
+            }
+        }
+
+        /// Refuses `path` when it is something other than a directory, or, with `missing` (what to do about it),
+        /// when nothing is there.
+        static func checkDirectory(_ path: String, option: String, missing: String?) throws(InputError) {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+                guard isDirectory.boolValue else { throw InputError("tuf: \(option) \(path): not a directory") }
+            } else if let missing {
+                throw InputError("tuf: \(option) \(path): does not exist; \(missing)")
             }
         }
 
@@ -102,9 +112,22 @@ extension PinningCommand {
             let log: (@Sendable (String) -> Void)? = self.verbose ? Self.logLine : nil
             switch action {
             case .initialize(let rootPath):
-                // Typed: only a TUFError (display text) is printed as it is by fail.
+                let limits = TUFLimits()
+                // Typed: only a TUFError (display text) is printed as it is by fail. A file that cannot be read
+                // stays a failure of the command (exit 1), as tuf-conformance's command line has it.
+                let bytes: [UInt8]
                 do throws(TUFError) {
-                    try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRootFile: rootPath)
+                    bytes = try TUFUpdater.readTrustedRoot(rootPath, limits: limits)
+                } catch {
+                    Self.fail("init: \(error)")
+                }
+                // Checked before anything is written: a file that is not a root (a certificate, `{}`, an empty
+                // file) once replaced a working root.json and exited 0, and only the next refresh failed.
+                if let refusal = TrustedRootCheck.refusal(bytes, limits: limits) {
+                    throw InputError("tuf: init \(rootPath): \(refusal)")
+                }
+                do throws(TUFError) {
+                    try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRoot: bytes)
                 } catch {
                     Self.fail("init: \(error)")
                 }

@@ -81,12 +81,9 @@ struct PinSetOptions: ParsableArguments {
             }
             throw InputError("--pinset-root \(rootPath): \(error.problem)")
         }
-        // Read as the refresh will read it (structure and its own root keys' signatures; its expiry does not matter
-        // for a trusted root, TUF §5.2): a file that is not a root is this option's fault, whatever the server says.
-        do {
-            _ = try TUFTrustedSet(trustedRoot: bytes, updateStartTime: Date(), limits: limits)
-        } catch {
-            throw InputError("--pinset-root \(rootPath): not a usable TUF root metadata file (\(error.description))")
+        // A file that is not a root is this option's fault, whatever the server says.
+        if let refusal = TrustedRootCheck.refusal(bytes, limits: limits) {
+            throw InputError("--pinset-root \(rootPath): \(refusal)")
         }
         var options = PinSetUpdater.Options(targetName: self.target ?? "pinning.json", limits: limits)
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }

@@ -34,7 +34,7 @@ struct HostileChainTests {
     ) async -> (result: Result<X509.ValidatedCertificateChain, TrustFailure>, checks: Int, units: Int) {
         let trust = ServerTrust(certificates: presented, anchors: anchors, anchorsOnly: true, limits: limits)
         let validation = PathValidation(trust: trust, validationTime: Date())
-        let result = await validation.validate(
+        let result = validation.validate(
             anchors: AnchorSet(anchors),
             namePolicy: .ssl(host: host),
             pins: nil,

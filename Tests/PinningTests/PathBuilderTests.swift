@@ -24,7 +24,7 @@ struct PathBuilderTests {
     ) async -> (trusted: Bool, code: TrustFailure.Code?, verified: Int, remembered: Int) {
         let trust = ServerTrust(certificates: presented, anchors: [root], anchorsOnly: true)
         let validation = PathValidation(trust: trust, validationTime: time)
-        let result = await validation.validate(anchors: AnchorSet([root]), namePolicy: .ssl(host: host), pins: nil, expectedPins: [])
+        let result = validation.validate(anchors: AnchorSet([root]), namePolicy: .ssl(host: host), pins: nil, expectedPins: [])
         let signatures = validation.budget.signatures
         switch result {
         case .success: return (true, nil, signatures.verified, signatures.remembered)
@@ -57,7 +57,7 @@ struct PathBuilderTests {
         let trust = ServerTrust(
             certificates: chain.presented, anchors: [chain.root.certificate], anchorsOnly: true, profile: .webPKI(publicSuffixList: .empty))
         let validation = PathValidation(trust: trust, validationTime: Self.t)
-        let result = await validation.validate(
+        let result = validation.validate(
             anchors: AnchorSet([chain.root.certificate]), namePolicy: .ssl(host: "localhost"), pins: nil, expectedPins: [])
         if case .failure(let failure) = result { Issue.record("refused: \(failure)") }
         // The two links path building verified; the profile's own check (is a self-issued certificate

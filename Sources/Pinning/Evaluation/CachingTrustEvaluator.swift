@@ -10,8 +10,13 @@ extension ServerTrust {
     ///   - pins: as for ``evaluate(_:pins:)``.
     ///   - cache: the cache to consult and fill.
     public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) async -> TrustEvaluation {
-        await cache.verdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins)) { trust in
-            await trust.evaluate(namePolicy, pins: pins)
+        self.evaluateSynchronously(namePolicy, pins: pins, cache: cache)
+    }
+
+    /// ``evaluate(_:pins:cache:)`` without suspending: the same look-up, evaluation and fill (issue 31).
+    package func evaluateSynchronously(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) -> TrustEvaluation {
+        cache.verdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins)) { trust in
+            trust.evaluateSynchronously(namePolicy, pins: pins)
         }
     }
 
@@ -31,8 +36,13 @@ extension SecurityPolicy {
     ///   - domain: as for ``evaluate(_:forDomain:)``.
     ///   - cache: the cache to consult and fill.
     public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, cache: EvaluationCache) async -> TrustEvaluation {
-        await cache.verdict(for: serverTrust, evaluator: self.cacheIdentity(forDomain: domain)) { trust in
-            await self.evaluate(trust, forDomain: domain)
+        self.evaluateSynchronously(serverTrust, forDomain: domain, cache: cache)
+    }
+
+    /// ``evaluate(_:forDomain:cache:)`` without suspending: the same look-up, evaluation and fill (issue 31).
+    package func evaluateSynchronously(_ serverTrust: ServerTrust, forDomain domain: String?, cache: EvaluationCache) -> TrustEvaluation {
+        cache.verdict(for: serverTrust, evaluator: self.cacheIdentity(forDomain: domain)) { trust in
+            self.evaluateSynchronously(trust, forDomain: domain)
         }
     }
 
@@ -69,12 +79,21 @@ public struct CachingTrustEvaluator: ServerTrustEvaluating {
     /// Answers from the cache when an entry for this chain, host and policy is still valid; otherwise asks the
     /// wrapped evaluator and keeps a trusted verdict. Untrusted verdicts are never cached.
     public func evaluate(_ trust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
-        await self.policy.evaluate(trust, forDomain: domain, cache: self.cache)
+        self.policy.evaluateSynchronously(trust, forDomain: domain, cache: self.cache)
     }
 
     /// A cache hit for this chain, domain and policy that still counts, or nil (then ``evaluate(_:forDomain:)``
-    /// decides). Connection adapters use it to answer a repeated handshake on the event loop.
+    /// decides). Never evaluates (connection adapters evaluate on the event loop through
+    /// ``evaluateWithoutWaiting(_:forDomain:)`` instead).
     public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
         self.cache.storedVerdict(for: trust, evaluator: self.policy.cacheIdentity(forDomain: domain))
+    }
+}
+
+extension CachingTrustEvaluator: EvaluatingWithoutWaiting {
+    /// What ``evaluate(_:forDomain:)`` answers: a cache hit that still counts, else the wrapped policy's
+    /// evaluation, kept when trusted.
+    package func evaluateWithoutWaiting(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        self.policy.evaluateSynchronously(trust, forDomain: domain, cache: self.cache)
     }
 }

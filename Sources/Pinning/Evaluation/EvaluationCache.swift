@@ -112,8 +112,8 @@ public final class EvaluationCache: Sendable {
     func verdict(
         for trust: ServerTrust,
         evaluator: EvaluatorIdentity,
-        evaluate: (ServerTrust) async -> TrustEvaluation
-    ) async -> TrustEvaluation {
+        evaluate: (ServerTrust) -> TrustEvaluation
+    ) -> TrustEvaluation {
         let now = self.clock()
         let key = self.key(for: trust, evaluator: evaluator)
         if let stored = self.hit(key, for: trust, now: now, countingMiss: true) {
@@ -122,7 +122,7 @@ public final class EvaluationCache: Sendable {
         let time = trust.validationTime ?? now
         var fixed = trust
         fixed.validationTime = time
-        let verdict = await evaluate(fixed)
+        let verdict = evaluate(fixed)
         if case .trusted(let chain) = verdict {
             self.store(chain, for: key, now: now)
         }

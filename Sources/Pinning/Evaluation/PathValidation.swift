@@ -31,7 +31,7 @@ struct PathValidation {
         expectedPins: [Pin],
         additionalIssuers: [Certificate] = [],
         checksValidity: Bool = true
-    ) async -> Result<X509.ValidatedCertificateChain, TrustFailure> {
+    ) -> Result<X509.ValidatedCertificateChain, TrustFailure> {
         let presented = self.trust.certificates
         var host: String?
         var peerName: PeerName?
@@ -77,7 +77,7 @@ struct PathValidation {
             budget: self.budget,
             facts: facts
         )
-        if let chain = await Self.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: self.budget) {
+        if let chain = Self.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: self.budget) {
             if checksValidity { Self.remember(chain, facts: facts) }
             return .success(chain)
         }
@@ -98,7 +98,7 @@ struct PathValidation {
                 }
                 // Not from the shared anchor-set cache: built only when a pin was missed, and it would evict
                 // the sets every other evaluation uses.
-                if let chain = await Self.buildPath(
+                if let chain = Self.buildPath(
                     leaf: leaf,
                     anchors: AnchorSet(roots),
                     intermediates: beyond,
@@ -141,28 +141,18 @@ struct PathValidation {
     /// `Verifier` when the differential test asks for the reference (``PathBuilderReference``). The reference is
     /// what ``PathBuilder`` is compared with; no evaluation outside the differential test takes that way. Both of
     /// its stores offer their certificates through the budget, so every candidate the verifier checks was paid for.
+    ///
+    /// Synchronous (issue 31): our builder never waits for anything, so an evaluation can answer on the event loop
+    /// that asked for it, without a task.
     private static func buildPath(
         leaf: Certificate,
         anchors: AnchorSet,
         intermediates: [Certificate],
         policy: ChainPolicy,
         budget: PathBuildingBudget
-    ) async -> X509.ValidatedCertificateChain? {
+    ) -> X509.ValidatedCertificateChain? {
         if PathBuilderReference.isActive {
-            var reference = policy
-            reference.structureRules = .swiftCertificatesReference
-            let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
-            var verifier = Verifier(rootCertificates: roots) { reference }
-            let result = await verifier.validate(
-                leaf: leaf,
-                intermediates: CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
-            )
-            switch result {
-            case .validCertificate(let chain):
-                return chain
-            case .couldNotValidate:
-                return nil
-            }
+            return PathBuilderReference.buildPath(leaf: leaf, anchors: anchors, intermediates: intermediates, policy: policy, budget: budget)
         }
         let builder = PathBuilder(
             anchors: anchors.bySubject,
@@ -303,4 +293,45 @@ extension ChainPolicy {
 /// runs and nothing else in the process changes.
 package enum PathBuilderReference {
     @TaskLocal package static var isActive = false
+
+    /// One run of swift-certificates' `Verifier` with `policy` (as the reference: its `RFC5280Policy` rules),
+    /// its stores offering their certificates through `budget`.
+    ///
+    /// The verifier's interface is `async`, but nothing it awaits here suspends: its stores
+    /// (``BudgetedCertificateStore``) and our ``ChainPolicy`` answer at once. So it runs in a task started on this
+    /// thread (`Task.immediate`, which runs until its first suspension before returning), which has finished when
+    /// `Task.immediate` returns, and evaluation stays synchronous for the one flow every evaluation takes. This is
+    /// the core's only task, for the differential test alone; a verifier that did suspend would be a change in
+    /// swift-certificates that the test must not silently absorb, so it stops the test (never reached by an
+    /// evaluation outside it, which never activates the reference).
+    static func buildPath(
+        leaf: Certificate,
+        anchors: AnchorSet,
+        intermediates: [Certificate],
+        policy: ChainPolicy,
+        budget: PathBuildingBudget
+    ) -> X509.ValidatedCertificateChain? {
+        var reference = policy
+        reference.structureRules = .swiftCertificatesReference
+        let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
+        let presented = CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
+        let outcome = LockedValueBox<CertificateValidationResult?>(nil)
+        guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, *) else {
+            preconditionFailure("the reference path builder (differential test only) needs Task.immediate (Swift 6.2's runtime)")
+        }
+        // Unstructured, so the caller's cancellation does not reach it; the budget's own checks end it.
+        Task.immediate {
+            var verifier = Verifier(rootCertificates: roots) { reference }
+            let result = await verifier.validate(leaf: leaf, intermediates: presented)
+            outcome.withLockedValue { $0 = result }
+        }
+        switch outcome.withLockedValue({ $0 }) {
+        case .validCertificate(let chain)?:
+            return chain
+        case .couldNotValidate?:
+            return nil
+        case nil:
+            preconditionFailure("the reference path builder (differential test only) suspended: swift-certificates' Verifier must finish synchronously")
+        }
+    }
 }

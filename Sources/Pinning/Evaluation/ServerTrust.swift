@@ -116,9 +116,15 @@ public struct ServerTrust: Sendable {
     ///   - namePolicy: ``TrustNamePolicy/ssl(host:)`` checks the host; ``TrustNamePolicy/basicX509`` checks none.
     ///   - pins: when given, some certificate on the validated path must satisfy it.
     public func evaluate(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil) async -> TrustEvaluation {
+        self.evaluateSynchronously(namePolicy, pins: pins)
+    }
+
+    /// ``evaluate(_:pins:)`` without suspending: the same validation, the same verdict (issue 31), for a connection
+    /// adapter that answers on the event loop. Its work is bounded by the evaluation's budget (``TrustLimits``).
+    package func evaluateSynchronously(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil) -> TrustEvaluation {
         let time = self.validationTime ?? Date()
         let validation = PathValidation(trust: self, validationTime: time)
-        let result = await validation.validate(
+        let result = validation.validate(
             anchors: self.anchorSet,
             namePolicy: namePolicy,
             pins: pins,

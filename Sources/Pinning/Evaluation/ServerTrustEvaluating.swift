@@ -48,6 +48,40 @@ extension SecurityPolicy: ServerTrustEvaluating {
     public var acceptsChainsWithoutValidatedPath: Bool { self.allowInvalidCertificates }
 }
 
+/// An evaluator of this package whose verdict needs nothing to wait for (issue 31): ``SecurityPolicy``,
+/// ``CachingTrustEvaluator``, and `PinningNIO`'s CRL fetcher when there is nothing to fetch. Path building waits
+/// for nothing and its work is bounded by the evaluation's budget (``TrustLimits``), so a connection adapter may
+/// run the whole evaluation on the event loop that asked, without a task: that loop waits exactly as long as it
+/// did for the task, which ran there too without suspending.
+///
+/// A `package` protocol, so that the public meaning of ``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``
+/// (a remembered verdict, never an evaluation) stays as documented, and a user's own evaluator keeps its task
+/// unless it answers there.
+package protocol EvaluatingWithoutWaiting: ServerTrustEvaluating {
+    /// What ``ServerTrustEvaluating/evaluate(_:forDomain:)`` answers for the same arguments at this moment,
+    /// computed without suspending; nil when it must wait for something (then it runs in a task).
+    func evaluateWithoutWaiting(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation?
+}
+
+extension ServerTrustEvaluating {
+    /// The verdict a connection adapter may give on the event loop, without a task: a built-in evaluator's whole
+    /// evaluation (``EvaluatingWithoutWaiting``), else the evaluator's ``immediateEvaluation(_:forDomain:)``; nil
+    /// when the evaluation must run in a task.
+    package func evaluationWithoutTask(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        if let builtIn = self as? any EvaluatingWithoutWaiting {
+            return builtIn.evaluateWithoutWaiting(trust, forDomain: domain)
+        }
+        return self.immediateEvaluation(trust, forDomain: domain)
+    }
+}
+
+extension SecurityPolicy: EvaluatingWithoutWaiting {
+    /// The policy's whole evaluation: what ``evaluate(_:forDomain:)`` answers.
+    package func evaluateWithoutWaiting(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        self.evaluateSynchronously(trust, forDomain: domain)
+    }
+}
+
 extension ServerTrust {
     /// Parses a chain as it arrives in a TLS handshake (DER, leaf first).
     ///

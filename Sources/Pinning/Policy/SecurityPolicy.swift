@@ -134,12 +134,19 @@ extension SecurityPolicy {
     /// AFNetworking compares keys over whatever chain the trust object holds, which the appended-certificate
     /// attack defeats in exactly that configuration.
     public func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?) async -> TrustEvaluation {
+        self.evaluateSynchronously(serverTrust, forDomain: domain)
+    }
+
+    /// ``evaluate(_:forDomain:)`` without suspending: the same steps, the same verdict (issue 31). Path building
+    /// waits for nothing, and its work is bounded by the evaluation's budget (``TrustLimits``), so a connection
+    /// adapter may run it on the event loop that asked (``immediateEvaluation(_:forDomain:)``).
+    package func evaluateSynchronously(_ serverTrust: ServerTrust, forDomain domain: String?) -> TrustEvaluation {
         let time = serverTrust.validationTime ?? Date()
-        return await self.evaluate(serverTrust, forDomain: domain, at: time).judged(under: serverTrust.settings, at: time)
+        return self.evaluate(serverTrust, forDomain: domain, at: time).judged(under: serverTrust.settings, at: time)
     }
 
     /// The steps of ``evaluate(_:forDomain:)`` at `time`.
-    private func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, at time: Date) async -> TrustEvaluation {
+    private func evaluate(_ serverTrust: ServerTrust, forDomain domain: String?, at time: Date) -> TrustEvaluation {
         let validation = PathValidation(trust: serverTrust, validationTime: time)
         let expected = self.pinningMode == .none ? [] : self.acceptedPins
 
@@ -165,11 +172,11 @@ extension SecurityPolicy {
 
         switch self.pinningMode {
         case .none:
-            return await self.evaluateWithoutPinning(serverTrust, validation: validation, namePolicy: namePolicy)
+            return self.evaluateWithoutPinning(serverTrust, validation: validation, namePolicy: namePolicy)
         case .certificate:
-            return await self.evaluateCertificatePinning(serverTrust, validation: validation, namePolicy: namePolicy)
+            return self.evaluateCertificatePinning(serverTrust, validation: validation, namePolicy: namePolicy)
         case .publicKey:
-            return await self.evaluatePublicKeyPinning(serverTrust, validation: validation, namePolicy: namePolicy)
+            return self.evaluatePublicKeyPinning(serverTrust, validation: validation, namePolicy: namePolicy)
         }
     }
 
@@ -178,7 +185,7 @@ extension SecurityPolicy {
         _ trust: ServerTrust,
         validation: PathValidation,
         namePolicy: TrustNamePolicy
-    ) async -> TrustEvaluation {
+    ) -> TrustEvaluation {
         if self.allowInvalidCertificates {
             return .trusted(
                 TrustedChain(
@@ -192,7 +199,7 @@ extension SecurityPolicy {
                 )
             )
         }
-        let result = await validation.validate(
+        let result = validation.validate(
             anchors: trust.anchorSet,
             namePolicy: namePolicy,
             pins: nil,
@@ -206,13 +213,13 @@ extension SecurityPolicy {
         _ trust: ServerTrust,
         validation: PathValidation,
         namePolicy: TrustNamePolicy
-    ) async -> TrustEvaluation {
+    ) -> TrustEvaluation {
         let expected = self.acceptedPins
         // The standard path counts toward how long the verdict holds: both validations must still pass.
         var standardWindow: ValidityWindow?
         var standardPath: [Certificate]?
         if !self.allowInvalidCertificates {
-            let standard = await validation.validate(
+            let standard = validation.validate(
                 anchors: trust.anchorSet,
                 namePolicy: namePolicy,
                 pins: nil,
@@ -236,7 +243,7 @@ extension SecurityPolicy {
             )
         }
         // Step 4: the pinned certificates are the only anchors; the path must end at (and so contain) one.
-        let pinned = await validation.validate(
+        let pinned = validation.validate(
             anchors: AnchorSet.of(roots: nil, anchors: self.pinnedCertificates),
             namePolicy: namePolicy,
             pins: .certificates(self.pinnedCertificates),
@@ -274,7 +281,7 @@ extension SecurityPolicy {
         _ trust: ServerTrust,
         validation: PathValidation,
         namePolicy: TrustNamePolicy
-    ) async -> TrustEvaluation {
+    ) -> TrustEvaluation {
         let accepted = self.acceptedPins
         guard !accepted.isEmpty else {
             return .untrusted(
@@ -286,7 +293,7 @@ extension SecurityPolicy {
             )
         }
         let requirement = PinRequirement.publicKeys(accepted)
-        let validated = await validation.validate(
+        let validated = validation.validate(
             anchors: trust.anchorSet,
             namePolicy: namePolicy,
             pins: requirement,
@@ -326,7 +333,7 @@ extension SecurityPolicy {
                 return .untrusted(validation.failure(.invalidHost, error.description, host: host))
             }
         }
-        return await self.evaluatePinAsAnchor(
+        return self.evaluatePinAsAnchor(
             trust,
             validation: validation,
             namePolicy: namePolicy,
@@ -366,7 +373,7 @@ extension SecurityPolicy {
         requirement: PinRequirement,
         accepted: [Pin],
         invalidBecause failure: TrustFailure
-    ) async -> TrustEvaluation {
+    ) -> TrustEvaluation {
         var anchors: [Certificate] = []
         var ownPins = Set<Pin>()
         for certificate in trust.effectiveAnchors where requirement.isSatisfied(by: certificate) && !anchors.contains(certificate) {
@@ -394,7 +401,7 @@ extension SecurityPolicy {
             return .untrusted(mismatch)
         }
         // Not from the shared anchor-set cache: these sets are per chain and would evict the platform's.
-        let linked = await validation.validate(
+        let linked = validation.validate(
             anchors: AnchorSet(anchors),
             namePolicy: namePolicy,
             pins: requirement,

@@ -167,34 +167,40 @@ public struct PinnedTLSClient: Sendable {
     ///     failure reports it builds; nil when unknown.
     public func makeClientTLSHandlers(host: String, port: Int? = nil) throws -> (NIOSSLClientHandler, PinningHandshakeHandler) {
         let verdict = HandshakeVerdict()
-        let evaluator = self.judge
-        let settings = self.settings
-        let callback: NIOSSLCustomVerificationCallbackWithMetadata
-        if let peerDecision = self.peerDecision {
-            callback = PeerVerification.callback(verdict: verdict) { presented in
-                await peerDecision(host, presented)
-            }
-        } else {
-            // Each handshake's trust is made from the settings and this chain: nothing of an earlier handshake, and
-            // no instant but the settings' own (the current time, or a fixed one only through the SPI). The port
-            // only reaches failure reports, never the verdict.
-            @Sendable func trust(_ presented: [Certificate]) -> ServerTrust {
-                var trust = ServerTrust(certificates: presented, settings: settings)
-                trust.port = port
-                return trust
-            }
-            callback = PeerVerification.callback(
-                verdict: verdict,
-                immediate: { presented in evaluator.immediateEvaluation(trust(presented), forDomain: host) },
-                decide: { presented in await evaluator.evaluate(trust(presented), forDomain: host) }
-            )
-        }
+        let callback = self.verificationCallback(verdict: verdict, host: host, port: port)
         let tls = try NIOSSLClientHandler(
             context: self.sslContext,
             serverHostname: Self.isIPAddress(host) ? nil : host,
             customVerificationCallbackWithMetadata: callback
         )
         return (tls, PinningHandshakeHandler(verdict: verdict, host: host))
+    }
+
+    /// NIOSSL's verification callback for one connection to `host`, recording its decision in `verdict`: the
+    /// evaluator's answer without a task when it has one (``/Pinning/SecurityPolicy`` and
+    /// ``/Pinning/CachingTrustEvaluator`` evaluate on the event loop, issue 31; any evaluator's
+    /// ``/Pinning/ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``), else its evaluation in a task.
+    func verificationCallback(verdict: HandshakeVerdict, host: String, port: Int?) -> NIOSSLCustomVerificationCallbackWithMetadata {
+        let evaluator = self.judge
+        let settings = self.settings
+        if let peerDecision = self.peerDecision {
+            return PeerVerification.callback(verdict: verdict) { presented in
+                await peerDecision(host, presented)
+            }
+        }
+        // Each handshake's trust is made from the settings and this chain: nothing of an earlier handshake, and
+        // no instant but the settings' own (the current time, or a fixed one only through the SPI). The port
+        // only reaches failure reports, never the verdict.
+        @Sendable func trust(_ presented: [Certificate]) -> ServerTrust {
+            var trust = ServerTrust(certificates: presented, settings: settings)
+            trust.port = port
+            return trust
+        }
+        return PeerVerification.callback(
+            verdict: verdict,
+            immediate: { presented in evaluator.evaluationWithoutTask(trust(presented), forDomain: host) },
+            decide: { presented in await evaluator.evaluate(trust(presented), forDomain: host) }
+        )
     }
 
     /// Adds the pinned TLS handlers for `host` (connected to on `port`, when known) to a pipeline and returns the

@@ -150,9 +150,11 @@ enum PeerVerification {
     /// The callback NIOSSL calls on every handshake. Any error or a refusal completes with `.failed` (fail
     /// closed); the reason is recorded in `verdict`.
     ///
-    /// `immediate` may answer on the event loop without starting a task: an evaluator's remembered verdict for
-    /// this very chain (``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``, a cache hit). When it
-    /// answers nil, `decide` runs in a task as usual.
+    /// `immediate` may answer on the event loop without starting a task: a verdict that needs nothing to wait for
+    /// (a built-in evaluator's whole evaluation, bounded by its budget, issue 31; an evaluator's
+    /// ``ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``, a cache hit). When it answers nil, `decide`
+    /// runs in a task as usual. Both answers are recorded and concluded alike
+    /// (``conclude(_:verdict:presented:handover:)``).
     ///
     /// `handover`: how NIOSSL is given the validated path as its metadata; nil gives it none (clients: nothing
     /// reads it there).

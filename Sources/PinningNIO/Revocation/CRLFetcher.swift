@@ -310,6 +310,17 @@ public struct RevocationFetchingEvaluator: ServerTrustEvaluating {
     }
 }
 
+extension RevocationFetchingEvaluator: EvaluatingWithoutWaiting {
+    /// The base's evaluation without a task when nothing is to be fetched; nil (a task: fetch, then evaluate) when
+    /// something is.
+    package func evaluateWithoutWaiting(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
+        if let wanted = self.base.revocationPolicy(for: trust, forDomain: domain), wanted.fetch, !wanted.fetched {
+            return nil
+        }
+        return self.base.evaluationWithoutTask(trust, forDomain: domain)
+    }
+}
+
 /// A small, bounded memo of combined policies.
 final class PreparedPolicies: Sendable {
     private struct Key: Hashable {

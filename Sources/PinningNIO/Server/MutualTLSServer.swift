@@ -72,7 +72,7 @@ public struct MutualTLSServer: Sendable {
     /// The context every connection shares (its session cache and ticket keys), and the record of trusted chains.
     private let sessions: ServerSessions
     /// Hands each trusted path to NIOSSL with the client CAs already in its form.
-    private let handover: NIOSSLPathHandover
+    let handover: NIOSSLPathHandover
 
     /// A mutual-TLS server.
     ///
@@ -149,22 +149,25 @@ public struct MutualTLSServer: Sendable {
         }
     }
 
-    /// The decision the rule's cache (the built-in one, or the evaluator's own) already holds for `presented`,
-    /// answered on the event loop without a task; nil when there is no cache, no entry that still counts, or a
-    /// ``Configuration/clientCheck`` (which is async, and must run on every connection). A trusted verdict is
-    /// recorded for the client's resumed sessions as ``decideClient(_:recordsSession:)`` does when
-    /// `recordsSession`.
+    /// ``evaluateClient(_:)``'s verdict for `presented`, answered on the event loop without a task (issue 31): the
+    /// built-in rule's whole evaluation (through its cache, when it has one), which waits for nothing and is bounded
+    /// by the evaluation's budget (``/Pinning/TrustLimits``), a built-in evaluator's (``/Pinning/SecurityPolicy``,
+    /// ``/Pinning/CachingTrustEvaluator``), or another evaluator's immediate answer
+    /// (``/Pinning/ServerTrustEvaluating/immediateEvaluation(_:forDomain:)``). Nil (the task decides) for an
+    /// evaluator without one, or with a ``Configuration/clientCheck`` (which is async, and must run on every
+    /// connection). A trusted verdict is recorded for the client's resumed sessions as
+    /// ``decideClient(_:recordsSession:)`` does when `recordsSession`.
     func immediateClientDecision(_ presented: [Certificate], recordsSession: Bool) -> TrustEvaluation? {
         guard self.serverConfiguration.clientCheck == nil else { return nil }
         let trust = self.clientTrust(for: presented)
         let stored: TrustEvaluation?
         switch self.clientRule {
         case .evaluator(let evaluator):
-            stored = evaluator.immediateEvaluation(trust, forDomain: nil)?.requiringValidatedPath(whose: "a client chain")
+            stored = evaluator.evaluationWithoutTask(trust, forDomain: nil)?.requiringValidatedPath(whose: "a client chain")
         case .builtIn(let pins, let cache?):
-            stored = trust.storedEvaluation(.basicX509, pins: Self.requirement(pins), cache: cache)
-        case .builtIn(_, nil):
-            stored = nil
+            stored = trust.evaluateSynchronously(.basicX509, pins: Self.requirement(pins), cache: cache)
+        case .builtIn(let pins, nil):
+            stored = trust.evaluateSynchronously(.basicX509, pins: Self.requirement(pins))
         }
         guard let evaluation = stored else { return nil }
         if recordsSession, case .trusted = evaluation, let leaf = presented.first {

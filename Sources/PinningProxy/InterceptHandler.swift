@@ -17,8 +17,9 @@ import PinningNIO
 /// framing, RFC 9112 §6.3 item 8) ends when the upstream closes. The proxy forwards it as it came and then closes
 /// the client's connection (after the last byte is written), so the client sees the end the same way: as HTTP/1.1
 /// requires of any proxy forwarding such a response, and what curl and browsers expect. It is not re-framed as a
-/// complete chunked body, which would vouch for a completeness the proxy cannot know (NIO's encoder does frame an
-/// HTTP/1.1 head without a length as chunked; that connection closes after the response all the same).
+/// complete body by the proxy itself. NIO's encoder frames an HTTP/1.1 head without a length as chunked, so the
+/// last chunk is written only when the upstream's close ended the body cleanly (with or without close_notify);
+/// after a reset the client's connection closes without it, and the log says `upstreamClosed`.
 final class InterceptHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -81,7 +82,9 @@ final class InterceptHandler: ChannelInboundHandler {
             let current = self.proxy.policy
             if current.generation != self.policy.generation {
                 // Reloaded since the upstream connection was made: it is not reused. A removed pin or identity
-                // stops working at the next request, not at the next client connection.
+                // stops working at the next request, not at the next client connection. No response is owed on
+                // the old one here: NIO's pipelining handler holds a request head back until the previous
+                // response has been written whole.
                 self.policy = current
                 self.upstream?.close(promise: nil)
                 self.upstream = nil
@@ -210,6 +213,22 @@ final class InterceptHandler: ChannelInboundHandler {
             self.responseBodyBytes += body.readableBytes
             context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         case .end(let trailers):
+            if self.responseIsCloseDelimited, let error = self.upstreamError, !Self.isUncleanShutdown(error) {
+                // The close that ended this body was a failure (a reset), not the server ending it. NIO's encoder
+                // frames an HTTP/1.1 head without a length as chunked, so writing `.end` would send the last chunk
+                // and vouch for a body the proxy knows was cut: the client's connection closes without it instead,
+                // and the log says so. A close without close_notify is how many servers end such a body (curl
+                // accepts it too), so that one completes the response as usual.
+                self.upstream = nil
+                if self.failure == nil {
+                    self.failure = "upstreamClosed"
+                    self.message =
+                        "the upstream's connection failed in the middle of its response, which only its close could end (after \(self.responseBodyBytes) bytes of the body): \(ConnectionFailureWords.words(error)); the client's connection was closed"
+                }
+                context.flush()
+                context.close(promise: nil)
+                return
+            }
             guard self.closeAfterResponse || self.responseIsCloseDelimited else {
                 context.writeAndFlush(self.wrapOutboundOut(.end(trailers)), promise: nil)
                 return
@@ -226,6 +245,12 @@ final class InterceptHandler: ChannelInboundHandler {
                 channel.close(promise: nil)
             }
         }
+    }
+
+    /// NIOSSL's report of a close without close_notify.
+    static func isUncleanShutdown(_ error: any Error) -> Bool {
+        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return true }
+        return false
     }
 
     /// Whether a final response's body ends only when the upstream closes (RFC 9112 §6.3): it may have a body (not
@@ -273,6 +298,9 @@ final class InterceptHandler: ChannelInboundHandler {
     }
 
     fileprivate func upstreamFailed(_ error: any Error) {
+        // NIOSSL reports a close without close_notify when the channel goes inactive, after the error that closed
+        // it (a reset): the first error is the one that says what happened, and is kept.
+        if let kept = self.upstreamError, !Self.isUncleanShutdown(kept), Self.isUncleanShutdown(error) { return }
         self.upstreamError = error
     }
 

@@ -25,14 +25,18 @@ struct ProxyCloseDelimitedCLITests {
 
         for path in ["/http10", "/http11"] {
             // --max-time 20: before the fix curl got the whole body, then waited for an end that never came (exit 28).
+            let headers = setup.directory.path("headers\(path.dropFirst()).txt")
             let result = try await TestTools.run(
                 curlPath,
                 [
-                    "-sS", "--max-time", "20", "-x", "http://127.0.0.1:\(port)", "--cacert", ca, "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                    base + path,
+                    "-sS", "--max-time", "20", "-x", "http://127.0.0.1:\(port)", "--cacert", ca, "-o", "/dev/null", "-D", headers, "-w",
+                    "%{http_code} %{size_download}", base + path,
                 ], in: setup.directory, timeout: 60)
             #expect(result.status == 0, "\(path): \(result) / \(proxy.stderr)")
             #expect(result.stdout == "200 200000", "\(path): \(result)")
+            // The proxy tells the client that its connection ends with this response (RFC 9112 §9.6).
+            let head = try String(contentsOfFile: headers, encoding: .utf8).lowercased()
+            #expect(head.contains("\r\nconnection: close\r\n"), "\(path): \(head)")
         }
 
         if pythonRequestsAvailable {
@@ -58,9 +62,16 @@ struct ProxyCloseDelimitedCLITests {
             in: setup.directory, timeout: 60)
         #expect(short.status != 0 && short.status != 28, "curl sees the response cut short, at once: \(short)")
 
+        // A close-delimited HTTP/1.1 body ended by a reset: the client gets no last chunk, so it sees the body cut
+        // short, and the log says upstreamClosed (before, NIO's chunked framing ended it as if complete).
+        let reset = try await TestTools.run(
+            curlPath, ["-sS", "--max-time", "20", "-x", "http://127.0.0.1:\(port)", "--cacert", ca, "-o", "/dev/null", base + "/reset11"],
+            in: setup.directory, timeout: 60)
+        #expect(reset.status != 0 && reset.status != 28, "curl sees the reset body cut short, at once: \(reset)")
+
         let deadline = Date().addingTimeInterval(10)
         var lines: [Substring] = []
-        let expected = pythonRequestsAvailable ? 5 : 3
+        let expected = pythonRequestsAvailable ? 6 : 4
         while Date() < deadline {
             lines = proxy.stderr.split(separator: "\n").filter { $0.hasPrefix("intercept ") }
             if lines.count >= expected { break }
@@ -68,16 +79,17 @@ struct ProxyCloseDelimitedCLITests {
         }
         #expect(lines.count == expected, "one line per client connection: \(proxy.stderr)")
         let cut = lines.filter { $0.contains("failure=") }
-        #expect(cut.count == 1, "only the short body is a failure: \(lines)")
-        #expect(cut.first?.contains("verdict=trusted failure=upstreamClosed") ?? false, "\(lines)")
+        #expect(cut.count == 2, "only the short and the reset bodies are failures: \(lines)")
+        #expect(cut.allSatisfy { $0.contains("verdict=trusted failure=upstreamClosed") }, "\(lines)")
         #expect(lines.allSatisfy { $0.contains("verdict=trusted") }, "\(lines)")
     }
 
     /// A TLS server answering /http10 with HTTP/1.0 and no Content-Length, /http11 with HTTP/1.1, no length and
-    /// `Connection: close` (200,000 bytes each, then a close without close_notify, as many servers do), and /short
-    /// with a Content-Length of 100,000 and 1,000 bytes before a clean close.
+    /// `Connection: close` (200,000 bytes each, then a close without close_notify, as many servers do), /reset11 as
+    /// /http11 with 1,000 bytes ended by a TCP reset, and /short with a Content-Length of 100,000 and 1,000 bytes
+    /// before a clean close.
     static let closeUpstream = #"""
-        import socket, ssl, sys, threading
+        import socket, ssl, struct, sys, threading, time
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(sys.argv[1], sys.argv[2])
         listener = socket.socket()
@@ -99,6 +111,11 @@ struct ProxyCloseDelimitedCLITests {
                     conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + b"a" * 200000)
                 elif path == b"/http11":
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n" + b"b" * 200000)
+                elif path == b"/reset11":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n" + b"d" * 1000)
+                    time.sleep(0.5)
+                    # A reset, not a close: SO_LINGER with a zero timeout.
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 else:
                     conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"c" * 1000)
                 conn.close()

@@ -84,6 +84,12 @@ struct TUFCLITests {
         let replaced = try await Executable.pinning(["tuf", "--metadata-dir", metadata + "/client", "init", other], in: directory)
         #expect(replaced.status == 0, "\(replaced)")
         #expect(FileManager.default.contents(atPath: metadata + "/client/root.json") == FileManager.default.contents(atPath: other))
+
+        // A directory to be created below a file is the user's input, refused as such (exit 2), not a failure (1).
+        let file = try directory.write("plain-file", "x")
+        let below = try await Executable.pinning(["tuf", "--metadata-dir", file + "/sub", "init", root], in: directory)
+        #expect(below.status == 2, "\(below)")
+        #expect(below.stderr == "pinning: tuf: --metadata-dir \(file)/sub: \(file) is not a directory\n", "\(below)")
     }
 
     @Test("a refresh on a stored root.json that is not TUF metadata exits 1 before any request")

@@ -137,6 +137,24 @@ struct TUFUpdaterTests {
         #expect(fetcher.requests.withLockedValue { $0 } == ["metadata/2.root.json", "metadata/timestamp.json"])
     }
 
+    @Test("initialize refuses what is not a root signed by its own keys, and keeps the root.json already there")
+    func initializeChecksTheRoot() throws {
+        let repository = TUFTestRepository()
+        let metadata = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: metadata) }
+        try TUFUpdater.initialize(metadataDirectory: metadata, trustedRoot: repository.root(version: 1))
+        let stored = Self.read(metadata, "root.json")
+        for bad in [Array("{}".utf8), [], Array("-----BEGIN CERTIFICATE-----\n".utf8), repository.root(version: 1, signers: [TUFTestSigner(.ed25519)])] {
+            #expect(throws: TUFError.self, "\(bad.count) bytes") {
+                try TUFUpdater.initialize(metadataDirectory: metadata, trustedRoot: bad)
+            }
+            #expect(Self.read(metadata, "root.json") == stored)
+        }
+        let fresh = metadata + "/fresh"
+        #expect(throws: TUFError.self) { try TUFUpdater.initialize(metadataDirectory: fresh, trustedRoot: Array("{}".utf8)) }
+        #expect(!FileManager.default.fileExists(atPath: fresh), "nothing is created for a refused root")
+    }
+
     @Test("a rolled-back timestamp is refused and the stored one stays; a tampered target is refused and not stored")
     func rollbackAndTampering() async throws {
         let repository = SmallTUFRepository()

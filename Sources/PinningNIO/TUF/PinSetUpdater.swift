@@ -165,7 +165,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
             do {
                 try TUFUpdater.initialize(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
             } catch {
-                throw PinSetError("\(VisibleText.escaped(directory)): cannot store the bootstrap root: \(error)")
+                throw PinSetError("\(VisibleText.escaped(directory)): the bootstrap root was not stored: \(error)")
             }
         }
         self.loadStored()

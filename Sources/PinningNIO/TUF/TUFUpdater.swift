@@ -56,10 +56,14 @@ public struct TUFUpdater: Sendable {
     }
 
     /// Stores `bytes` as the trusted root to start from (`root.json`), as the client's first step, creating
-    /// `metadataDirectory` (and its parents) when missing. A `root.json` already there is replaced. Nothing is
-    /// checked here: the first refresh requires the root to be signed by a threshold of its own keys (`pinning tuf
-    /// init` checks that before it calls this, with `TUFTrustedSet(trustedRoot:updateStartTime:limits:)`).
-    public static func initialize(metadataDirectory: String, trustedRoot bytes: [UInt8]) throws(TUFError) {
+    /// `metadataDirectory` (and its parents) when missing. A `root.json` already there is replaced, but only by a
+    /// root that is one: `bytes` must be TUF root metadata signed by a threshold of its own root keys (as the first
+    /// refresh reads it, `TUFTrustedSet(trustedRoot:updateStartTime:limits:)`; its expiry does not matter for a
+    /// trusted root, §5.2). Anything else is refused before anything is created or written.
+    ///
+    /// - Throws: ``/Pinning/TUFError``: the root's refusal, or why the directory or file could not be written.
+    public static func initialize(metadataDirectory: String, trustedRoot bytes: [UInt8], limits: TUFLimits = TUFLimits()) throws(TUFError) {
+        _ = try TUFTrustedSet(trustedRoot: bytes, updateStartTime: Date(), limits: limits)
         do {
             try TUFFiles.makeDirectories(metadataDirectory)
         } catch {
@@ -71,7 +75,7 @@ public struct TUFUpdater: Sendable {
     /// ``initialize(metadataDirectory:trustedRoot:)`` with the contents of the file at `path` (at most
     /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {
-        try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: try self.readTrustedRoot(path, limits: limits))
+        try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: try self.readTrustedRoot(path, limits: limits), limits: limits)
     }
 
     /// The contents of the trusted root file at `path` (at most `limits`' `rootMaxLength` bytes), read by the one

@@ -92,6 +92,17 @@ extension PinningCommand {
                 guard isDirectory.boolValue else { throw InputError("tuf: \(option) \(path): not a directory") }
             } else if let missing {
                 throw InputError("tuf: \(option) \(path): does not exist; \(missing)")
+            } else {
+                // To be created (init): the nearest part of the path that exists must be a directory, or the
+                // creation fails as the user's input, not as the command (`--metadata-dir FILE/sub`).
+                var parent = path
+                while let slash = parent.lastIndex(of: "/"), slash != parent.startIndex {
+                    parent = String(parent[..<slash])
+                    if FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) {
+                        guard isDirectory.boolValue else { throw InputError("tuf: \(option) \(path): \(parent) is not a directory") }
+                        return
+                    }
+                }
             }
         }
 
@@ -127,7 +138,7 @@ extension PinningCommand {
                     throw InputError("tuf: init \(rootPath): \(refusal)")
                 }
                 do throws(TUFError) {
-                    try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRoot: bytes)
+                    try TUFUpdater.initialize(metadataDirectory: self.metadataDirectory, trustedRoot: bytes, limits: limits)
                 } catch {
                     Self.fail("init: \(error)")
                 }

@@ -19,12 +19,6 @@ extension ServerTrust {
             trust.evaluateSynchronously(namePolicy, pins: pins)
         }
     }
-
-    /// The trusted verdict `cache` holds for ``evaluate(_:pins:cache:)`` with these arguments, if it still counts;
-    /// nil otherwise. Never evaluates, so it can answer on an event loop; a nil is not a refusal, only "evaluate".
-    package func storedEvaluation(_ namePolicy: TrustNamePolicy, pins: PinRequirement? = nil, cache: EvaluationCache) -> TrustEvaluation? {
-        cache.storedVerdict(for: self, evaluator: .serverTrust(namePolicy: namePolicy, pins: pins))
-    }
 }
 
 extension SecurityPolicy {
@@ -83,8 +77,8 @@ public struct CachingTrustEvaluator: ServerTrustEvaluating {
     }
 
     /// A cache hit for this chain, domain and policy that still counts, or nil (then ``evaluate(_:forDomain:)``
-    /// decides). Never evaluates (connection adapters evaluate on the event loop through
-    /// ``evaluateWithoutWaiting(_:forDomain:)`` instead).
+    /// decides). Never evaluates; this package's connection adapters run the whole evaluation on the event loop
+    /// by other means.
     public func immediateEvaluation(_ trust: ServerTrust, forDomain domain: String?) -> TrustEvaluation? {
         self.cache.storedVerdict(for: trust, evaluator: self.policy.cacheIdentity(forDomain: domain))
     }

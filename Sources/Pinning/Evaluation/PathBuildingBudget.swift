@@ -21,7 +21,9 @@ import _CryptoExtras
 ///   or two certificates per name; a search that needed more is refused with this bound named.
 /// - **issuer look-ups**: as before (``TrustLimits/maximumIssuerLookups``).
 /// - **abandonment**: once the task running the evaluation is cancelled (a server whose client has gone),
-///   every further look-up and check is refused, and so is the evaluation.
+///   every further look-up and check is refused, and so is the evaluation. This applies to decisions that run
+///   in a task (a user's evaluator, a CRL fetch, a `clientCheck`); the built-in evaluators decide inside NIOSSL's
+///   callback (issue 31), where there is no task to cancel and the other bounds hold.
 ///
 /// The verdict of an exhausted search is `pathBuildingLimitExceeded`, naming the bound that was reached; a
 /// path found before the budget ran out is judged as usual.

@@ -316,15 +316,21 @@ package enum PathBuilderReference {
         let roots = CertificateStore(custom: BudgetedCertificateStore(bySubject: anchors.bySubject, budget: budget))
         let presented = CertificateStore(custom: BudgetedCertificateStore(certificates: intermediates, budget: budget))
         let outcome = LockedValueBox<CertificateValidationResult?>(nil)
-        guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, *) else {
-            preconditionFailure("the reference path builder (differential test only) needs Task.immediate (Swift 6.2's runtime)")
-        }
-        // Unstructured, so the caller's cancellation does not reach it; the budget's own checks end it.
-        Task.immediate {
-            var verifier = Verifier(rootCertificates: roots) { reference }
-            let result = await verifier.validate(leaf: leaf, intermediates: presented)
-            outcome.withLockedValue { $0 = result }
-        }
+        // `Task.immediate` is Swift 6.2's (the package's tools version is 6.1): an older compiler or runtime
+        // cannot run the reference, which only the differential test and `limbo --differential` ask for.
+        #if compiler(>=6.2)
+            guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, *) else {
+                preconditionFailure("the reference path builder (differential test only) needs Task.immediate (Swift 6.2's runtime)")
+            }
+            // Unstructured, so the caller's cancellation does not reach it; the budget's own checks end it.
+            Task.immediate {
+                var verifier = Verifier(rootCertificates: roots) { reference }
+                let result = await verifier.validate(leaf: leaf, intermediates: presented)
+                outcome.withLockedValue { $0 = result }
+            }
+        #else
+            preconditionFailure("the reference path builder (differential test only) needs Task.immediate (Swift 6.2)")
+        #endif
         switch outcome.withLockedValue({ $0 }) {
         case .validCertificate(let chain)?:
             return chain

@@ -139,7 +139,7 @@ extension SecurityPolicy {
 
     /// ``evaluate(_:forDomain:)`` without suspending: the same steps, the same verdict (issue 31). Path building
     /// waits for nothing, and its work is bounded by the evaluation's budget (``TrustLimits``), so a connection
-    /// adapter may run it on the event loop that asked (``immediateEvaluation(_:forDomain:)``).
+    /// adapter may run it on the event loop that asked (`EvaluatingWithoutWaiting`).
     package func evaluateSynchronously(_ serverTrust: ServerTrust, forDomain domain: String?) -> TrustEvaluation {
         let time = serverTrust.validationTime ?? Date()
         return self.evaluate(serverTrust, forDomain: domain, at: time).judged(under: serverTrust.settings, at: time)

@@ -41,7 +41,9 @@ final class HandshakeVerdict: Sendable {
 
     /// The connection went away before its peer was decided: cancel the decision. Path building checks for
     /// cancellation at every issuer look-up and signature check (``TrustLimits``), so the evaluation stops there
-    /// and refuses, and no CPU is spent on a peer that has gone (issue 27).
+    /// and refuses, and no CPU is spent on a peer that has gone (issue 27). Only a decision that runs in a task
+    /// can be abandoned (a user's evaluator, a CRL fetch, a `clientCheck`): the built-in evaluators decide within
+    /// NIOSSL's callback, before the connection can go.
     func abandon() {
         let task = self.evaluation.withLockedValue { evaluation in
             evaluation.abandoned = true

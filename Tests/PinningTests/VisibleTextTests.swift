@@ -96,8 +96,8 @@ struct VisibleTextTests {
             return out
         }
         let alphabet: [UInt8] = Array("\\ux{}0a1b\"".utf8) + [0x1B, 0x0A, 0xFF, 0xC3, 0xA9, 0xE2, 0x80, 0xAE]
-        // A new seed each run, printed with any failure, so a failing input can be made again.
-        let seed = UInt64.random(in: .min ... .max)
+        // A new seed each run, printed with any failure; PINNING_TEST_SEED=N makes that run's inputs again.
+        let seed = Self.seed()
         var generator = SplitMix64(seed: seed)
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
@@ -109,6 +109,11 @@ struct VisibleTextTests {
                 #expect(read(VisibleText.escaped(text)) == bytes, "seed \(seed): \(bytes)")
             }
         }
+    }
+
+    /// `PINNING_TEST_SEED` when set (to replay a failure this suite printed), else a new random seed.
+    static func seed() -> UInt64 {
+        ProcessInfo.processInfo.environment["PINNING_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: .min ... .max)
     }
 
     @Test("quoted: the text between quotes, its own \" as \\u{22} so it cannot close them; a cut's … outside the quotes")
@@ -124,8 +129,8 @@ struct VisibleTextTests {
         #expect(VisibleText.quoted("") == "\"\"")
         // Whatever the text, the result has exactly two raw quotes, first and last (before a cut's …).
         let alphabet: [Character] = ["\"", "\\", "u", "x", "{", "}", "a", "…", "\u{1B}", "\u{202E}", "é"]
-        // A new seed each run, printed with any failure, so a failing input can be made again.
-        let seed = UInt64.random(in: .min ... .max)
+        // A new seed each run, printed with any failure; PINNING_TEST_SEED=N makes that run's inputs again.
+        let seed = Self.seed()
         var generator = SplitMix64(seed: seed)
         for _ in 0..<2_000 {
             let text = String((0..<Int.random(in: 0...10, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })

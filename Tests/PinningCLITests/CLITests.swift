@@ -565,6 +565,15 @@ struct CLITests {
             name: "--at without a time zone",
             arguments: { f in f.evaluate([], at: "2030-06-01T00:00:00") },
             mentions: { _ in ["--at"] }),
+        // Foundation's parser once moved these to 2030-03-02 and 2030-06-02 and validated there.
+        BadInput(
+            name: "--at on 30 February",
+            arguments: { f in f.evaluate([], at: "2030-02-30T00:00:00Z") },
+            mentions: { _ in ["--at: \"2030-02-30T00:00:00Z\" is not an RFC 3339 instant", "day 30 does not exist: February 2030 has 28 days"] }),
+        BadInput(
+            name: "--at at hour 24",
+            arguments: { f in f.evaluate([], at: "2030-06-01T24:00:00Z") },
+            mentions: { _ in ["--at: \"2030-06-01T24:00:00Z\"", "hour 24 does not exist"] }),
         BadInput(
             name: "unknown --mode",
             arguments: { f in f.evaluate(["--mode", "bogus"]) },

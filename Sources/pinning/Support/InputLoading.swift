@@ -71,10 +71,11 @@ enum InputLoading {
 
     static func instant(_ text: String?) throws(InputError) -> Date? {
         guard let text else { return nil }
-        guard let date = RFC3339.parse(text) else {
-            throw InputError("--at: \"\(text)\" is not an RFC 3339 instant such as 2030-06-01T00:00:00Z")
+        do {
+            return try RFC3339.read(text)
+        } catch {
+            throw InputError("--at: \"\(VisibleText.escaped(text))\" is not an RFC 3339 instant such as 2030-06-01T00:00:00Z: \(error.description)")
         }
-        return date
     }
 
     static func roots(_ path: String?) throws(InputError) -> TrustRoots? {

@@ -170,8 +170,17 @@ extension PinningCommand {
         /// The server identity from --cert and --key, with messages about the *server's* certificate and key.
         func loadIdentity() throws(InputError) -> TLSIdentity {
             let passphrase = try self.passphraseOptions.passphrase()
-            do {
-                return try TLSIdentity.pem(certificateChainFile: self.cert, privateKeyFile: self.key, passphrase: passphrase)
+            // Each input is named by its option as well as its path (the errors' `origin`), so a failure names the
+            // option whose file is wrong even when both options name one file (`--cert pki/api.key --key
+            // pki/api.key` once blamed --key for the missing certificate: the origin was compared with --key's
+            // path). One file given for both is read once: a FIFO or <(…) has no second reading.
+            let certificateOrigin = "--cert \(self.cert)"
+            let keyOrigin = "--key \(self.key)"
+            do throws(TLSIdentityError) {
+                let chain = try Self.read(self.cert, origin: certificateOrigin)
+                let key = self.key == self.cert ? chain : try Self.read(self.key, origin: keyOrigin)
+                return try TLSIdentity.pem(
+                    certificateChain: chain, privateKey: key, passphrase: passphrase, certificateOrigin: certificateOrigin, keyOrigin: keyOrigin)
             } catch {
                 switch error.code {
                 case .noCertificateMatchingKey:
@@ -184,9 +193,20 @@ extension PinningCommand {
                 case .wrongPassphrase:
                     throw InputError("--key \(self.key): \(error.problem)")
                 default:
-                    let option = error.origin == self.key ? "--key" : "--cert"
-                    throw InputError("\(option) \(error.description)")
+                    // `--cert FILE: CODE: PROBLEM` or `--key FILE: …`: the origin names the option.
+                    throw InputError(error.description)
                 }
+            }
+        }
+
+        /// The bytes of `path`, through the identity loader's reader (size limit, FIFOs); a failure is named `origin`.
+        private static func read(_ path: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+            do {
+                return try TLSIdentity.read(path)
+            } catch {
+                var named = error
+                named.origin = origin
+                throw named
             }
         }
 

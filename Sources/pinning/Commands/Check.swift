@@ -62,12 +62,12 @@ extension PinningCommand {
         var resolve: [String] = []
 
         @Option(
-            name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
+            name: .customLong("connect-timeout"), parsing: .unconditional, help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var connectTimeout: Double = 5
 
         @Option(
-            name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
+            name: .customLong("max-time"), parsing: .unconditional, help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 

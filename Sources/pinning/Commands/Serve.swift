@@ -40,7 +40,7 @@ extension PinningCommand {
         @Option(name: .customLong("client-ca"), help: ArgumentHelp("A CA that client certificates must chain to; requires client certificates. Repeatable.", valueName: "file"))
         var clientCA: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp("The port, 0 to 65535; 0 picks a free one.", valueName: "n"), transform: NumericOption.port(allowingZero: true))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The port, 0 to 65535; 0 picks a free one.", valueName: "n"), transform: NumericOption.port(allowingZero: true))
         var port: Int = 8443
 
         @Option(name: .long, help: ArgumentHelp("The address to listen on: an IPv4 or IPv6 address (bracketed or not, e.g. ::1 or [::1]) or a host name.", valueName: "addr"))
@@ -51,7 +51,7 @@ extension PinningCommand {
         @OptionGroup var revocationOptions: RevocationOptions
 
         @Option(
-            name: .customLong("crl-reload"),
+            name: .customLong("crl-reload"), parsing: .unconditional,
             help: ArgumentHelp("With --crl: seconds between checks for changed CRL files (0.1 to 86400; default 5).", valueName: "seconds"),
             transform: NumericOption.seconds(0.1...86_400))
         var crlReload: Double = 5

@@ -1,0 +1,46 @@
+import Foundation
+import Pinning
+import PinningTestSupport
+import Testing
+
+// What a tester using the product as a new user found (negative numbers, `help` with an unknown name, a URL with
+// credentials, a Unicode --resolve entry, the host blamed after a redirect): each refused or reported as the
+// help and the documentation say. Parsing is tested in process (InProcessCLI); the redirect needs a real server.
+@Suite("First use: the defects a new user met")
+struct FirstUseCLITests {
+    /// Every numeric option of the `pinning` command tree, with the arguments its subcommand needs before it.
+    static let numericOptions: [(prefix: [String], option: String)] = [
+        (["check", "https://localhost:1/"], "--connect-timeout"), (["check", "https://localhost:1/"], "--max-time"),
+        (["serve", "--cert", "c", "--key", "k"], "--port"), (["serve", "--cert", "c", "--key", "k"], "--crl-reload"),
+        (["serve", "--cert", "c", "--key", "k"], "--handshake-timeout"), (["serve", "--cert", "c", "--key", "k"], "--request-head-timeout"),
+        (["evaluate", "--chain", "c"], "--port"),
+        (["bench", "--chain", "c"], "--iterations"), (["bench", "evaluations", "--chain", "c"], "--cached-iterations"),
+        (["bench", "handshake"], "--connections"), (["bench", "handshake"], "--concurrency"), (["bench", "handshake"], "--rounds"),
+        (["bench", "handshake"], "--clients"), (["bench", "handshake"], "--leaves"), (["bench", "handshake"], "--seconds"),
+        (["pki", "init", "d"], "--days"), (["pki", "issue", "d", "--client", "c"], "--days"), (["pki", "crl", "d"], "--days"),
+    ]
+
+    @Test("a negative number after a space is the option's value: refused with the option's range, never \"Missing value\"")
+    func negativeNumbers() {
+        for (prefix, option) in Self.numericOptions {
+            for value in ["-1", "-5", "-0.5", "-1e3"] {
+                let run = InProcessCLI.parse(prefix + [option, value])
+                #expect(run.status == 2, "\(run)")
+                #expect(run.stderr.contains("'\(option) <"), "\(run)")
+                #expect(run.stderr.contains("out of range") || run.stderr.contains("not a "), "\(run)")
+                #expect(!run.stderr.contains("Missing value"), "\(run)")
+            }
+        }
+        let port = InProcessCLI.parse(["serve", "--cert", "c.pem", "--key", "k.pem", "--port", "-1"])
+        #expect(port.stderr.contains("'--port <n>': out of range; use a TCP port from 0 to 65535"), "\(port)")
+        // The value is taken whatever it looks like: an option name where a number belongs is refused as not a
+        // number, and a missing value is still missing.
+        let flag = InProcessCLI.parse(["serve", "--cert", "c.pem", "--key", "k.pem", "--port", "--json"])
+        #expect(flag.status == 2 && flag.stderr.contains("'--port <n>': not a TCP port"), "\(flag)")
+        let missing = InProcessCLI.parse(["serve", "--cert", "c.pem", "--key", "k.pem", "--port"])
+        #expect(missing.status == 2 && missing.stderr.contains("Missing value for '--port <n>'"), "\(missing)")
+        // In range, with a space, as before.
+        #expect(InProcessCLI.parse(["serve", "--cert", "c.pem", "--key", "k.pem", "--port", "8443"]).status == -1)
+        #expect(InProcessCLI.parse(["pinset", "init", "repo", "--root-threshold", "-1"]).stderr.contains("Missing value") == false)
+    }
+}

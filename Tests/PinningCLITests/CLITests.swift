@@ -703,6 +703,26 @@ struct CLITests {
         #expect(mixed.stderr.contains("garbage.pem"), "\(mixed)")
     }
 
+    @Test("inspect and pins: a file that holds no certificate, or is missing, hides no other file's certificates, in any order")
+    func badFileHidesNothing() async throws {
+        let f = try await fixture()
+        for command in ["inspect", "pins"] {
+            for files in [[f.rootPEM, f.garbage], [f.garbage, f.rootPEM], [f.missing, f.leafDER, f.garbage, f.rootPEM]] {
+                let run = try await f.run([command] + files)
+                #expect(run.status == 2, "\(command) \(files): \(run)")
+                #expect(run.stdout.contains(pin(f.root)), "\(command) \(files): \(run)")
+                if files.contains(f.leafDER) { #expect(run.stdout.contains(pin(f.leaf)), "\(command) \(files): \(run)") }
+                // One `pinning:` line per bad file, each naming it.
+                let lines = run.stderr.split(separator: "\n")
+                let bad = files.filter { $0 == f.garbage || $0 == f.missing }
+                #expect(lines.count == bad.count, "\(command) \(files): \(run)")
+                for path in bad {
+                    #expect(lines.contains { $0.hasPrefix("pinning: ") && $0.contains(URL(fileURLWithPath: path).lastPathComponent) }, "\(command) \(files): \(run)")
+                }
+            }
+        }
+    }
+
     @Test("pins prints one sha256/ line per certificate, in order")
     func pins() async throws {
         let f = try await fixture()

@@ -45,11 +45,24 @@ enum InputLoading {
         return listing
     }
 
-    /// Entries that were not certificates, after the certificates were listed: each on its own `pinning:` line,
-    /// then exit status 2.
-    static func reportFailures(_ failures: [CertificateLoadingError]) throws(InputError) {
-        guard !failures.isEmpty else { return }
-        throw InputError(failures.map(\.description).joined(separator: "\npinning: "))
+    /// What `inspect` and `pins` could not list: files that cannot be read or hold no certificate, and entries
+    /// that are not certificates. Gathered while every other file is listed and reported after them (``report()``),
+    /// each on its own `pinning:` line, then exit status 2.
+    struct Refusals {
+        private var lines: [String] = []
+
+        mutating func add(_ error: InputError) {
+            self.lines.append(error.message)
+        }
+
+        mutating func add(_ failures: [CertificateLoadingError]) {
+            self.lines += failures.map(\.description)
+        }
+
+        func report() throws(InputError) {
+            guard !self.lines.isEmpty else { return }
+            throw InputError(self.lines.joined(separator: "\npinning: "))
+        }
     }
 
     /// `--pin-sha256` values. Each may also be curl's `--pinnedpubkey` list, `sha256//A;sha256//B` (base64

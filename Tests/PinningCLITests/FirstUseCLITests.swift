@@ -43,4 +43,37 @@ struct FirstUseCLITests {
         #expect(InProcessCLI.parse(["serve", "--cert", "c.pem", "--key", "k.pem", "--port", "8443"]).status == -1)
         #expect(InProcessCLI.parse(["pinset", "init", "repo", "--root-threshold", "-1"]).stderr.contains("Missing value") == false)
     }
+
+    @Test("after a redirect to another host, the verdict names the host judged and the URL it was judged for", .enabled(if: CLI.hasOpenSSL))
+    func redirectBlamesTheTarget() async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let leaf = try fixture.directory.write("leaf.pem", fixture.server.leaf.certificatePEM)
+        let intermediate = try fixture.directory.write("intermediate.pem", fixture.server.intermediate.certificatePEM)
+        // `s_server -HTTP` answers GET /far2 with the file far2 of its directory, a whole HTTP response.
+        let server = try await ServerProcess.opensslServer(["-cert", leaf, "-cert_chain", intermediate, "-key", fixture.serverKey, "-HTTP"], in: fixture.directory)
+        defer { server.stop() }
+        let target = "https://other.example:\(server.port)/auth"
+        _ = try fixture.directory.write("far2", "HTTP/1.1 301 Moved Permanently\r\nLocation: \(target)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        let start = "https://localhost:\(server.port)/far2"
+        let arguments = [
+            "check", start, "--roots", fixture.root, "--resolve", "localhost:\(server.port):127.0.0.1", "--resolve", "other.example:\(server.port):127.0.0.1",
+        ]
+
+        let json = try await fixture.check(arguments + ["--json"])
+        #expect(json.status == 1, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json)")
+        #expect(object["url"] as? String == start)
+        #expect(object["finalURL"] as? String == target, "\(json.stdout)")
+        let evaluation = try #require(object["evaluation"] as? [String: Any], "\(json.stdout)")
+        #expect(evaluation["host"] as? String == "other.example", "\(json.stdout)")
+        #expect(evaluation["code"] as? String == "hostnameMismatch", "\(json.stdout)")
+
+        let text = try await fixture.check(arguments)
+        #expect(text.status == 1, "\(text)")
+        let redirected = try #require(text.stdout.range(of: "redirected to \(target)\n"), "\(text.stdout)")
+        let verdict = try #require(text.stdout.range(of: "NOT TRUSTED: other.example"), "\(text.stdout)")
+        #expect(redirected.upperBound <= verdict.lowerBound, "the redirect is said before the verdict on its target: \(text.stdout)")
+        #expect(!text.stdout.contains("NOT TRUSTED: localhost"), "\(text.stdout)")
+    }
 }

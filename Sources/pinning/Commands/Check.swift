@@ -117,11 +117,13 @@ extension PinningCommand {
             let url = try self.parsedURL()
             let overrides = try self.parsedResolve()
             var identity = try self.loadIdentity()
-            let host = url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+            let host = Self.host(of: url)
 
             let evaluator: any ServerTrustEvaluating
             var trust: ServerTrust
-            let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
+            // The report of a verdict for the host it judged: after a redirect to another host, that host, not the
+            // first URL's.
+            let describe: @Sendable (TrustEvaluation, ServerTrust, String) -> EvaluationReport
             // Each verdict records the settings and instant it was judged under (a configuration entry's revocation
             // policy combined with the client's, for one); the report shows those. `presented` (this command's
             // template with the chain the server sent) stands in only for a verdict that records none.
@@ -162,17 +164,21 @@ extension PinningCommand {
                     platformRoots: try InputLoading.roots(self.policyOptions.roots),
                     profile: try self.policyOptions.loadProfile()
                 )
-                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
-                let pins = configuration.entry(forHost: host)?.pins ?? []
-                describe = { verdict, presented in
-                    EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, mode: "configuration", expectedPins: pins, host: host)
+                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions)
+                // to the host judged.
+                let judging = configuration
+                describe = { verdict, presented, judged in
+                    let pins = judging.entry(forHost: judged)?.pins ?? []
+                    return EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, mode: "configuration", expectedPins: pins, host: judged)
                 }
             } else {
                 let made = try self.policyOptions.makePolicy(presented: [], host: host)
                 evaluator = made.policy
                 trust = made.trust
                 let policy = made.policy
-                describe = { verdict, presented in EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, policy: policy, host: host) }
+                describe = { verdict, presented, judged in
+                    EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, policy: policy, host: judged)
+                }
             }
             // Without --at, each handshake is judged at its own time. With it (a one-shot replay, the use the SPI is
             // for), the client's settings carry the instant; `trust` keeps it only for the report.
@@ -230,7 +236,7 @@ extension PinningCommand {
             case .success(let response):
                 var presented = trust
                 presented.certificates = response.presentedChain
-                report.evaluation = describe(.trusted(response.trustedChain), presented)
+                report.evaluation = describe(.trusted(response.trustedChain), presented, response.handshake.host ?? Self.host(of: response.url))
                 report.finalURL = response.url.absoluteString
                 report.status = Int(response.status.code)
                 report.reasonPhrase = response.status.reasonPhrase
@@ -241,16 +247,19 @@ extension PinningCommand {
                     errorLine = "\(response.url.absoluteString): the server answered HTTP \(response.status.code) \(response.status.reasonPhrase)"
                 }
             case .failure(let error):
+                // The URL that failed: after a redirect, not the one given (the text report says it was redirected).
+                report.finalURL = error.url?.absoluteString
+                let judged = error.host ?? error.url.map(Self.host(of:)) ?? host
                 if let failure = error.trustFailure {
                     var presented = trust
                     presented.certificates = failure.presentedChain
-                    report.evaluation = describe(.untrusted(failure), presented)
+                    report.evaluation = describe(.untrusted(failure), presented, failure.host ?? judged)
                 } else {
                     if let handshake = error.handshake {
                         // Trusted, then the exchange failed: --verbose and --json show what was trusted.
                         var presented = trust
                         presented.certificates = handshake.trustedChain.presentedChain
-                        report.evaluation = describe(.trusted(handshake.trustedChain), presented)
+                        report.evaluation = describe(.trusted(handshake.trustedChain), presented, handshake.host ?? judged)
                     }
                     errorLine = Self.errorLine(error, host: host, identityGiven: identity != nil)
                     errorDetail = error.debugDescription
@@ -284,6 +293,11 @@ extension PinningCommand {
             if report.evaluation?.trusted != true {
                 throw ExitCode(1)
             }
+        }
+
+        /// The host of `url` as the client connects to it and the policy judges it: an IPv6 literal without its brackets.
+        static func host(of url: URL) -> String {
+            url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
         }
 
         static func warn(_ text: String) {
@@ -476,6 +490,8 @@ struct CheckReport: TextReport {
     /// With `--pinset`: the pin set the connection was judged by.
     var pinset: PinSetReport?
     var evaluation: EvaluationReport?
+    /// The URL that answered (after redirects), or, when the request failed, the URL it failed at: the one
+    /// `evaluation` judged the host of.
     var finalURL: String?
     var status: Int?
     var reasonPhrase: String?
@@ -501,11 +517,12 @@ struct CheckReport: TextReport {
         if let pinset {
             lines.append(pinset.humanReadable)
         }
-        if let evaluation {
-            lines.append(evaluation.humanReadable)
-        }
+        // Before the verdict, which is the redirect target's (its host, its chain) when there was one.
         if let finalURL, finalURL != self.url {
             lines.append("redirected to \(VisibleText.escaped(finalURL))")
+        }
+        if let evaluation {
+            lines.append(evaluation.humanReadable)
         }
         if let status {
             lines.append("HTTP \(status) \(VisibleText.escaped(self.reasonPhrase ?? ""))")

@@ -44,6 +44,31 @@ struct FirstUseCLITests {
         #expect(InProcessCLI.parse(["pinset", "init", "repo", "--root-threshold", "-1"]).stderr.contains("Missing value") == false)
     }
 
+    @Test("--resolve with a Unicode host matches the URL's host, which the URL parser writes in its A-label form")
+    func unicodeResolve() throws {
+        let unicode = InProcessCLI.checkTarget(["https://例え.テスト:44301/", "--resolve", "例え.テスト:44301:127.0.0.1"])
+        let ascii = InProcessCLI.checkTarget(["https://例え.テスト:44301/", "--resolve", "xn--r8jz45g.xn--zckzah:44301:127.0.0.1"])
+        #expect(unicode.refusal == nil && ascii.refusal == nil, "\(unicode) \(ascii)")
+        #expect(unicode.resolve == ["xn--r8jz45g.xn--zckzah:44301"], "\(unicode)")
+        #expect(unicode.resolve == ascii.resolve)
+        // The key is the host the client asks for: the URL's.
+        let host = try #require(URL(string: "https://例え.テスト:44301/")?.host)
+        #expect(unicode.resolve == ["\(host):44301"])
+        #expect(InProcessCLI.checkTarget(["https://LocalHost:1/", "--resolve", "LOCALHOST:1:127.0.0.1"]).resolve == ["localhost:1"])
+        let bad = InProcessCLI.checkTarget(["https://localhost:1/", "--resolve", "é@x:1:127.0.0.1"])
+        #expect(bad.refusal?.contains("is not a host name") == true, "\(bad)")
+    }
+
+    @Test("a Unicode --resolve entry is used by the built binary (the connection is refused, not the name unresolved)")
+    func unicodeResolveBinary() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-idn-resolve")
+        defer { directory.remove() }
+        // Port 1 on loopback: nothing listens, so the connection is refused once the address is known.
+        let run = try await CLI.run(["check", "https://例え.テスト:1/", "--resolve", "例え.テスト:1:127.0.0.1", "--connect-timeout", "5"], in: directory)
+        #expect(run.status == 3, "\(run)")
+        #expect(!run.stderr.contains("cannot resolve"), "\(run)")
+    }
+
     @Test("after a redirect to another host, the verdict names the host judged and the URL it was judged for", .enabled(if: CLI.hasOpenSSL))
     func redirectBlamesTheTarget() async throws {
         let fixture = try await ServeCheckFixture()

@@ -456,17 +456,35 @@ enum ResolveOption {
             guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
                 throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
             }
+            let host = try Self.host(String(parts[0]), entry: entry)
             var address = String(parts[2])
             if address.hasPrefix("[") && address.hasSuffix("]") {
                 address = String(address.dropFirst().dropLast())
             }
             do {
-                overrides[ResolveKey(host: parts[0].lowercased(), port: port)] = try SocketAddress(ipAddress: address, port: port)
+                overrides[ResolveKey(host: host, port: port)] = try SocketAddress(ipAddress: address, port: port)
             } catch {
                 throw InputError("--resolve \(entry): \(address) is not an IP address")
             }
         }
         return overrides
+    }
+
+    /// HOST as the client names the host it connects to, which is what an entry is looked up by: lower case, and a
+    /// Unicode name in its ASCII (A-label, `xn--…`) form, converted by the same URL parser that reads the URL's host,
+    /// so `例え.テスト` matches `https://例え.テスト/` as `xn--r8jz45g.xn--zckzah` does (the Unicode entry was once
+    /// kept as typed and never matched).
+    static func host(_ text: String, entry: String) throws(InputError) -> String {
+        if text.unicodeScalars.allSatisfy(\.isASCII) {
+            return text.lowercased()
+        }
+        // Nothing but the name may reach the URL parser: a `/`, `@`, `?` or `#` would make another URL of it.
+        guard !text.unicodeScalars.contains(where: { "/@?#[]\\%".unicodeScalars.contains($0) || $0.properties.isWhitespace }),
+            let host = URL(string: "https://\(text)/")?.host, !host.isEmpty, host.unicodeScalars.allSatisfy(\.isASCII)
+        else {
+            throw InputError("--resolve \(VisibleText.escaped(entry)): \"\(VisibleText.escaped(text))\" is not a host name")
+        }
+        return host.lowercased()
     }
 }
 

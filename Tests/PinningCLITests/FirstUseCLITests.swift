@@ -44,6 +44,21 @@ struct FirstUseCLITests {
         #expect(InProcessCLI.parse(["pinset", "init", "repo", "--root-threshold", "-1"]).stderr.contains("Missing value") == false)
     }
 
+    @Test("a URL with user information is refused (exit 2), the password never echoed")
+    func credentialsInURL() {
+        for url in ["https://user:pw@localhost:44320/auth", "https://user@localhost/", "https://user:pw@localhost:99999/"] {
+            let target = InProcessCLI.checkTarget([url])
+            guard let refusal = target.refusal else {
+                Issue.record("\(url) accepted: \(target)")
+                continue
+            }
+            #expect(refusal.hasPrefix("pinning: https://user"), "\(url): \(refusal)")
+            #expect(!refusal.contains("pw"), "\(url): \(refusal)")
+        }
+        #expect(InProcessCLI.checkTarget(["https://user:pw@localhost:44320/auth"]).refusal?.contains("https://user:xxxxx@localhost:44320/auth: credentials in the URL are not sent") == true)
+        #expect(InProcessCLI.checkTarget(["https://localhost:44320/a@b"]).url == "https://localhost:44320/a@b", "an @ in the path is no user information")
+    }
+
     @Test("--resolve with a Unicode host matches the URL's host, which the URL parser writes in its A-label form")
     func unicodeResolve() throws {
         let unicode = InProcessCLI.checkTarget(["https://例え.テスト:44301/", "--resolve", "例え.テスト:44301:127.0.0.1"])

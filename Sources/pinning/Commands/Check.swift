@@ -352,22 +352,46 @@ extension PinningCommand {
         func parsedURL() throws(InputError) -> URL {
             // A port that is not 1-65535 is bad input (exit 2), not a connection failure. Foundation accepts
             // `:99999` as a port and refuses `:abc` as a URL; read the authority's port text ourselves, first.
+            // The URL as messages show it: a password in it is never echoed.
+            let shown = Self.redacted(self.url)
             if let text = Self.portText(self.url) {
                 guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let port = Int(text), (1...65535).contains(port) else {
-                    throw InputError("\(self.url): the port \"\(text)\" is not a TCP port (1-65535)")
+                    throw InputError("\(shown): the port \"\(text)\" is not a TCP port (1-65535)")
                 }
             }
             guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
-                throw InputError("\(self.url): not an https URL with a host")
+                throw InputError("\(shown): not an https URL with a host")
+            }
+            // User information (`user:password@`) is refused, not ignored: this client sends no Authorization
+            // header (curl would send it as Basic authentication), so accepting the URL would make a request the
+            // user did not mean, without the credentials, and print the password in the report's `GET` line.
+            if url.user != nil || url.password != nil || Self.authority(self.url)?.contains("@") == true {
+                throw InputError(
+                    "\(shown): credentials in the URL are not sent; pinning check sends no Authorization header, so remove the user information (\"user:password@\") from the URL"
+                )
             }
             return url
         }
 
-        /// The text after the host's `:` in the URL's authority (nil without one): `https://h:99999/` → `99999`.
-        static func portText(_ url: String) -> String? {
+        /// The URL's authority (`user:pw@host:port`): the text between `://` and the first `/`, `?` or `#` after it.
+        static func authority(_ url: String) -> Substring? {
             guard let schemeEnd = url.range(of: "://") else { return nil }
             let rest = url[schemeEnd.upperBound...]
-            var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            return rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        }
+
+        /// `url` with the password of its user information replaced by `xxxxx`, as Go's `URL.Redacted()` writes it:
+        /// `https://user:xxxxx@host/`. A URL without a password is returned as it is.
+        static func redacted(_ url: String) -> String {
+            guard let authority = Self.authority(url), let at = authority.lastIndex(of: "@"),
+                let colon = authority[..<at].firstIndex(of: ":")
+            else { return url }
+            return String(url[..<colon]) + ":xxxxx" + String(url[at...])
+        }
+
+        /// The text after the host's `:` in the URL's authority (nil without one): `https://h:99999/` → `99999`.
+        static func portText(_ url: String) -> String? {
+            guard var authority = Self.authority(url) else { return nil }
             if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
             if authority.hasPrefix("[") {
                 guard let close = authority.firstIndex(of: "]") else { return nil }

@@ -44,6 +44,21 @@ struct FirstUseCLITests {
         #expect(InProcessCLI.parse(["pinset", "init", "repo", "--root-threshold", "-1"]).stderr.contains("Missing value") == false)
     }
 
+    @Test("help naming a subcommand that does not exist: exit 2, one line naming it; known names still give help")
+    func helpUnknownSubcommand() {
+        let top = InProcessCLI.parse(["help", "nonexist"])
+        #expect(top.status == 2, "\(top)")
+        #expect(top.stderr.hasPrefix("pinning: help: unknown subcommand \"nonexist\" of pinning; use one of evaluate, check, serve, "), "\(top)")
+        #expect(top.stderr.split(separator: "\n").count == 1 && top.stdout.isEmpty, "\(top)")
+        let nested = InProcessCLI.parse(["help", "pki", "nonexist"])
+        #expect(nested.status == 2 && nested.stderr.hasPrefix("pinning: help: unknown subcommand \"nonexist\" of pinning pki; use one of init"), "\(nested)")
+        let leaf = InProcessCLI.parse(["help", "check", "extra"])
+        #expect(leaf.status == 2 && leaf.stderr.contains("pinning check has no subcommands"), "\(leaf)")
+        for known in [["help"], ["help", "check"], ["help", "pki", "issue"]] {
+            #expect(InProcessCLI.parse(known).status != 2, "\(known)")
+        }
+    }
+
     @Test("a URL with user information is refused (exit 2), the password never echoed")
     func credentialsInURL() {
         for url in ["https://user:pw@localhost:44320/auth", "https://user@localhost/", "https://user:pw@localhost:99999/"] {

@@ -21,28 +21,28 @@ struct CollectorBench: AsyncParsableCommand {
         discussion: "Build with -c release for figures worth quoting. Every phase runs its own collector process on a fresh database in a temporary directory."
     )
 
-    @Option(name: .long, help: "Reports posted in each ingest phase.")
+    @Option(name: .long, parsing: .unconditional, help: "Reports posted in each ingest phase.")
     var reports: Int = 50_000
 
-    @Option(name: .long, help: "Concurrent connections posting.")
+    @Option(name: .long, parsing: .unconditional, help: "Concurrent connections posting.")
     var concurrency: Int = 32
 
-    @Option(name: .customLong("batch"), help: "Reports per POST in the batched ingest phase.")
+    @Option(name: .customLong("batch"), parsing: .unconditional, help: "Reports per POST in the batched ingest phase.")
     var batch: Int = 100
 
-    @Option(name: .long, help: "Reports stored before the read-latency phase (written directly through the store).")
+    @Option(name: .long, parsing: .unconditional, help: "Reports stored before the read-latency phase (written directly through the store).")
     var stored: Int = 1_000_000
 
-    @Option(name: .long, help: "Requests per read path in the latency phase.")
+    @Option(name: .long, parsing: .unconditional, help: "Requests per read path in the latency phase.")
     var samples: Int = 50
 
-    @Option(name: .customLong("flood-seconds"), help: "How long the flood lasts.")
+    @Option(name: .customLong("flood-seconds"), parsing: .unconditional, help: "How long the flood lasts.")
     var floodSeconds: Int = 10
 
     @Option(name: .long, help: "Also measure ingest into this PostgreSQL database (postgres://USER@HOST:PORT/DB); its reports table is emptied first.")
     var postgres: String?
 
-    @Option(name: .customLong("commit-batch"), help: "The collector's --commit-batch in the ingest phases (1 commits each request alone).")
+    @Option(name: .customLong("commit-batch"), parsing: .unconditional, help: "The collector's --commit-batch in the ingest phases (1 commits each request alone).")
     var commitBatch: Int = 512
 
     @Option(name: .long, help: "Phases to run: ingest, postgres, read, flood (comma-separated).")

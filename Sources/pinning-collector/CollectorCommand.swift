@@ -34,28 +34,28 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(name: .customLong("tls-identity"), help: ArgumentHelp("Serve HTTPS: a PEM file with the certificate chain (leaf first) and its unencrypted private key.", valueName: "file"))
     var tlsIdentity: String?
 
-    @Option(name: .customLong("retention-days"), help: ArgumentHelp("Delete reports last seen more than this many days ago (1 to 36,500; hourly).", valueName: "days"))
+    @Option(name: .customLong("retention-days"), parsing: .unconditional, help: ArgumentHelp("Delete reports last seen more than this many days ago (1 to 36,500; hourly).", valueName: "days"))
     var retentionDays: String = "90"
 
-    @Option(name: .customLong("max-report-bytes"), help: ArgumentHelp("The largest POST /reports body (1,024 to 16,777,216).", valueName: "bytes"))
+    @Option(name: .customLong("max-report-bytes"), parsing: .unconditional, help: ArgumentHelp("The largest POST /reports body (1,024 to 16,777,216).", valueName: "bytes"))
     var maxReportBytes: String = "65536"
 
-    @Option(name: .long, help: ArgumentHelp("Reports accepted per source a minute (N/min, 1 to 1,000,000).", valueName: "n/min"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Reports accepted per source a minute (N/min, 1 to 1,000,000).", valueName: "n/min"))
     var rate: String = "600/min"
 
-    @Option(name: .customLong("dedup-window"), help: ArgumentHelp("Identical reports within this many seconds share a row (1 to 2,592,000).", valueName: "seconds"))
+    @Option(name: .customLong("dedup-window"), parsing: .unconditional, help: ArgumentHelp("Identical reports within this many seconds share a row (1 to 2,592,000).", valueName: "seconds"))
     var dedupWindow: String = "86400"
 
     @Option(name: .long, help: ArgumentHelp("CAs the team knows (PEM): a new key chaining to one is shown as a rotation.", valueName: "file"))
     var anchors: String?
 
     @Option(
-        name: .customLong("commit-batch"),
+        name: .customLong("commit-batch"), parsing: .unconditional,
         help: ArgumentHelp("The most reports stored in one transaction, gathered from the requests waiting (1 to 10,000; 1 commits each request alone).", valueName: "reports"))
     var commitBatch: String = "512"
 
     @Option(
-        name: .customLong("writer-transactions"),
+        name: .customLong("writer-transactions"), parsing: .unconditional,
         help: ArgumentHelp(
             "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1). The connection pool is this plus 7, so reads (API, dashboard, retention) never wait behind the writers.",
             valueName: "n"))

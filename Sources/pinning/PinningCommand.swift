@@ -119,7 +119,35 @@ struct PinningCommand: AsyncParsableCommand {
         if let request = HotEvaluate.parse(arguments) {
             return .evaluation(request)
         }
+        if let unknown = Self.unknownHelpTopic(arguments) {
+            throw unknown
+        }
         return .command(try parseAsRoot(arguments))
+    }
+
+    /// `pinning help NAME…` naming a subcommand that does not exist, refused in one line. argument-parser's `help`
+    /// skips the names it does not find and prints the help of the last one it did, the top level's for `pinning
+    /// help nonexist`, with exit status 0, where `pinning nonexist` is refused with 2: a typo looked like an answer.
+    static func unknownHelpTopic(_ arguments: [String]) -> InputError? {
+        guard arguments.first == "help" else { return nil }
+        var commands = Self.configuration.subcommands
+        var path = ["pinning"]
+        for name in arguments.dropFirst() where !name.hasPrefix("-") {
+            var found: (any ParsableCommand.Type)?
+            for command in commands where command._commandName == name || command.configuration.aliases.contains(name) {
+                found = command
+                break
+            }
+            guard let command = found else {
+                var known: [String] = []
+                for command in commands { known.append(command._commandName) }
+                let choices = known.isEmpty ? "\(path.joined(separator: " ")) has no subcommands" : "use one of \(known.joined(separator: ", "))"
+                return InputError("help: unknown subcommand \"\(VisibleText.escaped(name))\" of \(path.joined(separator: " ")); \(choices)")
+            }
+            commands = command.configuration.subcommands
+            path.append(command._commandName)
+        }
+        return nil
     }
 
     /// Prints why the command line or its input was refused and exits 2 (0 for `--help` and `--version`).

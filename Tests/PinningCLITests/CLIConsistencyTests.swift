@@ -109,6 +109,23 @@ struct CLIConsistencyTests {
         #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
     }
 
+    @Test("serve: the key file given as --cert too is refused as --cert's (it holds no certificate), not as --key's")
+    func serveKeyAsCertificate() async throws {
+        let fixture = try await ServeCheckFixture()
+        defer { fixture.directory.remove() }
+        let run = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverKey, "--key", fixture.serverKey], in: fixture.directory)
+        let status = await run.wait(seconds: 10)
+        #expect(status == 2, "\(run.stderr)")
+        #expect(run.stderr.contains("pinning: --cert \(fixture.serverKey): no certificate: "), "\(run.stderr)")
+        #expect(!run.stderr.contains("--key"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        // A file that is missing is named by its option too, whichever of the two it is.
+        let missing = fixture.directory.path("missing.key")
+        let noKey = try Subprocess(["serve", "--port", "0", "--cert", fixture.serverChain, "--key", missing], in: fixture.directory)
+        #expect(await noKey.wait(seconds: 10) == 2, "\(noKey.stderr)")
+        #expect(noKey.stderr.contains("pinning: --key \(missing): unreadable file"), "\(noKey.stderr)")
+    }
+
     @Test("serve: an encrypted --key names the options to give its passphrase with, and works with them", .enabled(if: CLI.hasOpenSSL))
     func serveEncryptedKey() async throws {
         let fixture = try await ServeCheckFixture()

@@ -565,6 +565,15 @@ struct CLITests {
             name: "--at without a time zone",
             arguments: { f in f.evaluate([], at: "2030-06-01T00:00:00") },
             mentions: { _ in ["--at"] }),
+        // Foundation's parser once moved these to 2030-03-02 and 2030-06-02 and validated there.
+        BadInput(
+            name: "--at on 30 February",
+            arguments: { f in f.evaluate([], at: "2030-02-30T00:00:00Z") },
+            mentions: { _ in ["--at: \"2030-02-30T00:00:00Z\" is not an RFC 3339 instant", "day 30 does not exist: February 2030 has 28 days"] }),
+        BadInput(
+            name: "--at at hour 24",
+            arguments: { f in f.evaluate([], at: "2030-06-01T24:00:00Z") },
+            mentions: { _ in ["--at: \"2030-06-01T24:00:00Z\"", "hour 24 does not exist"] }),
         BadInput(
             name: "unknown --mode",
             arguments: { f in f.evaluate(["--mode", "bogus"]) },
@@ -692,6 +701,26 @@ struct CLITests {
         let mixed = try await f.run(["inspect", f.chainPEM, f.garbage])
         #expect(mixed.status == 2, "\(mixed)")
         #expect(mixed.stderr.contains("garbage.pem"), "\(mixed)")
+    }
+
+    @Test("inspect and pins: a file that holds no certificate, or is missing, hides no other file's certificates, in any order")
+    func badFileHidesNothing() async throws {
+        let f = try await fixture()
+        for command in ["inspect", "pins"] {
+            for files in [[f.rootPEM, f.garbage], [f.garbage, f.rootPEM], [f.missing, f.leafDER, f.garbage, f.rootPEM]] {
+                let run = try await f.run([command] + files)
+                #expect(run.status == 2, "\(command) \(files): \(run)")
+                #expect(run.stdout.contains(pin(f.root)), "\(command) \(files): \(run)")
+                if files.contains(f.leafDER) { #expect(run.stdout.contains(pin(f.leaf)), "\(command) \(files): \(run)") }
+                // One `pinning:` line per bad file, each naming it.
+                let lines = run.stderr.split(separator: "\n")
+                let bad = files.filter { $0 == f.garbage || $0 == f.missing }
+                #expect(lines.count == bad.count, "\(command) \(files): \(run)")
+                for path in bad {
+                    #expect(lines.contains { $0.hasPrefix("pinning: ") && $0.contains(URL(fileURLWithPath: path).lastPathComponent) }, "\(command) \(files): \(run)")
+                }
+            }
+        }
     }
 
     @Test("pins prints one sha256/ line per certificate, in order")

@@ -180,3 +180,21 @@ extension InProcessCLI {
         PinningCommand.Proxy.jsonLine(fields)
     }
 }
+
+extension InProcessCLI {
+    /// What `pinning check ARGUMENTS` would connect to, as its `run()` reads the URL and the `--resolve` entries before
+    /// anything else: the URL and each entry as `host:port` (sorted), or the one line the binary would print for a
+    /// refusal (exit 2). Nothing is connected to.
+    static func checkTarget(_ arguments: [String]) -> (url: String?, resolve: [String], refusal: String?) {
+        do {
+            guard let check = try PinningCommand.parseAsRoot(["check"] + arguments) as? PinningCommand.Check else {
+                return (nil, [], "not parsed as check")
+            }
+            let url = try check.parsedURL()
+            let resolve = try check.parsedResolve().keys.map { "\($0.host):\($0.port)" }.sorted()
+            return (url.absoluteString, resolve, nil)
+        } catch {
+            return (nil, [], PinningCommand.refusalMessage(for: error))
+        }
+    }
+}

@@ -99,6 +99,7 @@ struct PKIRevocationCLITests {
                 "--reason: unknown reason \"stolen\"; use keyCompromise, affiliationChanged, superseded, cessationOfOperation or certificateHold"
             ),
             (["pki", "revoke", pki, "device-1", "--at", "yesterday"], "--at: \"yesterday\" is not an RFC 3339 instant"),
+            (["pki", "revoke", pki, "device-1", "--at", "2026-02-30T00:00:00Z"], "day 30 does not exist: February 2026 has 28 days"),
             (["pki", "crl", pki, "--days", "0"], "--days"),
             (["pki", "crl", pki, "--issuer", "device-9"], "--issuer device-9"),
         ] {

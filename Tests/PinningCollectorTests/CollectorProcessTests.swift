@@ -109,6 +109,11 @@ struct CollectorProcessTests {
             (["--database", database, "--token-file", tokenFile, "--commit-batch", "0"], "--commit-batch"),
             (["--database", database, "--token-file", tokenFile, "--commit-batch", "many"], "--commit-batch"),
             (["--database", database, "--token-file", tokenFile, "--writer-transactions", "9"], "--writer-transactions"),
+            // A negative number is the option's value (argument-parser once read "-5" as an option and said "Missing
+            // value"): refused with the range.
+            (["--database", database, "--token-file", tokenFile, "--dedup-window", "-5"], "--dedup-window -5: a whole number from 1 to 2592000"),
+            (["--database", database, "--token-file", tokenFile, "--retention-days", "-1"], "--retention-days -1: a whole number from 1 to 36500"),
+            (["--database", database, "--token-file", tokenFile, "--rate", "-5/min"], "--rate -5/min: N must be from 1"),
             (["--database", database, "--token-file", tokenFile, "--writer-transactions", "2"], "--writer-transactions 2: SQLite has one writer"),
             (["--database", database, "--token-file", tokenFile, "--anchors", directory.path("missing.pem")], "--anchors"),
             (["--database", "sqlite:" + directory.path("no/such/dir/r.db"), "--token-file", tokenFile], "--database sqlite:"),

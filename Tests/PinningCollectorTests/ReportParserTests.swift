@@ -86,6 +86,8 @@ struct ReportParserTests {
             ("{\"hostname\":\"a\",\"port\":true}", "`port` is a boolean"),
             ("{\"hostname\":\"a\",\"include-subdomains\":1}", "`include-subdomains` is a number, not a boolean"),
             ("{\"hostname\":\"a\",\"date-time\":\"yesterday\"}", "`date-time` is not an RFC 3339"),
+            ("{\"hostname\":\"a\",\"date-time\":\"2026-02-30T00:00:00Z\"}", "`date-time` is not an RFC 3339 date-time: day 30 does not exist"),
+            ("{\"hostname\":\"a\",\"date-time\":\"2026-06-01T24:00:00Z\"}", "`date-time` is not an RFC 3339 date-time: hour 24 does not exist"),
             ("{\"hostname\":\"a\",\"known-pins\":[\"pin-sha256=\\\"short\\\"\"]}", "`known-pins`[0] is not a SHA-256 pin"),
             ("{\"hostname\":\"a\",\"served-certificate-chain\":[\"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----\"]}", "not a PEM certificate"),
             ("{\"hostname\":\"a\",\"served-certificate-chain\":\"x\"}", "`served-certificate-chain` is a string, not an array"),

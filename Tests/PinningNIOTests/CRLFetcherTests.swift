@@ -146,6 +146,42 @@ struct CRLFetcherTests {
         #expect(fetcher.downloadCount == 0)
     }
 
+    @Test("a certificate that names no CRL distribution point: the reason says so (nothing could be fetched), and only then")
+    func noDistributionPoint() async throws {
+        let fixture = try Fixture(urls: [])
+        let fetcher = CRLFetcher(timeout: .seconds(5))
+        let evaluator = RevocationFetchingEvaluator(SecurityPolicy.defaultEvaluation, fetcher: fetcher)
+        // The test chain's own leaf has no CRLDistributionPoints extension.
+        func trust(fetch: Bool) -> ServerTrust {
+            var trust = ServerTrust(
+                certificates: [fixture.chain.leaf.certificate, fixture.chain.intermediate.certificate], anchors: [fixture.chain.root.certificate], anchorsOnly: true)
+            trust.revocation = RevocationPolicy(crls: [], mode: .hard, fetch: fetch)
+            return trust
+        }
+        let issuer = fixture.chain.intermediate.certificate.subject
+        let fetched = await evaluator.evaluate(trust(fetch: true), forDomain: "localhost")
+        let failure = try #require(fetched.failure)
+        #expect(failure.code == .revocationUnknown)
+        #expect(
+            failure.reason.contains("it names no CRL distribution point (http or https), so no CRL could be fetched, and none from \(issuer) was given"),
+            "\(failure.reason)")
+        #expect(fetcher.downloadCount == 0)
+
+        // Without fetching, nothing was to be fetched: the words are as before.
+        let unfetched = await evaluator.evaluate(trust(fetch: false), forDomain: "localhost")
+        let filesOnly = try #require(unfetched.failure)
+        #expect(filesOnly.reason.contains("no CRL from \(issuer) was given") && !filesOnly.reason.contains("distribution point"), "\(filesOnly.reason)")
+
+        // A distribution point whose download fails: that failure is the reason, not a missing distribution point.
+        let server = try LoopbackHTTPServer(statuses: [404])
+        defer { server.stop() }
+        let listed = try Fixture(urls: [server.url("/int.crl").absoluteString])
+        let afterDownload = await evaluator.evaluate(listed.trust(), forDomain: "localhost")
+        let downloadFailed = try #require(afterDownload.failure)
+        #expect(downloadFailed.code == .revocationUnknown)
+        #expect(!downloadFailed.reason.contains("names no CRL distribution point"), "\(downloadFailed.reason)")
+    }
+
     @Test("a configuration entry with \"fetch\": true: its hosts' CRLs are downloaded and combined with the entry's files")
     func configurationEntryFetches() async throws {
         let server = try LoopbackHTTPServer(statuses: [200])

@@ -188,6 +188,8 @@ struct PinnedHTTPClientTests {
         }
         #expect(error?.code == .untrusted)
         #expect(error?.host == "b.example")
+        // The URL that failed is the redirect's target, not the URL given (`pinning check` reports it).
+        #expect(error?.url?.absoluteString == "https://b.example:\(fakePort)/landed")
         #expect(error?.trustFailure?.code == .pinMismatch)
         // a.example's connection was reused (no new evaluation); b.example on the fake port was evaluated.
         #expect(evaluator.asked == ["a.example", "b.example", "b.example"])

@@ -99,7 +99,14 @@ struct RevocationCheck: Sendable {
             return status
         }
         if problems.isEmpty {
-            problems.append("no CRL from \(certificate.issuer) was given")
+            if self.policy.fetch && self.policy.fetched && certificate.crlDistributionPointURLs.isEmpty {
+                // Fetching was asked for and done, and this certificate gave nothing to fetch: that is why there is
+                // no CRL, not that none "was given" (which reads as the user's omission).
+                problems.append(
+                    "it names no CRL distribution point (http or https), so no CRL could be fetched, and none from \(certificate.issuer) was given")
+            } else {
+                problems.append("no CRL from \(certificate.issuer) was given")
+            }
         }
         if self.policy.fetch && !self.policy.fetched {
             problems.append(

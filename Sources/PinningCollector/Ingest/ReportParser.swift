@@ -211,8 +211,11 @@ public struct ReportParser: Sendable {
         }
         var dateTime: Date?
         if let text = try reader.string("date-time") {
-            guard let date = Self.date(text) else { throw ReportRefusal("\(label): `date-time` is not an RFC 3339 date-time") }
-            dateTime = date
+            do {
+                dateTime = try RFC3339.read(text)
+            } catch {
+                throw ReportRefusal("\(label): `date-time` is not an RFC 3339 date-time: \(error.description)")
+            }
         }
 
         let result: String
@@ -277,11 +280,6 @@ public struct ReportParser: Sendable {
         case 5: return "couldNotGenerateSpkiHash"
         default: return "trustkit-\(code)"
         }
-    }
-
-    /// RFC 3339 (`date-time`). TrustKit's date-only `known-pins-expiration-date` (`yyyy-MM-dd`) is kept as text.
-    static func date(_ text: String) -> Date? {
-        RFC3339.parse(text)
     }
 
     private func chain(_ reader: FieldReader, _ key: String) throws(ReportRefusal) -> [ReportedCertificate] {

@@ -1,3 +1,4 @@
+package import Foundation
 public import Pinning
 
 /// A pinned connection failed: refused by the trust policy (with the full ``/Pinning/TrustFailure``), or a connection,
@@ -85,6 +86,10 @@ public struct PinningConnectionError: Error, CustomStringConvertible, CustomDebu
     /// When the failure is a response body longer than the request's cap: that cap (a CRL download says so in
     /// its own words).
     var exceededBodyLimit: Int?
+    /// For a failure of ``PinnedHTTPClient/get(_:headers:maximumBodySize:resolve:)``: the URL it was requesting
+    /// when it failed, which after a redirect is not the URL it was given (`pinning check` names it, and the host
+    /// judged, instead of the first URL's). Nil for failures of any other call.
+    package var url: URL?
 
     /// Creates an error.
     public init(code: Code, host: String?, message: String, trustFailure: TrustFailure? = nil, underlying: (any Error)? = nil) {

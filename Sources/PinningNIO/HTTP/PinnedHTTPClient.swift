@@ -165,29 +165,37 @@ public final class PinnedHTTPClient: Sendable {
         var visited: [URL] = []
         var headers = headers
         let origin = try RequestTarget(url)
-        while true {
-            let target = try RequestTarget(current)
-            if target.host.lowercased() != origin.host.lowercased() || target.port != origin.port {
-                // As curl and browsers do: credentials meant for one origin are not sent to another.
-                for name in Self.originBoundHeaders { headers.remove(name: name) }
+        // A failure names the URL it was requesting: after a redirect, not the one given (`pinning check` says
+        // which host was judged, and for which URL).
+        do throws(PinningConnectionError) {
+            while true {
+                let target = try RequestTarget(current)
+                if target.host.lowercased() != origin.host.lowercased() || target.port != origin.port {
+                    // As curl and browsers do: credentials meant for one origin are not sent to another.
+                    for name in Self.originBoundHeaders { headers.remove(name: name) }
+                }
+                let exchange = try await self.exchange(target, request: RequestLine(method: .GET, body: nil, maximumBodySize: maximumBodySize), headers: headers, resolve: resolve)
+                let response = exchange.response(url: current, redirects: visited)
+                // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
+                guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
+                    return response
+                }
+                guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
+                    throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
+                }
+                guard next.scheme?.lowercased() == "https" else {
+                    throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "refusing a redirect away from https to \(next.absoluteString)")
+                }
+                visited.append(current)
+                guard visited.count <= self.configuration.maximumRedirects else {
+                    throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "more than \(self.configuration.maximumRedirects) redirects (last to \(next.absoluteString))")
+                }
+                current = next
             }
-            let exchange = try await self.exchange(target, request: RequestLine(method: .GET, body: nil, maximumBodySize: maximumBodySize), headers: headers, resolve: resolve)
-            let response = exchange.response(url: current, redirects: visited)
-            // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
-            guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
-                return response
-            }
-            guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
-                throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
-            }
-            guard next.scheme?.lowercased() == "https" else {
-                throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "refusing a redirect away from https to \(next.absoluteString)")
-            }
-            visited.append(current)
-            guard visited.count <= self.configuration.maximumRedirects else {
-                throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "more than \(self.configuration.maximumRedirects) redirects (last to \(next.absoluteString))")
-            }
-            current = next
+        } catch {
+            var failure = error
+            failure.url = current
+            throw failure
         }
     }
 

@@ -28,14 +28,14 @@ extension PinningCommand.Bench {
         @OptionGroup var options: PolicyOptions
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("Uncached evaluations to time, 1 to 10,000,000 (default 1000).", valueName: "n"),
             transform: NumericOption.integer(1...10_000_000)
         )
         var iterations: Int = 1000
 
         @Option(
-            name: .customLong("cached-iterations"),
+            name: .customLong("cached-iterations"), parsing: .unconditional,
             help: ArgumentHelp("Cached evaluations to time, 1 to 1,000,000,000 (default 50 × --iterations).", valueName: "n"),
             transform: NumericOption.integer(1...1_000_000_000)
         )

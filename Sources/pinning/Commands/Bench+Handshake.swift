@@ -37,7 +37,7 @@ extension PinningCommand.Bench {
         )
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("Handshakes per client kind, 1 to 1,000,000 (default 500).", valueName: "n"),
             transform: NumericOption.integer(1...1_000_000)
         )
@@ -45,14 +45,14 @@ extension PinningCommand.Bench {
 
         // Each handshake in flight holds two sockets (client and server) in this one process.
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("Handshakes in flight at once, 1 to 256 (default 8).", valueName: "c"),
             transform: NumericOption.integer(1...256)
         )
         var concurrency: Int = 8
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("Rounds the three client kinds take turns in, 1 to 1000 (default 5; at most --connections ÷ --concurrency).", valueName: "r"),
             transform: NumericOption.integer(1...1000)
         )
@@ -79,7 +79,7 @@ extension PinningCommand.Bench {
         var server = false
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("With --server: distinct client certificates under one intermediate, 1 to 100,000 (default 1,000).", valueName: "n"),
             transform: NumericOption.integer(1...100_000)
         )
@@ -88,7 +88,7 @@ extension PinningCommand.Bench {
         // Default 1: the figure measured since the bench began (one leaf, which a whole-chain cache hits every time).
         // The fleet figure the issue asks for is `--leaves 1000` without `--cache`.
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp(
                 "Client bench: distinct server leaf certificates under one intermediate, presented in turn, 1 to 100,000 (default 1).",
                 valueName: "n"
@@ -104,7 +104,7 @@ extension PinningCommand.Bench {
         var resume = false
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("With --resume: seconds each s_time run lasts, 1 to 60 (default 2).", valueName: "s"),
             transform: NumericOption.integer(1...60)
         )

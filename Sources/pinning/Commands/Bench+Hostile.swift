@@ -30,7 +30,7 @@ extension PinningCommand.Bench {
                 """
         )
 
-        @Option(name: .long, help: ArgumentHelp("Evaluations per mesh, 1 to 1,000 (default 5).", valueName: "n"), transform: NumericOption.integer(1...1000))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Evaluations per mesh, 1 to 1,000 (default 5).", valueName: "n"), transform: NumericOption.integer(1...1000))
         var iterations: Int = 5
 
         @Flag(name: .long, help: "Lift the signature-check and per-look-up bounds (the behaviour before issue 27; slow).")

@@ -51,18 +51,18 @@ extension PinningCommand.Bench {
         // 10,000 hosts (issue 29's figure) with two pins each are 1.43 MB of configuration; a pin set may be up to
         // 16 MiB (PinningConfiguration.maximumPinSetSize), about 117,000 such hosts.
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp(
                 "Hosts in the pin set, 1 to 100,000 (default 10,000, 1.43 MB: each host takes about 143 bytes with two pins; a pin set is at most 16 MiB).",
                 valueName: "n"),
             transform: NumericOption.integer(1...100_000))
         var hosts: Int = 10_000
 
-        @Option(name: .long, help: ArgumentHelp("Fresh updaters that apply the pin set, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Fresh updaters that apply the pin set, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
         var applies: Int = 5
 
         @Option(
-            name: .long, help: ArgumentHelp("Refreshes with nothing new for the memory figures, 0 to 1,000,000 (default 10,000).", valueName: "n"),
+            name: .long, parsing: .unconditional, help: ArgumentHelp("Refreshes with nothing new for the memory figures, 0 to 1,000,000 (default 10,000).", valueName: "n"),
             transform: NumericOption.integer(0...1_000_000))
         var refreshes: Int = 10_000
 

@@ -32,13 +32,13 @@ extension PinningCommand.Bench {
                 """
         )
 
-        @Option(name: .long, help: ArgumentHelp("Requests per path, 100 to 10,000,000 (default 20,000).", valueName: "n"), transform: NumericOption.integer(100...10_000_000))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Requests per path, 100 to 10,000,000 (default 20,000).", valueName: "n"), transform: NumericOption.integer(100...10_000_000))
         var requests: Int = 20_000
 
-        @Option(name: .long, help: ArgumentHelp("Keep-alive connections in flight per path, 1 to 256 (default 8).", valueName: "c"), transform: NumericOption.integer(1...256))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Keep-alive connections in flight per path, 1 to 256 (default 8).", valueName: "c"), transform: NumericOption.integer(1...256))
         var concurrency: Int = 8
 
-        @Option(name: .long, help: ArgumentHelp("Rounds the paths take turns in, 1 to 100 (default 4).", valueName: "r"), transform: NumericOption.integer(1...100))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Rounds the paths take turns in, 1 to 100 (default 4).", valueName: "r"), transform: NumericOption.integer(1...100))
         var rounds: Int = 4
 
         @Flag(name: .long, help: "Also measure the proxy's resident size after 10,000 and 100,000 requests, and per idle connection.")

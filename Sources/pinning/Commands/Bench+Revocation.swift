@@ -26,13 +26,16 @@ extension PinningCommand.Bench {
                 """
         )
 
-        @Option(name: .long, help: ArgumentHelp("Revoked entries on the CRL, 1 to 2,000,000 (default 100,000).", valueName: "n"), transform: NumericOption.integer(1...2_000_000))
+        @Option(
+            name: .long, parsing: .unconditional, help: ArgumentHelp("Revoked entries on the CRL, 1 to 2,000,000 (default 100,000).", valueName: "n"), transform: NumericOption.integer(1...2_000_000))
         var entries: Int = 100_000
 
-        @Option(name: .long, help: ArgumentHelp("Alternating rounds, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Alternating rounds, 1 to 100 (default 5).", valueName: "n"), transform: NumericOption.integer(1...100))
         var rounds: Int = 5
 
-        @Option(name: .long, help: ArgumentHelp("Uncached evaluations per round and side, 1 to 1,000,000 (default 500).", valueName: "n"), transform: NumericOption.integer(1...1_000_000))
+        @Option(
+            name: .long, parsing: .unconditional, help: ArgumentHelp("Uncached evaluations per round and side, 1 to 1,000,000 (default 500).", valueName: "n"),
+            transform: NumericOption.integer(1...1_000_000))
         var iterations: Int = 500
 
         @Flag(name: .long, help: "Print the result as JSON.")

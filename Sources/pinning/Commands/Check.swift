@@ -62,12 +62,12 @@ extension PinningCommand {
         var resolve: [String] = []
 
         @Option(
-            name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
+            name: .customLong("connect-timeout"), parsing: .unconditional, help: ArgumentHelp("Seconds allowed for connecting plus the TLS handshake (0.001 to 604800).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var connectTimeout: Double = 5
 
         @Option(
-            name: .customLong("max-time"), help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
+            name: .customLong("max-time"), parsing: .unconditional, help: ArgumentHelp("Seconds allowed for the request, after the handshake (0.001 to 604800).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var maxTime: Double = 15
 
@@ -117,11 +117,13 @@ extension PinningCommand {
             let url = try self.parsedURL()
             let overrides = try self.parsedResolve()
             var identity = try self.loadIdentity()
-            let host = url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+            let host = Self.host(of: url)
 
             let evaluator: any ServerTrustEvaluating
             var trust: ServerTrust
-            let describe: @Sendable (TrustEvaluation, ServerTrust) -> EvaluationReport
+            // The report of a verdict for the host it judged: after a redirect to another host, that host, not the
+            // first URL's.
+            let describe: @Sendable (TrustEvaluation, ServerTrust, String) -> EvaluationReport
             // Each verdict records the settings and instant it was judged under (a configuration entry's revocation
             // policy combined with the client's, for one); the report shows those. `presented` (this command's
             // template with the chain the server sent) stands in only for a verdict that records none.
@@ -162,17 +164,21 @@ extension PinningCommand {
                     platformRoots: try InputLoading.roots(self.policyOptions.roots),
                     profile: try self.policyOptions.loadProfile()
                 )
-                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions).
-                let pins = configuration.entry(forHost: host)?.pins ?? []
-                describe = { verdict, presented in
-                    EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, mode: "configuration", expectedPins: pins, host: host)
+                // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions)
+                // to the host judged.
+                let judging = configuration
+                describe = { verdict, presented, judged in
+                    let pins = judging.entry(forHost: judged)?.pins ?? []
+                    return EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, mode: "configuration", expectedPins: pins, host: judged)
                 }
             } else {
                 let made = try self.policyOptions.makePolicy(presented: [], host: host)
                 evaluator = made.policy
                 trust = made.trust
                 let policy = made.policy
-                describe = { verdict, presented in EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, policy: policy, host: host) }
+                describe = { verdict, presented, judged in
+                    EvaluationReport(verdict: verdict, trust: verdict.judgedTrust ?? presented, policy: policy, host: judged)
+                }
             }
             // Without --at, each handshake is judged at its own time. With it (a one-shot replay, the use the SPI is
             // for), the client's settings carry the instant; `trust` keeps it only for the report.
@@ -230,7 +236,7 @@ extension PinningCommand {
             case .success(let response):
                 var presented = trust
                 presented.certificates = response.presentedChain
-                report.evaluation = describe(.trusted(response.trustedChain), presented)
+                report.evaluation = describe(.trusted(response.trustedChain), presented, response.handshake.host ?? Self.host(of: response.url))
                 report.finalURL = response.url.absoluteString
                 report.status = Int(response.status.code)
                 report.reasonPhrase = response.status.reasonPhrase
@@ -241,16 +247,19 @@ extension PinningCommand {
                     errorLine = "\(response.url.absoluteString): the server answered HTTP \(response.status.code) \(response.status.reasonPhrase)"
                 }
             case .failure(let error):
+                // The URL that failed: after a redirect, not the one given (the text report says it was redirected).
+                report.finalURL = error.url?.absoluteString
+                let judged = error.host ?? error.url.map(Self.host(of:)) ?? host
                 if let failure = error.trustFailure {
                     var presented = trust
                     presented.certificates = failure.presentedChain
-                    report.evaluation = describe(.untrusted(failure), presented)
+                    report.evaluation = describe(.untrusted(failure), presented, failure.host ?? judged)
                 } else {
                     if let handshake = error.handshake {
                         // Trusted, then the exchange failed: --verbose and --json show what was trusted.
                         var presented = trust
                         presented.certificates = handshake.trustedChain.presentedChain
-                        report.evaluation = describe(.trusted(handshake.trustedChain), presented)
+                        report.evaluation = describe(.trusted(handshake.trustedChain), presented, handshake.host ?? judged)
                     }
                     errorLine = Self.errorLine(error, host: host, identityGiven: identity != nil)
                     errorDetail = error.debugDescription
@@ -284,6 +293,11 @@ extension PinningCommand {
             if report.evaluation?.trusted != true {
                 throw ExitCode(1)
             }
+        }
+
+        /// The host of `url` as the client connects to it and the policy judges it: an IPv6 literal without its brackets.
+        static func host(of url: URL) -> String {
+            url.host.map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
         }
 
         static func warn(_ text: String) {
@@ -338,22 +352,46 @@ extension PinningCommand {
         func parsedURL() throws(InputError) -> URL {
             // A port that is not 1-65535 is bad input (exit 2), not a connection failure. Foundation accepts
             // `:99999` as a port and refuses `:abc` as a URL; read the authority's port text ourselves, first.
+            // The URL as messages show it: a password in it is never echoed.
+            let shown = Self.redacted(self.url)
             if let text = Self.portText(self.url) {
                 guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let port = Int(text), (1...65535).contains(port) else {
-                    throw InputError("\(self.url): the port \"\(text)\" is not a TCP port (1-65535)")
+                    throw InputError("\(shown): the port \"\(text)\" is not a TCP port (1-65535)")
                 }
             }
             guard let url = URL(string: self.url), url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty else {
-                throw InputError("\(self.url): not an https URL with a host")
+                throw InputError("\(shown): not an https URL with a host")
+            }
+            // User information (`user:password@`) is refused, not ignored: this client sends no Authorization
+            // header (curl would send it as Basic authentication), so accepting the URL would make a request the
+            // user did not mean, without the credentials, and print the password in the report's `GET` line.
+            if url.user != nil || url.password != nil || Self.authority(self.url)?.contains("@") == true {
+                throw InputError(
+                    "\(shown): credentials in the URL are not sent; pinning check sends no Authorization header, so remove the user information (\"user:password@\") from the URL"
+                )
             }
             return url
         }
 
-        /// The text after the host's `:` in the URL's authority (nil without one): `https://h:99999/` → `99999`.
-        static func portText(_ url: String) -> String? {
+        /// The URL's authority (`user:pw@host:port`): the text between `://` and the first `/`, `?` or `#` after it.
+        static func authority(_ url: String) -> Substring? {
             guard let schemeEnd = url.range(of: "://") else { return nil }
             let rest = url[schemeEnd.upperBound...]
-            var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            return rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        }
+
+        /// `url` with the password of its user information replaced by `xxxxx`, as Go's `URL.Redacted()` writes it:
+        /// `https://user:xxxxx@host/`. A URL without a password is returned as it is.
+        static func redacted(_ url: String) -> String {
+            guard let authority = Self.authority(url), let at = authority.lastIndex(of: "@"),
+                let colon = authority[..<at].firstIndex(of: ":")
+            else { return url }
+            return String(url[..<colon]) + ":xxxxx" + String(url[at...])
+        }
+
+        /// The text after the host's `:` in the URL's authority (nil without one): `https://h:99999/` → `99999`.
+        static func portText(_ url: String) -> String? {
+            guard var authority = Self.authority(url) else { return nil }
             if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
             if authority.hasPrefix("[") {
                 guard let close = authority.firstIndex(of: "]") else { return nil }
@@ -442,17 +480,35 @@ enum ResolveOption {
             guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
                 throw InputError("--resolve \(entry): expected HOST:PORT:ADDR")
             }
+            let host = try Self.host(String(parts[0]), entry: entry)
             var address = String(parts[2])
             if address.hasPrefix("[") && address.hasSuffix("]") {
                 address = String(address.dropFirst().dropLast())
             }
             do {
-                overrides[ResolveKey(host: parts[0].lowercased(), port: port)] = try SocketAddress(ipAddress: address, port: port)
+                overrides[ResolveKey(host: host, port: port)] = try SocketAddress(ipAddress: address, port: port)
             } catch {
                 throw InputError("--resolve \(entry): \(address) is not an IP address")
             }
         }
         return overrides
+    }
+
+    /// HOST as the client names the host it connects to, which is what an entry is looked up by: lower case, and a
+    /// Unicode name in its ASCII (A-label, `xn--…`) form, converted by the same URL parser that reads the URL's host,
+    /// so `例え.テスト` matches `https://例え.テスト/` as `xn--r8jz45g.xn--zckzah` does (the Unicode entry was once
+    /// kept as typed and never matched).
+    static func host(_ text: String, entry: String) throws(InputError) -> String {
+        if text.unicodeScalars.allSatisfy(\.isASCII) {
+            return text.lowercased()
+        }
+        // Nothing but the name may reach the URL parser: a `/`, `@`, `?` or `#` would make another URL of it.
+        guard !text.unicodeScalars.contains(where: { "/@?#[]\\%".unicodeScalars.contains($0) || $0.properties.isWhitespace }),
+            let host = URL(string: "https://\(text)/")?.host, !host.isEmpty, host.unicodeScalars.allSatisfy(\.isASCII)
+        else {
+            throw InputError("--resolve \(VisibleText.escaped(entry)): \"\(VisibleText.escaped(text))\" is not a host name")
+        }
+        return host.lowercased()
     }
 }
 
@@ -476,6 +532,8 @@ struct CheckReport: TextReport {
     /// With `--pinset`: the pin set the connection was judged by.
     var pinset: PinSetReport?
     var evaluation: EvaluationReport?
+    /// The URL that answered (after redirects), or, when the request failed, the URL it failed at: the one
+    /// `evaluation` judged the host of.
     var finalURL: String?
     var status: Int?
     var reasonPhrase: String?
@@ -501,11 +559,12 @@ struct CheckReport: TextReport {
         if let pinset {
             lines.append(pinset.humanReadable)
         }
-        if let evaluation {
-            lines.append(evaluation.humanReadable)
-        }
+        // Before the verdict, which is the redirect target's (its host, its chain) when there was one.
         if let finalURL, finalURL != self.url {
             lines.append("redirected to \(VisibleText.escaped(finalURL))")
+        }
+        if let evaluation {
+            lines.append(evaluation.humanReadable)
         }
         if let status {
             lines.append("HTTP \(status) \(VisibleText.escaped(self.reasonPhrase ?? ""))")

@@ -16,7 +16,8 @@ import ArgumentParser
 /// takes, as argument-parser does:
 /// - `--name value` and `--name=value` (split at the first `=`; the value may begin with a dash); in `--name value`
 ///   the value is the next word unless that begins with `-` (declined: argument-parser reads such a word as an
-///   option and refuses the missing value, or, for `-` alone, takes it; either way, the tree decides);
+///   option and refuses the missing value, or, for `-` alone or after the numeric `--port`, which is declared
+///   `parsing: .unconditional`, takes it; either way, the tree decides);
 /// - `--name=` with nothing after the `=` as `--name` alone (argument-parser's `ParsedArgument` reads it so: the
 ///   option then takes the next word, and a flag is set);
 /// - flags as `--name` only (`--json=yes` is declined: argument-parser refuses it);

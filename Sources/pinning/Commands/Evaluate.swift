@@ -40,7 +40,7 @@ extension PinningCommand {
         var json = false
 
         @Option(
-            name: .long,
+            name: .long, parsing: .unconditional,
             help: ArgumentHelp("The port connected to, 1 to 65535, for failure reports (with --config; default 443).", valueName: "port"),
             transform: NumericOption.port(allowingZero: false)
         )

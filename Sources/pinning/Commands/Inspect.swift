@@ -75,28 +75,34 @@ extension PinningCommand {
         func run() async throws {
             var entries: [Entry] = []
             var crls: [CRLEntry] = []
-            var failures: [CertificateLoadingError] = []
+            var refusals = InputLoading.Refusals()
             for file in self.files {
                 // Every well-formed certificate is listed, including those the verifier does not support; entries
-                // that are not certificates are reported after the others, never instead of them.
+                // that are not certificates, and files that hold no certificate or cannot be read, are reported
+                // after the others, never instead of them.
                 let listing: CertificateListing
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
-                    listing = try InputLoading.listing(file)
-                } else {
-                    // Read once, by the reader every file option uses: a FIFO or <(…) has no second reading (the
-                    // CRL test and the certificate listing once read it twice, and the second read waited forever).
-                    let bytes = try InputLoading.bytes(file, maximumSize: CertificateRevocationList.maximumSize)
-                    if let lists = try Self.revocationLists(file, bytes: bytes) {
-                        crls += lists.enumerated().map { CRLEntry(file: file, index: $0.offset, crl: $0.element) }
-                        continue
+                do throws(InputError) {
+                    var isDirectory: ObjCBool = false
+                    if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
+                        listing = try InputLoading.listing(file)
+                    } else {
+                        // Read once, by the reader every file option uses: a FIFO or <(…) has no second reading (the
+                        // CRL test and the certificate listing once read it twice, and the second read waited forever).
+                        let bytes = try InputLoading.bytes(file, maximumSize: CertificateRevocationList.maximumSize)
+                        if let lists = try Self.revocationLists(file, bytes: bytes) {
+                            crls += lists.enumerated().map { CRLEntry(file: file, index: $0.offset, crl: $0.element) }
+                            continue
+                        }
+                        listing = try InputLoading.listing(bytes, origin: file)
                     }
-                    listing = try InputLoading.listing(bytes, origin: file)
+                } catch {
+                    refusals.add(error)
+                    continue
                 }
                 for (index, certificate) in listing.certificates.enumerated() {
                     entries.append(Entry(file: file, index: index, certificate: certificate.info))
                 }
-                failures += listing.failures
+                refusals.add(listing.failures)
             }
             if self.json {
                 if crls.isEmpty {
@@ -119,7 +125,7 @@ extension PinningCommand {
                     print("")
                 }
             }
-            try InputLoading.reportFailures(failures)
+            try refusals.report()
         }
 
         static func describe(_ crl: CRLEntry) -> String {

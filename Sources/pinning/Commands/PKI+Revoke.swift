@@ -138,7 +138,7 @@ extension PinningCommand.PKI {
         var issuer: String = "root"
 
         @Option(
-            name: .long, help: ArgumentHelp("Days until nextUpdate, 1 to 3650 (default 7).", valueName: "N"),
+            name: .long, parsing: .unconditional, help: ArgumentHelp("Days until nextUpdate, 1 to 3650 (default 7).", valueName: "N"),
             transform: NumericOption.integer(1...3650, what: "number of days"))
         var days: Int = 7
 

@@ -49,7 +49,7 @@ struct PKICreationOptions: ParsableArguments {
     var key: PKIKeyType = .ec
 
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp("Validity in days, 1 to 36500 (default: 3650 for a root, 1825 for an intermediate, 365 for a leaf; never beyond the issuer).", valueName: "N"),
         transform: NumericOption.integer(1...36500, what: "number of days")
     )

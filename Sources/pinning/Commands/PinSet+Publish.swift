@@ -39,7 +39,7 @@ extension PinningCommand.PinSet {
         @Flag(name: .customLong("check-live"), help: "Connect to each host the configuration names and refuse pins its live chain would fail.")
         var checkLive = false
 
-        @Option(name: .customLong("live-port"), help: ArgumentHelp("The port --check-live connects to (default 443).", valueName: "port"))
+        @Option(name: .customLong("live-port"), parsing: .unconditional, help: ArgumentHelp("The port --check-live connects to (default 443).", valueName: "port"))
         var livePort: Int = 443
 
         @Option(name: .long, help: ArgumentHelp("For --check-live: connect HOST:PORT to ADDR instead of resolving HOST (as curl). Repeatable.", valueName: "host:port:addr"))

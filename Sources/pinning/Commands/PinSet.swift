@@ -192,7 +192,7 @@ extension PinningCommand.PinSet {
         @Option(name: .customLong("root-key"), help: ArgumentHelp("A root private key (repeat for several).", valueName: "file"))
         var rootKeys: [String] = []
 
-        @Option(name: .customLong("root-threshold"), help: ArgumentHelp("How many root keys must sign a new root (default 1).", valueName: "n"))
+        @Option(name: .customLong("root-threshold"), parsing: .unconditional, help: ArgumentHelp("How many root keys must sign a new root (default 1).", valueName: "n"))
         var rootThreshold: Int = 1
 
         @OptionGroup var keys: OnlineKeyOptions
@@ -282,7 +282,7 @@ extension PinningCommand.PinSet {
         @Option(name: .customLong("new-key"), help: ArgumentHelp("A root private key of the new root version (repeat).", valueName: "file"))
         var newKeys: [String] = []
 
-        @Option(name: .customLong("root-threshold"), help: ArgumentHelp("How many new root keys must sign the root after this one (default 1).", valueName: "n"))
+        @Option(name: .customLong("root-threshold"), parsing: .unconditional, help: ArgumentHelp("How many new root keys must sign the root after this one (default 1).", valueName: "n"))
         var rootThreshold: Int = 1
 
         @OptionGroup var expiry: ExpiryOptions

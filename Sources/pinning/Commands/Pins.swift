@@ -22,11 +22,18 @@ extension PinningCommand {
 
         func run() async throws {
             var pins: [Pin] = []
-            var failures: [CertificateLoadingError] = []
+            var refusals = InputLoading.Refusals()
             for file in self.files {
                 // A pin is a hash of the SPKI: every well-formed certificate has one, supported for verification
-                // or not (the reason goes to stderr, so stdout stays one pin per line).
-                let listing = try InputLoading.listing(file)
+                // or not (the reason goes to stderr, so stdout stays one pin per line). A file that cannot be read
+                // or holds no certificate is reported after every other file's pins, as a broken entry is.
+                let listing: CertificateListing
+                do throws(InputError) {
+                    listing = try InputLoading.listing(file)
+                } catch {
+                    refusals.add(error)
+                    continue
+                }
                 for certificate in listing.certificates {
                     let pin = certificate.pin
                     if self.configEntry != nil {
@@ -40,9 +47,9 @@ extension PinningCommand {
                         FileHandle.standardError.write(Data("pinning: note: \(VisibleText.escaped(unsupported.description))\n".utf8))
                     }
                 }
-                failures += listing.failures
+                refusals.add(listing.failures)
             }
-            try InputLoading.reportFailures(failures)
+            try refusals.report()
             guard let host = self.configEntry else { return }
             print(try Self.entry(host: host, pins: pins))
             if pins.count < 2 {

@@ -40,7 +40,7 @@ extension PinningCommand {
         @OptionGroup var pinSetOptions: PinSetOptions
 
         @Option(
-            name: .customLong("pinset-refresh"),
+            name: .customLong("pinset-refresh"), parsing: .unconditional,
             help: ArgumentHelp("With --pinset: seconds between refreshes (0.001 to 604,800; default 3600, ±10 %).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var pinsetRefresh: Double?
@@ -61,12 +61,12 @@ extension PinningCommand {
         var roots: String?
 
         @Option(
-            name: .customLong("max-connections"), help: ArgumentHelp("The most client connections open at once (1 to 1,000,000).", valueName: "n"),
+            name: .customLong("max-connections"), parsing: .unconditional, help: ArgumentHelp("The most client connections open at once (1 to 1,000,000).", valueName: "n"),
             transform: NumericOption.integer(1...1_000_000))
         var maxConnections: Int = 1024
 
         @Option(
-            name: .customLong("idle-timeout"), help: ArgumentHelp("Close a client connection idle for this long (0.001 to 604,800 seconds).", valueName: "seconds"),
+            name: .customLong("idle-timeout"), parsing: .unconditional, help: ArgumentHelp("Close a client connection idle for this long (0.001 to 604,800 seconds).", valueName: "seconds"),
             transform: NumericOption.seconds(NumericOption.timeoutRange))
         var idleTimeout: Double = 300
 

@@ -40,7 +40,7 @@ extension PinningCommand {
         @Option(name: .customLong("client-ca"), help: ArgumentHelp("A CA that client certificates must chain to; requires client certificates. Repeatable.", valueName: "file"))
         var clientCA: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp("The port, 0 to 65535; 0 picks a free one.", valueName: "n"), transform: NumericOption.port(allowingZero: true))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The port, 0 to 65535; 0 picks a free one.", valueName: "n"), transform: NumericOption.port(allowingZero: true))
         var port: Int = 8443
 
         @Option(name: .long, help: ArgumentHelp("The address to listen on: an IPv4 or IPv6 address (bracketed or not, e.g. ::1 or [::1]) or a host name.", valueName: "addr"))
@@ -51,7 +51,7 @@ extension PinningCommand {
         @OptionGroup var revocationOptions: RevocationOptions
 
         @Option(
-            name: .customLong("crl-reload"),
+            name: .customLong("crl-reload"), parsing: .unconditional,
             help: ArgumentHelp("With --crl: seconds between checks for changed CRL files (0.1 to 86400; default 5).", valueName: "seconds"),
             transform: NumericOption.seconds(0.1...86_400))
         var crlReload: Double = 5
@@ -170,8 +170,17 @@ extension PinningCommand {
         /// The server identity from --cert and --key, with messages about the *server's* certificate and key.
         func loadIdentity() throws(InputError) -> TLSIdentity {
             let passphrase = try self.passphraseOptions.passphrase()
-            do {
-                return try TLSIdentity.pem(certificateChainFile: self.cert, privateKeyFile: self.key, passphrase: passphrase)
+            // Each input is named by its option as well as its path (the errors' `origin`), so a failure names the
+            // option whose file is wrong even when both options name one file (`--cert pki/api.key --key
+            // pki/api.key` once blamed --key for the missing certificate: the origin was compared with --key's
+            // path). One file given for both is read once: a FIFO or <(…) has no second reading.
+            let certificateOrigin = "--cert \(self.cert)"
+            let keyOrigin = "--key \(self.key)"
+            do throws(TLSIdentityError) {
+                let chain = try Self.read(self.cert, origin: certificateOrigin)
+                let key = self.key == self.cert ? chain : try Self.read(self.key, origin: keyOrigin)
+                return try TLSIdentity.pem(
+                    certificateChain: chain, privateKey: key, passphrase: passphrase, certificateOrigin: certificateOrigin, keyOrigin: keyOrigin)
             } catch {
                 switch error.code {
                 case .noCertificateMatchingKey:
@@ -184,9 +193,20 @@ extension PinningCommand {
                 case .wrongPassphrase:
                     throw InputError("--key \(self.key): \(error.problem)")
                 default:
-                    let option = error.origin == self.key ? "--key" : "--cert"
-                    throw InputError("\(option) \(error.description)")
+                    // `--cert FILE: CODE: PROBLEM` or `--key FILE: …`: the origin names the option.
+                    throw InputError(error.description)
                 }
+            }
+        }
+
+        /// The bytes of `path`, through the identity loader's reader (size limit, FIFOs); a failure is named `origin`.
+        private static func read(_ path: String, origin: String) throws(TLSIdentityError) -> [UInt8] {
+            do {
+                return try TLSIdentity.read(path)
+            } catch {
+                var named = error
+                named.origin = origin
+                throw named
             }
         }
 

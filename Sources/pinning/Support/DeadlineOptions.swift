@@ -7,13 +7,13 @@ import NIOCore
 /// keeps its own help text, given by `Words`.
 struct DeadlineOptions<Words: DeadlineWords>: ParsableArguments {
     @Option(
-        name: .customLong("handshake-timeout"),
+        name: .customLong("handshake-timeout"), parsing: .unconditional,
         help: ArgumentHelp(Words.handshakeTimeout, valueName: "seconds"),
         transform: NumericOption.seconds(NumericOption.timeoutRange))
     var handshakeTimeout: Double = 10
 
     @Option(
-        name: .customLong("request-head-timeout"),
+        name: .customLong("request-head-timeout"), parsing: .unconditional,
         help: ArgumentHelp(Words.requestHeadTimeout, valueName: "seconds"),
         transform: NumericOption.seconds(NumericOption.timeoutRange))
     var requestHeadTimeout: Double = 30

@@ -45,11 +45,24 @@ enum InputLoading {
         return listing
     }
 
-    /// Entries that were not certificates, after the certificates were listed: each on its own `pinning:` line,
-    /// then exit status 2.
-    static func reportFailures(_ failures: [CertificateLoadingError]) throws(InputError) {
-        guard !failures.isEmpty else { return }
-        throw InputError(failures.map(\.description).joined(separator: "\npinning: "))
+    /// What `inspect` and `pins` could not list: files that cannot be read or hold no certificate, and entries
+    /// that are not certificates. Gathered while every other file is listed and reported after them (``report()``),
+    /// each on its own `pinning:` line, then exit status 2.
+    struct Refusals {
+        private var lines: [String] = []
+
+        mutating func add(_ error: InputError) {
+            self.lines.append(error.message)
+        }
+
+        mutating func add(_ failures: [CertificateLoadingError]) {
+            self.lines += failures.map(\.description)
+        }
+
+        func report() throws(InputError) {
+            guard !self.lines.isEmpty else { return }
+            throw InputError(self.lines.joined(separator: "\npinning: "))
+        }
     }
 
     /// `--pin-sha256` values. Each may also be curl's `--pinnedpubkey` list, `sha256//A;sha256//B` (base64
@@ -71,10 +84,11 @@ enum InputLoading {
 
     static func instant(_ text: String?) throws(InputError) -> Date? {
         guard let text else { return nil }
-        guard let date = RFC3339.parse(text) else {
-            throw InputError("--at: \"\(text)\" is not an RFC 3339 instant such as 2030-06-01T00:00:00Z")
+        do {
+            return try RFC3339.read(text)
+        } catch {
+            throw InputError("--at: \"\(VisibleText.escaped(text))\" is not an RFC 3339 instant such as 2030-06-01T00:00:00Z: \(error.description)")
         }
-        return date
     }
 
     static func roots(_ path: String?) throws(InputError) -> TrustRoots? {

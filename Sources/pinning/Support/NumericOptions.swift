@@ -13,6 +13,12 @@ import Foundation
 ///
 /// The ranges are what the code downstream can hold without overflow (a timeout becomes NIO nanoseconds in an
 /// `Int64`, a count sizes arrays) and what makes sense for the option.
+///
+/// Every numeric option is also declared `parsing: .unconditional`: the word after it is its value whatever it
+/// looks like. With argument-parser's default a negative number (`--port -1`) read as an option name, and the
+/// refusal was "Missing value for '--port <n>'" instead of the range. The price: `--port --json` takes `--json`
+/// as the port and refuses it as not a number (a flag never belongs there); `--port` last on the line is still
+/// "Missing value". `pinning-collector`'s numeric options are declared the same way.
 enum NumericOption {
     /// The refusal: its `description` is what argument-parser prints after the option's name.
     struct Refusal: Error, CustomStringConvertible {

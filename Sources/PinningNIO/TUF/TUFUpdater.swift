@@ -72,7 +72,7 @@ public struct TUFUpdater: Sendable {
         try TUFFiles.writeFileAtomically(bytes, directory: metadataDirectory, name: "root.json", role: TUFRoleName.root)
     }
 
-    /// ``initialize(metadataDirectory:trustedRoot:)`` with the contents of the file at `path` (at most
+    /// ``initialize(metadataDirectory:trustedRoot:limits:)`` with the contents of the file at `path` (at most
     /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {
         try self.initialize(metadataDirectory: metadataDirectory, trustedRoot: try self.readTrustedRoot(path, limits: limits), limits: limits)

@@ -43,6 +43,15 @@ struct ProxyBlameCLITests {
             return (process, port, caLine[..<(caLine.lastIndex(of: "(") ?? caLine.endIndex)].trimmingCharacters(in: .whitespaces))
         }
 
+        /// A Python TLS upstream running `source` (saved as `name`) with the set-up's certificate and key; it prints
+        /// `PORT n` once it listens.
+        func pythonUpstream(_ name: String, _ source: String) async throws -> ServerProcess {
+            let script = try self.directory.write(name, source)
+            return try await ServerProcess(
+                "/usr/bin/python3", ["-u", script, self.directory.path("upstream.pem"), self.directory.path("upstream.key")], in: self.directory
+            ) { line in line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil }
+        }
+
         static func logLine(_ process: Subprocess, port: Int) async throws -> String {
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
@@ -81,10 +90,7 @@ struct ProxyBlameCLITests {
     func upstreamResetMidBody() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
-        let script = try setup.directory.write("reset_upstream.py", Self.resetUpstream)
-        let upstream = try await ServerProcess(
-            "/usr/bin/python3", ["-u", script, setup.directory.path("upstream.pem"), setup.directory.path("upstream.key")], in: setup.directory
-        ) { line in line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil }
+        let upstream = try await setup.pythonUpstream("reset_upstream.py", Self.resetUpstream)
         defer { upstream.stop() }
         let (proxy, port, ca) = try await setup.proxy(upstreamPort: upstream.port)
         defer { proxy.kill() }

@@ -14,10 +14,7 @@ struct ProxyCloseDelimitedCLITests {
     func closeDelimited() async throws {
         let setup = try ProxyBlameCLITests.Setup()
         defer { setup.directory.remove() }
-        let script = try setup.directory.write("close_upstream.py", Self.closeUpstream)
-        let upstream = try await ServerProcess(
-            "/usr/bin/python3", ["-u", script, setup.directory.path("upstream.pem"), setup.directory.path("upstream.key")], in: setup.directory
-        ) { line in line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil }
+        let upstream = try await setup.pythonUpstream("close_upstream.py", Self.closeUpstream)
         defer { upstream.stop() }
         let (proxy, port, ca) = try await setup.proxy(upstreamPort: upstream.port)
         defer { proxy.kill() }

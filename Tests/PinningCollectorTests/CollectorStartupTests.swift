@@ -50,6 +50,15 @@ struct CollectorStartupTests {
         Self.expectPlainWords(error.description)
     }
 
+    /// Why a collector with `--tls-identity identity` (and an SQLite file in `directory`) refused to start.
+    static func identityRefusal(_ identity: String, in directory: TemporaryDirectory) async throws -> Collector.StartError {
+        var collector = Collector(
+            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
+            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
+        collector.tlsIdentity = identity
+        return try await Self.startError(collector)
+    }
+
     @Test("--tls-identity whose key is not the leaf's: refused naming the option, exit 2, before anything listens")
     func mismatchedKey() async throws {
         let chain = try TestChain(host: "localhost")
@@ -57,11 +66,7 @@ struct CollectorStartupTests {
         let directory = try TemporaryDirectory(prefix: "pinning-collector-startup")
         defer { directory.remove() }
         let identity = try directory.write("identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + other.leaf.privateKeyPEM)
-        var collector = Collector(
-            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
-            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
-        collector.tlsIdentity = identity
-        let error = try await Self.startError(collector)
+        let error = try await Self.identityRefusal(identity, in: directory)
         #expect(error.exitStatus == 2)
         #expect(error.description == "--tls-identity \(identity): the private key is not the key of the first certificate (the leaf)")
         Self.expectPlainWords(error.description)
@@ -105,11 +110,7 @@ struct CollectorStartupTests {
         #expect(result.status == 0, "\(result)")
         let identity = try directory.write(
             "identity.pem", TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]) + (try String(contentsOfFile: encrypted, encoding: .utf8)))
-        var collector = Collector(
-            listen: ListenAddress(host: "127.0.0.1", port: 0), database: .sqlite(path: directory.path("r.db")),
-            settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Self.logger)
-        collector.tlsIdentity = identity
-        let error = try await Self.startError(collector)
+        let error = try await Self.identityRefusal(identity, in: directory)
         #expect(error.exitStatus == 2)
         #expect(error.description == "--tls-identity \(identity): the private key is encrypted; the collector needs an unencrypted key (it has no passphrase option)")
         Self.expectPlainWords(error.description)

@@ -266,7 +266,8 @@ if [[ "${SERVER:-0}" == 1 ]]; then
 fi
 
 if [[ "${COLD:-0}" == 1 ]]; then
-    cold="$(mktemp -d)"
+    cold="$work/cold"  # under $work: the EXIT trap removes it if a step fails
+    mkdir "$cold"
     "$BIN/pinning" pki init "$cold/pki" >/dev/null
     "$BIN/pinning" pki issue "$cold/pki" --intermediate int >/dev/null
     "$BIN/pinning" pki issue "$cold/pki" --server bench --dns bench.example --issuer int >/dev/null

@@ -12,8 +12,10 @@ prints the medians of wall time and CPU time (user + system, from wait4) with ea
 the load average before and after. Every run must exit 0 (trusted).
 """
 import argparse
+import atexit
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,7 +69,10 @@ def main():
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("binaries", nargs="+", metavar="LABEL=PINNING_BINARY")
     options = parser.parse_args()
-    pki = options.pki or tempfile.mkdtemp(prefix="cold-evaluate-")
+    pki = options.pki
+    if not pki:
+        pki = tempfile.mkdtemp(prefix="cold-evaluate-")
+        atexit.register(shutil.rmtree, pki, True)  # ours: removed at exit, a failed run or Ctrl-C included
     os.makedirs(pki, exist_ok=True)
     if not os.path.exists(f"{pki}/chain.pem"):
         mint(pki)

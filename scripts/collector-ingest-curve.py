@@ -11,7 +11,7 @@ time between commits (the writer's cycle while its queue is never empty), and th
 near the connection count every request is waiting for the one writer. The report bodies and the emptying of the
 PostgreSQL tables are collector-ingest-ab.py's (beside this file). Needs wrk (apt-get install wrk) and psql for
 PostgreSQL."""
-import os, re, resource, shutil, subprocess, sys, tempfile, threading, time, urllib.request
+import atexit, os, re, resource, shutil, subprocess, sys, tempfile, threading, time, urllib.request
 import importlib.util
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 spec = importlib.util.spec_from_file_location('ab', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'collector-ingest-ab.py')); ab = importlib.util.module_from_spec(spec); spec.loader.exec_module(ab)
@@ -19,6 +19,7 @@ binary, database, conns, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), i
 per_post = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 extra = sys.argv[6:]
 d = tempfile.mkdtemp(prefix='collector-ingest-curve-')
+atexit.register(shutil.rmtree, d, True)  # also when a step fails (sys.exit, an exception, Ctrl-C)
 open(d + '/token', 'w').write('bench-token-0123456789abcdef0123')
 open(d + '/post.lua', 'w').write(ab.WRK_SCRIPT)
 if database == 'sqlite':
@@ -65,4 +66,3 @@ depths.sort()
 print(f'{os.path.basename(binary)} {database.split(":")[0]} c={conns} per_post={per_post}: {reports/wall:.0f} reports/s; collector CPU {(cpu1-cpu0)*1e6/reports:.0f} ms/1000 = {(cpu1-cpu0)/wall:.2f} cores; '
       f'wrk CPU {(r1.ru_utime+r1.ru_stime-r0.ru_utime-r0.ru_stime)/wall:.2f} cores; commits {commits:.0f} = {reports/max(commits,1):.1f} reports/commit, '
       f'cycle {wall*1000/max(commits,1):.2f} ms; queue depth median {depths[len(depths)//2] if depths else -1:.0f} p90 {depths[int(len(depths)*.9)] if depths else -1:.0f}; bad {bad} err {err}; load {" ".join(load)}', flush=True)
-shutil.rmtree(d)

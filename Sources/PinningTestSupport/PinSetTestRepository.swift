@@ -19,7 +19,11 @@ public final class PinSetTestRepository: Sendable {
 
     /// A new repository (root version 1, empty targets), with each role's period from `expiry`, signed at `now`.
     public init(expiry: TUFExpiryPeriods = TUFExpiryPeriods(), now: Date = Date()) throws {
-        self.directory = try TemporaryDirectory(prefix: "pinset-repository")
+        let directory = try TemporaryDirectory(prefix: "pinset-repository")
+        self.directory = directory
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         (self.rootKey, self.targetsKey, self.snapshotKey, self.timestampKey) = (
             try .generate(.ed25519), try .generate(.ed25519), try .generate(.ed25519), try .generate(.ed25519)
         )
@@ -28,6 +32,7 @@ public final class PinSetTestRepository: Sendable {
             timestampKey: self.timestampKey, expiry: expiry, now: now)
         self.server = try LoopbackHTTPServer(statuses: [404])
         self.server.directory = self.writer.directory
+        ready = true
     }
 
     /// The root to ship with a client (version 1).

@@ -41,6 +41,9 @@ public final class PostgresCluster: Sendable {
         guard let bin = Self.bin else { throw ServerProcess.StartError(description: "no PostgreSQL server installed (apt-get install postgresql)") }
         let directory = try TemporaryDirectory(prefix: "pinning-pg")
         self.directory = directory
+        // A cluster that fails to start is nobody's to stop: its directory goes here.
+        var started = false
+        defer { if !started { directory.remove() } }
         var prefix: [String] = []
         if let user = Self.user {
             guard chown(directory.path, user.uid, user.gid) == 0 else {
@@ -64,6 +67,7 @@ public final class PostgresCluster: Sendable {
         self.server = try await ServerProcess(postgres, postgresArguments, in: directory) { line in
             line.contains("ready to accept connections") ? port : nil
         }
+        started = true
     }
 
     public func stop() {

@@ -17,6 +17,9 @@ public final class ServerProcess: Sendable {
     public let process = Process()
     /// Where its stdout and stderr go.
     public let outputPath: String
+    /// Whether ``outputPath`` is ours to remove: true when no directory was given and it lies in the system's
+    /// temporary directory, where nobody else would remove it.
+    private let ownsOutput: Bool
     /// The port it printed.
     public let port: Int
 
@@ -30,18 +33,25 @@ public final class ServerProcess: Sendable {
     ) async throws {
         let name = "pinning-server-\(UUID().uuidString).out"
         self.outputPath = directory?.path(name) ?? (NSTemporaryDirectory() + name)
+        self.ownsOutput = directory == nil
         _ = FileManager.default.createFile(atPath: self.outputPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: self.outputPath))
-        self.process.executableURL = URL(fileURLWithPath: executable)
-        self.process.arguments = arguments
-        if let directory {
-            self.process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
+        do {
+            let output = try FileHandle(forWritingTo: URL(fileURLWithPath: self.outputPath))
+            self.process.executableURL = URL(fileURLWithPath: executable)
+            self.process.arguments = arguments
+            if let directory {
+                self.process.currentDirectoryURL = URL(fileURLWithPath: directory.path, isDirectory: true)
+            }
+            self.process.standardOutput = output
+            self.process.standardError = output
+            self.process.standardInput = Pipe()
+            try self.process.run()
+            try? output.close()
+        } catch {
+            // Not fully initialised, so deinit will not run: the file is removed here.
+            if directory == nil { Self.remove(self.outputPath) }
+            throw error
         }
-        self.process.standardOutput = output
-        self.process.standardError = output
-        self.process.standardInput = Pipe()
-        try self.process.run()
-        try? output.close()
         // Generous: on a loaded 2-core CI machine a process can take many seconds to be scheduled; the wait ends
         // as soon as the port is printed.
         let outputPath = self.outputPath
@@ -65,8 +75,22 @@ public final class ServerProcess: Sendable {
     /// Everything it printed so far.
     public var output: String { (try? String(contentsOfFile: self.outputPath, encoding: .utf8)) ?? "" }
 
+    /// The output file, when it is ours, goes with the last reference (a failed start included: the error carries
+    /// what it printed).
+    deinit {
+        if self.ownsOutput { Self.remove(self.outputPath) }
+    }
+
+    private static func remove(_ path: String) {
+        do {
+            try FileManager.default.removeItem(atPath: path)
+        } catch {
+            // Already gone, or not removable: nothing a test can do about it.
+        }
+    }
+
     /// SIGTERM, then SIGKILL after 2 s if it is still there. The output file stays for the caller's assertions
-    /// (it lives in the caller's temporary directory, or the system's).
+    /// (it lives in the caller's temporary directory, or, without one, until this object goes).
     public func stop() {
         guard self.process.isRunning else { return }
         self.process.terminate()

@@ -10,6 +10,9 @@ import Testing
 struct AllowInvalidCLITests {
     static func makePKI() async throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "pinning-allow-invalid")
+        // The caller removes it once it has it; until then (a step failing) it goes here.
+        var made = false
+        defer { if !made { directory.remove() } }
         func write(_ name: String, _ text: String) throws {
             try text.write(toFile: directory.path(name), atomically: true, encoding: .utf8)
         }
@@ -50,12 +53,14 @@ struct AllowInvalidCLITests {
         let pem = { (name: String) in try String(contentsOfFile: directory.path("\(name).pem"), encoding: .utf8) }
         try write("forged-chain.pem", try pem("forged") + pem("device") + pem("pinned-ca") + pem("root"))
         try write("genuine-chain.pem", try pem("genuine") + pem("pinned-ca") + pem("root"))
+        made = true
         return directory
     }
 
     @Test("public-key and certificate pinning refuse the forged chain and trust the genuine one")
     func forgedChainRefused() async throws {
         let directory = try await Self.makePKI()
+        defer { directory.remove() }
         // The client knows another root only: the pinned CA's chain does not validate, as with a private PKI.
         let common = ["--host", "victim.example", "--roots", "other-root.pem", "--allow-invalid-certificates", "--json"]
         for mode in [["--mode", "public-key", "--pin", "pinned-ca.pem"], ["--mode", "certificate", "--pin", "pinned-ca.pem"]] {

@@ -21,7 +21,11 @@ struct BadInputSweepCLITests {
         let chain: TestChain
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-bad-input")
+            let directory = try TemporaryDirectory(prefix: "pinning-bad-input")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.chain = try TestChain()
             _ = try self.directory.write("chain.pem", self.chain.leaf.certificatePEM + self.chain.intermediate.certificatePEM)
             _ = try self.directory.write("root.pem", self.chain.root.certificatePEM)
@@ -30,6 +34,7 @@ struct BadInputSweepCLITests {
             _ = try self.directory.write(
                 "anchor-fifo.json", #"{"version": 1, "domains": {"api.example.com": {"pins": [\#(pins)], "anchors": ["fifo"]}}}"#)
             #expect(mkfifo(self.directory.path("fifo"), 0o600) == 0)
+            ready = true
         }
 
         /// Runs `SCRIPT` under bash with `$PINNING` set, the binary's waits bounded to 1 s.

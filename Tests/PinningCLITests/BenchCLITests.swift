@@ -222,6 +222,7 @@ struct BenchCLITests {
     @Test("bench proxy: the JSON report has every path's figures (shape only, a few hundred requests; never timing)")
     func proxyBench() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-bench-proxy-test")
+        defer { directory.remove() }
         let run = try await Executable.pinning(["bench", "proxy", "--requests", "400", "--concurrency", "2", "--rounds", "1", "--json"], in: directory)
         #expect(run.status == 0, "\(run)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")

@@ -183,6 +183,8 @@ struct CLIFixture: Sendable {
             "selfsigned.example", dnsNames: ["selfsigned.example"], notValidBefore: leafStart, notValidAfter: leafEnd)
 
         let directory = try TemporaryDirectory(prefix: "pinning-cli-tests")
+        // Shared by every test of the run (CLITests.fixture), so no test removes it: the process does, at exit.
+        directory.removeAtExit()
         self.directory = directory
         self.chainPEM = try directory.write("chain.pem", TestPKI.pemBundle(self.chain.presented))
         self.leafDER = try directory.write("leaf.der", bytes: self.chain.leaf.der)

@@ -30,13 +30,18 @@ struct ConfigCLITests {
         var at: String { RFC3339.format(TestPKI.referenceTime) }
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-config-cli")
+            let directory = try TemporaryDirectory(prefix: "pinning-config-cli")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             let before = TestPKI.referenceTime.addingTimeInterval(-86400 * 365)
             let after = TestPKI.referenceTime.addingTimeInterval(86400 * 365)
             self.chain = try TestChain(host: "api.example.com", notValidBefore: before, notValidAfter: after)
             self.other = try TestChain(host: "api.example.com", notValidBefore: before, notValidAfter: after, rootName: "Other")
             try self.directory.write("chain.pem", TestPKI.pemBundle(self.chain.presented))
             try self.directory.write("roots.pem", TestPKI.pemBundle([self.chain.root.certificate]))
+            ready = true
         }
 
         func pin(_ identity: TestIdentity) -> String { Pin(spkiOf: identity.certificate).description }
@@ -213,6 +218,7 @@ struct ConfigCLITests {
     @Test("config lint lists an excluded subdomain and refuses one without a parent")
     func lintExclusion() async throws {
         let setup = try Setup()
+        defer { setup.directory.remove() }
         let pins = "[\"\(setup.pin(setup.chain.root))\", \"\(setup.pin(setup.chain.intermediate))\"]"
         let file = try setup.config("\"example.com\": {\"pins\": \(pins), \"includeSubdomains\": true}, \"status.example.com\": {\"excludeSubdomainFromParentPolicy\": true}")
         let lint = try await Self.run(["config", "lint", file])

@@ -27,12 +27,17 @@ struct ConfigExportCLITests {
         let configPath: String
 
         init(_ domains: (TestChain) -> String) throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-export")
+            let directory = try TemporaryDirectory(prefix: "pinning-export")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.chain = try TestChain()
             _ = try self.directory.write("root.pem", self.chain.root.certificatePEM)
             _ = try self.directory.write("intermediate.pem", self.chain.intermediate.certificatePEM)
             _ = try self.directory.write("leaf.pem", self.chain.leaf.certificatePEM)
             self.configPath = try self.directory.write("pins.json", #"{"version": 1, "domains": {"# + domains(self.chain) + "}}")
+            ready = true
         }
 
         func pinning(_ arguments: [String]) async throws -> CLIRun {

@@ -18,11 +18,16 @@ struct ConfigLintRevocationCLITests {
         let unrelated: TestIdentity
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-lint-crl")
+            let directory = try TemporaryDirectory(prefix: "pinning-lint-crl")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.root = try TestPKI.root("Lint Fleet Root")
             self.issuing = try TestPKI.intermediate("Lint Fleet Issuing CA", issuer: self.root)
             self.unrelated = try TestPKI.root("Lint Unrelated CA")
             _ = try self.directory.write("root.pem", self.root.certificatePEM)
+            ready = true
         }
 
         /// A CRL of `issuer` valid from a day ago for `days` (negative: stale), PEM unless `der`.

@@ -27,7 +27,11 @@ struct DeadlinesCLITests {
         let serverRoot: String
 
         init(_ extra: [String]) async throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-serve-deadlines")
+            let directory = try TemporaryDirectory(prefix: "pinning-serve-deadlines")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             let server = try TestChain(host: "localhost")
             let client = try TestChain(host: "device-1", ipAddresses: [], leafUsage: .clientAuth, rootName: "Deadline Client Root", intermediateName: "Deadline Client CA")
             let chain = try self.directory.write("server-chain.pem", TestPKI.pemBundle(server.presented))
@@ -36,6 +40,7 @@ struct DeadlinesCLITests {
             let clientRoot = try self.directory.write("client-root.pem", client.root.certificatePEM)
             let arguments = ["--cert", chain, "--key", key] + extra.map { $0 == "CLIENT-CA" ? clientRoot : $0 }
             self.process = try await ServeProcess(arguments, in: self.directory)
+            ready = true
         }
 
         func stop() {
@@ -98,7 +103,11 @@ struct DeadlinesCLITests {
         let caPath: String
 
         init(_ extra: [String]) async throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-proxy-deadlines")
+            let directory = try TemporaryDirectory(prefix: "pinning-proxy-deadlines")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             let pins = ["sha256/" + Data(repeating: 0x41, count: 32).base64EncodedString(), "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString()]
             let config = try self.directory.write("pinning.json", #"{"version": 1, "domains": {"api.test": {"pins": ["\#(pins[0])", "\#(pins[1])"]}}}"#)
             self.process = try Subprocess(
@@ -111,6 +120,7 @@ struct DeadlinesCLITests {
             self.port = port
             let caLine = lines[1].dropFirst("local CA: ".count)
             self.caPath = caLine[..<(caLine.lastIndex(of: "(") ?? caLine.endIndex)].trimmingCharacters(in: .whitespaces)
+            ready = true
         }
 
         /// The log line of the connection from `port`, waiting up to 10 s for it.

@@ -38,6 +38,9 @@ struct InspectUnsupportedCLITests {
     /// An ordinary certificate, then PSS, MD5, RSA-1024 and negative-serial ones, in one PEM file.
     static func bundle() async throws -> Made {
         let directory = try TemporaryDirectory(prefix: "pinning-inspect-unsupported")
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         let variants: [(String, [String])] = [
             ("ordinary", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]),
             ("pss", ["-newkey", "rsa:2048", "-sha256", "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest"]),
@@ -55,6 +58,7 @@ struct InspectUnsupportedCLITests {
         }
         let bundle = directory.path("bundle.pem")
         try Data(text.utf8).write(to: URL(fileURLWithPath: bundle))
+        ready = true
         return Made(directory: directory, bundle: bundle, names: variants.map(\.0), pins: pins)
     }
 

@@ -54,7 +54,11 @@ struct KeyLogCLITests {
         let marker: String
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-keylog")
+            let directory = try TemporaryDirectory(prefix: "pinning-keylog")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             let id = UUID().uuidString.prefix(8).lowercased()
             self.host = "keylog-\(id).test"
             self.marker = "Subject Marker \(id)"
@@ -63,6 +67,7 @@ struct KeyLogCLITests {
             self.root = try self.directory.write("root.pem", root.certificatePEM)
             self.chain = try self.directory.write("chain.pem", leaf.certificatePEM)
             self.key = try self.directory.write("leaf.key", leaf.privateKeyPEM)
+            ready = true
         }
 
         func check(port: Int, path: String, _ extra: [String], environment: [String: String] = [:]) async throws -> CLIRun {

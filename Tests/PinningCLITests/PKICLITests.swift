@@ -35,6 +35,9 @@ struct PKIFixture: Sendable {
 
     static func make(key: String = "ec") async throws -> PKIFixture {
         let directory = try TemporaryDirectory(prefix: "pinning-pki-test")
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         let fixture = PKIFixture(directory: directory)
         let steps: [[String]] = [
             ["pki", "init", fixture.pki, "--key", key],
@@ -52,6 +55,7 @@ struct PKIFixture: Sendable {
             guard run.status == 0 else { throw FixtureFailure(run: run) }
         }
         _ = try directory.write("pass.txt", Self.passphrase + "\n")
+        ready = true
         return fixture
     }
 

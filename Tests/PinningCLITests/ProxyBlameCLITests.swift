@@ -17,7 +17,11 @@ struct ProxyBlameCLITests {
         let leaf: TestIdentity
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-proxy-blame")
+            let directory = try TemporaryDirectory(prefix: "pinning-proxy-blame")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.root = try TestPKI.root("Blame Upstream Root")
             self.leaf = try TestPKI.leaf("api.test", issuer: self.root, dnsNames: ["api.test"])
             try self.directory.write("root.pem", self.root.certificatePEM)
@@ -26,6 +30,7 @@ struct ProxyBlameCLITests {
             let pins = [Pin(spkiOf: self.root.certificate).description, "sha256/" + Data(repeating: 0x42, count: 32).base64EncodedString()]
             try self.directory.write(
                 "pinning.json", #"{"version": 1, "domains": {"api.test": {"pins": ["\#(pins[0])", "\#(pins[1])"], "anchors": ["root.pem"], "anchorsOnly": true}}}"#)
+            ready = true
         }
 
         func proxy(upstreamPort: Int) async throws -> (process: Subprocess, port: Int, ca: String) {

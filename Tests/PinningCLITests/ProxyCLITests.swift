@@ -44,6 +44,9 @@ final class ProxyFixture: @unchecked Sendable {
     init(unlistedHosts: String = "default", extraArguments: [String] = []) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-test")
         self.directory = directory
+        // A fixture that fails to start is nobody's to stop: its directory goes here.
+        var started = false
+        defer { if !started { directory.remove() } }
         let root = try TestPKI.root("Proxy Test Root")
         let intermediate = try TestPKI.intermediate("Proxy Test Intermediate", issuer: root)
         let leaf = try TestPKI.leaf("api.test", issuer: intermediate, dnsNames: ["api.test", "bad.test", "localhost"])
@@ -86,6 +89,7 @@ final class ProxyFixture: @unchecked Sendable {
         let open = caLine.lastIndex(of: "(") ?? caLine.endIndex
         self.caPath = caLine[..<open].trimmingCharacters(in: .whitespaces)
         self.caPin = String(caLine[open...].dropFirst().dropLast())
+        started = true
     }
 
     /// The first `count` stdout lines, waiting up to 60 s for them.
@@ -99,9 +103,11 @@ final class ProxyFixture: @unchecked Sendable {
         return process.stdout.split(separator: "\n").map(String.init)
     }
 
+    /// Stops both processes and removes the directory.
     func stop() {
         self.proxy.kill()
         self.upstream.stop()
+        self.directory.remove()
     }
 
     /// curl through the proxy; `-D -` puts the response heads before the body on stdout.
@@ -601,6 +607,7 @@ struct ProxyCLITests {
     @Test("the local CA is made once: key mode 0600, never overwritten; the same key and pin on the next start")
     func localCAPersists() async throws {
         let first = try await ProxyFixture()
+        defer { first.stop() }
         let keyPath = first.directory.path("ca/ca.key")
         let key = try String(contentsOfFile: keyPath, encoding: .utf8)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int)
@@ -610,10 +617,7 @@ struct ProxyCLITests {
         let again = try Subprocess(
             ["proxy", "--config", first.directory.path("pinning.json"), "--listen", "127.0.0.1:0", "--ca-dir", first.directory.path("ca")], in: first.directory
         )
-        defer {
-            again.kill()
-            first.upstream.stop()
-        }
+        defer { again.kill() }
         let lines = try await ProxyFixture.startupLines(again, count: 2)
         #expect(lines.last == "local CA: \(first.caPath) (\(first.caPin))", "\(lines) \(again.stderr)")
         #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == key)
@@ -669,6 +673,9 @@ struct ClientIdentityFixture {
     init() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-identity-test")
         self.directory = directory
+        // A fixture that fails to start is nobody's to stop: its directory goes here.
+        var started = false
+        defer { if !started { directory.remove() } }
         let root = try TestPKI.root("Identity Test Root")
         let intermediate = try TestPKI.intermediate("Identity Test Intermediate", issuer: root)
         let leaf = try TestPKI.leaf("api.test", issuer: intermediate, dnsNames: ["api.test", "other.test"])
@@ -690,6 +697,13 @@ struct ClientIdentityFixture {
         self.server = try await ServeProcess(
             ["--cert", directory.path("server-chain.pem"), "--key", directory.path("server.key"), "--client-ca", directory.path("root.pem")], in: directory
         )
+        started = true
+    }
+
+    /// Stops the server and removes the directory.
+    func stop() {
+        self.server.stop()
+        self.directory.remove()
     }
 
     /// A configuration whose api.test entry has `identity` (a JSON object) and other.test none.
@@ -711,7 +725,7 @@ struct ClientIdentityCLITests {
     @Test("the proxy presents an entry's identity (PEM, and PKCS#12 with passphraseEnv) to that entry's hosts only", .enabled(if: curlAvailable))
     func proxyPresentsIdentity() async throws {
         let fixture = try await ClientIdentityFixture()
-        defer { fixture.server.stop() }
+        defer { fixture.stop() }
         let port = fixture.server.port
         for (index, identity) in [
             #"{"certificate": "device-chain.pem", "key": "device.key"}"#, #"{"pkcs12": "device.p12", "passphraseEnv": "DEVICE_P12_PASS"}"#,
@@ -745,7 +759,7 @@ struct ClientIdentityCLITests {
     @Test("check --config presents the entry's identity")
     func checkUsesIdentity() async throws {
         let fixture = try await ClientIdentityFixture()
-        defer { fixture.server.stop() }
+        defer { fixture.stop() }
         let config = try fixture.configuration(#"{"certificate": "device-chain.pem", "key": "device.key"}"#)
         let port = fixture.server.port
         let run = try await Executable.pinning(
@@ -757,7 +771,7 @@ struct ClientIdentityCLITests {
     @Test("config lint loads and checks each identity: errors for a missing or mismatched key, no clientAuth, an unset passphrase variable; a warning within 30 days")
     func lintChecksIdentities() async throws {
         let fixture = try await ClientIdentityFixture()
-        defer { fixture.server.stop() }
+        defer { fixture.stop() }
         let cases: [(String, String)] = [
             (#"{"certificate": "device-chain.pem"}"#, "clientIdentity.key: missing"),
             (#"{"certificate": "device-chain.pem", "key": "server.key"}"#, "does not belong to the first certificate"),
@@ -790,7 +804,7 @@ struct ProxyBrowserTests {
     @Test("a page from an upstream that requires a client certificate loads; a page behind an intercepting server shows the 502 explanation")
     func chromium() async throws {
         let fixture = try await ClientIdentityFixture()
-        defer { fixture.server.stop() }
+        defer { fixture.stop() }
         // An intercepting server for intercepted.test: a chain from a root the entry does not trust.
         let attackerRoot = try TestPKI.root("Intercepting Proxy Root")
         let attackerLeaf = try TestPKI.leaf("intercepted.test", issuer: attackerRoot, dnsNames: ["intercepted.test"])

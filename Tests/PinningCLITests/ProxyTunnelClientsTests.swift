@@ -52,6 +52,7 @@ struct ProxyTunnelClientsTests {
     func psqlThroughTunnel() async throws {
         let bin = try #require(PostgresCluster.bin)
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-psql")
+        defer { directory.remove() }
         let root = try TestPKI.root("Database Root")
         let intermediate = try TestPKI.intermediate("Database Issuing CA", issuer: root)
         let server = try TestPKI.leaf("db.test", issuer: intermediate, dnsNames: ["db.test", "db-anonymous.test"])

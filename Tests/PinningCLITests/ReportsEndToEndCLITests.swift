@@ -38,6 +38,9 @@ final class ReportsFixture: @unchecked Sendable {
     init() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-reports-e2e")
         self.directory = directory
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         let binary = try #require(CollectorExecutable.path)
         let tokenFile = try directory.write("token", Self.token + "\n")
         self.collector = try await ServerProcess(
@@ -76,6 +79,7 @@ final class ReportsFixture: @unchecked Sendable {
             }}
             """
         )
+        ready = true
     }
 
     func stop() {

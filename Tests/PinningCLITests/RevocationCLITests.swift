@@ -20,7 +20,11 @@ struct RevocationCLITests {
         let sibling: TestIdentity
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-revocation")
+            let directory = try TemporaryDirectory(prefix: "pinning-revocation")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.root = try TestPKI.root("Fleet Root")
             self.issuing = try TestPKI.intermediate("Fleet Issuing CA", issuer: self.root)
             self.leaf = try TestPKI.leaf("device-7.fleet.test", issuer: self.issuing, dnsNames: ["device-7.fleet.test"])
@@ -31,6 +35,7 @@ struct RevocationCLITests {
             try self.directory.write("chain.pem", TestPKI.pemBundle([self.leaf.certificate, self.issuing.certificate]))
             try self.directory.write("sibling-chain.pem", TestPKI.pemBundle([self.sibling.certificate, self.issuing.certificate]))
             try self.directory.write("ca.pem", TestPKI.pemBundle([self.root.certificate, self.issuing.certificate]))
+            ready = true
         }
 
         /// `openssl ca -gencrl` for `issuer` (saved as `name`), revoking `revoked` (certificate files), in a fresh

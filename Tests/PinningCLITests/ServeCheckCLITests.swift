@@ -131,7 +131,11 @@ struct ServeCheckFixture {
     let clientP12: String?
 
     init() async throws {
-        self.directory = try TemporaryDirectory(prefix: "pinning-serve-check")
+        let directory = try TemporaryDirectory(prefix: "pinning-serve-check")
+        self.directory = directory
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         self.server = try TestChain(host: "localhost")
         self.client = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Client Root", intermediateName: "Client Issuing CA")
         self.serverChain = try self.directory.write("server-chain.pem", TestPKI.pemBundle(self.server.presented))
@@ -149,6 +153,7 @@ struct ServeCheckFixture {
         } else {
             self.clientP12 = nil
         }
+        ready = true
     }
 
     func checkArguments(_ port: Int) -> [String] {

@@ -116,6 +116,12 @@ final class CollectorHarness: @unchecked Sendable {
     ) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-collector")
         self.directory = directory
+        // ``stop()`` removes it, but most tests can only start their stop from a defer (`Task { await stop() }`),
+        // which the end of the run may overtake: the process removes what is left at exit.
+        directory.removeAtExit()
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         var settings = CollectorSettings(token: self.token)
         configure(&settings)
         var logger = Logger(label: "collector-test")
@@ -151,6 +157,7 @@ final class CollectorHarness: @unchecked Sendable {
         configuration.timeout = .init(connect: .seconds(30), read: .seconds(60))
         configuration.redirectConfiguration = .disallow
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        ready = true
     }
 
     func stop() async {

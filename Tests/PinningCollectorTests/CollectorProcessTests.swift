@@ -86,8 +86,13 @@ struct CollectorProcessTests {
 
     func setUp() throws -> (TemporaryDirectory, String) {
         let directory = try TemporaryDirectory(prefix: "pinning-collector-process")
-        let tokenFile = try directory.write("token", self.token + "\n")
-        return (directory, tokenFile)
+        do {
+            return (directory, try directory.write("token", self.token + "\n"))
+        } catch {
+            // No test holds it yet.
+            directory.remove()
+            throw error
+        }
     }
 
     @Test("bad options: one line naming the option, exit 2", .enabled(if: CollectorBinaries.collector != nil, "pinning-collector is built by swift build"))

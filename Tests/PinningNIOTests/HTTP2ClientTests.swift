@@ -23,7 +23,11 @@ final class NginxServer: @unchecked Sendable {
     let port: Int
 
     init(identity chain: [Certificate], key: String, http2: Bool) async throws {
-        self.directory = try TemporaryDirectory(prefix: "pinning-nginx")
+        let directory = try TemporaryDirectory(prefix: "pinning-nginx")
+        self.directory = directory
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         let port = try Self.freePort()
         self.port = port
         let certificate = try self.directory.write("chain.pem", TestPKI.pemBundle(chain))
@@ -70,6 +74,7 @@ final class NginxServer: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+        ready = true
     }
 
     /// Each logged request: nginx's connection serial number, the protocol, the URI.

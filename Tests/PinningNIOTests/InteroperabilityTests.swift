@@ -166,8 +166,9 @@ struct InteroperabilityTests {
         let directory = try TemporaryDirectory(prefix: "pinning-alert")
         defer { directory.remove() }
         let pki = try await OpenSSLPKI(keyType: "p256", in: directory)
-        let clientCA = try await OpenSSLPKI(keyType: "p256", clientAuth: true, in: try TemporaryDirectory(prefix: "pinning-alert-ca"))
-        defer { clientCA.directory.remove() }
+        let clientCADirectory = try TemporaryDirectory(prefix: "pinning-alert-ca")
+        defer { clientCADirectory.remove() }
+        let clientCA = try await OpenSSLPKI(keyType: "p256", clientAuth: true, in: clientCADirectory)
         let server = try await ServerProcess.opensslServer(
             ["-cert", pki.leafPEM, "-key", pki.leafKey, "-www", version, "-Verify", "1", "-verify_return_error", "-CAfile", clientCA.rootPEM]
                 + (http2 ? ["-alpn", "h2"] : []))

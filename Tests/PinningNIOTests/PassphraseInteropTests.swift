@@ -22,11 +22,16 @@ struct PassphraseInteropTests {
         let chain: TestChain
 
         init(key: TestKeyType = .p256) throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-passphrase")
+            let directory = try TemporaryDirectory(prefix: "pinning-passphrase")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.chain = try TestChain(host: "client-7", ipAddresses: [], key: key, leafUsage: .clientAuth)
             try self.directory.write("leaf.pem", self.chain.leaf.certificatePEM)
             try self.directory.write("leaf.key", self.chain.leaf.privateKeyPEM)
             try self.directory.write("cas.pem", TestPKI.pemBundle([self.chain.intermediate.certificate]))
+            ready = true
         }
 
         func path(_ name: String) -> String { self.directory.path(name) }

@@ -24,7 +24,11 @@ struct TLSAlertInteropTests {
         let clientRoot: String
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-alert-values")
+            let directory = try TemporaryDirectory(prefix: "pinning-alert-values")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.server = try TestChain(host: "localhost", rootName: "Alert Server Root")
             self.client = try TestChain(host: "client-1", ipAddresses: [], leafUsage: .clientAuth, rootName: "Alert Client Root")
             self.stranger = try TestChain(host: "client-2", ipAddresses: [], leafUsage: .clientAuth, rootName: "Alert Stranger Root")
@@ -33,6 +37,7 @@ struct TLSAlertInteropTests {
             self.serverKey = try self.directory.write("server.key", self.server.leaf.privateKeyPEM)
             self.serverRoot = try self.directory.write("server-root.pem", TestPKI.pemBundle([self.server.root.certificate]))
             self.clientRoot = try self.directory.write("client-root.pem", TestPKI.pemBundle([self.client.root.certificate]))
+            ready = true
         }
 
         func pinnedClient(identity: TLSIdentity?, trusting root: TestChain? = nil) throws -> PinnedHTTPClient {

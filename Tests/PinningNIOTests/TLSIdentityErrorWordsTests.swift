@@ -46,11 +46,16 @@ struct TLSIdentityErrorWordsTests {
         let otherKey: String
 
         init() throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-identity-words")
+            let directory = try TemporaryDirectory(prefix: "pinning-identity-words")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.chain = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth)
             self.chainPEM = try self.directory.write("chain.pem", TestPKI.pemBundle(self.chain.presented))
             self.key = try self.directory.write("client.key", self.chain.leaf.privateKeyPEM)
             self.otherKey = try self.directory.write("other.key", try TestPKI.selfSigned("unrelated").privateKeyPEM)
+            ready = true
         }
 
         func write(_ name: String, _ bytes: [UInt8]) throws -> String {

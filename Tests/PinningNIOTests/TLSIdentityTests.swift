@@ -13,13 +13,18 @@ struct PKCS12Files {
     let passphrase = "correct horse"
 
     init() throws {
-        self.directory = try TemporaryDirectory(prefix: "pinning-p12")
+        let directory = try TemporaryDirectory(prefix: "pinning-p12")
+        self.directory = directory
+        // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+        var ready = false
+        defer { if !ready { directory.remove() } }
         self.chain = try TestChain(host: "client-7", ipAddresses: [], leafUsage: .clientAuth, rootName: "Device Root CA")
         try self.directory.write("client.pem", self.chain.leaf.certificatePEM)
         try self.directory.write("client.key", self.chain.leaf.privateKeyPEM)
         try self.directory.write("cas.pem", TestPKI.pemBundle([self.chain.intermediate.certificate, self.chain.root.certificate]))
         let other = try TestPKI.selfSigned("unrelated")
         try self.directory.write("other.key", other.privateKeyPEM)
+        ready = true
     }
 
     var path: String { self.directory.path }

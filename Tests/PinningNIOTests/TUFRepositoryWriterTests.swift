@@ -37,10 +37,16 @@ struct DirectoryClient {
 
     init(repository: String, trustedRoot: [UInt8]) throws {
         self.repository = repository
-        self.metadata = try TemporaryDirectory(prefix: "pinset-client-metadata")
-        self.targets = try TemporaryDirectory(prefix: "pinset-client-targets")
+        let metadata = try TemporaryDirectory(prefix: "pinset-client-metadata")
+        // Until the client is whole no test holds it: a step that throws removes its directories here.
+        var ready = false
+        defer { if !ready { metadata.remove() } }
+        let targets = try TemporaryDirectory(prefix: "pinset-client-targets")
+        defer { if !ready { targets.remove() } }
+        (self.metadata, self.targets) = (metadata, targets)
         self.fetcher = DirectoryTUFFetcher(directory: repository)
         try TUFUpdater.initialize(metadataDirectory: self.metadata.path, trustedRoot: trustedRoot)
+        ready = true
     }
 
     /// Refreshes and downloads `name`: the trusted versions and the target's bytes as stored by the client.

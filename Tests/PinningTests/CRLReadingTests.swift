@@ -143,7 +143,11 @@ struct OpenSSLCRLReadingTests {
         let leaf: TestIdentity
 
         init(crlNumber: Bool, crlExtensions: String = "") throws {
-            self.directory = try TemporaryDirectory(prefix: "pinning-openssl-crl")
+            let directory = try TemporaryDirectory(prefix: "pinning-openssl-crl")
+            self.directory = directory
+            // Until the fixture is whole no test holds it: a step that throws removes the directory here.
+            var ready = false
+            defer { if !ready { directory.remove() } }
             self.ca = try TestPKI.root("OpenSSL CRL CA")
             self.leaf = try TestPKI.leaf("device-ü.test", issuer: self.ca, dnsNames: ["device.test"])
             try self.directory.write("ca.pem", self.ca.certificatePEM)
@@ -169,6 +173,7 @@ struct OpenSSLCRLReadingTests {
                 \(crlExtensions)
 
                 """)
+            ready = true
         }
 
         func openssl(_ arguments: [String]) async throws -> TestTools.ProcessResult {

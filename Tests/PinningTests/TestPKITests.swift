@@ -259,6 +259,7 @@ struct TestPKITests {
     @Test("TemporaryDirectory writes files and removes itself")
     func temporaryDirectory() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }  // when a step throws before the removal under test
         let text = try directory.write("sub/a.pem", "hello\n")
         let binary = try directory.write("b.der", bytes: [0, 1, 2])
         #expect(text == directory.path + "/sub/a.pem")

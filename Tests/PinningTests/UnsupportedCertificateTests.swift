@@ -118,9 +118,10 @@ struct UnsupportedCertificateTests {
         ),
     ]
 
-    /// Runs the variant's commands in a fresh directory and returns the PEM certificate.
-    static func make(_ variant: Variant) async throws -> (pem: [UInt8], directory: String) {
+    /// Runs the variant's commands in a fresh directory, removed afterwards, and returns the PEM certificate.
+    static func make(_ variant: Variant) async throws -> [UInt8] {
         let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
         for command in variant.commands {
             var arguments = command
             // Paths are relative to the scratch directory.
@@ -130,8 +131,7 @@ struct UnsupportedCertificateTests {
             arguments = arguments.map { $0 == "dsa:p.pem" ? "dsa:\(directory)/p.pem" : $0 }
             _ = try await LoadingFixtures.openssl(arguments)
         }
-        let pem = try Array(Data(contentsOf: URL(fileURLWithPath: "\(directory)/cert.pem")))
-        return (pem, directory)
+        return try Array(Data(contentsOf: URL(fileURLWithPath: "\(directory)/cert.pem")))
     }
 
     /// `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
@@ -144,7 +144,7 @@ struct UnsupportedCertificateTests {
 
     @Test("inspect and pins work, the pin equals openssl's, and evaluation loading names the reason", arguments: variants)
     func variant(_ variant: Variant) async throws {
-        let (pem, _) = try await Self.make(variant)
+        let pem = try await Self.make(variant)
         let listing = CertificateLoader.inspect(from: pem, origin: "in.pem")
         #expect(listing.failures.isEmpty, "\(listing.failures)")
         let certificate = try #require(listing.certificates.first)
@@ -183,7 +183,7 @@ struct UnsupportedCertificateTests {
         var bundle: [UInt8] = []
         var expected: [String] = []
         for variant in Self.variants {
-            let (pem, _) = try await Self.make(variant)
+            let pem = try await Self.make(variant)
             bundle += pem
             expected.append(try await Self.opensslPin(pem))
         }
@@ -198,6 +198,7 @@ struct UnsupportedCertificateTests {
 
         // The trust-store loader skips the unsupported roots, naming each subject and reason, and keeps the others.
         let directory = try LoadingFixtures.temporaryDirectory()
+        defer { LoadingFixtures.remove(directory) }
         let path = try LoadingFixtures.write(bundle, to: directory, "roots.pem")
         let roots = try TrustRoots.load(atPath: path)
         #expect(roots.certificates.count == Self.variants.filter { $0.code == nil }.count)
@@ -210,7 +211,7 @@ struct UnsupportedCertificateTests {
     @Test("negative serials and other facts of unsupported certificates match openssl")
     func facts() async throws {
         let negative = try await Self.make(Self.variants.first { $0.name == "negative serial" }!)
-        let info = try #require(CertificateLoader.inspect(from: negative.pem, origin: "n").certificates.first?.info)
+        let info = try #require(CertificateLoader.inspect(from: negative, origin: "n").certificates.first?.info)
         #expect(info.serialNumber == "-05")
         #expect(info.subject == "CN=negative")
         #expect(info.keyType == "RSA" && info.keySize == 2048)
@@ -219,20 +220,20 @@ struct UnsupportedCertificateTests {
         #expect(info.version == 3)
 
         let small = try await Self.make(Self.variants.first { $0.name == "RSA 1024" }!)
-        let smallInfo = try #require(CertificateLoader.inspect(from: small.pem, origin: "s").certificates.first?.info)
+        let smallInfo = try #require(CertificateLoader.inspect(from: small, origin: "s").certificates.first?.info)
         #expect(smallInfo.keySize == 1024)
         #expect(smallInfo.isSelfSigned)
-        let sha256 = String(decoding: try await LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-sha256"], input: small.pem), as: UTF8.self)
+        let sha256 = String(decoding: try await LoadingFixtures.openssl(["x509", "-noout", "-fingerprint", "-sha256"], input: small), as: UTF8.self)
         #expect(sha256.contains(smallInfo.sha256Fingerprint))
 
         let dsa = try await Self.make(Self.variants.first { $0.name == "DSA key and signature" }!)
-        let dsaInfo = try #require(CertificateLoader.inspect(from: dsa.pem, origin: "d").certificates.first?.info)
+        let dsaInfo = try #require(CertificateLoader.inspect(from: dsa, origin: "d").certificates.first?.info)
         #expect(dsaInfo.keyType == "DSA" && dsaInfo.keySize == 1024)
         #expect(!dsaInfo.isSelfSigned)
         #expect(dsaInfo.notes.contains { $0.contains("self-signature was not checked") })
 
         let explicit = try await Self.make(Self.variants.first { $0.name == "EC explicit parameters" }!)
-        let explicitInfo = try #require(CertificateLoader.inspect(from: explicit.pem, origin: "e").certificates.first?.info)
+        let explicitInfo = try #require(CertificateLoader.inspect(from: explicit, origin: "e").certificates.first?.info)
         #expect(explicitInfo.keyType == "EC explicit parameters" && explicitInfo.keySize == 256)
     }
 
@@ -240,11 +241,11 @@ struct UnsupportedCertificateTests {
     func pssSignatures() async throws {
         for name in ["RSASSA-PSS SHA-256 (salt = digest)", "RSASSA-PSS SHA-384"] {
             let made = try await Self.make(Self.variants.first { $0.name == name }!)
-            let info = try #require(CertificateLoader.inspect(from: made.pem, origin: "p").certificates.first?.info)
+            let info = try #require(CertificateLoader.inspect(from: made, origin: "p").certificates.first?.info)
             #expect(info.isSelfSigned, "\(name): \(info.notes)")
 
             // The same certificate with one signature bit flipped: the check says so.
-            var der = try #require(CertificateLoader.inspect(from: made.pem, origin: "p").certificates.first?.derBytes)
+            var der = try #require(CertificateLoader.inspect(from: made, origin: "p").certificates.first?.derBytes)
             der[der.count - 10] ^= 0x01
             let tampered = try CertificateInfo(derEncoded: der)
             #expect(!tampered.isSelfSigned)
@@ -253,7 +254,7 @@ struct UnsupportedCertificateTests {
         // OpenSSL 3.0's default salt is the maximum, not the digest length: swift-crypto's PSS verifier requires
         // salt = digest length, so the signature is reported as not checked, with the reason.
         let maxSalt = try await Self.make(Self.variants.first { $0.name == "RSASSA-PSS SHA-512, OpenSSL's default (maximum) salt" }!)
-        let info = try #require(CertificateLoader.inspect(from: maxSalt.pem, origin: "p").certificates.first?.info)
+        let info = try #require(CertificateLoader.inspect(from: maxSalt, origin: "p").certificates.first?.info)
         #expect(!info.isSelfSigned)
         #expect(info.notes.contains { $0.contains("not checked") && $0.contains("salt as long as the digest") }, "\(info.notes)")
     }

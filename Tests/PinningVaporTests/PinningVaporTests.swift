@@ -25,7 +25,7 @@ final class Seen: Sendable {
 }
 
 @Suite("Vapor: mutual TLS with the full client policy, and app.client on the pinned client (loopback)", .timeLimit(.minutes(4)))
-struct PinningVaporTests {
+final class PinningVaporTests: Sendable {
     let serverChain: TestChain
     let clientChain: TestChain
     let directory: TemporaryDirectory
@@ -35,6 +35,11 @@ struct PinningVaporTests {
         // Non-ASCII in the device's subject: it must reach the handler intact.
         self.clientChain = try TestChain.device(rootName: "Client Root")
         self.directory = try TemporaryDirectory()
+    }
+
+    /// Each test has its own instance, so its own directory, removed when the test ends (passed, failed or thrown).
+    deinit {
+        self.directory.remove()
     }
 
     /// A Vapor application on 127.0.0.1:0 with `configure` applied to its HTTP server configuration; `body` gets

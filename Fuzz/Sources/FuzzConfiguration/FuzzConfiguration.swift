@@ -4,13 +4,25 @@ import Foundation
 import FuzzSupport
 import Pinning
 
+/// One per process (libFuzzer's -jobs and -fork run several side by side).
+let baseDirectoryPath = NSTemporaryDirectory() + "pinning-fuzz-configuration-\(ProcessInfo.processInfo.processIdentifier)"
+
 let baseDirectory: String = {
-    let directory = NSTemporaryDirectory() + "pinning-fuzz-configuration-\(ProcessInfo.processInfo.processIdentifier)"
+    let directory = baseDirectoryPath
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(FuzzPKI.pem([FuzzPKI.shared.root])).write(to: URL(fileURLWithPath: directory + "/root.pem"))
     } catch {
         preconditionFailure("cannot prepare \(directory): \(error)")
+    }
+    // Removed when libFuzzer exits normally (-runs or -max_total_time reached); a crash leaves it, beside the
+    // crash's artifact.
+    atexit {
+        do {
+            try FileManager.default.removeItem(atPath: baseDirectoryPath)
+        } catch {
+            // Nothing to be done about it at exit.
+        }
     }
     return directory
 }()

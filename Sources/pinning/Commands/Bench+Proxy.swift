@@ -121,6 +121,9 @@ struct ProxyBenchmark {
 
     func run() async throws -> ProxyBenchReport {
         let directory = try TemporaryDirectory(prefix: "pinning-bench-proxy")
+        // Removed however the run ends; the defers below stop the proxy and stunnel first, and a failure has
+        // already copied what the proxy logged into its message.
+        defer { directory.remove() }
         let chain = try TestChain(host: "api.bench")
         let identity = try TLSIdentity.pem(
             certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),

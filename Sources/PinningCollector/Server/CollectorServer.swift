@@ -213,10 +213,21 @@ public struct CollectorRoutes: Sendable {
         } catch is NIOTooManyBytesError {
             return Self.text(.contentTooLarge, "the login form is larger than 4096 bytes")
         }
-        // application/x-www-form-urlencoded, decoded by Foundation.
-        var components = URLComponents()
-        components.percentEncodedQuery = String(decoding: Array(buffer: body).map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
-        let token = components.queryItems?.first { $0.name == "token" }?.value ?? ""
+        // application/x-www-form-urlencoded, read by our own strict decoder (``FormBody``): a body the sign-in form
+        // cannot have sent is a 400 in words, never a trap.
+        let form: FormBody
+        do {
+            form = try FormBody(parsing: Array(buffer: body))
+        } catch {
+            return Self.text(.badRequest, "the login form is not application/x-www-form-urlencoded: \(error.description)")
+        }
+        let tokens = form.values("token")
+        guard tokens.count <= 1 else {
+            return Self.text(.badRequest, "the login form has \(tokens.count) token fields; send one")
+        }
+        guard let token = tokens.first else {
+            return Self.text(.badRequest, "the login form has no token field (token=…)")
+        }
         guard Self.constantTimeEqual(token, self.settings.token) else {
             let page = self.dashboard.loginPage(message: "That token is not the collector's.")
             return Response(status: .unauthorized, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: page)))

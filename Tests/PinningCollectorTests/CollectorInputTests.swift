@@ -86,4 +86,29 @@ struct CollectorInputTests {
         #expect(counts[400, default: 0] > 0 && counts[401, default: 0] > 0, "\(counts)")
         #expect(try await collector.request(.GET, "/status").status == 200)
     }
+
+    @Test("a request with more reports than the rate allows a minute: 413 saying so, no Retry-After; the rate is not spent")
+    func batchOverRate() async throws {
+        let collector = try await CollectorHarness { settings in
+            settings.ratePerMinute = 5
+        }
+        defer { Task { await collector.stop() } }
+        let six = try ReportFixtures.json((0..<6).map { ["hostname": "b\($0).example.test"] })
+        let refused = try await collector.post(six)
+        #expect(refused.status == 413)
+        #expect(refused.header("Retry-After") == nil)
+        #expect(
+            refused.body
+                == "the body has 6 reports, more than this collector accepts from one source in a minute (--rate 5/min), so it can never be accepted whole; send at most 5 reports per request\n"
+        )
+        // Refused before the rate was consulted: five now pass, then the rate refuses with 429 as before.
+        let five = try ReportFixtures.json((0..<5).map { ["hostname": "b\($0).example.test"] })
+        #expect(try await collector.post(five).status == 204)
+        let limited = try await collector.post(try ReportFixtures.json(["hostname": "one.example.test"]))
+        #expect(limited.status == 429)
+        #expect(limited.header("Retry-After") != nil)
+        let metrics = try await collector.request(.GET, "/metrics").body
+        #expect(metrics.contains("collector_requests_refused_total{reason=\"too_large\"} 1"))
+        #expect(metrics.contains("collector_requests_refused_total{reason=\"rate_limited\"} 1"))
+    }
 }

@@ -122,6 +122,16 @@ public struct CollectorRoutes: Sendable {
             self.metrics.refuse(.malformed)
             return Self.text(.badRequest, error.message)
         }
+        // More reports than the rate lets one source send in a minute can never be accepted, however long the client
+        // waits: a 429 with Retry-After would have it retry the same request forever. 413 tells it to send less.
+        if reports.count > self.settings.ratePerMinute {
+            // Counted as too large: the remedy is the one for a body over the size cap, a smaller request.
+            self.metrics.refuse(.tooLarge)
+            return Self.text(
+                .contentTooLarge,
+                "the body has \(reports.count) reports, more than this collector accepts from one source in a minute (--rate \(self.settings.ratePerMinute)/min), "
+                    + "so it can never be accepted whole; send at most \(self.settings.ratePerMinute) reports per request")
+        }
         let now = Date()
         if let wait = self.limiter.take(reports.count, source: source, now: now.timeIntervalSince1970) {
             self.metrics.refuse(.rateLimited)

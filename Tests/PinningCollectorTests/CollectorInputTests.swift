@@ -112,3 +112,86 @@ struct CollectorInputTests {
         #expect(metrics.contains("collector_requests_refused_total{reason=\"rate_limited\"} 1"))
     }
 }
+
+@Suite("Host names on ingest and in ?host=: one form (A-labels, lower case, no trailing dot); what is not a host name refused", .serialized)
+struct HostNameTests {
+    @Test("the parser: A-labels, lower case, one trailing dot dropped, IP literals canonical; noted-hostname too")
+    func parser() throws {
+        let cases: [(String, String)] = [
+            ("例え.テスト", "xn--r8jz45g.xn--zckzah"),
+            ("xn--r8jz45g.xn--zckzah", "xn--r8jz45g.xn--zckzah"),
+            ("EXAMPLE.com.", "example.com"),
+            ("Bücher.Example", "xn--bcher-kva.example"),
+            ("例え。テスト", "xn--r8jz45g.xn--zckzah"),
+            ("192.0.2.1", "192.0.2.1"),
+            ("[2001:DB8:0:0::1]", "2001:db8::1"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("my_host.internal", "my_host.internal"),
+        ]
+        for (sent, stored) in cases {
+            let body = try ReportFixtures.json(["hostname": sent, "noted-hostname": sent])
+            let report = try #require(try ReportParser().parse(Array(body)).first)
+            #expect(report.host == stored, "\(sent)")
+            #expect(report.notedHost == stored, "\(sent)")
+        }
+    }
+
+    @Test("what is not a host name is refused naming the key: markup, spaces, U+202E, a slash, an empty label")
+    func refused() throws {
+        let cases: [(String, String)] = [
+            ("<script>alert(1)</script>.example", "the report: `hostname` is not a host name"),
+            ("\u{202E}moc.example", "U+202E RIGHT-TO-LEFT OVERRIDE cannot appear in a host name"),
+            ("a b.example", "the report: `hostname` is not a host name"),
+            ("a/b.test", "the report: `hostname` is not a host name"),
+            ("a..example", "the report: `hostname` is not a host name"),
+            ("bad\u{0301}.ex ample", "the report: `hostname` is not a host name"),
+        ]
+        for (sent, words) in cases {
+            let body = try ReportFixtures.json(["hostname": sent])
+            do {
+                _ = try ReportParser().parse(Array(body))
+                Issue.record("accepted \(sent.debugDescription)")
+            } catch {
+                #expect(error.message.contains(words), "\(sent.debugDescription): \(error.message)")
+                #expect(!error.message.contains("\n") && !error.message.contains("\u{202E}"), "\(error.message)")
+            }
+        }
+        let noted = try ReportFixtures.json(["hostname": "a.example", "noted-hostname": "<b>"])
+        #expect(throws: ReportRefusal.self) { try ReportParser().parse(Array(noted)) }
+        do {
+            _ = try ReportParser().parse(Array(noted))
+        } catch {
+            #expect(error.message.hasPrefix("the report: `noted-hostname` is not a host name ("))
+        }
+    }
+
+    @Test("over HTTP: the new user's forms are one host each, found by ?host= in any form; refused names are 400")
+    func overHTTP() async throws {
+        let legacy = try CollectorHarness.legacyReport(host: "<b>old</b>.example")
+        let collector = try await CollectorHarness(legacy: [legacy])
+        defer { Task { await collector.stop() } }
+        for host in ["例え.テスト", "xn--r8jz45g.xn--zckzah", "EXAMPLE.com.", "example.com"] {
+            #expect(try await collector.post(try ReportFixtures.json(["hostname": host, "app-version": host])).status == 204, "\(host)")
+        }
+        for host in ["<script>x</script>.example", "\u{202E}moc.example"] {
+            let reply = try await collector.post(try ReportFixtures.json(["hostname": host]))
+            #expect(reply.status == 400)
+            #expect(reply.body.hasPrefix("the report: `hostname` is not a host name ("), "\(reply.body)")
+        }
+        let hosts = try #require(try await collector.json("/api/hosts")["hosts"] as? [[String: Any]])
+        #expect(Set(hosts.compactMap { $0["host"] as? String }) == ["xn--r8jz45g.xn--zckzah", "example.com", "<b>old</b>.example"])
+        func count(_ query: String) async throws -> Int? {
+            let encoded = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            return (try await collector.json("/api/reports?host=\(encoded)")["reports"] as? [Any])?.count
+        }
+        #expect(try await count("例え.テスト") == 2)
+        #expect(try await count("XN--R8JZ45G.xn--zckzah.") == 2)
+        #expect(try await count("Example.COM.") == 2)
+        // A row stored before normalisation is still found by its exact text (it is not a host name).
+        #expect(try await count("<b>old</b>.example") == 1)
+        let one = try #require(try await collector.json("/api/hosts?host=%E4%BE%8B%E3%81%88.%E3%83%86%E3%82%B9%E3%83%88")["hosts"] as? [[String: Any]])
+        #expect(one.compactMap { $0["host"] as? String } == ["xn--r8jz45g.xn--zckzah"])
+        let page = try await collector.request(.GET, "/?host=EXAMPLE.com.", authorized: true)
+        #expect(page.body.contains("<h2>example.com</h2>"))
+    }
+}

@@ -198,9 +198,10 @@ public struct ReportParser: Sendable {
             }()
         let format: NormalizedReport.Format = isTrustKit ? .trustkit : (fields["validation-result"] != nil ? .pinning : .rfc7469)
 
-        guard let host = try reader.string("hostname"), !host.isEmpty else {
+        guard let hostText = try reader.string("hostname"), !hostText.isEmpty else {
             throw ReportRefusal("\(label) has no `hostname`")
         }
+        let host = try Self.hostName(hostText, key: "hostname", label: label)
         var port: Int?
         if fields["port"]?.isIntegerOutOfRange == true {
             throw ReportRefusal("\(label): `port` is an integer out of range, not a TCP port (0-65535)")
@@ -241,6 +242,12 @@ public struct ReportParser: Sendable {
         let vendor = try reader.string("app-vendor-id")
         let deviceHash = vendor.map { Data(SHA256.hash(data: Array($0.utf8))).base64EncodedString() }
 
+        // An empty `noted-hostname` is kept as sent (it names no host to normalise).
+        var notedHost = try reader.string("noted-hostname")
+        if let text = notedHost, !text.isEmpty {
+            notedHost = try Self.hostName(text, key: "noted-hostname", label: label)
+        }
+
         var libraryVersion = try reader.string("library-version")
         if let version = try reader.string("trustkit-version") { libraryVersion = "TrustKit " + version }
 
@@ -249,7 +256,7 @@ public struct ReportParser: Sendable {
             dateTime: dateTime,
             host: host,
             port: port,
-            notedHost: try reader.string("noted-hostname"),
+            notedHost: notedHost,
             includeSubdomains: try reader.bool("include-subdomains"),
             enforced: enforced,
             result: result,
@@ -266,6 +273,22 @@ public struct ReportParser: Sendable {
             knownPins: try self.knownPins(reader),
             raw: raw
         )
+    }
+
+    /// `text` in the one form every host is stored and looked up in (``/Pinning/PeerName/canonical``, the form
+    /// `pinning check` and certificates use): lower-case, A-labels for an internationalised name, no trailing dot, an
+    /// IP address in its canonical text. So `例え.テスト` and `xn--r8jz45g.xn--zckzah`, `EXAMPLE.com.` and
+    /// `example.com` are one host on the dashboard and in `?host=`.
+    ///
+    /// A text that is not a host name (markup, spaces, a bidi or other format control, a label IDNA cannot encode)
+    /// is refused naming the key. The rules are the core's for a host to connect to, so a report any client of this
+    /// package can send is accepted: `_` and a label starting with `-` pass there too (names people connect to).
+    static func hostName(_ text: String, key: String, label: String) throws(ReportRefusal) -> String {
+        do {
+            return try PeerName(text).canonical
+        } catch {
+            throw ReportRefusal("\(label): `\(key)` is not a host name (\(Self.oneLine(error.problem, limit: 200)))")
+        }
     }
 
     /// TrustKit's `TSKTrustEvaluationResult` (TSKTrustDecision.h), by position, named as the core names its

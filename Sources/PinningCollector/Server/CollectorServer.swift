@@ -266,6 +266,22 @@ public struct CollectorRoutes: Sendable {
         return number
     }
 
+    /// `?host=` in the form reports' hosts are stored in (``ReportParser/hostName(_:key:label:)``), so `EXAMPLE.com.`
+    /// and `例え.テスト` find the rows of `example.com` and `xn--r8jz45g.xn--zckzah`; nil when absent or empty.
+    ///
+    /// Rows stored before hosts were normalised keep the text their report sent (they are not rewritten). A query
+    /// that is not a host name is therefore matched as written: only such an old row can have it, and the
+    /// dashboard's link to that row must still find it. (An old row whose host is a host name in another form,
+    /// `EXAMPLE.com.`, is found by the listing, not by `?host=`.)
+    static func hostQuery(_ request: Request) -> String? {
+        guard let text = request.uri.queryParameters["host"].map(String.init), !text.isEmpty else { return nil }
+        do {
+            return try PeerName(text).canonical
+        } catch {
+            return text
+        }
+    }
+
     func apiSummary(_ request: Request) async throws -> Response {
         let since: Int64?
         do {
@@ -286,7 +302,7 @@ public struct CollectorRoutes: Sendable {
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let host = request.uri.queryParameters["host"].map(String.init)
+        let host = Self.hostQuery(request)
         let hosts = try await self.store.hosts(since: since, limit: limit, host: host)
         return try Self.json(["hosts": hosts])
     }
@@ -300,7 +316,7 @@ public struct CollectorRoutes: Sendable {
             return Self.text(.badRequest, error.message)
         }
         let parameters = request.uri.queryParameters
-        query.host = parameters["host"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        query.host = Self.hostQuery(request)
         query.result = parameters["result"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         query.app = parameters["app"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         if let cursor = parameters["cursor"].map(String.init), !cursor.isEmpty {
@@ -338,7 +354,7 @@ public struct CollectorRoutes: Sendable {
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let page = try await self.dashboard.page(store: self.store, since: since, host: request.uri.queryParameters["host"].map(String.init), now: Date())
+        let page = try await self.dashboard.page(store: self.store, since: since, host: Self.hostQuery(request), now: Date())
         return Response(status: .ok, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 

@@ -87,6 +87,21 @@ struct CollectorInputTests {
         #expect(try await collector.request(.GET, "/status").status == 200)
     }
 
+    @Test("GET, PUT, DELETE on /reports, /login and /logout: 405 with Allow: POST, not 404")
+    func methods() async throws {
+        let collector = try await CollectorHarness()
+        defer { Task { await collector.stop() } }
+        for path in ["/reports", "/login", "/logout"] {
+            for method in [HTTPMethod.GET, .PUT, .DELETE, .PATCH] {
+                let reply = try await collector.request(method, path, body: method == .GET ? nil : Data("x".utf8))
+                #expect(reply.status == 405, "\(method) \(path): \(reply.status)")
+                #expect(reply.header("Allow") == "POST")
+                #expect(reply.body == "\(path) takes POST only\n")
+            }
+        }
+        #expect(try await collector.request(.GET, "/nothing-here").status == 404)
+    }
+
     @Test("a request with more reports than the rate allows a minute: 413 saying so, no Retry-After; the rate is not spent")
     func batchOverRate() async throws {
         let collector = try await CollectorHarness { settings in
@@ -110,6 +125,48 @@ struct CollectorInputTests {
         let metrics = try await collector.request(.GET, "/metrics").body
         #expect(metrics.contains("collector_requests_refused_total{reason=\"too_large\"} 1"))
         #expect(metrics.contains("collector_requests_refused_total{reason=\"rate_limited\"} 1"))
+    }
+
+    @Test("RFC 7469 §2.1.1: a pin directive of another algorithm (pin-sha1) is ignored; the report and its SHA-256 pins kept")
+    func otherPinDirectives() throws {
+        let pin = try Pin(sha256Digest: Array(repeating: 7, count: 32)).base64
+        let body = try ReportFixtures.json([
+            "hostname": "a.example.test",
+            "known-pins": ["pin-sha1=\"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\"", "pin-sha256=\"\(pin)\"", "PIN-SHA512=\"x\"", "pin-sha256=\"\(pin)\""],
+        ])
+        let report = try #require(try ReportParser().parse(Array(body)).first)
+        #expect(report.knownPins == [pin, pin])
+        #expect(report.raw.contains("pin-sha1="))
+        // What is not a directive of another algorithm is still judged as a pin.
+        for written in ["pin-sha256=\"short\"", "garbage", "pin-=\"x\"", "pin-sha 1=\"x\""] {
+            let bad = try ReportFixtures.json(["hostname": "a.example.test", "known-pins": [written]])
+            #expect(throws: ReportRefusal.self, "\(written)") { try ReportParser().parse(Array(bad)) }
+        }
+        #expect(ReportParser.isOtherPinDirective("pin-sha1=\"x\""))
+        #expect(!ReportParser.isOtherPinDirective("Pin-SHA256=\"x\""))
+    }
+
+    @Test("a --listen that fails: no 'retention failed … CancellationError' line before the real error")
+    func noRetentionLineOnStartFailure() async throws {
+        let logs = CapturedLogs()
+        let taken = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        defer { taken.close(promise: nil) }
+        let port = try #require(taken.localAddress?.port)
+        let directory = try TemporaryDirectory(prefix: "pinning-collector-retention")
+        defer { directory.remove() }
+        // The retention's first run races the failed bind; five starts made the old line appear nearly always.
+        for attempt in 0..<5 {
+            let collector = Collector(
+                listen: ListenAddress(host: "127.0.0.1", port: port), database: .sqlite(path: directory.path("r\(attempt).db")),
+                settings: CollectorSettings(token: "test-token-0123456789abcdef"), logger: Logger(label: "collector") { _ in logs })
+            do {
+                try await collector.run(signals: []) { _, _ in }
+                Issue.record("listened on a port in use")
+            } catch let error as Collector.StartError {
+                #expect(error.exitStatus == 3)
+            }
+        }
+        #expect(!logs.all.contains { $0.contains("retention") }, "\(logs.all)")
     }
 }
 
@@ -193,5 +250,24 @@ struct HostNameTests {
         #expect(one.compactMap { $0["host"] as? String } == ["xn--r8jz45g.xn--zckzah"])
         let page = try await collector.request(.GET, "/?host=EXAMPLE.com.", authorized: true)
         #expect(page.body.contains("<h2>example.com</h2>"))
+    }
+}
+
+/// Every message a `Logger` made with it logs, for tests that look for a line.
+final class CapturedLogs: LogHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    var all: [String] { self.lock.withLock { self.lines } }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        self.lock.withLock { self.lines.append("\(event.level) \(event.message)") }
     }
 }

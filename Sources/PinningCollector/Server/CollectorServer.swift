@@ -84,6 +84,16 @@ public struct CollectorRoutes: Sendable {
             Response(status: .ok, headers: Self.pageHeaders(contentType: "text/css; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: Dashboard.stylesheet)))
         }
         router.post("/login") { request, _ in try await self.login(request) }
+        // The POST-only paths answer any other method with 405 and the method they take (RFC 9110 §15.5.6), not 404.
+        for path in ["/reports", "/login", "/logout"] {
+            for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options] {
+                router.on(RouterPath(path), method: method) { _, _ in
+                    var response = Self.text(.methodNotAllowed, "\(path) takes POST only")
+                    response.headers[.allow] = "POST"
+                    return response
+                }
+            }
+        }
         router.post("/logout") { _, _ in
             var response = Response(status: .seeOther, headers: Self.pageHeaders(contentType: "text/plain; charset=utf-8"))
             response.headers[.location] = "/"

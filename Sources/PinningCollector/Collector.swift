@@ -219,7 +219,11 @@ struct RetentionService: Service {
                             metrics.retained.increment(by: deleted)
                             logger.info("retention: deleted \(deleted) reports last seen before \(ReportStore.time(cutoff))")
                         }
+                    } catch is CancellationError {
+                        // The collector is stopping (or never started: a --listen that failed cancels this first
+                        // run): not a retention failure, and the reason is said once, by the caller.
                     } catch {
+                        if Task.isCancelled { return }
                         logger.error("retention failed (it runs again in an hour): \(error)")
                     }
                 }

@@ -216,7 +216,12 @@ public struct PinnedGRPCClientTransport: ClientTransport {
         } else {
             reason = refusal.description
         }
-        return RPCError(code: error.code, message: "certificate refused by the pinning policy: \(reason).", metadata: error.metadata, cause: error)
+        // The cause is set after the error is made: GRPCCore's initialiser, given an RPCError cause of the same code,
+        // appends the cause's message to ours ("… The server accepted the TCP connection but closed the connection
+        // before completing the HTTP/2 connection preface."), which blames the server for what this client refused.
+        var named = RPCError(code: error.code, message: "certificate refused by the pinning policy: \(reason).", metadata: error.metadata)
+        named.cause = error
+        return named
     }
 }
 

@@ -112,7 +112,8 @@ final class CollectorHarness: @unchecked Sendable {
         configure: (inout CollectorSettings) -> Void = { _ in },
         anchors: [Certificate] = [],
         tlsIdentity: String? = nil,
-        clientConfiguration: HTTPClient.Configuration? = nil
+        clientConfiguration: HTTPClient.Configuration? = nil,
+        legacy: [NormalizedReport] = []
     ) async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-collector")
         self.directory = directory
@@ -122,6 +123,9 @@ final class CollectorHarness: @unchecked Sendable {
         // Until the fixture is whole no test holds it: a step that throws removes the directory here.
         var ready = false
         defer { if !ready { directory.remove() } }
+        if !legacy.isEmpty {
+            try await Self.seed(legacy, at: directory.path("reports.db"))
+        }
         var settings = CollectorSettings(token: self.token)
         configure(&settings)
         var logger = Logger(label: "collector-test")
@@ -158,6 +162,32 @@ final class CollectorHarness: @unchecked Sendable {
         configuration.redirectConfiguration = .disallow
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         ready = true
+    }
+
+    /// Writes `reports` straight into the SQLite file at `path`, as rows a collector stored before hosts were
+    /// normalised on ingest (a host with controls or markup, `EXAMPLE.com.`): the store keeps any text it is given.
+    static func seed(_ reports: [NormalizedReport], at path: String) async throws {
+        let database = try await SQLiteReportDatabase(path: path, logger: Logger(label: "seed"))
+        let store = ReportStore(database: database, deduplicationWindowMilliseconds: 86_400_000)
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        do {
+            try await store.migrate(now: now)
+            _ = try await store.ingest(reports.map { IngestItem(report: $0, receivedAt: now, sourceHash: "legacy-source") })
+        } catch {
+            await database.close()
+            throw error
+        }
+        await database.close()
+    }
+
+    /// A report with `fields` (and a placeholder host) parsed as today, then given `host` as an older collector
+    /// stored it.
+    static func legacyReport(host: String, _ fields: [String: Any] = [:]) throws -> NormalizedReport {
+        var object = fields
+        object["hostname"] = "legacy.example.test"
+        var report = try #require(try ReportParser().parse(Array(try ReportFixtures.json(object))).first)
+        report.host = host
+        return report
     }
 
     func stop() async {

@@ -52,6 +52,37 @@ struct PinningExportTests {
         #expect(lossy.warnings.count == 1 && lossy.warnings.first?.entry == "api.example.com", "\(lossy.warnings)")
     }
 
+    @Test("Android: distinct anchor files get distinct @raw names (a suffix on a clash), never one resource for two files")
+    func androidRawNames() throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-export")
+        defer { directory.remove() }
+        // `a-b.pem`, `a_b.pem` and `sub/a_b.pem` are all `a_b` by the resource rules; `a_b_2.pem` is `a_b_2` itself.
+        let files = ["a-b.pem", "a_b.pem", "sub/a_b.pem", "a_b_2.pem"]
+        for file in files {
+            try directory.write(file, TestPKI.pemBundle([try TestPKI.root("Root of \(file)").certificate]))
+        }
+        let configuration = try Self.configuration(
+            #""a.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"], "anchors": ["a-b.pem", "a_b.pem", "sub/a_b.pem"], "anchorsOnly": true}, "#
+                + #""b.example.com": {"pins": ["\#(Self.pins[0])", "\#(Self.pins[1])"], "anchors": ["a_b.pem", "a_b_2.pem"], "anchorsOnly": true}"#,
+            directory: directory)
+        let translation = try ConfigurationExporter(format: .androidNSC).export(configuration)
+        let sources = translation.text.components(separatedBy: "\n").filter { $0.contains("<certificates src=\"@raw/") }.map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        #expect(
+            sources == [
+                "<certificates src=\"@raw/a_b\"/>", "<certificates src=\"@raw/a_b_3\"/>", "<certificates src=\"@raw/a_b_4\"/>",
+                "<certificates src=\"@raw/a_b_3\"/>", "<certificates src=\"@raw/a_b_2\"/>",
+            ], "\(translation.text)")
+        // One copy instruction per file and resource: no two files are told to go to the same place.
+        var targets: [String: Set<String>] = [:]
+        for note in translation.notes {
+            let words = note.split(separator: " ")
+            targets[String(words[5]), default: []].insert(String(words[1]))
+        }
+        #expect(targets == ["a_b.pem": ["a-b.pem"], "a_b_3.pem": ["a_b.pem"], "a_b_4.pem": ["sub/a_b.pem"], "a_b_2.pem": ["a_b_2.pem"]], "\(translation.notes)")
+    }
+
     @Test("Android and TrustKit read back what they wrote: the same hosts, pins and subdomain coverage", arguments: ConfigurationImporter.importable)
     func roundTrip(format: PlatformFormat) throws {
         let directory = try TemporaryDirectory(prefix: "pinning-export")

@@ -269,9 +269,11 @@ struct PinningGRPCTests {
                 Issue.record("the intercepting server answered: \(answer)")
             } catch let error as RPCError {
                 #expect(error.code == .unavailable)
-                // GRPCCore appends the message of an RPCError cause to the new error's own.
-                #expect(error.message.hasPrefix("certificate refused by the pinning policy: pinMismatch: device.local: no certificate on the validated path matches a pin"), "\(error)")
+                // Only the refusal: not the transport's words after it, which blame the server ("The server accepted
+                // the TCP connection but closed the connection before completing the HTTP/2 connection preface.").
+                #expect(error.message == "certificate refused by the pinning policy: pinMismatch: device.local: no certificate on the validated path matches a pin.", "\(error)")
                 #expect(PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch)
+                #expect(error.cause is RPCError, "the transport's own error stays the cause")
             }
             // A streaming call is refused the same way, before any message.
             let streaming = try self.transport(port: port, identity: identity, trusting: [interceptor.root.certificate])
@@ -283,6 +285,7 @@ struct PinningGRPCTests {
             } catch let error as RPCError {
                 #expect(error.code == .unavailable)
                 #expect(PinnedGRPCRefusal.find(in: error)?.trustFailure?.code == .pinMismatch, "\(error)")
+                #expect(error.message == "certificate refused by the pinning policy: pinMismatch: device.local: no certificate on the validated path matches a pin.", "\(error)")
             }
         }
         #expect(seen.all.isEmpty)

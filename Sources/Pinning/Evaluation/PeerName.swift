@@ -52,6 +52,16 @@ package struct PeerName: Hashable, Sendable, CustomStringConvertible {
         self.kind = .dns(name)
     }
 
+    /// The one text for the name, whatever form it was given in: a DNS name lower-cased, in A-labels and without
+    /// its trailing dot (`Bücher.Example.` is `xn--bcher-kva.example`); an IP address as a dotted quad or in
+    /// RFC 5952 form (`[0:0::1]` is `::1`). Two texts naming the same host have the same canonical text.
+    package var canonical: String {
+        switch self.kind {
+        case .dns(let name): return name
+        case .ip(let bytes): return IPAddressText.formatOrHex(bytes)
+        }
+    }
+
     /// Whether this is an IP address rather than a DNS name.
     package var isIPAddress: Bool {
         if case .ip = self.kind { return true }

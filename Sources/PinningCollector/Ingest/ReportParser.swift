@@ -134,7 +134,7 @@ public struct ReportParser: Sendable {
         do {
             document = try JSONDecoder().decode(ReportBody.self, from: Data(body))
         } catch {
-            throw ReportRefusal(Self.jsonProblem(error))
+            throw ReportRefusal(Self.shapeProblem(body) ?? Self.jsonProblem(error))
         }
         switch document {
         case .object(let element):
@@ -167,11 +167,75 @@ public struct ReportParser: Sendable {
         return ranges.map { String(decoding: body[$0], as: UTF8.self) }
     }
 
+    /// Why Foundation's decoder refused `body`, in our words, where its own are generic ("The given data was not
+    /// valid JSON." for an empty body, for bytes that are not UTF-8 and for deep nesting): nil when none of these is
+    /// the reason. Run only after the decoder refused, so a body it accepts costs no second pass.
+    static func shapeProblem(_ body: [UInt8]) -> String? {
+        guard body.contains(where: { !Self.isJSONWhitespace($0) }) else {
+            return body.isEmpty ? "the body is empty: send one report object or an array of them" : "the body is only whitespace: send one report object or an array of them"
+        }
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = body.makeIterator()
+        var offset = 0
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                if encoded.count == 1, let byte = encoded.first {
+                    if inString {
+                        if escaped {
+                            escaped = false
+                        } else if byte == UInt8(ascii: "\\") {
+                            escaped = true
+                        } else if byte == UInt8(ascii: "\"") {
+                            inString = false
+                        }
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = true
+                    } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
+                        depth += 1
+                        deepest = max(deepest, depth)
+                    } else if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
+                        depth -= 1
+                    }
+                }
+                offset += encoded.count
+            case .error:
+                return "the body is not UTF-8: the byte at offset \(offset) does not begin a UTF-8 character (RFC 8259 §8.1: JSON between systems is UTF-8)"
+            case .emptyInput:
+                // A report is three levels deep (an array of objects holding arrays); Foundation stops at 512.
+                if deepest > Self.nestingReported {
+                    return "the body nests arrays and objects \(deepest) deep; a report is three levels deep"
+                }
+                if inString {
+                    return "the body is not valid JSON: it ends inside a string (cut short?)"
+                }
+                if depth > 0 {
+                    return "the body is not valid JSON: it ends with \(depth) \(depth == 1 ? "array or object" : "arrays or objects") not closed (cut short?)"
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Nesting beyond which a refused body is said to be refused for its depth (Foundation's decoder stops at 512;
+    /// any body nesting this deep is far from a report, whatever else is wrong with it).
+    static let nestingReported = 256
+
+    private static func isJSONWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
     private static func jsonProblem(_ error: any Error) -> String {
         // DecodingError's context names Foundation's reason ("Unexpected character … around line 1, column 3",
         // "Invalid UTF-8 …"); its debug text stays out of the answer, the reason in words does not.
         if case DecodingError.dataCorrupted(let context) = error {
             let reason = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            // Foundation's generic sentence says nothing the first words do not.
+            guard reason != "The given data was not valid JSON." else { return "the body is not valid JSON" }
             return "the body is not valid JSON: " + Self.oneLine(reason, limit: 160)
         }
         return "the body is not valid JSON"
@@ -198,9 +262,10 @@ public struct ReportParser: Sendable {
             }()
         let format: NormalizedReport.Format = isTrustKit ? .trustkit : (fields["validation-result"] != nil ? .pinning : .rfc7469)
 
-        guard let host = try reader.string("hostname"), !host.isEmpty else {
+        guard let hostText = try reader.string("hostname"), !hostText.isEmpty else {
             throw ReportRefusal("\(label) has no `hostname`")
         }
+        let host = try Self.hostName(hostText, key: "hostname", label: label)
         var port: Int?
         if fields["port"]?.isIntegerOutOfRange == true {
             throw ReportRefusal("\(label): `port` is an integer out of range, not a TCP port (0-65535)")
@@ -241,6 +306,12 @@ public struct ReportParser: Sendable {
         let vendor = try reader.string("app-vendor-id")
         let deviceHash = vendor.map { Data(SHA256.hash(data: Array($0.utf8))).base64EncodedString() }
 
+        // An empty `noted-hostname` is kept as sent (it names no host to normalise).
+        var notedHost = try reader.string("noted-hostname")
+        if let text = notedHost, !text.isEmpty {
+            notedHost = try Self.hostName(text, key: "noted-hostname", label: label)
+        }
+
         var libraryVersion = try reader.string("library-version")
         if let version = try reader.string("trustkit-version") { libraryVersion = "TrustKit " + version }
 
@@ -249,7 +320,7 @@ public struct ReportParser: Sendable {
             dateTime: dateTime,
             host: host,
             port: port,
-            notedHost: try reader.string("noted-hostname"),
+            notedHost: notedHost,
             includeSubdomains: try reader.bool("include-subdomains"),
             enforced: enforced,
             result: result,
@@ -266,6 +337,22 @@ public struct ReportParser: Sendable {
             knownPins: try self.knownPins(reader),
             raw: raw
         )
+    }
+
+    /// `text` in the one form every host is stored and looked up in (``/Pinning/PeerName/canonical``, the form
+    /// `pinning check` and certificates use): lower-case, A-labels for an internationalised name, no trailing dot, an
+    /// IP address in its canonical text. So `例え.テスト` and `xn--r8jz45g.xn--zckzah`, `EXAMPLE.com.` and
+    /// `example.com` are one host on the dashboard and in `?host=`.
+    ///
+    /// A text that is not a host name (markup, spaces, a bidi or other format control, a label IDNA cannot encode)
+    /// is refused naming the key. The rules are the core's for a host to connect to, so a report any client of this
+    /// package can send is accepted: `_` and a label starting with `-` pass there too (names people connect to).
+    static func hostName(_ text: String, key: String, label: String) throws(ReportRefusal) -> String {
+        do {
+            return try PeerName(text).canonical
+        } catch {
+            throw ReportRefusal("\(label): `\(key)` is not a host name (\(Self.oneLine(error.problem, limit: 200)))")
+        }
     }
 
     /// TrustKit's `TSKTrustEvaluationResult` (TSKTrustDecision.h), by position, named as the core names its
@@ -300,7 +387,8 @@ public struct ReportParser: Sendable {
             do {
                 parsed = try CertificateLoader.certificates(from: Array(pem.utf8), origin: key)
             } catch {
-                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] is not a PEM certificate swift-certificates can read")
+                // The loader's words (what the bytes are, which block is broken), without its origin label.
+                throw ReportRefusal("\(reader.label): `\(key)`[\(index)] is not a readable PEM certificate (\(error.code): \(Self.oneLine(error.problem, limit: 200)))")
             }
             guard parsed.count == 1, let certificate = parsed.first else {
                 throw ReportRefusal("\(reader.label): `\(key)`[\(index)] holds \(parsed.count) certificates, not one")
@@ -335,6 +423,11 @@ public struct ReportParser: Sendable {
                 if candidate.count >= 2, candidate.hasPrefix("\""), candidate.hasSuffix("\"") {
                     candidate = String(candidate.dropFirst().dropLast())
                 }
+            } else if Self.isOtherPinDirective(candidate) {
+                // RFC 7469 §2.1.1: a pin directive of a hash algorithm the reader does not know (`pin-sha1="…"`, a
+                // future `pin-sha512`) is ignored, not an error; the report is kept with the pins it can use (the
+                // directive stays in `raw`).
+                continue
             }
             let pin: Pin
             do {
@@ -349,6 +442,19 @@ public struct ReportParser: Sendable {
 }
 
 extension ReportParser {
+    /// Whether `text` is an RFC 7469 pin directive (`pin-` token `=` …) naming an algorithm other than `sha256`.
+    static func isOtherPinDirective(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count > 4, String(decoding: bytes[0..<4], as: UTF8.self).lowercased() == "pin-", let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
+            return false
+        }
+        let algorithm = bytes[4..<equals]
+        // RFC 9110 §5.6.2's token characters.
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        guard !algorithm.isEmpty, algorithm.allSatisfy(tchar.contains) else { return false }
+        return String(decoding: algorithm, as: UTF8.self).lowercased() != "sha256"
+    }
+
     /// `text.trimmingCharacters(in: .whitespaces)`, without building a new string when neither end is whitespace
     /// (a known pin never is, and the trimming was a tenth of the known pins' cost). Foundation trims Unicode
     /// scalars from both ends, so a text whose first and last scalars are not in the set is returned whole by it.

@@ -84,6 +84,16 @@ public struct CollectorRoutes: Sendable {
             Response(status: .ok, headers: Self.pageHeaders(contentType: "text/css; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: Dashboard.stylesheet)))
         }
         router.post("/login") { request, _ in try await self.login(request) }
+        // The POST-only paths answer any other method with 405 and the method they take (RFC 9110 §15.5.6), not 404.
+        for path in ["/reports", "/login", "/logout"] {
+            for method in [HTTPRequest.Method.get, .head, .put, .delete, .patch, .options] {
+                router.on(RouterPath(path), method: method) { _, _ in
+                    var response = Self.text(.methodNotAllowed, "\(path) takes POST only")
+                    response.headers[.allow] = "POST"
+                    return response
+                }
+            }
+        }
         router.post("/logout") { _, _ in
             var response = Response(status: .seeOther, headers: Self.pageHeaders(contentType: "text/plain; charset=utf-8"))
             response.headers[.location] = "/"
@@ -121,6 +131,16 @@ public struct CollectorRoutes: Sendable {
         } catch {
             self.metrics.refuse(.malformed)
             return Self.text(.badRequest, error.message)
+        }
+        // More reports than the rate lets one source send in a minute can never be accepted, however long the client
+        // waits: a 429 with Retry-After would have it retry the same request forever. 413 tells it to send less.
+        if reports.count > self.settings.ratePerMinute {
+            // Counted as too large: the remedy is the one for a body over the size cap, a smaller request.
+            self.metrics.refuse(.tooLarge)
+            return Self.text(
+                .contentTooLarge,
+                "the body has \(reports.count) reports, more than this collector accepts from one source in a minute (--rate \(self.settings.ratePerMinute)/min), "
+                    + "so it can never be accepted whole; send at most \(self.settings.ratePerMinute) reports per request")
         }
         let now = Date()
         if let wait = self.limiter.take(reports.count, source: source, now: now.timeIntervalSince1970) {
@@ -213,10 +233,21 @@ public struct CollectorRoutes: Sendable {
         } catch is NIOTooManyBytesError {
             return Self.text(.contentTooLarge, "the login form is larger than 4096 bytes")
         }
-        // application/x-www-form-urlencoded, decoded by Foundation.
-        var components = URLComponents()
-        components.percentEncodedQuery = String(decoding: Array(buffer: body).map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
-        let token = components.queryItems?.first { $0.name == "token" }?.value ?? ""
+        // application/x-www-form-urlencoded, read by our own strict decoder (``FormBody``): a body the sign-in form
+        // cannot have sent is a 400 in words, never a trap.
+        let form: FormBody
+        do {
+            form = try FormBody(parsing: Array(buffer: body))
+        } catch {
+            return Self.text(.badRequest, "the login form is not application/x-www-form-urlencoded: \(error.description)")
+        }
+        let tokens = form.values("token")
+        guard tokens.count <= 1 else {
+            return Self.text(.badRequest, "the login form has \(tokens.count) token fields; send one")
+        }
+        guard let token = tokens.first else {
+            return Self.text(.badRequest, "the login form has no token field (token=…)")
+        }
         guard Self.constantTimeEqual(token, self.settings.token) else {
             let page = self.dashboard.loginPage(message: "That token is not the collector's.")
             return Response(status: .unauthorized, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: page)))
@@ -245,6 +276,22 @@ public struct CollectorRoutes: Sendable {
         return number
     }
 
+    /// `?host=` in the form reports' hosts are stored in (``ReportParser/hostName(_:key:label:)``), so `EXAMPLE.com.`
+    /// and `例え.テスト` find the rows of `example.com` and `xn--r8jz45g.xn--zckzah`; nil when absent or empty.
+    ///
+    /// Rows stored before hosts were normalised keep the text their report sent (they are not rewritten). A query
+    /// that is not a host name is therefore matched as written: only such an old row can have it, and the
+    /// dashboard's link to that row must still find it. (An old row whose host is a host name in another form,
+    /// `EXAMPLE.com.`, is found by the listing, not by `?host=`.)
+    static func hostQuery(_ request: Request) -> String? {
+        guard let text = request.uri.queryParameters["host"].map(String.init), !text.isEmpty else { return nil }
+        do {
+            return try PeerName(text).canonical
+        } catch {
+            return text
+        }
+    }
+
     func apiSummary(_ request: Request) async throws -> Response {
         let since: Int64?
         do {
@@ -265,7 +312,7 @@ public struct CollectorRoutes: Sendable {
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let host = request.uri.queryParameters["host"].map(String.init)
+        let host = Self.hostQuery(request)
         let hosts = try await self.store.hosts(since: since, limit: limit, host: host)
         return try Self.json(["hosts": hosts])
     }
@@ -279,7 +326,7 @@ public struct CollectorRoutes: Sendable {
             return Self.text(.badRequest, error.message)
         }
         let parameters = request.uri.queryParameters
-        query.host = parameters["host"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        query.host = Self.hostQuery(request)
         query.result = parameters["result"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         query.app = parameters["app"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         if let cursor = parameters["cursor"].map(String.init), !cursor.isEmpty {
@@ -317,7 +364,7 @@ public struct CollectorRoutes: Sendable {
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let page = try await self.dashboard.page(store: self.store, since: since, host: request.uri.queryParameters["host"].map(String.init), now: Date())
+        let page = try await self.dashboard.page(store: self.store, since: since, host: Self.hostQuery(request), now: Date())
         return Response(status: .ok, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 

@@ -133,7 +133,12 @@ final class InterceptHandler: ChannelInboundHandler {
         let host = self.host
         let port = self.port
         let policy = self.policy
-        Task {
+        // On this connection's own event loop, not Swift's global cooperative pool (one thread per core): with the
+        // pool kept busy by other work in the process (CPU-bound tasks, a blocking call), the upstream connection
+        // waited behind it, nothing reached the client, and its read timeout fired (AsyncHTTPClient's 30 s, in
+        // whole-suite runs on a loaded 2-core machine). The handshake's evaluation runs there already
+        // (EventLoopTaskExecutor); the rest of the connection, futures awaited, never blocks the loop.
+        Task(executorPreference: EventLoopTaskExecutor(loop)) {
             do throws(PinningConnectionError) {
                 let pinned = try await proxy.connectUpstream(host: host, port: port, policy: policy, on: loop) { channel in
                     channel.eventLoop.makeCompletedFuture {

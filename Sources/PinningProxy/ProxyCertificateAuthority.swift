@@ -307,13 +307,13 @@ public final class ProxyCertificateAuthority: Sendable {
     private static func writeNew(_ path: String, contents: String, mode: mode_t) throws(ProxyError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, mode)
         guard descriptor >= 0 else {
-            throw ProxyError("\(path): cannot create the local CA key: \(String(cString: strerror(errno)))")
+            throw ProxyError("\(path): cannot create the local CA key: \(SystemErrorText.text(errno))")
         }
         defer { close(descriptor) }
         let bytes = Array(contents.utf8)
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == bytes.count else {
-            throw ProxyError("\(path): cannot write the local CA key: \(String(cString: strerror(errno)))")
+            throw ProxyError("\(path): cannot write the local CA key: \(SystemErrorText.text(errno))")
         }
     }
 

@@ -59,7 +59,9 @@ final class TunnelHandler: ChannelInboundHandler, RemovableChannelHandler {
         let tunnel = self.tunnel
         // The connection's bookkeeping lives on the client's loop; the task below only carries it back there.
         let connectionBound = NIOLoopBound(connection, eventLoop: loop)
-        Task {
+        // On the client's event loop, not the global cooperative pool, where the upstream connection waited behind
+        // whatever kept the pool busy (InterceptHandler says more).
+        Task(executorPreference: EventLoopTaskExecutor(loop)) {
             do throws(PinningConnectionError) {
                 let pinned = try await proxy.connectUpstream(host: tunnel.host, port: tunnel.port, policy: policy, on: loop) { channel in
                     channel.eventLoop.makeCompletedFuture {

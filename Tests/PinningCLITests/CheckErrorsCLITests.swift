@@ -166,17 +166,17 @@ struct CheckErrorsCLITests {
         let derAsP12 = try await check(["--identity", derCertificate])
         Self.expectIdentityLine(derAsP12, option: "--identity", file: derCertificate, says: "corrupt file: not a PKCS#12 (PFX) file")
         let derAsKey = try await check(["--identity-cert", fixture.clientCert, "--identity-key", derCertificate])
-        Self.expectIdentityLine(derAsKey, option: "--identity-cert/--identity-key", file: derCertificate, says: "a DER certificate, not a private key")
+        Self.expectIdentityLine(derAsKey, option: "--identity-key", file: derCertificate, says: "a DER certificate, not a private key")
 
         let certificatePEM = fixture.client.leaf.certificatePEM
         let truncated = try write("truncated.pem", Array(certificatePEM.prefix(certificatePEM.count / 2).utf8))
         let cut = try await check(["--identity-cert", truncated, "--identity-key", fixture.clientKey])
-        Self.expectIdentityLine(cut, option: "--identity-cert/--identity-key", file: truncated, says: "corrupt file: not a certificate file")
+        Self.expectIdentityLine(cut, option: "--identity-cert", file: truncated, says: "corrupt file: not a certificate file")
 
         let keyPEM = fixture.client.leaf.privateKeyPEM
         let truncatedKey = try write("truncated.key", Array(keyPEM.prefix(keyPEM.count / 2).utf8))
         let cutKey = try await check(["--identity-cert", fixture.clientCert, "--identity-key", truncatedKey])
-        Self.expectIdentityLine(cutKey, option: "--identity-cert/--identity-key", file: truncatedKey, says: "the private key cannot be read")
+        Self.expectIdentityLine(cutKey, option: "--identity-key", file: truncatedKey, says: "the private key cannot be read")
 
         let mismatch = try await check(["--identity-cert", fixture.clientCert, "--identity-key", fixture.serverKey])
         Self.expectIdentityLine(
@@ -203,7 +203,7 @@ struct CheckErrorsCLITests {
             let run = try await fixture.check(
                 ["check", "https://localhost:1/", "--roots", fixture.root, "--identity-cert", fixture.clientCert, "--identity-key", key, "--passphrase-env", "PINNING_TEST_KEY"],
                 environment: ["PINNING_TEST_KEY": "wrong"])
-            Self.expectIdentityLine(run, option: "--identity-cert/--identity-key", file: key, says: "wrong passphrase: the passphrase does not decrypt the private key")
+            Self.expectIdentityLine(run, option: "--identity-key", file: key, says: "wrong passphrase: the passphrase does not decrypt the private key")
         }
     }
 

@@ -95,6 +95,27 @@ enum InProcessCLI {
             lists(RevocationReasonArgument.self),
         ]
     }
+
+    /// `pinning check ARGUMENTS`' client identity loaded in process as the command loads it before connecting
+    /// (`Check.loadIdentity()`, after parsing): nil when it loads, else the line the binary prints for its
+    /// refusal (exit 2). Nil too when the arguments do not parse as `check` (the test then fails on the nil).
+    static func checkIdentityRefusal(_ arguments: [String]) -> String? {
+        let parsed: PinningCommand.Check
+        do {
+            guard let check = try PinningCommand.parseAsRoot(["check", "https://localhost:1/"] + arguments) as? PinningCommand.Check else {
+                return nil
+            }
+            parsed = check
+        } catch {
+            return "did not parse: \(PinningCommand.refusalMessage(for: error))"
+        }
+        do {
+            _ = try parsed.loadIdentity()
+            return nil
+        } catch {
+            return PinningCommand.refusalMessage(for: error)
+        }
+    }
 }
 
 // The evaluation report's pieces (issue 31's cold path), next to what they replaced.

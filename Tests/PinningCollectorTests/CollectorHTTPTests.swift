@@ -208,6 +208,14 @@ struct CollectorHTTPTests {
         #expect(one.body.contains("<input type=\"hidden\" name=\"host\" value=\"mitm.example.test\">"))
         #expect(one.body.contains("do not add sha256/\(Pin(spkiOf: self.fixtures.intercepting.leaf.certificate).base64)"))
         #expect(try await collector.request(.GET, "/?since=garbage", authorized: true).status == 400)
+        // An impossible date: refused with its reason, in the words --at gives (RFC3339.read's).
+        for path in ["/?since=2030-02-30T00:00:00Z", "/api/reports?since=2030-02-30T00:00:00Z"] {
+            let reply = try await collector.request(.GET, path, authorized: true)
+            #expect(reply.status == 400, "\(path)")
+            #expect(
+                reply.body.contains("since: not an RFC 3339 date-time (2030-06-01T00:00:00Z): day 30 does not exist: February 2030 has 28 days"),
+                "\(path): \(reply.body)")
+        }
     }
 }
 

@@ -73,17 +73,19 @@ struct SynchronousVerdictTests {
         }
     }
 
-    /// The outcome of `presented` for `host` through a client with `policy` (synchronous) and through the same
-    /// policy as a custom evaluator (a task); both judged at one fixed instant.
+    /// The outcome of `presented` for `host` through a client with `policy` (synchronous) and through
+    /// `taskPolicy` (the same policy when not given) as a custom evaluator (a task); both judged at one fixed
+    /// instant.
     static func clientOutcomes(
         _ presented: [Certificate],
         host: String,
         policy: any ServerTrustEvaluating,
+        taskPolicy: (any ServerTrustEvaluating)? = nil,
         settings: TrustSettings
     ) async throws -> (sync: Outcome, task: Outcome) {
         let fixed = settings.validatingAt(Self.instant)
         let direct = try PinnedTLSClient(evaluator: policy, settings: fixed)
-        let custom = try PinnedTLSClient(evaluator: Custom(base: policy), settings: fixed)
+        let custom = try PinnedTLSClient(evaluator: Custom(base: taskPolicy ?? policy), settings: fixed)
         let sync = try await Self.run(presented) { direct.verificationCallback(verdict: $0, host: host, port: 443) }
         let task = try await Self.run(presented) { custom.verificationCallback(verdict: $0, host: host, port: 443) }
         return (sync, task)
@@ -103,7 +105,6 @@ struct SynchronousVerdictTests {
         let cases: [(String, [Certificate], String, any ServerTrustEvaluating, String?)] = [
             ("trusted, pinned", chain.presented, "sync.example", pinned, nil),
             ("trusted, not pinned", chain.presented, "sync.example", SecurityPolicy.default, nil),
-            ("trusted through a cache", chain.presented, "sync.example", CachingTrustEvaluator(pinned), nil),
             ("pin mismatch", chain.presented, "sync.example", SecurityPolicy(pinningMode: .publicKey, pins: [Pin(spkiOf: other.intermediate.certificate)]), "pinMismatch"),
             ("certificate pin mismatch", chain.presented, "sync.example", SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [other.leaf.certificate]), "pinMismatch"),
             ("host name", chain.presented, "elsewhere.example", pinned, "hostnameMismatch"),
@@ -118,6 +119,30 @@ struct SynchronousVerdictTests {
             #expect(sync.verified == task.verified, "\(name)")
             #expect(sync.recorded == task.recorded, "\(name)")
             if let code { #expect(sync.recorded.hasPrefix("untrusted code=\(code) "), "\(name): \(sync.recorded)") }
+        }
+
+        // Through a cache: each path has its own (with one shared, the task was answered from what the loop had
+        // stored). Each evaluates once and stores the trusted verdict; the second time each is answered from its
+        // own cache, with the verdict it evaluated.
+        let loopCache = CachingTrustEvaluator(pinned)
+        let taskCache = CachingTrustEvaluator(pinned)
+        var first: (sync: Outcome, task: Outcome)?
+        for round in 1...2 {
+            let (sync, task) = try await Self.clientOutcomes(chain.presented, host: "sync.example", policy: loopCache, taskPolicy: taskCache, settings: settings)
+            #expect(sync.answeredInTick, "round \(round): the cache answered in a task")
+            #expect(!task.answeredInTick, "round \(round)")
+            #expect(sync.verified, "round \(round): \(sync.recorded)")
+            #expect(sync.recorded == task.recorded, "round \(round)")
+            if let first {
+                #expect(sync.recorded == first.sync.recorded && task.recorded == first.task.recorded, "a hit changed the verdict")
+            }
+            first = first ?? (sync, task)
+            for (path, evaluator) in [("loop", loopCache), ("task", taskCache)] {
+                #expect(evaluator.cache.count == 1, "round \(round), \(path)")
+                #expect(
+                    evaluator.cache.statistics == EvaluationCache.Statistics(hits: round - 1, misses: 1),
+                    "round \(round), \(path): \(String(describing: evaluator.cache.statistics))")
+            }
         }
     }
 
@@ -172,8 +197,11 @@ struct SynchronousVerdictTests {
     }
 
     /// `presented` through `server`'s callback (its immediate decision first, as its handlers wire it), and through
-    /// the task alone (its decision without the immediate one, as before issue 31).
-    static func serverOutcomes(_ presented: [Certificate], server: MutualTLSServer) async throws -> (wired: Outcome, task: Outcome) {
+    /// the task alone (its decision without the immediate one, as before issue 31), of `taskServer` when given (a
+    /// server of its own, so that a cache the first run filled cannot answer the second).
+    static func serverOutcomes(
+        _ presented: [Certificate], server: MutualTLSServer, taskServer: MutualTLSServer? = nil
+    ) async throws -> (wired: Outcome, task: Outcome) {
         let wired = try await Self.run(presented) { verdict in
             PeerVerification.callback(
                 verdict: verdict,
@@ -182,8 +210,9 @@ struct SynchronousVerdictTests {
                 decision: { await server.decideClient($0, recordsSession: false) }
             )
         }
+        let other = taskServer ?? server
         let task = try await Self.run(presented) { verdict in
-            PeerVerification.callback(verdict: verdict, handover: server.handover) { await server.decideClient($0, recordsSession: false) }
+            PeerVerification.callback(verdict: verdict, handover: other.handover) { await other.decideClient($0, recordsSession: false) }
         }
         return (wired, task)
     }
@@ -201,22 +230,39 @@ struct SynchronousVerdictTests {
             ("no anchor", stranger.presented, "noPathToAnchor"),
             ("serverAuth only", [serverAuthOnly.certificate, setup.clientChain.intermediate.certificate], "extendedKeyUsage"),
         ]
-        let cache = cached ? EvaluationCache() : nil
-        let builtIn = try Self.server(setup, rule: .builtIn(cache: cache))
+        // Each path has a server and a cache of its own: with one cache, the task's run was answered from what the
+        // loop's run had stored, and the comparison held one evaluation against itself.
+        let wiredCache = cached ? EvaluationCache() : nil
+        let taskCache = cached ? EvaluationCache() : nil
+        let builtIn = try Self.server(setup, rule: .builtIn(cache: wiredCache))
+        let builtInTask = try Self.server(setup, rule: .builtIn(cache: taskCache))
         let pinned = try Self.server(setup, rule: .builtIn(pins: [Pin(spkiOf: stranger.intermediate.certificate)]))
+        var trustedRecorded = ""
         for (name, presented, code) in clients {
-            let (wired, task) = try await Self.serverOutcomes(presented, server: builtIn)
+            let (wired, task) = try await Self.serverOutcomes(presented, server: builtIn, taskServer: builtInTask)
             #expect(wired.answeredInTick, "\(name): the built-in rule answered in a task")
             #expect(!task.answeredInTick)
             #expect(wired.verified == (code == nil), "\(name): \(wired.recorded)")
             #expect(wired.recorded == task.recorded, "\(name)")
             if let code { #expect(wired.recorded.hasPrefix("untrusted code=\(code) "), "\(name): \(wired.recorded)") }
+            if code == nil { trustedRecorded = wired.recorded }
         }
-        // The trusted verdict answered on the loop filled the cache, and the task's was answered from it; refusals
-        // are never kept.
-        if let cache {
-            #expect(cache.count == 1)
-            #expect(cache.statistics.hits == 1)
+        if let wiredCache, let taskCache {
+            // Each path evaluated every client itself (three misses, no hit) and kept the trusted verdict alone;
+            // refusals are never kept.
+            for (path, cache) in [("loop", wiredCache), ("task", taskCache)] {
+                #expect(cache.count == 1, "\(path)")
+                #expect(cache.statistics == EvaluationCache.Statistics(hits: 0, misses: 3), "\(path): \(String(describing: cache.statistics))")
+            }
+            // The trusted client again: each path is answered from its own cache, with the verdict it evaluated.
+            let (wired, task) = try await Self.serverOutcomes(clients[0].1, server: builtIn, taskServer: builtInTask)
+            #expect(wired.answeredInTick)
+            #expect(wired.verified, "\(wired.recorded)")
+            #expect(wired.recorded == task.recorded)
+            #expect(wired.recorded == trustedRecorded, "a hit changed the verdict: \(wired.recorded)")
+            for (path, cache) in [("loop", wiredCache), ("task", taskCache)] {
+                #expect(cache.statistics == EvaluationCache.Statistics(hits: 1, misses: 3), "\(path): \(String(describing: cache.statistics))")
+            }
         }
         let (mismatch, mismatchTask) = try await Self.serverOutcomes(clients[0].1, server: pinned)
         #expect(mismatch.answeredInTick)
@@ -224,11 +270,90 @@ struct SynchronousVerdictTests {
         #expect(mismatch.recorded == mismatchTask.recorded)
 
         // A clientCheck is async and runs on every connection: the task decides, and its refusal is recorded.
-        let checked = try Self.server(setup, rule: .builtIn(cache: cache)) { peer, _ in "no \(peer.subject) today" }
+        let checked = try Self.server(setup, rule: .builtIn(cache: cached ? EvaluationCache() : nil)) { peer, _ in "no \(peer.subject) today" }
         let (refused, _) = try await Self.serverOutcomes(clients[0].1, server: checked)
         #expect(!refused.answeredInTick)
         #expect(!refused.verified)
         #expect(refused.recorded.hasPrefix("refused "), "\(refused.recorded)")
+    }
+
+    /// Whether each call of a server's clock came from inside a task: the built-in rule without a cache reads the
+    /// clock once per decision, so the calls say where each decision was made.
+    final class ClockCalls: Sendable {
+        let now: TestClock
+        private let calls = NIOLockedValueBox<[Bool]>([])
+        init(_ now: Date) { self.now = TestClock(now) }
+        func read() -> Date {
+            let inTask = withUnsafeCurrentTask { $0 != nil }
+            self.calls.withLockedValue { $0.append(inTask) }
+            return self.now.now
+        }
+        /// The calls since the last `take()`, each true when made inside a task.
+        func take() -> [Bool] {
+            self.calls.withLockedValue { calls in
+                defer { calls = [] }
+                return calls
+            }
+        }
+    }
+
+    @Test(
+        "A resumed TLS 1.2 session is re-decided on the loop, without a task, with the verdict the task gives: trusted while the client certificate is valid, refused once it has expired",
+        .enabled(if: opensslAvailable)
+    )
+    func resumedSession() async throws {
+        let setup = try MutualTLSSetup()
+        let now = Date()
+        let leaf = try TestPKI.leaf(
+            "client-soon", issuer: setup.clientChain.intermediate, dnsNames: ["client-soon"], usage: .clientAuth,
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400))
+        let directory = try TemporaryDirectory(prefix: "pinning-sync-resume")
+        defer { directory.remove() }
+        let cert = try directory.write("client.pem", leaf.certificatePEM)
+        let intermediates = try directory.write("intermediates.pem", setup.clientChain.intermediate.certificatePEM)
+        let key = try directory.write("client.key", leaf.privateKeyPEM)
+
+        /// One server's three connections (full handshake, resumption while valid, resumption once expired): the
+        /// outcomes, and for each whether its decision was made in a task.
+        func connections(clientCheck: MutualTLSServer.ClientCheck?) async throws -> [(Result<PinnedHandshake, PinningConnectionError>?, [Bool])] {
+            let clock = ClockCalls(now)
+            var configuration = MutualTLSServer.Configuration(
+                identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate], clientRule: .builtIn())
+            configuration.clientCheck = clientCheck
+            let server = try await ResumptionTestServer(MutualTLSServer(configuration: configuration, clock: { clock.read() }))
+            defer { Task { await server.stop() } }
+            let session = directory.path("session-\(clientCheck == nil ? "loop" : "task").pem")
+            var results: [(Result<PinnedHandshake, PinningConnectionError>?, [Bool])] = []
+            for round in 0..<3 {
+                if round == 2 { clock.now.now = now.addingTimeInterval(2 * 86400) }
+                let output = try await MutualTLSTests.sessionProbe(
+                    port: server.port, cert: cert, intermediates: intermediates, key: key, version: "-tls1_2", session: session, reuse: round > 0)
+                #expect(output.contains(round == 0 ? "New," : "Reused,"), "round \(round): \(output.prefix(3000))")
+                results.append((await server.log.nextOutcome(), clock.take()))
+            }
+            return results
+        }
+
+        let loop = try await connections(clientCheck: nil)
+        // A clientCheck (async, accepting everyone here) sends every decision to the task.
+        let task = try await connections(clientCheck: { _, _ in nil })
+        for (round, ((loopOutcome, loopCalls), (taskOutcome, taskCalls))) in zip(loop, task).enumerated() {
+            #expect(!loopCalls.isEmpty && !loopCalls.contains(true), "round \(round): the loop's server decided in a task: \(loopCalls)")
+            #expect(!taskCalls.isEmpty && !taskCalls.contains(false), "round \(round): the task's server decided without one: \(taskCalls)")
+            switch (loopOutcome, taskOutcome) {
+            case (.success(let onLoop)?, .success(let inTask)?) where round < 2:
+                #expect(onLoop.peer.subject == "CN=client-soon")
+                #expect(onLoop.peer.certificateChain == [leaf.certificate, setup.clientChain.intermediate.certificate, setup.clientChain.root.certificate])
+                #expect(onLoop.peer.certificateChain == inTask.peer.certificateChain, "round \(round)")
+                #expect(onLoop.trustedChain.basis == inTask.trustedChain.basis, "round \(round)")
+            case (.failure(let onLoop)?, .failure(let inTask)?) where round == 2:
+                #expect(onLoop.trustFailure?.code == .certificateExpired, "\(onLoop.debugDescription)")
+                #expect(onLoop.trustFailure?.reason == inTask.trustFailure?.reason, "\(onLoop.debugDescription) / \(inTask.debugDescription)")
+                #expect(onLoop.message == inTask.message)
+            default:
+                Issue.record("round \(round): loop \(String(describing: loopOutcome)), task \(String(describing: taskOutcome))")
+            }
+        }
     }
 
     @Test("An mTLS server's custom evaluator keeps its task unless it answers immediately")

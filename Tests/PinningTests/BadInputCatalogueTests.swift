@@ -185,7 +185,11 @@ struct BadInputCatalogueTests {
         ),
         (
             "config.badExpires", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"expires\": \"2031-01-01\"}"),
-            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].expires: \"2031-01-01\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z"
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].expires: \"2031-01-01\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z: expected YYYY-MM-DDTHH:MM:SS, optional fractional seconds, then Z or ±HH:MM"
+        ),
+        (
+            "config.impossibleExpires", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"expires\": \"2030-02-30T00:00:00Z\"}"),
+            "invalid pinning configuration pinning.json: 1 problem\n  domains[\"api.example.com\"].expires: \"2030-02-30T00:00:00Z\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z: day 30 does not exist: February 2030 has 28 days"
         ),
         (
             "config.missingAnchor", domain("api.example.com", "{\"pins\": [\"\(pinA)\", \"\(pinB)\"], \"anchors\": [\"no-such-root.pem\"]}"),

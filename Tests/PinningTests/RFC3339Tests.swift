@@ -67,4 +67,41 @@ struct RFC3339Tests {
             #expect(RFC3339.parse(text) == nil, "\(text.debugDescription)")
         }
     }
+
+    @Test("format writes the proleptic Gregorian calendar that read reads: every date round-trips, before 1583 too")
+    func formatRoundTrips() throws {
+        // Proleptic Gregorian day counts: 0001-01-01 is day -719,162 of the Unix epoch, 1582-10-15 day -141,427
+        // (the first Gregorian day; Foundation wrote the days before it in the Julian calendar, ten days and more
+        // apart: 0001-01-01T00:00:00Z came out as 0001-01-03T00:00:00Z).
+        #expect(RFC3339.format(Self.instant(-719_162 * 86_400)) == "0001-01-01T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(-141_427 * 86_400)) == "1582-10-15T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(-141_438 * 86_400)) == "1582-10-04T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(0)) == "1970-01-01T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(1_906_502_400.75)) == "2030-06-01T00:00:00Z", "a fraction is dropped")
+        #expect(RFC3339.format(Self.instant(-0.5)) == "1969-12-31T23:59:59Z", "toward the past")
+        #expect(RFC3339.format(Self.instant(253_402_300_799)) == "9999-12-31T23:59:59Z")
+        for text in [
+            "0001-01-01T00:00:00Z", "0001-12-31T23:59:59Z", "0004-02-29T12:00:00Z", "1000-03-01T00:00:00Z",
+            "1582-10-04T23:59:59Z", "1582-10-05T00:00:00Z", "1582-10-14T00:00:00Z", "1582-10-15T00:00:00Z",
+            "1600-02-29T00:00:00Z", "1600-12-31T23:59:59Z", "1900-02-28T23:59:59Z", "1900-03-01T00:00:00Z",
+            "1969-12-31T23:59:59Z", "2000-02-29T00:00:00Z", "2024-02-29T06:07:08Z", "9996-02-29T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+        ] {
+            let date = try RFC3339.read(text)
+            #expect(RFC3339.format(date) == text, "\(text) read back as \(RFC3339.format(date))")
+        }
+        // Every day of years 1 to 2, 1582 to 1583 and 1600 to 1602 (leap days and the Julian/Gregorian switch):
+        // formatted, read back, the same instant.
+        for range in [(-719_162, -718_432), (-141_714, -140_984), (-135_140, -134_044)] {
+            for day in stride(from: range.0, through: range.1, by: 1) {
+                let date = Self.instant(Double(day) * 86_400 + 45_296)
+                let text = RFC3339.format(date)
+                #expect(RFC3339.parse(text) == date, "day \(day): \(text)")
+            }
+        }
+        // Outside RFC 3339's four digits: written as they are, refused by the reader, never another instant.
+        #expect(RFC3339.format(Self.instant(253_402_300_800)) == "10000-01-01T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(-719_163 * 86_400)) == "0000-12-31T00:00:00Z")
+        #expect(RFC3339.format(Self.instant(-719_528 * 86_400 - 1)) == "-0001-12-31T23:59:59Z")
+    }
 }

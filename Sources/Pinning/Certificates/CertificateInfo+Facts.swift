@@ -9,7 +9,7 @@ extension CertificateInfo {
     static func serialHex(_ bytes: ArraySlice<UInt8>) -> String {
         let significant = bytes.drop(while: { $0 == 0 })
         guard !significant.isEmpty else { return "00" }
-        return significant.map { Self.hexByte($0, uppercase: false) }.joined()
+        return HexText.digits(significant)
     }
 
     /// ``serialHex(_:)`` of an INTEGER's two's-complement content octets; a negative number as `-` and the hex of
@@ -29,12 +29,7 @@ extension CertificateInfo {
     }
 
     static func colonHex(_ bytes: [UInt8]) -> String {
-        bytes.map { Self.hexByte($0, uppercase: true) }.joined(separator: ":")
-    }
-
-    static func hexByte(_ byte: UInt8, uppercase: Bool) -> String {
-        let digits = Array(uppercase ? "0123456789ABCDEF" : "0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+        HexText.digits(bytes, uppercase: true, separator: ":")
     }
 
     /// The subject alternative names of `certificate` as ``subjectAlternativeNames`` lists them (empty when the
@@ -84,7 +79,7 @@ extension CertificateInfo {
                 return (SubjectAlternativeName(kind: "IP", value: address), nil)
             }
             return (
-                SubjectAlternativeName(kind: "IP", value: bytes.map { Self.hexByte($0, uppercase: false) }.joined()),
+                SubjectAlternativeName(kind: "IP", value: HexText.digits(bytes)),
                 "subjectAltName has an IP address of \(bytes.count) bytes (expected 4 or 16)"
             )
         case .directoryName(let name):

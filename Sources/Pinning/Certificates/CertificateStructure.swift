@@ -237,7 +237,7 @@ struct CertificateStructure: Sendable {
                 } catch {
                     throw Malformed("the \(what) holds a malformed attribute type OID")
                 }
-                parts.append("\(type)=#" + pieces[1].encodedBytes.map { Self.hex($0) }.joined())
+                parts.append("\(type)=#" + HexText.digits(pieces[1].encodedBytes))
             }
             fallback.append(parts.joined(separator: "+"))
         }
@@ -273,7 +273,7 @@ struct CertificateStructure: Sendable {
             // BER (X.690 §8.2.2): any non-zero octet is TRUE; DER (§11.1) requires 0xFF, and omits the DEFAULT FALSE.
             critical = flag[flag.startIndex] != 0
             if flag[flag.startIndex] != 0 && flag[flag.startIndex] != 0xFF {
-                quirks.append("extension \(oid)'s critical flag is BER TRUE 0x\(Self.hex(flag[flag.startIndex])), not DER 0xff")
+                quirks.append("extension \(oid)'s critical flag is BER TRUE 0x\(HexText.byte(flag[flag.startIndex])), not DER 0xff")
             }
             if !critical {
                 quirks.append("extension \(oid) encodes critical FALSE, the DEFAULT that DER omits")
@@ -357,10 +357,5 @@ struct CertificateStructure: Sendable {
         let days = CivilCalendar.daysFromCivil(year: year, month: month, day: day)
         let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
         return Date(timeIntervalSince1970: seconds)
-    }
-
-    static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }

@@ -89,7 +89,7 @@ package enum IPAddressText {
 
     /// ``format(_:)``, or the bytes in hex (`0a:00:01`) when they are not an address's 4 or 16.
     static func formatOrHex(_ bytes: [UInt8]) -> String {
-        self.format(bytes) ?? bytes.map { String(format: "%02x", $0) }.joined(separator: ":")
+        self.format(bytes) ?? HexText.digits(bytes, separator: ":")
     }
 }
 

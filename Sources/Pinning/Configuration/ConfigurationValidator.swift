@@ -617,12 +617,15 @@ struct ConfigurationValidator {
         case nil:
             return nil
         case .string(let text)?:
-            // A full RFC 3339 date-time: a bare date would leave the time zone, and so the instant, unclear.
-            guard text.contains("T") || text.contains("t"), let date = RFC3339.parse(text) else {
-                self.add(.invalidValue, key, "expires", "\"\(text)\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z")
+            // A full RFC 3339 date-time (the reader takes nothing else): a bare date would leave the time zone, and
+            // so the instant, unclear. The reader's words say what is wrong ("day 30 does not exist: February 2030
+            // has 28 days"), as `--at`'s refusal does.
+            do {
+                return try RFC3339.read(text)
+            } catch {
+                self.add(.invalidValue, key, "expires", "\"\(text)\" is not an RFC 3339 date-time such as 2031-01-01T00:00:00Z: \(error.description)")
                 return nil
             }
-            return date
         case let other?:
             self.add(.wrongType, key, "expires", "must be an RFC 3339 date-time string, not \(other.typeName)")
             return nil

@@ -3,9 +3,35 @@ package import Foundation
 /// RFC 3339 instants, as the CLI and reports print and read them: the one helper for every module (`package`,
 /// not API).
 package enum RFC3339 {
-    /// `2030-06-01T00:00:00Z`.
+    /// `2030-06-01T00:00:00Z`: UTC, whole seconds (a fraction is dropped, toward the past), in the proleptic
+    /// Gregorian calendar that ``read(_:)`` reads (RFC 3339 §1, ISO 8601), so that what is written reads back as
+    /// the same instant. Foundation's `ISO8601FormatStyle`, which wrote these before, switches to the Julian
+    /// calendar before 1582-10-15: 0001-01-01T00:00:00Z read back was written 0001-01-03T00:00:00Z.
+    ///
+    /// A year outside 0000–9999 (which no RFC 3339 date-time holds; ``read(_:)`` refuses it) is written with as
+    /// many digits as it has, after a `-` when negative: never another instant.
     package static func format(_ date: Date) -> String {
-        date.formatted(.iso8601)
+        let interval = date.timeIntervalSince1970.rounded(.down)
+        // Far beyond any year a certificate or clock gives (about ±3 · 10^7 years), and NaN: no integer to convert.
+        guard interval.isFinite, abs(interval) < 1e15 else { return date.formatted(.iso8601) }
+        let seconds = Int64(interval)
+        let (days, secondOfDay) = Self.floorDivision(seconds, 86_400)
+        let civil = CivilCalendar.civilFromDays(days)
+        let year = civil.year < 0 ? "-" + Self.padded(-civil.year, to: 4) : Self.padded(civil.year, to: 4)
+        return "\(year)-\(Self.padded(civil.month, to: 2))-\(Self.padded(civil.day, to: 2))T"
+            + "\(Self.padded(secondOfDay / 3600, to: 2)):\(Self.padded(secondOfDay / 60 % 60, to: 2)):\(Self.padded(secondOfDay % 60, to: 2))Z"
+    }
+
+    /// `value` divided by `divisor` rounded toward minus infinity, and the remainder (0 to `divisor` - 1).
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let remainder = value % divisor
+        return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
+    }
+
+    /// A non-negative `value` in decimal, with leading zeros to `width` digits.
+    private static func padded(_ value: Int64, to width: Int) -> String {
+        let digits = String(value)
+        return digits.count < width ? String(repeating: "0", count: width - digits.count) + digits : digits
     }
 
     /// Why a text is not an RFC 3339 date-time, in words (`day 30 does not exist: February 2030 has 28 days`).

@@ -245,7 +245,6 @@ package enum BoundedFileReader {
 
     /// `code` in words, lower case, as the loader's other problems are written: "no such file or directory".
     package static func words(_ code: CInt) -> String {
-        guard let text = strerror(code).map({ String(cString: $0) }), !text.isEmpty else { return "error \(code)" }
-        return text.prefix(1).lowercased() + text.dropFirst()
+        SystemErrorText.words(code)
     }
 }

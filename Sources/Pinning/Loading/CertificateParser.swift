@@ -205,7 +205,7 @@ enum CertificateParser {
                 return "the data looks like text (\"\(text)\") but has no -----BEGIN line"
             }
             if bytes.first != 0x30 {
-                return "the data starts with byte 0x\(Self.hex(bytes[0])), not a SEQUENCE (0x30)"
+                return "the data starts with byte 0x\(HexText.byte(bytes[0])), not a SEQUENCE (0x30)"
             }
             return error.message
         }
@@ -213,7 +213,7 @@ enum CertificateParser {
             if let text = Self.textPrefix(bytes) {
                 return "the data looks like text (\"\(text)\") but has no -----BEGIN line"
             }
-            return "the data starts with a \(top.name) (byte 0x\(Self.hex(bytes[0]))), not a SEQUENCE (0x30)"
+            return "the data starts with a \(top.name) (byte 0x\(HexText.byte(bytes[0]))), not a SEQUENCE (0x30)"
         }
         if top.end < bytes.count {
             return "\(bytes.count - top.end) bytes of trailing data after a \(top.end)-byte SEQUENCE"
@@ -394,10 +394,5 @@ enum CertificateParser {
             .split(whereSeparator: { $0.isNewline })
             .joined(separator: " ")
         return bytes.count > head.count ? text + "…" : text
-    }
-
-    private static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }

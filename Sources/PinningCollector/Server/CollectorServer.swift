@@ -266,7 +266,13 @@ public struct CollectorRoutes: Sendable {
 
     static func since(_ request: Request) throws(QueryProblem) -> Int64? {
         guard let text = request.uri.queryParameters["since"].map(String.init), !text.isEmpty else { return nil }
-        guard let date = RFC3339.parse(text) else { throw QueryProblem(message: "since: not an RFC 3339 date-time (2030-06-01T00:00:00Z)") }
+        let date: Date
+        do {
+            date = try RFC3339.read(text)
+        } catch {
+            // The reader's words say what is wrong ("day 30 does not exist: …"), as `--at`'s refusal does.
+            throw QueryProblem(message: "since: not an RFC 3339 date-time (2030-06-01T00:00:00Z): \(error.description)")
+        }
         return Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 

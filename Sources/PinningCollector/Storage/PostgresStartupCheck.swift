@@ -109,8 +109,7 @@ enum SocketErrorWords {
         case EACCES: return "permission denied (ports below 1024 need privileges)"
         case ECONNREFUSED: return "connection refused (nothing listens there)"
         default:
-            guard let text = strerror(code) else { return "system error \(code)" }
-            return String(cString: text).lowercased()
+            return SystemErrorText.text(code, otherwise: "system error \(code)").lowercased()
         }
     }
 }

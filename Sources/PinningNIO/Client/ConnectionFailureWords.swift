@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import Pinning
 
 /// Turns what NIO, NIOSSL and NIOHTTP1 report into words a user can act on, without their internals (BoringSSL's
 /// packed error numbers, its source paths, NIO's type dumps). The full error stays in
@@ -197,14 +198,7 @@ package enum ConnectionFailureWords {
     /// Words for a socket error: `strerror`, lower-cased ("connection refused").
     static func socketProblem(_ error: any Error) -> String? {
         guard let error = error as? IOError else { return nil }
-        return self.strerror(error.errnoCode)
-    }
-
-    static func strerror(_ code: CInt) -> String {
-        guard let text = Foundation.strerror(code).map({ String(cString: $0) }), !text.isEmpty else {
-            return "error \(code)"
-        }
-        return text.prefix(1).lowercased() + text.dropFirst()
+        return SystemErrorText.words(error.errnoCode)
     }
 
     /// `127.0.0.1` / `::1` for an address, no port.

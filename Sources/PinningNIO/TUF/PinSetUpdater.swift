@@ -715,7 +715,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
     }
 
     static func sha256(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        HexText.digits(SHA256.hash(data: bytes))
     }
 }
 

@@ -174,7 +174,7 @@ enum TUFFiles {
 
     /// `strerror(code)`, escaped as every other piece of a message here is (VisibleText): the system's words.
     static func words(_ code: CInt) -> String {
-        VisibleText.escaped(String(cString: strerror(code)))
+        VisibleText.escaped(SystemErrorText.text(code))
     }
 
     static func randomSuffix() -> String {

@@ -676,7 +676,7 @@ public struct TUFRepositoryWriter: Sendable {
     func locked<Value>(_ body: () throws(TUFRepositoryError) -> Value) throws(TUFRepositoryError) -> Value {
         let path = self.directory + "/.pinset.lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw TUFRepositoryError(.io, "\(VisibleText.escaped(path)): cannot open: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw TUFRepositoryError(.io, "\(VisibleText.escaped(path)): cannot open: \(SystemErrorText.text(errno))") }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             throw TUFRepositoryError(.busy, "\(VisibleText.escaped(self.directory)): another pinning pinset command is writing this repository (\(VisibleText.escaped(path)) is locked)")

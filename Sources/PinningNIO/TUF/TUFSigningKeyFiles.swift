@@ -126,19 +126,19 @@ extension TUFSigningKey {
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            let reason = errno == EEXIST ? "the file exists; a key file is never overwritten (remove it first, or choose another name)" : String(cString: strerror(errno))
+            let reason = errno == EEXIST ? "the file exists; a key file is never overwritten (remove it first, or choose another name)" : SystemErrorText.text(errno)
             throw TUFKeyFileError(path: path, code: .unreadable, problem: reason)
         }
         if let code = DescriptorWriter.writeAll(Array(text.utf8), to: descriptor) {
             close(descriptor)
             unlink(path)
-            throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(String(cString: strerror(code)))")
+            throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(SystemErrorText.text(code))")
         }
         let synced = fsync(descriptor) == 0
         let syncError = errno
         let closed = close(descriptor) == 0
         guard synced, closed else {
-            let reason = String(cString: strerror(synced ? errno : syncError))
+            let reason = SystemErrorText.text(synced ? errno : syncError)
             unlink(path)
             throw TUFKeyFileError(path: path, code: .unreadable, problem: "cannot write: \(reason)")
         }

@@ -446,11 +446,38 @@ extension PinningCommand {
                     throw self.identityRefusal(error, option: "--identity")
                 }
             case .pem(let cert, let key):
-                do {
-                    return try TLSIdentity.pem(certificateChainFile: cert, privateKeyFile: key, passphrase: passphrase)
-                } catch {
-                    throw self.identityRefusal(error, option: "--identity-cert/--identity-key")
+                return try self.loadPEMIdentity(certificateChainFile: cert, privateKeyFile: key, passphrase: passphrase)
+            }
+        }
+
+        /// `--identity-cert` and `--identity-key`, each failure naming the option whose file is at fault (both once
+        /// named both): the certificate file's reading and certificates name `--identity-cert`, the key file's
+        /// reading, key and passphrase `--identity-key`, and a key that is not the first certificate's names both.
+        /// The key's errors are told apart by their origin, a label that no path equals, so this holds when both
+        /// options name one file; that file is read once (a FIFO or `<(…)` has no second reading), as `serve` does.
+        func loadPEMIdentity(certificateChainFile cert: String, privateKeyFile key: String, passphrase: String?) throws(InputError) -> TLSIdentity {
+            let keyOrigin = "--identity-key \(key)"
+            let chain: [UInt8]
+            let keyBytes: [UInt8]
+            do {
+                chain = try TLSIdentity.read(cert)
+            } catch {
+                throw self.identityRefusal(error, option: "--identity-cert")
+            }
+            do {
+                keyBytes = key == cert ? chain : try TLSIdentity.read(key)
+            } catch {
+                throw self.identityRefusal(error, option: "--identity-key")
+            }
+            do {
+                return try TLSIdentity.pem(certificateChain: chain, privateKey: keyBytes, passphrase: passphrase, certificateOrigin: cert, keyOrigin: keyOrigin)
+            } catch {
+                guard error.origin == keyOrigin else {
+                    throw self.identityRefusal(error, option: "--identity-cert")
                 }
+                var named = error
+                named.origin = key
+                throw self.identityRefusal(named, option: error.code == .noCertificateMatchingKey ? "--identity-cert/--identity-key" : "--identity-key")
             }
         }
 

@@ -44,7 +44,7 @@ extension PinningCommand {
             var unusable: String?
 
             init(file: String, index: Int, crl: CertificateRevocationList) {
-                func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02X", $0) }.joined() }
+                func hex(_ bytes: [UInt8]) -> String { HexText.digits(bytes, uppercase: true) }
                 self.file = file
                 self.index = index
                 self.issuer = "\(crl.issuer)"

@@ -106,7 +106,7 @@ extension PinningCommand.PKI {
             }
             let date = try InputLoading.instant(self.at) ?? Date()
             var record = try RevocationRecord.load(pki, issuer: issuer)
-            let serial = certificate.serialNumber.bytes.map { String(format: "%02X", $0) }.joined()
+            let serial = HexText.digits(certificate.serialNumber.bytes, uppercase: true)
             if let existing = record.revoked.first(where: { $0.serial == serial }) {
                 throw InputError("NAME \(self.name): already revoked on \(existing.revocationDate) (serial \(serial))")
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Pinning
 
 #if canImport(Glibc)
     import Glibc
@@ -38,7 +39,7 @@ enum Companion {
         cArguments.append(nil)
         fflush(nil)
         execv(path, cArguments)
-        let reason = String(cString: strerror(errno))
+        let reason = SystemErrorText.text(errno)
         for pointer in cArguments { free(pointer) }
         throw InputError("\(command): cannot run \(path): \(reason)")
     }

@@ -205,10 +205,9 @@ struct PKIDirectory {
     static let certificateMode: mode_t = 0o644
 }
 
-/// `strerror(code)` (by default of the current `errno`), without trusting the pointer to be non-nil.
+/// The system's words for `code` (by default the current `errno`): ``SystemErrorText/text(_:otherwise:)``.
 private func systemErrorText(_ code: CInt = errno) -> String {
-    guard let text = strerror(code) else { return "errno \(code)" }
-    return String(cString: text)
+    SystemErrorText.text(code)
 }
 
 extension Certificate {

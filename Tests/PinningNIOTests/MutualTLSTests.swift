@@ -1,8 +1,10 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import Pinning
 import PinningNIO
 import PinningTestSupport
@@ -245,6 +247,43 @@ struct MutualTLSTests {
         }
     }
 
+    @Test(
+        "an event that follows the handshake event while a resumed session is re-checked in a task reaches the application after it, not dropped (TLS 1.2 and 1.3)",
+        .enabled(if: opensslAvailable), arguments: ["-tls1_2", "-tls1_3"])
+    func eventsBehindResumedSessionCheck(_ version: String) async throws {
+        let setup = try MutualTLSSetup()
+        let directory = try TemporaryDirectory(prefix: "pinning-resume-events")
+        defer { directory.remove() }
+        let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
+        let intermediates = try directory.write("intermediates.pem", setup.clientChain.intermediate.certificatePEM)
+        let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
+        var configuration = MutualTLSServer.Configuration(
+            identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate], clientRule: .builtIn())
+        // A clientCheck sends the resumed session's re-check to a task, so the handler holds what follows meanwhile.
+        configuration.clientCheck = { _, _ in nil }
+        let server = try MutualTLSServer(configuration: configuration)
+        let seen = NIOLockedValueBox<[[String]]>([])
+        let http = try await LoopbackHTTPSServer(
+            tls: { pipeline in
+                _ = try server.addHandlers(to: pipeline)
+                let handshake = try pipeline.handler(type: PinningHandshakeHandler.self)
+                try pipeline.addHandler(MarkerBehindHandshake(), position: .before(handshake))
+                try pipeline.addHandler(EventOrderRecorder(seen: seen))
+            },
+            respond: { _, peer in SimpleHTTPResponse(status: .ok, body: Array("client \(peer?.subject ?? "none")\n".utf8)) }
+        )
+        defer { Task { await http.stop() } }
+        let session = directory.path("session\(version).pem")
+        for round in 0..<2 {
+            let output = try await Self.sessionProbe(port: http.port, cert: cert, intermediates: intermediates, key: key, version: version, session: session, reuse: round > 0)
+            #expect(output.contains(round == 0 ? "New," : "Reused,"), "round \(round): \(output.prefix(3000))")
+            #expect(output.contains("client CN=client-7"), "round \(round): \(output.suffix(1500))")
+        }
+        // Each connection's recorder hands in its list when the channel goes inactive, just after the response.
+        for _ in 0..<100 where seen.withLockedValue({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(seen.withLockedValue { $0 } == [["handshake", "marker"], ["handshake", "marker"]])
+    }
+
     /// Runs `openssl s_client` once (GET, then waits for the server to close), saving or reusing a session.
     static func sessionProbe(port: Int, cert: String, intermediates: String, key: String, version: String, session: String, reuse: Bool) async throws -> String {
         try await openssl(
@@ -471,5 +510,43 @@ final class MutualTLSTestLog: Sendable {
 
     func nextOutcome(within seconds: Double = 5) async -> Result<PinnedHandshake, PinningConnectionError>? {
         await self.outcomes.next(within: seconds)
+    }
+}
+
+/// Fires a marker event right behind the TLS handshake event, as a peer's half-closure or an idle-state event
+/// can follow it before the application has seen the handshake.
+final class MarkerBehindHandshake: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    struct Marker {}
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        context.fireUserInboundEventTriggered(event)
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls {
+            context.fireUserInboundEventTriggered(Marker())
+        }
+    }
+}
+
+/// Records, in order, the handshake and marker events that reach the application, and hands the list in when the
+/// connection closes.
+final class EventOrderRecorder: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let seen: NIOLockedValueBox<[[String]]>
+    private var events: [String] = []
+
+    init(seen: NIOLockedValueBox<[[String]]>) {
+        self.seen = seen
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls { self.events.append("handshake") }
+        if event is MarkerBehindHandshake.Marker { self.events.append("marker") }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let events = self.events
+        self.seen.withLockedValue { $0.append(events) }
+        context.fireChannelInactive()
     }
 }

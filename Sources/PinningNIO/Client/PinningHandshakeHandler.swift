@@ -273,8 +273,16 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// read go into the failure (``PinningConnectionError/receivedAlert``, ``PinningConnectionError/sentAlert``).
     var alertObserver: TLSAlertObserver?
     private var result: Result<PinnedHandshake, PinningConnectionError>?
-    /// While a resumed session is re-checked: what arrived meanwhile, delivered only once the peer is trusted.
-    private var held: (event: Any, reads: [NIOAny], readComplete: Bool)?
+    /// While a resumed session is re-checked: the handshake event, and what arrived after it in its order (reads,
+    /// read-complete signals, other events such as the peer's half-closure), delivered only once the peer is trusted.
+    private var held: (event: Any, following: [HeldInbound])?
+
+    /// One inbound call held behind a resumed session's re-check.
+    private enum HeldInbound {
+        case read(NIOAny)
+        case readComplete
+        case event(Any)
+    }
 
     init(
         verdict: HandshakeVerdict,
@@ -331,7 +339,9 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
             return
         }
         if self.held != nil {
-            // Events that follow the handshake wait behind it.
+            // Events that follow the handshake wait behind it, in order with the reads (an `inputClosed` dropped
+            // here would leave the application waiting for the peer's end for ever).
+            self.held?.following.append(.event(event))
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -340,7 +350,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// Holds reads while a resumed session is re-checked.
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if self.held != nil {
-            self.held?.reads.append(data)
+            self.held?.following.append(.read(data))
             return
         }
         context.fireChannelRead(data)
@@ -349,7 +359,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// Holds the read-complete signal while a resumed session is re-checked.
     public func channelReadComplete(context: ChannelHandlerContext) {
         if self.held != nil {
-            self.held?.readComplete = true
+            self.held?.following.append(.readComplete)
             return
         }
         context.fireChannelReadComplete()
@@ -382,7 +392,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
                 return
             }
             leafDER = try certificate.toDERBytes()
-            self.held = (event, [], false)
+            self.held = (event, [])
             if let decision = self.immediateResumedSessionCheck?(leafDER) {
                 // Answered from a remembered verdict for exactly these bytes: no parse, no task.
                 Self.record(decision, in: self.verdict)
@@ -433,8 +443,13 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
             return
         }
         self.conclude(context: context, event: held.event)
-        for read in held.reads { context.fireChannelRead(read) }
-        if held.readComplete { context.fireChannelReadComplete() }
+        for inbound in held.following {
+            switch inbound {
+            case .read(let data): context.fireChannelRead(data)
+            case .readComplete: context.fireChannelReadComplete()
+            case .event(let event): context.fireUserInboundEventTriggered(event)
+            }
+        }
     }
 
     /// Replaces NIOSSL's bare verification error with a ``PinningConnectionError`` carrying the ``/Pinning/TrustFailure``.

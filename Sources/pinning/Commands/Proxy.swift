@@ -57,7 +57,9 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("Connect HOST:PORT to ADDR instead of resolving it, as curl (repeatable).", valueName: "host:port:addr"))
         var resolve: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors.", valueName: "file|dir"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors. They judge the --pinset repository's server too.", valueName: "file|dir"))
         var roots: String?
 
         @Option(
@@ -124,10 +126,14 @@ extension PinningCommand {
             // Failure reports, by default, for the entries that name reportURIs: set on every configuration the
             // proxy applies (the first, each reload, each pin set version).
             let reportQueue: PinFailureReportQueue? = self.noReports ? nil : ReportDelivery.proxyQueue { outcome in Self.reportLog(outcome, json: json) }
+            // Read before the pin set: --roots judges the repository's https server too.
+            let roots = try InputLoading.roots(self.roots)
             let updater: PinSetUpdater?
             var configuration: PinningConfiguration
             if self.pinSetOptions.isGiven {
-                let following = try self.pinSetOptions.makeUpdater(refreshInterval: self.pinsetRefresh, reportQueue: reportQueue) { line in
+                let following = try self.pinSetOptions.makeUpdater(
+                    roots: roots, resolve: try ResolveOption.parse(self.resolve), refreshInterval: self.pinsetRefresh, reportQueue: reportQueue
+                ) { line in
                     Self.pinSetLog(line, json: json)
                 }
                 await following.refresh()
@@ -148,7 +154,6 @@ extension PinningCommand {
             let listen = try Self.address(self.listen, option: "--listen", allowRemote: self.allowRemote)
             let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
             let resolve = try self.parsedResolve()
-            let roots = try InputLoading.roots(self.roots)
             let directory = self.caDirectory ?? Self.defaultCADirectory()
             let authority = try Self.authority(directory: directory, covering: configuration)
             Self.warnIfReissued(authority)

@@ -317,7 +317,8 @@ extension PinningCommand {
             let outcome = await updater.refresh()
             guard let current = updater.currentConfiguration() else {
                 let why = updater.status.lastError ?? "no pin set"
-                Self.warn("refusing to connect: no pin set to judge by (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))")
+                let kept = PinSetOptions.keptWords(updater, directory: self.pinSetOptions.directory ?? "")
+                Self.warn("refusing to connect: no pin set to judge by (\(kept), and the refresh failed: \(why))")
                 throw ExitCode(3)
             }
             if case .failed(let line) = outcome {

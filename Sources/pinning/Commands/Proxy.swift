@@ -141,7 +141,7 @@ extension PinningCommand {
                     // Display text (PinSetStatus.lastError): the repository's text in it is escaped already.
                     let why = following.status.lastError ?? "no pin set"
                     FileHandle.standardError.write(
-                        Data("pinning: proxy: no pin set to enforce (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))\n".utf8))
+                        Data("pinning: proxy: no pin set to enforce (\(PinSetOptions.keptWords(following, directory: self.pinSetOptions.directory ?? "")), and the refresh failed: \(why))\n".utf8))
                     throw ExitCode(3)
                 }
                 configuration = current.configuration

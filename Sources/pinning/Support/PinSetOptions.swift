@@ -119,6 +119,15 @@ struct PinSetOptions: ParsableArguments {
     }
 }
 
+extension PinSetOptions {
+    /// What was kept in `--pinset-dir`, for the line that says no pin set is enforced: "none kept in DIR", or, when
+    /// one was kept but refused at start (a file edited or removed), that and why (display text, escaped already).
+    static func keptWords(_ updater: PinSetUpdater, directory: String) -> String {
+        guard let why = updater.storedRejection else { return "none kept in \(directory)" }
+        return "the one kept in \(directory) is not used: \(why)"
+    }
+}
+
 /// The `pinset` object of `pinning check --json`.
 struct PinSetReport: Encodable {
     var version: Int?

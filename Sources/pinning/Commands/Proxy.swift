@@ -273,7 +273,7 @@ extension PinningCommand {
                     }
                     line = encoded ?? #"{"event":"reload","result":"refused"}"#
                 } else {
-                    line = "reload refused, the previous configuration stays: \(VisibleText.escaped(error.message))"
+                    line = "reload refused, the previous configuration stays: \(Self.oneLine(error.message))"
                 }
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -301,9 +301,16 @@ extension PinningCommand {
                 proxy.statistics.reloaded(succeeded: false)
                 let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
                 // The pin set is the repository's text: escaped (VisibleText), as the other pin set lines are.
-                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(VisibleText.escaped(message))"
+                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(Self.oneLine(message))"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// `text` (every problem of a refused configuration, one a line) as one log line: its lines joined by "; ",
+        /// each escaped (VisibleText). Escaping the whole would show each line break as `\u{a}`.
+        static func oneLine(_ text: String) -> String {
+            text.split(separator: "\n", omittingEmptySubsequences: true).map { VisibleText.escaped($0.trimmingCharacters(in: .whitespaces)) }
+                .joined(separator: "; ")
         }
 
         /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a

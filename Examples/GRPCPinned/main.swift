@@ -16,6 +16,24 @@ import PinningGRPC
 import PinningNIO
 import PinningPKI
 
+// `--help` says what the demo does and runs nothing; it takes no other arguments.
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(
+        """
+        USAGE: swift run GRPCPinnedExample
+
+        Mints a throw-away PKI, serves devices.Devices/Whoami on 127.0.0.1 over mutual TLS (MutualTLSGRPCServerTransport),
+        calls it as a device through PinnedGRPCClientTransport pinned to the server's key, then once more pinned to
+        another key to show the refusal a caller gets. Takes no arguments.
+        """)
+    exit(0)
+}
+if let first = arguments.first {
+    FileHandle.standardError.write(Data("GRPCPinnedExample: unexpected argument \"\(first)\"; it takes none (--help says what it does)\n".utf8))
+    exit(2)
+}
+
 struct Text: MessageSerializer, MessageDeserializer {
     func serialize<Bytes: GRPCContiguousBytes>(_ message: String) throws -> Bytes { Bytes(Array(message.utf8)) }
     func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> String {

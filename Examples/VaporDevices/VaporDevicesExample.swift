@@ -20,6 +20,24 @@ import X509
 @main
 enum VaporDevicesExample {
     static func main() async throws {
+        // `--help` says what the demo does and runs nothing; it takes no other arguments.
+        let arguments = CommandLine.arguments.dropFirst()
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(
+                """
+                USAGE: swift run VaporDevicesExample
+
+                Mints a throw-away PKI, serves https://device.local:<port>/me on 127.0.0.1 with Vapor, client certificates
+                required from the device CA and judged by swift-pinning's MutualTLSServer, then calls it through the pinned
+                Vapor client as a device (answered with its validated subject) and without an identity (refused at the
+                handshake). Takes no arguments; the source (Examples/VaporDevices) says how to use your own files.
+                """)
+            return
+        }
+        if let first = arguments.first {
+            FileHandle.standardError.write(Data("VaporDevicesExample: unexpected argument \"\(first)\"; it takes none (--help says what it does)\n".utf8))
+            exit(2)
+        }
         let serverChain = try TestChain(host: "device.local", rootName: "Example Server Root")
         let deviceRoot = try TestPKI.root("Example Device Root")
         let deviceCA = try TestPKI.intermediate("Example Device CA", issuer: deviceRoot)

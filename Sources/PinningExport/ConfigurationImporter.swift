@@ -54,6 +54,10 @@ public struct ConfigurationImporter: Sendable {
     /// - Throws: ``/PinningExportCore/TranslationError``: the input does not read, or (unless ``lossy``) a feature cannot be
     ///   expressed, or the result is not a valid configuration.
     public func importConfiguration(_ bytes: [UInt8], baseDirectory: String) throws(TranslationError) -> Translation {
+        // Said as it is: an XML parser reports an empty file as "line 0, column 0: not well-formed XML".
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            throw TranslationError(input: bytes.isEmpty ? "the file is empty" : "the file holds only white space")
+        }
         var log = ProblemLog(format: self.format, lossy: self.lossy)
         var notes: [String] = []
         let entries: [(String, Entry)]
@@ -230,7 +234,11 @@ public struct ConfigurationImporter: Sendable {
         do {
             object = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
         } catch {
-            throw TranslationError(input: "not a property list: \(error.localizedDescription)")
+            // Foundation's words ("The operation could not be completed. The data is not in the correct format.")
+            // say nothing a reader can use: ours name what was expected, and the likely mix-up.
+            let text = String(decoding: bytes.prefix(4096), as: UTF8.self)
+            let hint = text.contains("<network-security-config") ? "; it looks like an Android Network Security Config: use --format android-nsc" : ""
+            throw TranslationError(input: "not a property list (XML, binary or OpenStep) that reads\(hint)")
         }
         guard var configuration = object as? [String: Any] else {
             throw TranslationError(input: "the property list's root is not a dictionary")

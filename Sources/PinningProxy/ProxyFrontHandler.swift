@@ -63,7 +63,7 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
     private static func classify(_ head: HTTPRequestHead) -> Pending {
         if head.method == .CONNECT {
             guard let (host, port) = Self.authority(head.uri) else {
-                return .refuse(.badRequest, "CONNECT needs HOST:PORT, got \"\(head.uri)\"")
+                return .refuse(.badRequest, "CONNECT needs HOST:PORT, got \"\(head.uri)\": \(Self.authorityProblem(head.uri))")
             }
             return .connect(host: host, port: port)
         }
@@ -97,6 +97,28 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard !host.isEmpty, host.count <= 253, let port = Int(portText), (1...65535).contains(port) else { return nil }
         guard host.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "/" && $0 != "@" }) else { return nil }
         return (String(host), port)
+    }
+
+    /// Why ``authority(_:)`` refused `text`, in words (the same checks, in its order).
+    static func authorityProblem(_ text: String) -> String {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return "no \"]\" closes the IPv6 address" }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return "no :PORT after the IPv6 address" }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return "no :PORT" }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        if host.isEmpty { return "no host" }
+        if host.count > 253 { return "the host is \(host.count) characters long; a host name has at most 253" }
+        guard let port = Int(portText), (1...65535).contains(port) else { return "the port \"\(portText)\" is not a TCP port (1-65535)" }
+        if !host.allSatisfy(\.isASCII) { return "the host is not ASCII; an internationalized name is sent as its A-label (xn--…)" }
+        return "the host holds white space, \"/\" or \"@\""
     }
 
     private func act(context: ChannelHandlerContext, on pending: Pending) {
@@ -329,8 +351,15 @@ final class ProxyFrontHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         if let parse = error as? HTTPParserError, case .headerOverflow = parse {
             self.reply(context: context, .requestHeaderFieldsTooLarge, "pinning proxy: the request head is larger than 80 KiB\n", failure: "431")
-        } else if error is HTTPParserError {
-            self.reply(context: context, .badRequest, "pinning proxy: not an HTTP/1.1 request\n", failure: "400")
+        } else if let parse = error as? HTTPParserError {
+            // An invalid target (a UTF-8 host after CONNECT) is said as such; anything else is not HTTP/1.1.
+            let words: String
+            if case .invalidURL = parse {
+                words = HTTPParseErrorAnswer.answer(for: parse).words
+            } else {
+                words = "not an HTTP/1.1 request"
+            }
+            self.reply(context: context, .badRequest, "pinning proxy: \(words)\n", failure: "400")
         } else {
             self.connection.finish(verdict: .notJudged, failure: "error", message: ConnectionFailureWords.words(error))
             context.close(promise: nil)

@@ -144,7 +144,8 @@ struct PinSetCLITests {
             ),
             (publish + ["--targets-key", unicodeMissing, "--snapshot-key", fixture.key("snapshot"), "--timestamp-key", fixture.key("timestamp")], ["--targets-key", "ключ-ü.pem", "no such file"]),
             (["pinset", "publish", fixture.directory.path("conf"), configuration] + fixture.onlineKeys, ["conf", "not a pin-set repository"]),
-            (["pinset", "status", fixture.directory.path("нет-репо")], ["нет-репо", "not a directory"]),
+            (["pinset", "status", fixture.directory.path("нет-репо")], ["нет-репо", "no such directory", "pinset init"]),
+            (["pinset", "status", configuration], ["conf", "not a directory"]),
             (["pinset", "publish", fixture.repo, absolute] + fixture.onlineKeys, ["anchors[0]", "relative path"]),
             (["pinset", "publish", fixture.repo, configuration, "--expires", "targets=0"] + fixture.onlineKeys, ["--expires targets=0"]),
             (["pinset", "publish", fixture.repo, configuration, "--expires", "delegated=3"] + fixture.onlineKeys, ["--expires delegated=3"]),
@@ -201,5 +202,20 @@ struct PinSetCLITests {
         #expect(!refused.stderr.contains("TrustFailure"), "\(refused)")
         let status = try await fixture.status()
         #expect(status["roles"]?.arrayValue?[1].objectValue?["version"]?.intValue == 2, "the refused publish wrote nothing")
+    }
+
+    @Test("a failure (exit 1) has the prefix of bad input (`pinning: pinset timestamp: …`), not `pinning pinset timestamp: …`")
+    func failurePrefix() async throws {
+        let fixture = try await Fixture.make()
+        defer { fixture.directory.remove() }
+        try await fixture.initialize()
+        // Another pinset command holds the repository's lock.
+        let descriptor = open(fixture.repo + "/.pinset.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        try #require(descriptor >= 0 && flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        defer { close(descriptor) }
+        let busy = try await fixture.run(["pinset", "timestamp", fixture.repo, "--timestamp-key", fixture.key("timestamp")])
+        #expect(busy.status == 1, "\(busy)")
+        #expect(busy.stderr.hasPrefix("pinning: pinset timestamp: "), "\(busy)")
+        #expect(busy.stderr.contains("another pinning pinset command is writing this repository"), "\(busy)")
     }
 }

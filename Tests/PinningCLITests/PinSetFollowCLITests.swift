@@ -90,7 +90,19 @@ struct PinSetFollowCLITests {
         let none = try await Executable.pinning(fresh, in: directory)
         #expect(none.status == 3, "\(none)")
         #expect(none.stdout.isEmpty, "\(none)")
-        #expect(none.stderr.contains("refusing to connect: no pin set to judge by"), "\(none)")
+        #expect(none.stderr.contains("refusing to connect: no pin set to judge by (none kept in"), "\(none)")
+
+        // The kept pin set edited on this machine: refused at start, and the refusal says so rather than "none kept".
+        let kept = FileManager.default.enumerator(atPath: directory.path("state"))?.allObjects.compactMap { $0 as? String }.filter { $0.hasSuffix("/pinning.json") } ?? []
+        #expect(!kept.isEmpty, "the kept pin set")
+        for edited in kept {
+            try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path("state") + "/" + edited))
+        }
+        let tampered = try await Executable.pinning(arguments, in: directory)
+        #expect(tampered.status == 3, "\(tampered)")
+        #expect(tampered.stderr.contains("(the one kept in \(directory.path("state")) is not used: "), "\(tampered)")
+        #expect(tampered.stderr.contains("pinning.json is missing or not the file that was verified"), "\(tampered)")
+        #expect(!tampered.stderr.contains("none kept"), "\(tampered)")
     }
 
     @Test(

@@ -67,6 +67,28 @@ struct ProxyBlameCLITests {
         }
     }
 
+    @Test("CONNECT to what cannot be a host gets 400 saying what is wrong: a UTF-8 name, a name over 253 characters, no port")
+    func connectTargetInWords() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        let (proxy, port, _) = try await setup.proxy(upstreamPort: 9)
+        defer { proxy.kill() }
+        let long = String(repeating: "a", count: 300) + ".example"
+        let cases = [
+            // It was "not an HTTP/1.1 request".
+            ("bücher.example:443", "the request target is not a valid URL, path or HOST:PORT (only ASCII is sent there: an internationalized host name as its A-label"),
+            // It was "CONNECT needs HOST:PORT" and nothing more.
+            (long + ":443", "the host is 308 characters long; a host name has at most 253"),
+            ("api.test", "no :PORT"),
+            ("api.test:99999", "the port \"99999\" is not a TCP port (1-65535)"),
+        ]
+        for (target, words) in cases {
+            let sent = try await SlowClients.run(["dribble", "\(port)", "20", "0", "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\r\n"], in: setup.directory)
+            #expect(sent.received.hasPrefix("HTTP/1.1 400 Bad Request"), "\(target): \(sent)")
+            #expect(sent.received.contains(words), "\(target): \(sent)")
+        }
+    }
+
     @Test("inside an intercepted TLS session: an oversized head gets 431 in words, garbage 400 in words, each logged as the client's")
     func clientFaultsInsideTLS() async throws {
         let setup = try Setup()

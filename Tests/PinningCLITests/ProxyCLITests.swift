@@ -563,6 +563,8 @@ struct ProxyCLITests {
         #expect(load.hasSuffix(" 0"), "no request the policy allows failed during 100 SIGHUPs: \(load)")
         #expect(fixture.proxy.stderr.contains("reload refused, the previous configuration stays: invalid pinning configuration"), "\(fixture.proxy.stderr)")
         #expect(fixture.proxy.stderr.contains("domains[\"api.test\"].pins"), "every problem is logged: \(fixture.proxy.stderr)")
+        let refusals = fixture.proxy.stderr.split(separator: "\n").filter { $0.contains("reload refused") }
+        #expect(!refusals.isEmpty && refusals.allSatisfy { !$0.contains("\\u{a}") }, "problems joined in one line, no escaped line break: \(refusals.prefix(1))")
     }
 
     @Test("limits: over --max-connections a client gets 503 in words; a connection idle past --idle-timeout is closed")

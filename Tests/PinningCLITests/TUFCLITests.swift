@@ -78,6 +78,9 @@ struct TUFCLITests {
         // An unreadable file stays a failure of the command (exit 1), as tuf-conformance's command line has it.
         let missing = try await Executable.pinning(["tuf", "--metadata-dir", metadata + "/client", "init", directory.path + "/absent.json"], in: directory)
         #expect(missing.status == 1, "\(missing)")
+        // And the help says so (it said 2 for any bad TRUSTED_ROOT).
+        let help = try await Executable.pinning(["tuf", "--help"], in: directory)
+        #expect(help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("a TRUSTED_ROOT that cannot be read"), "\(help)")
 
         // A valid root over an initialized directory replaces it: a deliberate re-bootstrap (the help says so).
         let other = try directory.write("other-root.json", bytes: TUFTestRepository().root(version: 3))

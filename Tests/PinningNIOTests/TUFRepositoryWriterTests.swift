@@ -278,3 +278,19 @@ struct TUFRepositoryWriterTests {
         #expect(digest.stdout.hasPrefix(key.keyID), "\(digest)")
     }
 }
+
+@Suite("TUF signing keys: an unsupported key type in words")
+struct TUFSigningKeyWordsTests {
+    @Test("an Ed448 key is refused naming its algorithm, in a sentence that reads (it was \"a Ed448 key\")")
+    func unsupportedAlgorithm() {
+        // PKCS#8 (RFC 8410): version 0, algorithm id-Ed448 (1.3.101.113), the 57-byte private key.
+        let ed448: [UInt8] = [0x30, 0x47, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x71, 0x04, 0x3B, 0x04, 0x39] + [UInt8](repeating: 7, count: 57)
+        do {
+            _ = try TUFSigningKey(derRepresentation: ed448)
+            Issue.record("an Ed448 key was accepted")
+        } catch {
+            #expect(error.code == .unsupportedAlgorithm)
+            #expect(error.message == "the key's algorithm, Ed448, is not supported (Ed25519, EC P-256 or RSA of 2048 bits or more)")
+        }
+    }
+}

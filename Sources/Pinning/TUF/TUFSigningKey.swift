@@ -207,7 +207,7 @@ public struct TUFSigningKey: Sendable {
             throw TUFKeyError(
                 .unsupportedAlgorithm, "an RSA-PSS-restricted key (openssl genpkey -algorithm RSA-PSS) is not supported; make one with -algorithm RSA (it signs rsassa-pss-sha256)")
         default:
-            throw TUFKeyError(.unsupportedAlgorithm, "a \(Self.algorithmWords(algorithm)) key is not supported (Ed25519, EC P-256 or RSA of 2048 bits or more)")
+            throw TUFKeyError(.unsupportedAlgorithm, "the key's algorithm, \(Self.algorithmWords(algorithm)), is not supported (Ed25519, EC P-256 or RSA of 2048 bits or more)")
         }
     }
 

@@ -84,7 +84,7 @@ enum HTTP1Exchange {
         let host = target.host
         let events = ConnectionEvents()
         let limit = request.maximumBodySize ?? configuration.maximumBodySize
-        let connectTimeout = configuration.connectTimeout
+        let connectTimeout = request.bounded(configuration.connectTimeout)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
@@ -95,7 +95,7 @@ enum HTTP1Exchange {
         var closing = Self.head(target, request: request, headers: headers, userAgent: configuration.userAgent, dropping: ["content-length", "transfer-encoding"])
         closing.headers.replaceOrAdd(name: "connection", value: "close")
         let head = closing
-        let timeout = configuration.requestTimeout
+        let timeout = request.bounded(configuration.requestTimeout)
         let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
         let connected = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: target.port)
         let exchange =

@@ -161,34 +161,107 @@ public final class PinnedHTTPClient: Sendable {
         maximumBodySize: Int? = nil,
         resolve: @escaping Resolve = { _, _ in nil }
     ) async throws(PinningConnectionError) -> PinnedHTTPResponse {
+        let followed = try await self.follow(url, headers: headers, maximumBodySize: maximumBodySize, allowsPlainHTTP: false, wholeChain: false, resolve: resolve)
+        guard let handshake = followed.handshake else {
+            // Not reached: without allowsPlainHTTP every URL followed is https, carried by a pinned connection.
+            var failure = PinningConnectionError(code: .invalidRequest, host: nil, message: "\(followed.url.absoluteString): only https URLs are supported here")
+            failure.url = followed.url
+            throw failure
+        }
+        return PinnedHTTPResponse(
+            url: followed.url, version: followed.head.version, status: followed.head.status, headers: followed.head.headers, body: followed.body,
+            bodyMayBeTruncated: followed.bodyMayBeTruncated, handshake: handshake, redirects: followed.redirects)
+    }
+
+    /// The last response of ``follow(_:headers:maximumBodySize:allowsPlainHTTP:wholeChain:resolve:)``: the URL that
+    /// answered, those redirected from, and the handshake of its connection (nil for a plain `http` URL).
+    struct Followed: Sendable {
+        var url: URL
+        var redirects: [URL]
+        var head: HTTPResponseHead
+        var body: [UInt8]
+        var bodyMayBeTruncated: Bool
+        var handshake: PinnedHandshake?
+    }
+
+    /// The module's one redirect loop: GETs `url`, following 301, 302, 303, 307 and 308 with a `Location` up to
+    /// ``PinnedHTTPClientConfiguration/maximumRedirects`` (0: the 3xx is the response). `https` URLs go over pinned
+    /// connections, each new host judged for itself; `http` URLs (only when `allowsPlainHTTP`, for content whose
+    /// integrity is established another way: TUF) go over plain connections, as
+    /// ``getPlainHTTP(_:headers:maximumBodySize:resolve:)``. A redirect from `https` to `http` is always refused:
+    /// a URL given as `https` promised a protected transport, and that promise is kept to the end of the chain.
+    ///
+    /// With `wholeChain`, the body cap and the time bound the whole chain, not each step: the bodies of every
+    /// response read (redirects included) together stay within the cap, and the chain ends within one request's
+    /// time (``PinnedHTTPClientConfiguration/connectTimeout`` plus ``PinnedHTTPClientConfiguration/requestTimeout``),
+    /// so a chain of redirects costs no more than one direct fetch may. Without it each step gets the full cap
+    /// and timeouts (what ``get(_:headers:maximumBodySize:resolve:)`` has always done).
+    ///
+    /// A failure names the URL it was requesting (``PinningConnectionError/url``): after a redirect, not the one
+    /// given (`pinning check` says which host was judged, and for which URL; the TUF fetcher names it).
+    func follow(
+        _ url: URL, headers: HTTPHeaders, maximumBodySize: Int?, allowsPlainHTTP: Bool, wholeChain: Bool, resolve: @escaping Resolve
+    ) async throws(PinningConnectionError) -> Followed {
         var current = url
         var visited: [URL] = []
         var headers = headers
-        let origin = try RequestTarget(url)
-        // A failure names the URL it was requesting: after a redirect, not the one given (`pinning check` says
-        // which host was judged, and for which URL).
+        let origin = try RequestTarget(url, plainHTTP: allowsPlainHTTP && Self.isPlain(url))
+        var budget = maximumBodySize ?? self.configuration.maximumBodySize
+        let allowed = self.configuration.connectTimeout + self.configuration.requestTimeout
+        let deadline: NIODeadline? = wholeChain ? .now() + allowed : nil
         do throws(PinningConnectionError) {
             while true {
-                let target = try RequestTarget(current)
+                let plain = allowsPlainHTTP && Self.isPlain(current)
+                let target = try RequestTarget(current, plainHTTP: plain)
                 if target.host.lowercased() != origin.host.lowercased() || target.port != origin.port {
                     // As curl and browsers do: credentials meant for one origin are not sent to another.
                     for name in Self.originBoundHeaders { headers.remove(name: name) }
                 }
-                let exchange = try await self.exchange(target, request: RequestLine(method: .GET, body: nil, maximumBodySize: maximumBodySize), headers: headers, resolve: resolve)
-                let response = exchange.response(url: current, redirects: visited)
+                if let deadline, deadline <= .now() {
+                    let followed = "\(visited.count) redirect\(visited.count == 1 ? "" : "s") followed"
+                    throw PinningConnectionError(code: .timedOut, host: target.host, message: "no complete response within \(PinnedTLSClient.words(allowed)) (\(followed))")
+                }
+                let request = RequestLine(method: .GET, body: nil, maximumBodySize: wholeChain ? budget : maximumBodySize, deadline: deadline)
+                let hop: Followed
+                if plain {
+                    if self.pool.isShutDown {
+                        throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+                    }
+                    let collected = try await HTTP1Exchange.plain(
+                        target, request: request, headers: headers, address: resolve(target.host, target.port), configuration: self.configuration, group: self.group)
+                    hop = Followed(
+                        url: current, redirects: visited, head: collected.head, body: collected.body, bodyMayBeTruncated: collected.bodyMayBeTruncated, handshake: nil)
+                } else {
+                    let exchange = try await self.exchange(target, request: request, headers: headers, resolve: resolve)
+                    hop = Followed(
+                        url: current, redirects: visited, head: exchange.head, body: exchange.body, bodyMayBeTruncated: exchange.bodyMayBeTruncated,
+                        handshake: exchange.handshake)
+                }
+                budget -= hop.body.count
                 // maximumRedirects 0: redirects are the caller's business; the 3xx is the response.
-                guard let location = Self.redirectLocation(exchange.head), self.configuration.maximumRedirects > 0 else {
-                    return response
+                guard let location = Self.redirectLocation(hop.head), self.configuration.maximumRedirects > 0 else {
+                    return hop
                 }
                 guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
                     throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
                 }
-                guard next.scheme?.lowercased() == "https" else {
-                    throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "refusing a redirect away from https to \(next.absoluteString)")
+                switch next.scheme?.lowercased() {
+                case "https":
+                    break
+                case "http" where plain:
+                    break
+                case "http" where allowsPlainHTTP:
+                    throw PinningConnectionError(
+                        code: .tooManyRedirects, host: target.host,
+                        message: "refusing a redirect from https to plain http (\(next.absoluteString)): a URL given as https is followed over https only")
+                default:
+                    let words = plain ? "refusing a redirect to \(next.absoluteString): only http and https URLs are followed" : "refusing a redirect away from https to \(next.absoluteString)"
+                    throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: words)
                 }
                 visited.append(current)
                 guard visited.count <= self.configuration.maximumRedirects else {
-                    throw PinningConnectionError(code: .tooManyRedirects, host: target.host, message: "more than \(self.configuration.maximumRedirects) redirects (last to \(next.absoluteString))")
+                    throw PinningConnectionError(
+                        code: .tooManyRedirects, host: target.host, message: "more than \(self.configuration.maximumRedirects) redirects (last to \(next.absoluteString))")
                 }
                 current = next
             }
@@ -198,6 +271,8 @@ public final class PinnedHTTPClient: Sendable {
             throw failure
         }
     }
+
+    static func isPlain(_ url: URL) -> Bool { url.scheme?.lowercased() == "http" }
 
     /// Sends one request with any method and body, as it is: redirects are returned, not followed (as curl without
     /// `-L`; ``get(_:headers:maximumBodySize:resolve:)`` follows them). The connection is the same pinned one ``get(_:headers:maximumBodySize:resolve:)``
@@ -250,6 +325,16 @@ public final class PinnedHTTPClient: Sendable {
         /// Only the status and headers matter (a failure report): the exchange ends at the response head, the
         /// body is not read, and the connection is closed after it (`Connection: close` is sent).
         var statusOnly = false
+
+        /// When the chain of redirects this request is a step of must be over (``follow(_:headers:maximumBodySize:allowsPlainHTTP:wholeChain:resolve:)``
+        /// with `wholeChain`); nil: the configuration's timeouts apply to this request alone.
+        var deadline: NIODeadline? = nil
+
+        /// `timeout`, shortened to what is left before ``deadline``.
+        func bounded(_ timeout: TimeAmount) -> TimeAmount {
+            guard let deadline else { return timeout }
+            return max(.nanoseconds(1), min(timeout, deadline - .now()))
+        }
 
         /// Safe to send again when a reused connection turns out closed (RFC 9110 §9.2.2).
         var isIdempotent: Bool {
@@ -308,12 +393,12 @@ public final class PinnedHTTPClient: Sendable {
             break
         }
         guard self.configuration.httpVersions == .automatic else {
-            let connection = try await self.connect(target, address: address)
+            let connection = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
             return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
         // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it.
         let (pending, started) = self.pool.connecting(key) {
-            Task { () async throws -> HTTPConnection in try await self.connect(target, address: address) }
+            Task { () async throws -> HTTPConnection in try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout)) }
         }
         let connection: HTTPConnection
         do {
@@ -334,7 +419,7 @@ public final class PinnedHTTPClient: Sendable {
             return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
         // Another request's HTTP/1.1 connection: it carries one request at a time, and that one is theirs.
-        let own = try await self.connect(target, address: address)
+        let own = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
         return try await self.send(target, request: request, headers: headers, on: own, key: key)
     }
 
@@ -346,7 +431,7 @@ public final class PinnedHTTPClient: Sendable {
         return generation == current.generation
     }
 
-    private func connect(_ target: RequestTarget, address: SocketAddress?) async throws(PinningConnectionError) -> HTTPConnection {
+    private func connect(_ target: RequestTarget, address: SocketAddress?, timeout: TimeAmount) async throws(PinningConnectionError) -> HTTPConnection {
         // Read before the handshake: the configuration that judges it is this one or a newer one, never older, so
         // a connection is never taken for newer than it is.
         let generation = self.tls.configurationSource?.currentConfiguration()?.generation
@@ -361,7 +446,7 @@ public final class PinnedHTTPClient: Sendable {
             port: target.port,
             address: address,
             group: self.group,
-            timeout: self.configuration.connectTimeout,
+            timeout: timeout,
             configure: { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard negotiates else {
@@ -431,7 +516,7 @@ public final class PinnedHTTPClient: Sendable {
         let head = self.requestHead(
             target, request: request, headers: headers, dropping: ["connection", "content-length", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"])
         let channel = connection.channel
-        let timeout = self.configuration.requestTimeout
+        let timeout = request.bounded(self.configuration.requestTimeout)
         let host = target.host
         let limit = request.maximumBodySize ?? self.configuration.maximumBodySize
         let events = ConnectionEvents()
@@ -480,7 +565,7 @@ public final class PinnedHTTPClient: Sendable {
         let collected: CollectedResponse
         do {
             collected = try await HTTP1Exchange.run(
-                head, request: request, on: connection.channel, events: connection.events, host: target.host, timeout: self.configuration.requestTimeout
+                head, request: request, on: connection.channel, events: connection.events, host: target.host, timeout: request.bounded(self.configuration.requestTimeout)
             ).get()
         } catch {
             connection.closeInBackground()

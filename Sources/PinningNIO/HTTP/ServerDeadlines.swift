@@ -352,13 +352,21 @@ package final class HTTPParseErrorAnswer: ChannelDuplexHandler, RemovableChannel
         if case .headerOverflow = error {
             return (.requestHeaderFieldsTooLarge, "the request head is larger than 80 KiB")
         }
+        if case .invalidURL = error {
+            // What a client most likely did: sent a name in UTF-8 (`CONNECT bücher.example:443`).
+            return (.badRequest, "the request target is not a valid URL, path or HOST:PORT (\(Self.targetRule))")
+        }
         return (.badRequest, "not an HTTP/1.1 request (\(Self.name(error)))")
     }
+
+    /// What a request target may hold, for the words of an invalid one.
+    static let targetRule = "only ASCII is sent there: an internationalized host name as its A-label, xn--…, a path percent-encoded"
 
     /// What the client sent, for a log line: "a request head larger than 80 KiB", "something that is not an
     /// HTTP/1.1 request (invalid method)".
     package static func whatTheClientSent(_ error: HTTPParserError) -> String {
         if case .headerOverflow = error { return "a request head larger than 80 KiB" }
+        if case .invalidURL = error { return "a request target that is not a valid URL, path or HOST:PORT (\(Self.targetRule))" }
         return "something that is not an HTTP/1.1 request (\(Self.name(error)))"
     }
 

@@ -117,7 +117,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         var lastError: String?
         var lastAttempt: Date?
         var consecutiveFailures = 0
+        /// Why the pin set kept in the directory was not loaded at start (display text); kept after a refresh
+        /// overwrote ``lastError``, so "none kept" is never said of a directory whose pin set was refused.
+        var storedRejection: String?
     }
+
+    /// Why the pin set kept in ``directory`` was not used when this updater started (edited, removed or unreadable
+    /// files: display text), nil when none was kept or it was loaded. `pinning check` and `pinning proxy` say it when
+    /// they have no pin set at all, rather than "none kept".
+    package nonisolated var storedRejection: String? { self.state.withLockedValue { $0.storedRejection } }
 
     /// An updater that enforces the pin set stored in `directory`, if any, at once (no network), and takes the
     /// bootstrap root as its trust in the repository the first time (afterwards the stored, possibly rotated,
@@ -710,7 +718,10 @@ public actor PinSetUpdater: PinningConfigurationSource {
 
     private nonisolated func rejectStored(_ why: String) {
         let line = "the stored pin set is not used, no pin set is enforced until a refresh succeeds: \(why)"
-        self.state.withLockedValue { $0.lastError = line }
+        self.state.withLockedValue { state in
+            state.lastError = line
+            state.storedRejection = why
+        }
         self.log?(line)
     }
 

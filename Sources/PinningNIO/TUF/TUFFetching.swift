@@ -1,5 +1,6 @@
 public import Foundation
 import NIOHTTP1
+import Pinning
 
 /// Fetches TUF metadata and targets for a ``TUFUpdater``.
 public protocol TUFFetching: Sendable {
@@ -42,49 +43,66 @@ public struct TUFFetchError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Fetches over ``PinnedHTTPClient``: `https` URLs through its pinned TLS connections (so a repository's server can
-/// be pinned like any other), and `http` URLs through ``PinnedHTTPClient/getPlainHTTP(_:headers:maximumBodySize:resolve:)``
-/// only when ``allowsPlainHTTP`` is set. TUF's signatures, versions, expiries and hashes protect the content either
-/// way; plain HTTP lets a network attacker withhold updates (which expiry turns into a visible failure) but not
-/// change them. Redirects are followed for `https` (each new host evaluated), never for `http`.
+/// be pinned like any other, or judged by private roots given in the client's ``/Pinning/TrustSettings``), and `http`
+/// URLs over plain connections only when ``allowsPlainHTTP`` is set. TUF's signatures, versions, expiries and hashes
+/// protect the content either way; plain HTTP lets a network attacker withhold updates (which expiry turns into a
+/// visible failure) but not change them.
+///
+/// Redirects (301, 302, 303, 307, 308) are followed, as python-tuf's ngclient (through requests) and `curl -L` do,
+/// by the client's one redirect loop: up to the client's ``PinnedHTTPClientConfiguration/maximumRedirects`` (the
+/// `pinning` commands use 5, as for `pinning check`: an object store or CDN redirects once or twice; requests allows
+/// 30 and curl 50, but every extra hop is only more time an attacker can spend), each new `https` host judged for
+/// itself. From `https` a redirect to plain `http` is refused even though the metadata is signed: a repository given
+/// as `https` was promised that transport. `http` may redirect to `http` or `https`. The length cap and the time
+/// bound apply to the whole chain, not to each step: a chain of redirects costs no more than one direct fetch may
+/// (the client's connect plus request timeouts). Every failure names the URL that failed, after redirects.
 public struct TUFHTTPFetcher: TUFFetching {
     public let client: PinnedHTTPClient
     public let allowsPlainHTTP: Bool
+    /// Addresses to connect to instead of DNS (as curl's `--resolve`), redirect targets included.
+    public let resolve: PinnedHTTPClient.Resolve
 
-    public init(client: PinnedHTTPClient, allowsPlainHTTP: Bool = false) {
+    public init(client: PinnedHTTPClient, allowsPlainHTTP: Bool = false, resolve: @escaping PinnedHTTPClient.Resolve = { _, _ in nil }) {
         self.client = client
         self.allowsPlainHTTP = allowsPlainHTTP
+        self.resolve = resolve
     }
 
     public func fetch(_ url: URL, maximumLength: Int) async throws(TUFFetchError) -> [UInt8] {
-        let status: HTTPResponseStatus
-        let body: [UInt8]
-        do {
-            switch url.scheme?.lowercased() {
-            case "https":
-                let response = try await self.client.get(url, maximumBodySize: maximumLength)
-                status = response.status
-                body = response.body
-            case "http" where self.allowsPlainHTTP:
-                let response = try await self.client.getPlainHTTP(url, maximumBodySize: maximumLength)
-                status = response.status
-                body = response.body
-            default:
-                throw TUFFetchError(kind: .failed, message: "\(url.absoluteString): only https\(self.allowsPlainHTTP ? " and http" : "") URLs are fetched")
-            }
-        } catch let error as TUFFetchError {
-            throw error
-        } catch let error as PinningConnectionError {
-            throw TUFFetchError(kind: .failed, message: "\(url.absoluteString): \(error.message)")
-        } catch {
-            throw TUFFetchError(kind: .failed, message: "\(url.absoluteString): \(error)")
-        }
-        switch status.code {
-        case 200:
-            return body
-        case 403, 404:
-            throw TUFFetchError(kind: .notFound, message: "\(url.absoluteString): HTTP \(status.code)")
+        switch url.scheme?.lowercased() {
+        case "https":
+            break
+        case "http" where self.allowsPlainHTTP:
+            break
         default:
-            throw TUFFetchError(kind: .failed, message: "\(url.absoluteString): HTTP \(status.code)")
+            throw TUFFetchError(kind: .failed, message: "\(url.absoluteString): only https\(self.allowsPlainHTTP ? " and http" : "") URLs are fetched")
+        }
+        let followed: PinnedHTTPClient.Followed
+        do {
+            followed = try await self.client.follow(
+                url, headers: HTTPHeaders(), maximumBodySize: maximumLength, allowsPlainHTTP: self.allowsPlainHTTP, wholeChain: true, resolve: self.resolve)
+        } catch {
+            let failed = error.url ?? url
+            // A refused server in the product's words (`[noPathToAnchor] reason`), not the failure's log form,
+            // which starts with its type's name; the host is named once, in front.
+            let words = error.trustFailure.map { "\(error.host ?? failed.host ?? ""): \($0.codeAndReason)" } ?? error.message
+            throw TUFFetchError(kind: .failed, message: "\(failed.absoluteString): \(words)")
+        }
+        let shown = followed.url.absoluteString + (followed.redirects.isEmpty ? "" : " (redirected from \(url.absoluteString))")
+        switch followed.head.status.code {
+        case 200:
+            return followed.body
+        case 403, 404:
+            throw TUFFetchError(kind: .notFound, message: "\(shown): HTTP \(followed.head.status.code)")
+        default:
+            // A redirect status that was not followed: say why rather than leave "HTTP 302" unexplained.
+            var why = ""
+            if PinnedHTTPClient.redirectLocation(followed.head) != nil {
+                why = " (redirects are not followed: the client's maximumRedirects is 0)"
+            } else if [301, 302, 303, 307, 308].contains(followed.head.status.code) {
+                why = " without a Location header to follow"
+            }
+            throw TUFFetchError(kind: .failed, message: "\(shown): HTTP \(followed.head.status.code)\(why)")
         }
     }
 }

@@ -168,7 +168,11 @@ public struct TUFRepositoryWriter: Sendable {
     public init(directory: String) throws(TUFRepositoryError) {
         self.directory = directory
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            // Nothing there: "not a directory" read as if a file were in the way.
+            throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): no such directory; make a repository with pinning pinset init")
+        }
+        guard isDirectory.boolValue else {
             throw TUFRepositoryError(.notARepository, "\(VisibleText.escaped(directory)): not a directory")
         }
         guard FileManager.default.fileExists(atPath: self.metadataDirectory + "/1.root.json") else {

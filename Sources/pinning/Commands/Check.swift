@@ -311,13 +311,14 @@ extension PinningCommand {
             // The updater's lines, its last error and a failed outcome are display text: the repository's text (role
             // names, target paths, its server's errors) is escaped in them once, where they are made. Printed as they
             // are: escaping again would show an escape (`\u{1b}`) as the sender's literal text (`\u{5c}u{1b}`).
-            let updater = try self.pinSetOptions.makeUpdater { line in
+            let updater = try self.pinSetOptions.makeUpdater(roots: try InputLoading.roots(self.policyOptions.roots), resolve: try self.parsedResolve()) { line in
                 if verbose { Self.warn(line) }
             }
             let outcome = await updater.refresh()
             guard let current = updater.currentConfiguration() else {
                 let why = updater.status.lastError ?? "no pin set"
-                Self.warn("refusing to connect: no pin set to judge by (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))")
+                let kept = PinSetOptions.keptWords(updater, directory: self.pinSetOptions.directory ?? "")
+                Self.warn("refusing to connect: no pin set to judge by (\(kept), and the refresh failed: \(why))")
                 throw ExitCode(3)
             }
             if case .failed(let line) = outcome {

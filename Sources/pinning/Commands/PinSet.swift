@@ -52,7 +52,9 @@ extension PinningCommand {
                 }
                 return InputError("pinset \(command): \(error.message)")
             case .inconsistent, .io, .busy:
-                FileHandle.standardError.write(Data("pinning pinset \(command): \(error.message)\n".utf8))
+                // The prefix of every error line of the CLI (`pinning: pinset publish: …` for bad input): only the
+                // exit status says bad input (2) from a failure (1).
+                FileHandle.standardError.write(Data("pinning: pinset \(command): \(error.message)\n".utf8))
                 return ExitCode(1)
             }
         }

@@ -57,7 +57,9 @@ extension PinningCommand {
         @Option(name: .long, help: ArgumentHelp("Connect HOST:PORT to ADDR instead of resolving it, as curl (repeatable).", valueName: "host:port:addr"))
         var resolve: [String] = []
 
-        @Option(name: .long, help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors.", valueName: "file|dir"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors. They judge the --pinset repository's server too.", valueName: "file|dir"))
         var roots: String?
 
         @Option(
@@ -124,10 +126,14 @@ extension PinningCommand {
             // Failure reports, by default, for the entries that name reportURIs: set on every configuration the
             // proxy applies (the first, each reload, each pin set version).
             let reportQueue: PinFailureReportQueue? = self.noReports ? nil : ReportDelivery.proxyQueue { outcome in Self.reportLog(outcome, json: json) }
+            // Read before the pin set: --roots judges the repository's https server too.
+            let roots = try InputLoading.roots(self.roots)
             let updater: PinSetUpdater?
             var configuration: PinningConfiguration
             if self.pinSetOptions.isGiven {
-                let following = try self.pinSetOptions.makeUpdater(refreshInterval: self.pinsetRefresh, reportQueue: reportQueue) { line in
+                let following = try self.pinSetOptions.makeUpdater(
+                    roots: roots, resolve: try ResolveOption.parse(self.resolve), refreshInterval: self.pinsetRefresh, reportQueue: reportQueue
+                ) { line in
                     Self.pinSetLog(line, json: json)
                 }
                 await following.refresh()
@@ -135,7 +141,7 @@ extension PinningCommand {
                     // Display text (PinSetStatus.lastError): the repository's text in it is escaped already.
                     let why = following.status.lastError ?? "no pin set"
                     FileHandle.standardError.write(
-                        Data("pinning: proxy: no pin set to enforce (none kept in \(self.pinSetOptions.directory ?? ""), and the refresh failed: \(why))\n".utf8))
+                        Data("pinning: proxy: no pin set to enforce (\(PinSetOptions.keptWords(following, directory: self.pinSetOptions.directory ?? "")), and the refresh failed: \(why))\n".utf8))
                     throw ExitCode(3)
                 }
                 configuration = current.configuration
@@ -148,7 +154,6 @@ extension PinningCommand {
             let listen = try Self.address(self.listen, option: "--listen", allowRemote: self.allowRemote)
             let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
             let resolve = try self.parsedResolve()
-            let roots = try InputLoading.roots(self.roots)
             let directory = self.caDirectory ?? Self.defaultCADirectory()
             let authority = try Self.authority(directory: directory, covering: configuration)
             Self.warnIfReissued(authority)
@@ -268,7 +273,7 @@ extension PinningCommand {
                     }
                     line = encoded ?? #"{"event":"reload","result":"refused"}"#
                 } else {
-                    line = "reload refused, the previous configuration stays: \(VisibleText.escaped(error.message))"
+                    line = "reload refused, the previous configuration stays: \(Self.oneLine(error.message))"
                 }
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -296,9 +301,16 @@ extension PinningCommand {
                 proxy.statistics.reloaded(succeeded: false)
                 let message = "pin set version \(current.generation) not applied, the previous configuration stays: \(error)"
                 // The pin set is the repository's text: escaped (VisibleText), as the other pin set lines are.
-                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(VisibleText.escaped(message))"
+                line = json ? Self.jsonLine(["event": "reload", "result": "refused", "problems": message]) : "reload refused, \(Self.oneLine(message))"
             }
             FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// `text` (every problem of a refused configuration, one a line) as one log line: its lines joined by "; ",
+        /// each escaped (VisibleText). Escaping the whole would show each line break as `\u{a}`.
+        static func oneLine(_ text: String) -> String {
+            text.split(separator: "\n", omittingEmptySubsequences: true).map { VisibleText.escaped($0.trimmingCharacters(in: .whitespaces)) }
+                .joined(separator: "; ")
         }
 
         /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a

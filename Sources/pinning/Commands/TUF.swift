@@ -26,9 +26,11 @@ extension PinningCommand {
                 with the trusted length and hashes, check it, and store it as DIR/quote(PATH).
 
                 Metadata and targets are fetched over https (the platform's roots) or plain http: TUF's signatures, \
-                versions, expiries and hashes protect them either way.
-                Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target), \
-                2 bad usage or input (a TRUSTED_ROOT that is not a usable root).
+                versions, expiries and hashes protect them either way. Redirects are followed (at most 5, never from \
+                https to http); the size limit and the time allowed cover the whole chain.
+                Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target, \
+                a TRUSTED_ROOT that cannot be read: tuf-conformance's CLIENT-CLI.md has init exit 1 on failure), 2 bad \
+                usage or input (a TRUSTED_ROOT that reads but is not a usable root).
                 """
         )
 
@@ -125,7 +127,8 @@ extension PinningCommand {
             case .initialize(let rootPath):
                 let limits = TUFLimits()
                 // Typed: only a TUFError (display text) is printed as it is by fail. A file that cannot be read
-                // stays a failure of the command (exit 1), as tuf-conformance's command line has it.
+                // stays a failure of the command (exit 1), as tuf-conformance's command line has it (CLIENT-CLI.md:
+                // init exits 0 or 1); the help says so.
                 let bytes: [UInt8]
                 do throws(TUFError) {
                     bytes = try TUFUpdater.readTrustedRoot(rootPath, limits: limits)

@@ -9,7 +9,9 @@ import PinningNIO
 struct PinSetOptions: ParsableArguments {
     @Option(
         name: .customLong("pinset"),
-        help: ArgumentHelp("Follow a pin set: the TUF repository's metadata URL (http or https), in place of --config.", valueName: "url"))
+        help: ArgumentHelp(
+            "Follow a pin set: the TUF repository's metadata URL (http or https; redirects followed, never https to http), in place of --config. --roots and --resolve apply to it too.",
+            valueName: "url"))
     var metadataURL: String?
 
     @Option(
@@ -63,8 +65,14 @@ struct PinSetOptions: ParsableArguments {
     }
 
     /// The updater, with the last good pin set (if any) already loaded from `--pinset-dir`.
+    ///
+    /// - Parameters:
+    ///   - roots: The command's `--roots`: the repository's https server is judged by them too (nil: the platform's),
+    ///     as curl's `--cacert` applies to every transfer; a fleet serving its repository under a private CA needs it.
+    ///   - resolve: The command's `--resolve`, applied to the repository's hosts (redirect targets included) too.
     func makeUpdater(
-        refreshInterval: Double? = nil, reportQueue: (any PinFailureReporting)? = nil, log: @escaping @Sendable (String) -> Void
+        roots: TrustRoots? = nil, resolve: [ResolveKey: SocketAddress] = [:], refreshInterval: Double? = nil, reportQueue: (any PinFailureReporting)? = nil,
+        log: @escaping @Sendable (String) -> Void
     ) throws(InputError) -> PinSetUpdater {
         try self.check()
         guard let text = self.metadataURL, let rootPath = self.root, let directory = self.directory else {
@@ -89,14 +97,14 @@ struct PinSetOptions: ParsableArguments {
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
         options.reportQueue = reportQueue
         if let refreshInterval { options.refreshInterval = .milliseconds(Int64((refreshInterval * 1000).rounded())) }
-        // The repository's server is judged by the platform's roots with no pins (as `pinning tuf`): TUF's
+        // The repository's server is judged by the command's --roots (else the platform's) with no pins: TUF's
         // signatures, versions, expiries and hashes are what protect the pin set. Plain http is allowed for
         // repositories served that way: an attacker on the path can withhold updates (reported as staleness once
         // the metadata expires) but cannot change them.
         let client: PinnedHTTPClient
         do {
             client = try PinnedHTTPClient(
-                evaluator: SecurityPolicy.defaultEvaluation, settings: .default,
+                evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: roots),
                 configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
         } catch {
             throw InputError("--pinset: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
@@ -104,10 +112,19 @@ struct PinSetOptions: ParsableArguments {
         do {
             return try PinSetUpdater(
                 bootstrapRoot: Array(bytes), directory: directory, metadataURL: metadataURL, options: options,
-                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true) { host, port in resolve[ResolveKey(host: host.lowercased(), port: port)] }, log: log)
         } catch {
             throw InputError("--pinset-dir \(error.message)")
         }
+    }
+}
+
+extension PinSetOptions {
+    /// What was kept in `--pinset-dir`, for the line that says no pin set is enforced: "none kept in DIR", or, when
+    /// one was kept but refused at start (a file edited or removed), that and why (display text, escaped already).
+    static func keptWords(_ updater: PinSetUpdater, directory: String) -> String {
+        guard let why = updater.storedRejection else { return "none kept in \(directory)" }
+        return "the one kept in \(directory) is not used: \(why)"
     }
 }
 

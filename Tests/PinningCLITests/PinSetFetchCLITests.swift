@@ -1,0 +1,168 @@
+import Foundation
+import Pinning
+import PinningNIO
+import PinningTestSupport
+import Testing
+
+/// How `pinning check --pinset` and `pinning proxy --pinset` reach the repository (new-user trial round 2, items 7
+/// and 8): its https server under a private CA is judged by the command's `--roots` (and reached through its
+/// `--resolve`), and redirects are followed as python-tuf and `curl -L` follow them, bounded, never from https to
+/// http. The repository is served by a Python `http.server` (https and http) that answers redirects by path.
+@Suite("pinning --pinset: the repository's server under --roots, redirects", .serialized, .enabled(if: TestTools.python3Available))
+struct PinSetFetchCLITests {
+    /// `/moved/P`, 302 to `https://repo.test:HTTPS/P`; `/relative/P`, 307 to `/P`; `/loop/P`, 301 to itself;
+    /// `/down/P`, 302 to `http://127.0.0.1:HTTP/P`; `/plain/P`, 302 to `http://127.0.0.1:HTTP/P`; `/up/P`, 308 to
+    /// `https://repo.test:HTTPS/P`; anything else is a file of the repository. Prints `HTTP n` then `PORT n` (https).
+    static let server = #"""
+        import http.server, ssl, sys, threading
+        root, cert, key = sys.argv[1:4]
+        ports = {}
+        class H(http.server.SimpleHTTPRequestHandler):
+            def __init__(s, *a, **k): super().__init__(*a, directory=root, **k)
+            def log_message(s, *a): pass
+            def go(s, code, location):
+                s.send_response(code); s.send_header('Location', location); s.send_header('Content-Length', '0'); s.end_headers()
+            def do_GET(s):
+                p = s.path
+                rules = [('/moved/', 302, 'https://repo.test:%d/' % ports['https']), ('/relative/', 307, '/'),
+                         ('/down/', 302, 'http://127.0.0.1:%d/' % ports['http']), ('/plain/', 302, 'http://127.0.0.1:%d/' % ports['http']),
+                         ('/up/', 308, 'https://repo.test:%d/' % ports['https'])]
+                if p.startswith('/loop/'): return s.go(301, p)
+                for prefix, code, base in rules:
+                    if p.startswith(prefix): return s.go(code, base + p[len(prefix):])
+                return super().do_GET()
+        plain = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        tls = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(cert, key)
+        tls.socket = context.wrap_socket(tls.socket, server_side=True)
+        ports['http'], ports['https'] = plain.server_address[1], tls.server_address[1]
+        threading.Thread(target=plain.serve_forever, daemon=True).start()
+        print('HTTP %d' % ports['http']); print('PORT %d' % ports['https'], flush=True)
+        tls.serve_forever()
+        """#
+
+    struct Setup {
+        let directory: TemporaryDirectory
+        let keys: PinSetRotationKeys
+        let repository: PinSetTestRepository
+        let files: ServerProcess
+        let httpPort: Int
+        let api: RotatingHTTPSServer
+
+        init() async throws {
+            let directory = try TemporaryDirectory(prefix: "pinset-fetch-cli")
+            let repository: PinSetTestRepository
+            do {
+                repository = try PinSetTestRepository()
+            } catch {
+                directory.remove()
+                throw error
+            }
+            self.directory = directory
+            self.repository = repository
+            do {
+                self.keys = try PinSetRotationKeys(rootName: "Pin Set Fetch Root")
+                try repository.publish(self.keys.configuration([self.keys.a, self.keys.b]), files: ["root.pem": self.keys.anchor])
+                try directory.write("root.json", String(decoding: repository.bootstrapRoot, as: UTF8.self))
+                // The repository's own CA: in no system store, only in --roots.
+                let fleet = try TestPKI.root("Fleet Repository CA")
+                let host = try TestPKI.leaf("repo.test", issuer: fleet, dnsNames: ["repo.test"])
+                try directory.write("fleet-ca.pem", fleet.certificatePEM)
+                try directory.write("repo.pem", host.certificatePEM)
+                try directory.write("repo.key", host.privateKeyPEM)
+                let script = try directory.write("repo-server.py", PinSetFetchCLITests.server)
+                self.files = try await ServerProcess(
+                    "/usr/bin/python3", ["-u", script, repository.writer.directory, directory.path("repo.pem"), directory.path("repo.key")], in: directory
+                ) { line in line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil }
+            } catch {
+                repository.remove()
+                directory.remove()
+                throw error
+            }
+            let printed = self.files.output.split(separator: "\n").first { $0.hasPrefix("HTTP ") }
+            self.httpPort = printed.flatMap { Int($0.dropFirst(5)) } ?? 0
+            do {
+                self.api = try await RotatingHTTPSServer(identity: try self.keys.a.tlsIdentity())
+            } catch {
+                self.files.stop()
+                repository.remove()
+                directory.remove()
+                throw error
+            }
+        }
+
+        var httpsBase: String { "https://repo.test:\(self.files.port)" }
+
+        /// `check` of api.test following the pin set at `metadata`, kept in a directory of its own (`state`).
+        func check(_ metadata: String, state: String, roots: Bool = true) async throws -> CLIRun {
+            var arguments = [
+                "check", "https://api.test:\(self.api.port)/hello", "--resolve", "api.test:\(self.api.port):127.0.0.1",
+                "--resolve", "repo.test:\(self.files.port):127.0.0.1", "--pinset", metadata, "--pinset-root", self.directory.path("root.json"),
+                "--pinset-dir", self.directory.path(state), "--no-reports",
+            ]
+            if roots { arguments += ["--roots", self.directory.path("fleet-ca.pem")] }
+            return try await Executable.pinning(arguments, in: self.directory)
+        }
+
+        /// Stops the servers and removes every file (the API server's stop finishes in the background).
+        func stop() {
+            self.files.stop()
+            self.repository.remove()
+            self.directory.remove()
+            let api = self.api
+            Task { await api.stop() }
+        }
+    }
+
+    @Test("--roots judges the repository's https server (check and proxy); without it the refusal is in words, [code] reason")
+    func rootsApplyToTheRepository() async throws {
+        let setup = try await Setup()
+        defer { setup.stop() }
+        let metadata = setup.httpsBase + "/metadata/"
+
+        let refused = try await setup.check(metadata, state: "no-roots", roots: false)
+        #expect(refused.status == 3, "\(refused)")
+        #expect(refused.stderr.contains("\(metadata)2.root.json: repo.test: [noPathToAnchor]"), "names the URL, then the refusal: \(refused)")
+        #expect(!refused.stderr.contains("TrustFailure"), "no type name: \(refused)")
+
+        let trusted = try await setup.check(metadata, state: "roots")
+        #expect(trusted.status == 0, "\(trusted)")
+        #expect(trusted.stdout.contains("pin set: version 2"), "\(trusted)")
+
+        let proxy = try Subprocess(
+            [
+                "proxy", "--pinset", metadata, "--pinset-root", setup.directory.path("root.json"), "--pinset-dir", setup.directory.path("proxy-state"),
+                "--listen", "127.0.0.1:0", "--ca-dir", setup.directory.path("ca"), "--roots", setup.directory.path("fleet-ca.pem"),
+                "--resolve", "repo.test:\(setup.files.port):127.0.0.1", "--no-reports",
+            ],
+            in: setup.directory)
+        defer { proxy.kill() }
+        let lines = try await ProxyFixture.startupLines(proxy, count: 2)
+        #expect(lines.count == 2, "the proxy started with the pin set fetched under --roots: \(lines) \(proxy.stderr)")
+        #expect(proxy.stderr.contains("pin set version 2 applied"), "\(proxy.stderr)")
+    }
+
+    @Test("redirects are followed (https 302 and relative 307, http 302, http to https 308); a loop and https to http are refused naming the URL")
+    func redirects() async throws {
+        let setup = try await Setup()
+        defer { setup.stop() }
+        let plain = "http://127.0.0.1:\(setup.httpPort)"
+        for (index, metadata) in [setup.httpsBase + "/moved/metadata/", setup.httpsBase + "/relative/metadata/", plain + "/plain/metadata/", plain + "/up/metadata/"]
+            .enumerated()
+        {
+            let run = try await setup.check(metadata, state: "followed-\(index)")
+            #expect(run.status == 0, "\(metadata): \(run)")
+            #expect(run.stdout.contains("pin set: version 2"), "\(metadata): \(run)")
+        }
+
+        let loop = try await setup.check(setup.httpsBase + "/loop/metadata/", state: "loop")
+        #expect(loop.status == 3, "\(loop)")
+        #expect(loop.stderr.contains("\(setup.httpsBase)/loop/metadata/"), "names the URL: \(loop)")
+        #expect(loop.stderr.contains("more than 5 redirects"), "\(loop)")
+
+        let down = try await setup.check(setup.httpsBase + "/down/metadata/", state: "down")
+        #expect(down.status == 3, "\(down)")
+        #expect(down.stderr.contains("refusing a redirect from https to plain http (\(plain)/metadata/"), "\(down)")
+        #expect(down.stderr.contains("a URL given as https is followed over https only"), "\(down)")
+    }
+}

@@ -203,6 +203,9 @@ struct CollectorHTTPTests {
         #expect(page.body.contains("rotation: a pinned key is on the same chain") || page.body.contains("rotation: chains to a known CA"))
         #expect(page.body.contains("possible interception"))
         #expect(page.body.contains("add sha256/\(Pin(spkiOf: rotated.certificate).base64)"))
+        // Counted words agree with their number: one report of the rotated key came from one source.
+        #expect(page.body.contains("add sha256/\(Pin(spkiOf: rotated.certificate).base64) (served at position 0 by 1 source): "), "\(page.body)")
+        #expect(!page.body.contains(" 1 sources") && !page.body.contains(">1</strong> hosts"))
         #expect(!page.body.contains("type=\"hidden\""), "no host was asked for")
         let one = try await collector.request(.GET, "/?host=mitm.example.test", authorized: true)
         #expect(one.body.contains("<input type=\"hidden\" name=\"host\" value=\"mitm.example.test\">"))

@@ -80,6 +80,8 @@ struct Dashboard: Sendable {
             "since": ReportStore.time(from),
             "summary": [
                 "reports": summary.reports, "occurrences": summary.occurrences, "hosts": summary.hosts, "sources": summary.sources,
+                "reportsNoun": Self.noun(summary.reports, "report"), "hostsNoun": Self.noun(summary.hosts, "host"),
+                "sourcesNoun": Self.noun(summary.sources, "source"),
             ],
             "hosts": hostRows,
             "noHosts": hostRows.isEmpty,
@@ -126,7 +128,7 @@ struct Dashboard: Sendable {
                 judgement = try await self.judge(pin: served.pin, report: served.exampleReport, known: known, store: store)
                 if served.position == 0 || judgement.hasPrefix("rotation") {
                     if judgement.hasPrefix("rotation") {
-                        suggestions.append("add sha256/\(served.pin) (served at position \(served.position) by \(served.sources) sources): \(judgement)")
+                        suggestions.append("add sha256/\(served.pin) (served at position \(served.position) by \(served.sources) \(Self.noun(served.sources, "source"))): \(judgement)")
                     } else {
                         suggestions.append("do not add sha256/\(served.pin): \(judgement)")
                     }
@@ -179,6 +181,11 @@ struct Dashboard: Sendable {
         }
         let issuer = certificates.first { $0.pin == pin }?.issuer ?? certificates.first?.issuer ?? "not given"
         return "unknown issuer (\(VisibleText.escaped(issuer))): possible interception"
+    }
+
+    /// `word`, with an `s` unless `count` is 1 ("1 source", "2 sources").
+    static func noun(_ count: some BinaryInteger, _ word: String) -> String {
+        count == 1 ? word : word + "s"
     }
 
     /// The text as a quoted attribute's value, written here rather than by the template (`{{{…}}}`): the template's
@@ -235,8 +242,8 @@ struct Dashboard: Sendable {
         <form method="post" action="/logout"><button type="submit">Sign out</button></form>
         </header>
         <section id="summary">{{#summary}}
-        <p><strong>{{reports}}</strong> reports stored, <strong>{{occurrences}}</strong> received in all,
-        <strong>{{hosts}}</strong> hosts, <strong>{{sources}}</strong> sources since {{since}}.</p>{{/summary}}
+        <p><strong>{{reports}}</strong> {{reportsNoun}} stored, <strong>{{occurrences}}</strong> received in all,
+        <strong>{{hosts}}</strong> {{hostsNoun}}, <strong>{{sources}}</strong> {{sourcesNoun}} since {{since}}.</p>{{/summary}}
         </section>
         <section><h2>Hosts</h2>
         {{#noHosts}}<p>No reports in this period.</p>{{/noHosts}}

@@ -38,6 +38,15 @@ struct PeerVerificationTests {
         altered[altered.count - 1] ^= 0x01
         #expect(try memo.certificate(derEncoded: altered) != first)
         #expect(memo.count == 2)
+        // One letter of the subject changed, outside the 64 bytes at each end that the key's hash samples: hashed
+        // alike, told apart only by comparing every byte.
+        let name = try #require(der.firstRange(of: Array("memo.example".utf8)))
+        try #require(name.lowerBound >= 64 && der.count - name.upperBound >= 64)
+        var renamed = der
+        renamed[name.lowerBound] = UInt8(ascii: "n")
+        #expect(!memo.contains(derEncoded: renamed))
+        #expect(try memo.certificate(derEncoded: renamed) != first)
+        #expect(memo.contains(derEncoded: der))
     }
 
     @Test("The memo holds at most its capacity, forgetting the oldest first")

@@ -63,6 +63,36 @@ struct CertificateFactsTests {
         #expect(memo.count == 2 && memo.facts(of: chain.intermediate.certificate) != nil)
     }
 
+    @Test("The memo finds a certificate by its bytes: a fresh parse of them is found, a different one with the same sample is not")
+    func keyedByEveryByte() throws {
+        let chain = try TestChain()
+        let leaf = chain.leaf.certificate
+        let memo = CertificateFactsMemo(capacity: 4)
+        memo.remember([CertificateFacts(leaf)])
+
+        // The same bytes parsed again: other storage, the same key.
+        var serializer = DER.Serializer()
+        try serializer.serialize(leaf)
+        let der = serializer.serializedBytes
+        #expect(memo.facts(of: try Certificate(derEncoded: der)) != nil)
+
+        // One letter of the subject's common name changed: outside the 64 bytes at each end of the TBSCertificate
+        // that the key's hash samples, so both hash alike and only comparing every byte tells them apart.
+        let tbsStart = try #require(der.firstRange(of: Array(leaf.tbsCertificateBytes))?.lowerBound)
+        let name = try #require(der.firstRange(of: Array("localhost".utf8)))
+        try #require(name.lowerBound - tbsStart >= 64 && tbsStart + leaf.tbsCertificateBytes.count - name.upperBound >= 64)
+        var altered = der
+        altered[name.upperBound - 1] = UInt8(ascii: "T")
+        let other = try Certificate(derEncoded: altered)
+        var leafHasher = Hasher()
+        leaf.combineSample(into: &leafHasher)
+        var otherHasher = Hasher()
+        other.combineSample(into: &otherHasher)
+        #expect(leafHasher.finalize() == otherHasher.finalize())
+        #expect(memo.facts(of: other) == nil)
+        #expect(memo.facts(of: leaf) != nil)
+    }
+
     @Test("Facts are what the certificate's own accessors decode")
     func factsMatchAccessors() throws {
         let chain = try TestChain(host: "api.example.com")

@@ -216,15 +216,12 @@ final class CertificateFactsMemo: Sendable {
 
     /// A certificate hashed by a sample of its bytes (as ``EvaluationCache`` keys are): its length, the first 64
     /// bytes of its TBSCertificate (the serial number) and the last 64; equality compares every byte. Hashing
-    /// whole certificates would cost more than decoding the facts of a small one.
-    private struct Key: Hashable {
-        let certificate: Certificate
+    /// whole certificates would cost more than decoding the facts of a small one. Held by reference, the sample
+    /// hashed once (``SampledKey``).
+    private typealias Key = SampledKey<Certificate>
 
-        static func == (lhs: Key, rhs: Key) -> Bool { lhs.certificate == rhs.certificate }
-
-        func hash(into hasher: inout Hasher) {
-            self.certificate.combineSample(into: &hasher)
-        }
+    private static func key(_ certificate: Certificate) -> Key {
+        Key(certificate) { certificate, hasher in certificate.combineSample(into: &hasher) }
     }
 
     /// The most certificates remembered.
@@ -238,7 +235,7 @@ final class CertificateFactsMemo: Sendable {
 
     /// The facts remembered for exactly this certificate, or nil.
     func facts(of certificate: Certificate) -> CertificateFacts? {
-        let key = Key(certificate: certificate)
+        let key = Self.key(certificate)
         return self.memo.withLockedValue { $0[key] }
     }
 
@@ -247,7 +244,7 @@ final class CertificateFactsMemo: Sendable {
         guard !entries.isEmpty else { return }
         self.memo.withLockedValue { memo in
             for facts in entries {
-                memo.remember(facts, for: Key(certificate: facts.certificate))
+                memo.remember(facts, for: Self.key(facts.certificate))
             }
         }
     }

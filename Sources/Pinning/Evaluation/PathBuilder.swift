@@ -129,16 +129,19 @@ final class VerifiedLinkMemo: Sendable {
     static let shared = VerifiedLinkMemo(capacity: 4096)
 
     /// A pair hashed by samples of both certificates' bytes (as ``CertificateFactsMemo`` hashes one); equality
-    /// compares every byte of both.
-    private struct Link: Hashable {
+    /// compares every byte of both. Held by reference, the samples hashed once (``SampledKey``).
+    private struct Pair: Equatable, Sendable {
         let issuer: Certificate
         let subject: Certificate
 
-        static func == (lhs: Link, rhs: Link) -> Bool { lhs.subject == rhs.subject && lhs.issuer == rhs.issuer }
+        static func == (lhs: Pair, rhs: Pair) -> Bool { lhs.subject == rhs.subject && lhs.issuer == rhs.issuer }
+    }
+    private typealias Link = SampledKey<Pair>
 
-        func hash(into hasher: inout Hasher) {
-            self.issuer.combineSample(into: &hasher)
-            self.subject.combineSample(into: &hasher)
+    private static func link(issuer: Certificate, subject: Certificate) -> Link {
+        Link(Pair(issuer: issuer, subject: subject)) { pair, hasher in
+            pair.issuer.combineSample(into: &hasher)
+            pair.subject.combineSample(into: &hasher)
         }
     }
 
@@ -153,7 +156,7 @@ final class VerifiedLinkMemo: Sendable {
 
     /// Whether `issuer`'s signature on `subject` was verified on a trusted path (these exact bytes).
     func isVerified(issuer: Certificate, subject: Certificate) -> Bool {
-        let link = Link(issuer: issuer, subject: subject)
+        let link = Self.link(issuer: issuer, subject: subject)
         return self.memo.withLockedValue { $0[link] != nil }
     }
 
@@ -163,7 +166,7 @@ final class VerifiedLinkMemo: Sendable {
         guard path.count > 1 else { return }
         self.memo.withLockedValue { memo in
             for index in path.startIndex..<(path.endIndex - 1) {
-                memo.remember((), for: Link(issuer: path[index + 1], subject: path[index]))
+                memo.remember((), for: Self.link(issuer: path[index + 1], subject: path[index]))
             }
         }
     }

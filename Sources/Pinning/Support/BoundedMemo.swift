@@ -1,9 +1,13 @@
 /// At most ``capacity`` keys with their values, the oldest forgotten first (insertion order kept in a ring): the
 /// storage of the process-wide memos (``CertificateFactsMemo``, ``VerifiedLinkMemo``), each behind its own lock.
+///
+/// Both tables are sized for ``capacity`` at once: a memo's keys are small (``SampledKey``, 16 bytes), so the
+/// full tables of both process-wide memos take about 320 KB, and no insert ever pays for growing them (a resize
+/// rehashed and moved every key, and faulted in fresh pages, on the first sightings of a young process).
 struct BoundedMemo<Key: Hashable, Value> {
     /// The most keys held.
     let capacity: Int
-    private var values: [Key: Value] = [:]
+    private var values: [Key: Value]
     /// Insertion order, a ring: `next` is the oldest once the ring is full.
     private var order: [Key] = []
     private var next = 0
@@ -11,6 +15,8 @@ struct BoundedMemo<Key: Hashable, Value> {
     init(capacity: Int) {
         precondition(capacity > 0, "a memo needs room for one entry")
         self.capacity = capacity
+        self.values = Dictionary(minimumCapacity: capacity)
+        self.order.reserveCapacity(capacity)
     }
 
     /// The value held for `key`, or nil.
@@ -39,5 +45,49 @@ struct BoundedMemo<Key: Hashable, Value> {
             self.order[self.next] = key
             self.next = (self.next + 1) % self.capacity
         }
+    }
+}
+
+/// A key of a ``BoundedMemo`` that holds a large value (one certificate, or a pair) by reference, with the value's
+/// hash computed once, when the key is made.
+///
+/// `Certificate` is a large value: swift-certificates keeps the parsed TBSCertificate inline (serial number,
+/// names, validity, public key, unique identifiers, extensions) beside three byte slices, each field with its
+/// own reference to retain. A ``BoundedMemo`` holds every key twice (its table and its insertion ring), so keys
+/// holding certificates inline made each insert copy them in twice, each growth of the table or the ring move
+/// every key and fault in fresh pages, and each growth and eviction hash every moved key's sample again
+/// (issue 31, perf: about 12 µs of a fresh leaf's handshake went to the verified-link memo's insert, 5 of them
+/// copying keys into freshly faulted-in pages as the tables grew). The table and the ring now share one box per
+/// key, 16 bytes each.
+///
+/// Equality is the value's own (for certificates: every byte of each), so what a memo holds and finds is
+/// unchanged: equal values have equal hashes, and two keys are equal only if their values are (the same box, or
+/// equal hashes and equal values).
+struct SampledKey<Value: Equatable & Sendable>: Hashable, Sendable {
+    private final class Box: Sendable {
+        let value: Value
+
+        init(_ value: Value) {
+            self.value = value
+        }
+    }
+
+    private let box: Box
+    private let hash: Int
+
+    /// `value`, hashed by what `sample` feeds a hasher (it must feed the same for equal values).
+    init(_ value: Value, sample: (Value, inout Hasher) -> Void) {
+        var hasher = Hasher()
+        sample(value, &hasher)
+        self.hash = hasher.finalize()
+        self.box = Box(value)
+    }
+
+    static func == (lhs: SampledKey, rhs: SampledKey) -> Bool {
+        lhs.hash == rhs.hash && (lhs.box === rhs.box || lhs.box.value == rhs.box.value)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(self.hash)
     }
 }

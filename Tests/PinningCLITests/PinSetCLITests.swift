@@ -166,6 +166,16 @@ struct PinSetCLITests {
         #expect(lint.status == 2 && lint.stderr.contains("not published") && lint.stderr.contains("at least two distinct pins"), "\(lint)")
         let unreadable = try await fixture.run(["pinset", "publish", fixture.repo, missingAnchor] + fixture.onlineKeys)
         #expect(unreadable.status == 2 && unreadable.stderr.contains("anchors[0]") && unreadable.stderr.contains("nowhere.pem"), "\(unreadable)")
+        // A clientIdentity: every client refuses a pin set that names one, so publish refuses it (it once noted it and
+        // published). The identity's files need not exist: it is refused before anything reads them.
+        let pins = [Fixture.backupPin, Pin(spkiOf: fixture.chain.root.certificate).description].map { "\"\($0)\"" }.joined(separator: ", ")
+        let identity = try fixture.directory.write(
+            "conf/identity.json",
+            #"{"version": 1, "domains": {"localhost": {"pins": [\#(pins)], "anchors": ["fleet-root.pem"], "clientIdentity": {"pkcs12": "device.p12", "passphraseEnv": "DEVPASS"}}}}"#)
+        let withIdentity = try await fixture.run(["pinset", "publish", fixture.repo, identity] + fixture.onlineKeys)
+        #expect(withIdentity.status == 2 && withIdentity.stderr.contains("not published"), "\(withIdentity)")
+        #expect(withIdentity.stderr.contains("domains[\"localhost\"].clientIdentity: a pin set carries no private keys"), "\(withIdentity)")
+        #expect(!withIdentity.stdout.contains("published"), "\(withIdentity)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.repo + "/metadata").sorted() == before)
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.path("repo2/metadata/1.root.json")))
 

@@ -16,8 +16,8 @@ extension PinningCommand.PinSet {
                 enforced entry without a backup pin, an unreadable anchor or CRL, a CRL no anchor signed) is refused, exit 2, \
                 listing every problem. Anchor and CRL paths must be relative, without .., so clients can lay the files out \
                 beside the configuration: they are published as targets beside --target-name, in the same targets version, \
-                and the configuration's target lists them in its custom.pinset.files. A clientIdentity stays on each client \
-                (its private key is never published).
+                and the configuration's target lists them in its custom.pinset.files. An entry with a clientIdentity is \
+                refused, exit 2: a pin set carries no private keys, and every client refuses one that names one.
 
                 --check-live connects to every host the configuration names exactly (not *. or **. patterns) on port \
                 --live-port and refuses, exit 2, a configuration whose pins the host's live chain would fail. Hosts that \
@@ -75,8 +75,9 @@ extension PinningCommand.PinSet {
             }
         }
 
-        /// The configuration, loaded and checked as `config lint` checks it (revocation included; client identities
-        /// are not loaded: they live on the clients), and its exact bytes.
+        /// The configuration, loaded and checked as `config lint` checks it (revocation included), and its exact bytes.
+        /// An entry naming a clientIdentity is a problem: clients following a pin set refuse one that names one
+        /// (`PinSetUpdater`), since a pin set carries no private keys; the identity is not loaded.
         func lint(at time: Date) throws -> (PinningConfiguration, [UInt8]) {
             let configuration: PinningConfiguration
             do {
@@ -88,6 +89,11 @@ extension PinningCommand.PinSet {
             }
             var problems: [String] = []
             var warnings = configuration.warnings(at: time)
+            for entry in configuration.entries where entry.clientIdentity != nil {
+                problems.append(
+                    "domains[\"\(VisibleText.escaped(entry.key))\"].clientIdentity: a pin set carries no private keys, and every client refuses one that names a clientIdentity; publish the configuration without it"
+                )
+            }
             for entry in configuration.entries {
                 guard let revocation = entry.revocation else { continue }
                 let (errors, notes) = PinningCommand.Config.Lint.revocationProblems(revocation, entry: entry, configurationFile: self.configurationFile, at: time)
@@ -130,9 +136,6 @@ extension PinningCommand.PinSet {
                     } catch {
                         throw InputError("pinset publish: not published: domains[\"\(entry.key)\"].\(field): \(error.description)")
                     }
-                }
-                if entry.clientIdentity != nil {
-                    print("note: domains[\"\(entry.key)\"].clientIdentity is not published: each client keeps its own identity files")
                 }
             }
             return files

@@ -153,6 +153,8 @@ struct PinSetCLITests {
             (["pinset", "timestamp", fixture.repo], ["--timestamp-key FILE is required"]),
             (["pinset", "publish", fixture.repo, configuration, "--targets-key", fixture.key("targets")], ["--snapshot-key FILE is required"]),
             (["pinset", "rotate-root", fixture.repo, "--old-key", fixture.key("targets"), "--new-key", fixture.key("root")], ["--old-key", "targets.pem", "is not a root key"]),
+            // The configuration's target where its anchor goes (once a crash of the metadata builder, signal 4).
+            (publish + ["--target-name", "fleet-root.pem"] + fixture.onlineKeys, ["--target-name fleet-root.pem", "fleet-root.pem, a file the configuration references"]),
         ]
         let before = try FileManager.default.contentsOfDirectory(atPath: fixture.repo + "/metadata").sorted()
         for (arguments, words) in cases {
@@ -189,6 +191,35 @@ struct PinSetCLITests {
         let withPassphrase = try await fixture.run(
             ["pinset", "timestamp", fixture.repo, "--timestamp-key", encrypted + ".2", "--passphrase-env", "KEY_PASSPHRASE"], environment: ["KEY_PASSPHRASE": "s3cret"])
         #expect(withPassphrase.status == 2 && withPassphrase.stderr.contains("is not a timestamp key"), "\(withPassphrase)")
+    }
+
+    @Test("a second configuration in the repository: its anchor of the same name with other bytes is refused, naming both; under a directory of its own it is published")
+    func twoConfigurations() async throws {
+        let fixture = try await Fixture.make()
+        defer { fixture.directory.remove() }
+        try await fixture.initialize()
+        let first = try await fixture.run(["pinset", "publish", fixture.repo, fixture.directory.path("conf/pinning.json")] + fixture.onlineKeys)
+        #expect(first.status == 0, "\(first)")
+        func versionsAndTargets() async throws -> [String] {
+            let status = try await fixture.status()
+            let versions = status["roles"]?.arrayValue?.compactMap { $0.objectValue?["version"]?.intValue }.map(String.init) ?? []
+            return versions + (status["targets"]?.arrayValue?.compactMap { $0.objectValue?["sha256"]?.stringValue } ?? [])
+        }
+        let before = try await versionsAndTargets()
+        // Another CA's root under the same file name, as the new user's report had it.
+        let other = try TestChain(host: "other.example", rootName: "Evil Root")
+        try fixture.directory.write("conf2/fleet-root.pem", other.root.certificatePEM)
+        let configuration = try fixture.writeConfiguration(
+            "conf2/other.json", pins: [Fixture.backupPin, Pin(spkiOf: other.intermediate.certificate).description], host: "other.example")
+        let refused = try await fixture.run(["pinset", "publish", fixture.repo, configuration, "--target-name", "other.json"] + fixture.onlineKeys)
+        #expect(refused.status == 2 && refused.stderr.split(separator: "\n").count == 1, "\(refused)")
+        for word in ["pinset publish:", "\"fleet-root.pem\"", "\"other.json\"", "\"pinning.json\""] { #expect(refused.stderr.contains(word), "\(word): \(refused)") }
+        #expect(try await versionsAndTargets() == before, "nothing was written")
+
+        let published = try await fixture.run(["pinset", "publish", fixture.repo, configuration, "--target-name", "other/other.json"] + fixture.onlineKeys)
+        #expect(published.status == 0, "\(published)")
+        let targets = try await fixture.status()["targets"]?.arrayValue?.compactMap { $0.objectValue?["path"]?.stringValue }
+        #expect(targets == ["fleet-root.pem", "other/fleet-root.pem", "other/other.json", "pinning.json"], "\(String(describing: targets))")
     }
 
     @Test("publish --check-live connects to each named host: pins its live chain passes are published, pins it would fail are refused")

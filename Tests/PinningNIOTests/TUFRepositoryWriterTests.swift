@@ -233,6 +233,66 @@ struct TUFRepositoryWriterTests {
         #expect(status.roles.first { $0.name == "snapshot" }?.expired == true)
     }
 
+    @Test("two configurations in one repository never change each other's files: another's anchor with other bytes, its target, or a file it still references")
+    func configurationsKeptApart() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        func publish(_ name: String, _ files: [String: [UInt8]], _ text: String = #"{"version": 1, "domains": {}}"#) throws(TUFRepositoryError) {
+            try writer.publishPinSet(Array(text.utf8), name: name, files: files, targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        }
+        func listed() throws -> [String: String] {
+            var paths: [String: String] = [:]
+            for target in try writer.status().targets { paths[target.path] = target.hashes["sha256"] }
+            return paths
+        }
+        let fleet = Array("fleet root".utf8)
+        let evil = Array("evil root".utf8)
+        try publish("pinning.json", ["fleet-root.pem": fleet])
+        let before = try listed()
+        let refusals: [(String, [String: [UInt8]], [String])] = [
+            // Another configuration's anchor of the same name, other bytes (the new user's report): its anchor would change.
+            ("other.json", ["fleet-root.pem": evil], ["\"fleet-root.pem\"", "\"other.json\"", "\"pinning.json\"", "directory of its own"]),
+            // A configuration published where another references a file, and a file where another configuration is.
+            ("fleet-root.pem", [:], ["\"fleet-root.pem\" is a file the pin set \"pinning.json\" references"]),
+            ("other.json", ["pinning.json": fleet], ["\"pinning.json\" is the configuration of another pin set"]),
+            // The configuration's own name is one of its files' targets (once a crash of the metadata builder).
+            ("a.pem", ["a.pem": fleet], ["target name \"a.pem\" is also the target of a file it references"]),
+        ]
+        for (name, files, words) in refusals {
+            do {
+                try publish(name, files)
+                Issue.record("\(name) \(files.keys.sorted()) was published")
+            } catch {
+                #expect(error.code == .invalidInput, "\(error)")
+                for word in words { #expect(error.message.contains(word), "\(word): \(error)") }
+            }
+            #expect(try listed() == before)
+        }
+        // A repeated path given to publish is refused in words, not a crash.
+        do {
+            try writer.publish([.init(path: "a.json", contents: [1]), .init(path: "a.json", contents: [2])], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("a repeated target path was published")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("\"a.json\" is given twice"), "\(error)")
+        }
+
+        // The same file, byte for byte, is shared; files in a directory of their own never meet the other's.
+        try publish("other.json", ["fleet-root.pem": fleet])
+        try publish("other/other.json", ["fleet-root.pem": evil])
+        var paths = try listed()
+        #expect(paths["fleet-root.pem"] == before["fleet-root.pem"] && paths["other/fleet-root.pem"] != nil, "\(paths)")
+        // pinning.json moves to another anchor: fleet-root.pem stays listed while other.json references it, then goes.
+        try publish("pinning.json", ["new-root.pem": fleet])
+        paths = try listed()
+        #expect(paths["fleet-root.pem"] == before["fleet-root.pem"] && paths["new-root.pem"] != nil, "\(paths)")
+        try publish("other.json", [:])
+        #expect(try listed()["fleet-root.pem"] == nil)
+        #expect(try writer.status().clientRefusal == nil)
+    }
+
     @Test("keys as openssl genpkey writes them: Ed25519, P-256, RSA 2048; refused: RSA 1024, P-384, encrypted without a passphrase", .enabled(if: TestTools.opensslAvailable))
     func opensslKeys() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-openssl")

@@ -19,6 +19,10 @@ extension PinningCommand.PinSet {
                 and the configuration's target lists them in its custom.pinset.files. An entry with a clientIdentity is \
                 refused, exit 2: a pin set carries no private keys, and every client refuses one that names one.
 
+                Several configurations may share one repository (each its own --target-name); one whose file would replace \
+                a file of the same target path that another references, with other bytes, is refused, exit 2, naming both: \
+                give it a --target-name in a directory of its own (other/other.json publishes its files under other/).
+
                 --check-live connects to every host the configuration names exactly (not *. or **. patterns) on port \
                 --live-port and refuses, exit 2, a configuration whose pins the host's live chain would fail. Hosts that \
                 cannot be reached are listed and do not refuse.
@@ -61,6 +65,12 @@ extension PinningCommand.PinSet {
             let now = Date()
             let (configuration, bytes) = try self.lint(at: now)
             let files = try self.referencedFiles(configuration)
+            let base = self.targetName.contains("/") ? String(self.targetName[...self.targetName.lastIndex(of: "/")!]) : ""
+            if let clash = files.keys.first(where: { base + $0 == self.targetName }) {
+                throw InputError(
+                    "pinset publish: not published: --target-name \(VisibleText.escaped(self.targetName)) is also where \(VisibleText.escaped(clash)), a file the configuration references, is published; give another --target-name"
+                )
+            }
             if self.checkLive {
                 try await self.checkLiveHosts(configuration)
             }

@@ -233,6 +233,64 @@ struct TUFRepositoryWriterTests {
         #expect(status.roles.first { $0.name == "snapshot" }?.expired == true)
     }
 
+    @Test("an expired repository is renewed: rotate-root passes over an expired root, timestamp, snapshot and targets (signatures still checked); a client holding the expired root follows")
+    func expiredRepositoryRenewed() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let start = Date()
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let pins = Array(#"{"version": 1, "domains": {}}"#.utf8)
+        try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let shipped = try #require(FileManager.default.contents(atPath: writer.metadataDirectory + "/1.root.json"))
+        let client = try DirectoryClient(repository: writer.directory, trustedRoot: Array(shipped))
+        defer { client.remove() }
+        var updater = TUFUpdater(metadataDirectory: client.metadata.path, metadataURL: URL(string: "https://repo.test/metadata/")!, fetcher: client.fetcher)
+        #expect(try await updater.refresh(startTime: start).targets?.version == 2)
+
+        // Five days on only the timestamp has expired: it does not block a rotation.
+        let soon = start.addingTimeInterval(5 * 86_400)
+        #expect(try writer.rotateRoot(oldKeys: [keys[0]], newKeys: [keys[0]], threshold: 1, now: soon).root == 2)
+        #expect(try writer.status(at: soon).roles.filter(\.expired).map(\.name) == ["timestamp"])
+        try writer.renewTimestamp(timestampKey: keys[3], now: soon)
+        #expect(try writer.status(at: soon).clientRefusal == nil)
+
+        // 400 days on the root has expired too: the online roles cannot sign for it, and say what renews it.
+        let later = start.addingTimeInterval(400 * 86_400)
+        func expectRootExpired(_ error: TUFRepositoryError) {
+            #expect(error.code == .inconsistent && error.message.contains("root version 2 expired at") && error.message.contains("pinning pinset rotate-root"), "\(error)")
+        }
+        do {
+            try writer.renewTimestamp(timestampKey: keys[3], now: later)
+            Issue.record("a timestamp was signed for an expired root")
+        } catch {
+            expectRootExpired(error)
+        }
+        do {
+            try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: later)
+            Issue.record("a pin set was published under an expired root")
+        } catch {
+            expectRootExpired(error)
+        }
+        // Only expiry is waived: a key that is not a root key still cannot rotate it.
+        do {
+            try writer.rotateRoot(oldKeys: [keys[1]], newKeys: [keys[1]], threshold: 1, now: later)
+            Issue.record("a targets key rotated an expired root")
+        } catch {
+            #expect(error.code == .wrongKey, "\(error)")
+        }
+        #expect(try writer.rotateRoot(oldKeys: [keys[0]], newKeys: [keys[0]], threshold: 1, now: later).root == 3)
+        let status = try writer.status(at: later)
+        #expect(status.roles.filter(\.expired).map(\.name) == ["targets", "snapshot", "timestamp"], "\(status.roles.map { ($0.name, $0.expired) })")
+        try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: later)
+        #expect(try writer.status(at: later).clientRefusal == nil)
+
+        // The client that trusts root version 1 (expired long ago) walks to version 3 and takes the new targets.
+        let trusted = try await updater.refresh(startTime: later)
+        #expect(trusted.root.version == 3 && trusted.targets?.version == 3)
+    }
+
     @Test("two configurations in one repository never change each other's files: another's anchor with other bytes, its target, or a file it still references")
     func configurationsKeptApart() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")

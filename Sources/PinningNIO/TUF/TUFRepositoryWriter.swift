@@ -317,6 +317,7 @@ public struct TUFRepositoryWriter: Sendable {
             let expiry = try self.expiryPeriods()
             let current = try self.load()
             let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try self.checkRootNotExpired(root, now: now)
             try Self.checkKey(targetsKey, role: TUFRoleName.targets, root: root)
             try Self.checkKey(snapshotKey, role: TUFRoleName.snapshot, root: root)
             try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
@@ -470,13 +471,15 @@ public struct TUFRepositoryWriter: Sendable {
     /// scheduler runs so clients keep accepting the repository.
     ///
     /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/inconsistent`` when the snapshot or targets have
-    ///   expired (a new timestamp would not help clients: publish again), and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
+    ///   expired (a new timestamp would not help clients: publish again) or the root has (renew it first with
+    ///   ``rotateRoot(oldKeys:newKeys:threshold:now:)``), and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
     @discardableResult
     public func renewTimestamp(timestampKey: TUFSigningKey, now: Date = Date()) throws(TUFRepositoryError) -> Versions {
         try self.locked { () throws(TUFRepositoryError) -> Versions in
             let expiry = try self.expiryPeriods()
             let current = try self.load()
             let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try self.checkRootNotExpired(root, now: now)
             try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
             let old = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
             let timestampVersion = max(old.version, try self.signedTimestampVersion()) + 1
@@ -500,6 +503,11 @@ public struct TUFRepositoryWriter: Sendable {
     /// A new root version whose root keys are `newKeys` with `threshold`, the other roles' keys unchanged, signed by
     /// `oldKeys` (which must meet the current root's threshold) and by `newKeys` (which must meet the new one), so
     /// every client walks from the current root to it (§5.3.4).
+    ///
+    /// An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired
+    /// (``verifyRotation(_:now:)`` says why only their expiry is waived). The new root may then vouch for an expired
+    /// timestamp, snapshot or targets, which this does not sign (it holds no online key): clients refuse the
+    /// repository until ``renewTimestamp(timestampKey:now:)`` or a publication renews them.
     ///
     /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/wrongKey`` (an old key that is not a root key
     ///   of the current version, too few old or new keys for a threshold), ``TUFRepositoryError/Code/invalidInput``,
@@ -544,13 +552,57 @@ public struct TUFRepositoryWriter: Sendable {
                     version: version, expires: Self.seconds(now) + Int64(expiry.root) * 86_400, keys: keys, roles: roles, consistentSnapshot: root.consistentSnapshot),
                 with: oldKeys + distinctNew)
             let next = State(roots: current.roots + [rootFile], timestamp: current.timestamp, snapshot: current.snapshot, targets: current.targets)
-            try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            if try self.expiredRoles(current, now: now).isEmpty {
+                try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            } else {
+                try self.verifyRotation(next, now: now)
+            }
             try self.write(rootFile, directory: self.metadataDirectory, name: "\(version).root.json")
             try self.write(rootFile, directory: self.metadataDirectory, name: "root.json")
             let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
             let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
             let timestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
             return Versions(root: version, targets: targets.version, snapshot: snapshot.version, timestamp: timestamp.version)
+        }
+    }
+
+    /// The top-level roles whose current metadata has expired at `now`, root first.
+    func expiredRoles(_ state: State, now: Date) throws(TUFRepositoryError) -> [String] {
+        let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: state.roots.last!) }
+        let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: state.targets, role: TUFRoleName.targets) }
+        let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: state.snapshot) }
+        let timestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: state.timestamp) }
+        let envelopes = [(TUFRoleName.root, root.envelope), (TUFRoleName.targets, targets.envelope), (TUFRoleName.snapshot, snapshot.envelope), (TUFRoleName.timestamp, timestamp.envelope)]
+        return envelopes.filter { $0.1.isExpired(at: now.timeIntervalSince1970) }.map(\.0)
+    }
+
+    /// The check of a root rotation in a repository whose metadata has expired, which a rotation must be able to
+    /// renew (otherwise an expired root could only be replaced by a new repository, and every client re-shipped).
+    ///
+    /// A deliberate waiver, of expiry only, as TUF's client workflow has it: a client walks root versions checking
+    /// each one's signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and
+    /// checks expiry on the final root alone (specification §5.3.4–§5.3.10). So the root chain is checked as
+    /// ``verifyAsClients(_:previous:targetFiles:now:)`` checks it, the new root must not have expired, and the
+    /// timestamp, snapshot and targets, which a rotation does not change, must each still be signed by a threshold of
+    /// their keys in the new root; only their expiry, and the current root's, is not held against the rotation.
+    /// Clients refuse the repository until those roles are signed again (`pinning pinset timestamp` or `publish`).
+    func verifyRotation(_ state: State, now: Date) throws(TUFRepositoryError) {
+        do throws(TUFError) {
+            var set = try TUFTrustedSet(trustedRoot: state.roots[0], updateStartTime: now)
+            for root in state.roots.dropFirst() { try set.updateRoot(root) }
+            try set.checkRootNotExpired()
+            let envelopes = [
+                (TUFRoleName.timestamp, try TUFTimestamp(bytes: state.timestamp).envelope), (TUFRoleName.snapshot, try TUFSnapshot(bytes: state.snapshot).envelope),
+                (TUFRoleName.targets, try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope),
+            ]
+            for (role, envelope) in envelopes {
+                guard let keys = set.root.roleKeys(role) else {
+                    throw TUFError(role: role, rule: .malformed, "root version \(set.root.version) defines no \(role) role")
+                }
+                try TUFSignatures.verifyThreshold(envelope, keys: set.root.keys, roleKeys: keys, role: role, signer: "root")
+            }
+        } catch {
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): a client would refuse the result: \(error)")
         }
     }
 
@@ -698,6 +750,16 @@ public struct TUFRepositoryWriter: Sendable {
             throw TUFRepositoryError(
                 .invalidInput, "target path \(VisibleText.quoted(path, limit: 200)) has a control or invisible character, or a backslash")
         }
+    }
+
+    /// Refuses to sign for a root that has expired: clients refuse everything it vouches for (§5.3.10), so the
+    /// root is renewed first, by ``rotateRoot(oldKeys:newKeys:threshold:now:)``, which an expired root does not block.
+    func checkRootNotExpired(_ root: TUFRoot, now: Date) throws(TUFRepositoryError) {
+        guard root.envelope.isExpired(at: now.timeIntervalSince1970) else { return }
+        throw TUFRepositoryError(
+            .inconsistent,
+            "\(VisibleText.escaped(self.directory)): root version \(root.version) expired at \(VisibleText.escaped(root.envelope.expiresText)), and clients refuse everything it vouches for: renew it first with pinning pinset rotate-root (its keys may sign the new version again: --old-key K --new-key K), then run this again"
+        )
     }
 
     /// ``TUFMetadataBuilder/targets(version:expires:targets:)``, a repeated path refused in words.

@@ -243,4 +243,32 @@ struct PinSetCLITests {
         let status = try await fixture.status()
         #expect(status["roles"]?.arrayValue?[1].objectValue?["version"]?.intValue == 2, "the refused publish wrote nothing")
     }
+
+    @Test("publish --check-live with an internationalised host name: connected by its A-labels (lookup, SNI, --resolve in either form)")
+    func checkLiveInternationalised() async throws {
+        let fixture = try await Fixture.make()
+        defer { fixture.directory.remove() }
+        try await fixture.initialize()
+        let chain = try TestChain(host: "xn--bcher-kva.example", rootName: "Bücher Root")
+        try fixture.directory.write("conf/buecher-root.pem", chain.root.certificatePEM)
+        let configuration = try fixture.writeConfiguration(
+            "conf/buecher.json", pins: [Fixture.backupPin, Pin(spkiOf: chain.intermediate.certificate).description], anchors: ["buecher-root.pem"], host: "bücher.example")
+        let server = try await ServeProcess(
+            ["--cert", try fixture.directory.write("idn-chain.pem", TestPKI.pemBundle(chain.presented)), "--key", try fixture.directory.write("idn.key", chain.leaf.privateKeyPEM)],
+            in: fixture.directory)
+        defer { server.stop() }
+        for resolved in ["bücher.example", "xn--bcher-kva.example"] {
+            let run = try await fixture.run(
+                ["pinset", "publish", fixture.repo, configuration, "--check-live", "--live-port", String(server.port), "--resolve", "\(resolved):\(server.port):127.0.0.1"]
+                    + fixture.onlineKeys)
+            #expect(run.status == 0 && run.stdout.contains("live: bücher.example (xn--bcher-kva.example) port \(server.port): its chain passes"), "\(resolved): \(run)")
+        }
+        // And a chain the pins fail is refused, not passed over as unreachable.
+        let stale = try fixture.writeConfiguration(
+            "conf/buecher-stale.json", pins: [Fixture.backupPin, "sha256/" + Data(repeating: 9, count: 32).base64EncodedString()], anchors: ["buecher-root.pem"],
+            host: "bücher.example")
+        let refused = try await fixture.run(
+            ["pinset", "publish", fixture.repo, stale, "--check-live", "--live-port", String(server.port), "--resolve", "bücher.example:\(server.port):127.0.0.1"] + fixture.onlineKeys)
+        #expect(refused.status == 2 && refused.stderr.contains("bücher.example (xn--bcher-kva.example) port \(server.port): [pinMismatch]"), "\(refused)")
+    }
 }

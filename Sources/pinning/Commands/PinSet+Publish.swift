@@ -163,20 +163,24 @@ extension PinningCommand.PinSet {
             }
             var refusals: [String] = []
             for entry in configuration.entries where !entry.key.contains("*") && !entry.excludesSubdomainFromParentPolicy {
-                let host = entry.key
-                let address = overrides[ResolveKey(host: host.lowercased(), port: self.livePort)]
+                // The name as `pinning check` connects to it (its URL's host): an internationalised one by its
+                // A-labels, for the lookup, SNI and --resolve, which keys its names the same way.
+                let host = ResolveOption.asciiHost(entry.key) ?? entry.key
+                let address = overrides[ResolveKey(host: host, port: self.livePort)]
+                // Named as the configuration writes it, with the A-labels connected to when they differ.
+                let named = VisibleText.escaped(host == entry.key.lowercased() ? entry.key : "\(entry.key) (\(host))")
                 do {
                     let connection = try await client.connect(
                         host: host, port: self.livePort, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(10))
                     // The check is done (the handshake passed); a failed close changes nothing about it.
                     try? await connection.channel.close()
-                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): its chain passes the configuration")
+                    print("live: \(named) port \(self.livePort): its chain passes the configuration")
                 } catch  where error.code == .untrusted {
                     // The message quotes the live server's certificate names: its text, escaped.
                     let words = error.trustFailure?.codeAndReason ?? error.message
-                    refusals.append("\(VisibleText.escaped(host)) port \(self.livePort): \(VisibleText.escaped(words))")
+                    refusals.append("\(named) port \(self.livePort): \(VisibleText.escaped(words))")
                 } catch {
-                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
+                    print("live: \(named) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
                 }
             }
             guard refusals.isEmpty else {

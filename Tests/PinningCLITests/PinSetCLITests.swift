@@ -154,6 +154,8 @@ struct PinSetCLITests {
             (["pinset", "timestamp", fixture.repo], ["--timestamp-key FILE is required"]),
             (["pinset", "publish", fixture.repo, configuration, "--targets-key", fixture.key("targets")], ["--snapshot-key FILE is required"]),
             (["pinset", "rotate-root", fixture.repo, "--old-key", fixture.key("targets"), "--new-key", fixture.key("root")], ["--old-key", "targets.pem", "is not a root key"]),
+            // The configuration's target where its anchor goes (once a crash of the metadata builder, signal 4).
+            (publish + ["--target-name", "fleet-root.pem"] + fixture.onlineKeys, ["--target-name fleet-root.pem", "fleet-root.pem, a file the configuration references"]),
         ]
         let before = try FileManager.default.contentsOfDirectory(atPath: fixture.repo + "/metadata").sorted()
         for (arguments, words) in cases {
@@ -167,6 +169,16 @@ struct PinSetCLITests {
         #expect(lint.status == 2 && lint.stderr.contains("not published") && lint.stderr.contains("at least two distinct pins"), "\(lint)")
         let unreadable = try await fixture.run(["pinset", "publish", fixture.repo, missingAnchor] + fixture.onlineKeys)
         #expect(unreadable.status == 2 && unreadable.stderr.contains("anchors[0]") && unreadable.stderr.contains("nowhere.pem"), "\(unreadable)")
+        // A clientIdentity: every client refuses a pin set that names one, so publish refuses it (it once noted it and
+        // published). The identity's files need not exist: it is refused before anything reads them.
+        let pins = [Fixture.backupPin, Pin(spkiOf: fixture.chain.root.certificate).description].map { "\"\($0)\"" }.joined(separator: ", ")
+        let identity = try fixture.directory.write(
+            "conf/identity.json",
+            #"{"version": 1, "domains": {"localhost": {"pins": [\#(pins)], "anchors": ["fleet-root.pem"], "clientIdentity": {"pkcs12": "device.p12", "passphraseEnv": "DEVPASS"}}}}"#)
+        let withIdentity = try await fixture.run(["pinset", "publish", fixture.repo, identity] + fixture.onlineKeys)
+        #expect(withIdentity.status == 2 && withIdentity.stderr.contains("not published"), "\(withIdentity)")
+        #expect(withIdentity.stderr.contains("domains[\"localhost\"].clientIdentity: a pin set carries no private keys"), "\(withIdentity)")
+        #expect(!withIdentity.stdout.contains("published"), "\(withIdentity)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.repo + "/metadata").sorted() == before)
         #expect(!FileManager.default.fileExists(atPath: fixture.directory.path("repo2/metadata/1.root.json")))
 
@@ -180,6 +192,35 @@ struct PinSetCLITests {
         let withPassphrase = try await fixture.run(
             ["pinset", "timestamp", fixture.repo, "--timestamp-key", encrypted + ".2", "--passphrase-env", "KEY_PASSPHRASE"], environment: ["KEY_PASSPHRASE": "s3cret"])
         #expect(withPassphrase.status == 2 && withPassphrase.stderr.contains("is not a timestamp key"), "\(withPassphrase)")
+    }
+
+    @Test("a second configuration in the repository: its anchor of the same name with other bytes is refused, naming both; under a directory of its own it is published")
+    func twoConfigurations() async throws {
+        let fixture = try await Fixture.make()
+        defer { fixture.directory.remove() }
+        try await fixture.initialize()
+        let first = try await fixture.run(["pinset", "publish", fixture.repo, fixture.directory.path("conf/pinning.json")] + fixture.onlineKeys)
+        #expect(first.status == 0, "\(first)")
+        func versionsAndTargets() async throws -> [String] {
+            let status = try await fixture.status()
+            let versions = status["roles"]?.arrayValue?.compactMap { $0.objectValue?["version"]?.intValue }.map(String.init) ?? []
+            return versions + (status["targets"]?.arrayValue?.compactMap { $0.objectValue?["sha256"]?.stringValue } ?? [])
+        }
+        let before = try await versionsAndTargets()
+        // Another CA's root under the same file name, as the new user's report had it.
+        let other = try TestChain(host: "other.example", rootName: "Evil Root")
+        try fixture.directory.write("conf2/fleet-root.pem", other.root.certificatePEM)
+        let configuration = try fixture.writeConfiguration(
+            "conf2/other.json", pins: [Fixture.backupPin, Pin(spkiOf: other.intermediate.certificate).description], host: "other.example")
+        let refused = try await fixture.run(["pinset", "publish", fixture.repo, configuration, "--target-name", "other.json"] + fixture.onlineKeys)
+        #expect(refused.status == 2 && refused.stderr.split(separator: "\n").count == 1, "\(refused)")
+        for word in ["pinset publish:", "\"fleet-root.pem\"", "\"other.json\"", "\"pinning.json\""] { #expect(refused.stderr.contains(word), "\(word): \(refused)") }
+        #expect(try await versionsAndTargets() == before, "nothing was written")
+
+        let published = try await fixture.run(["pinset", "publish", fixture.repo, configuration, "--target-name", "other/other.json"] + fixture.onlineKeys)
+        #expect(published.status == 0, "\(published)")
+        let targets = try await fixture.status()["targets"]?.arrayValue?.compactMap { $0.objectValue?["path"]?.stringValue }
+        #expect(targets == ["fleet-root.pem", "other/fleet-root.pem", "other/other.json", "pinning.json"], "\(String(describing: targets))")
     }
 
     @Test("publish --check-live connects to each named host: pins its live chain passes are published, pins it would fail are refused")
@@ -217,5 +258,33 @@ struct PinSetCLITests {
         #expect(busy.status == 1, "\(busy)")
         #expect(busy.stderr.hasPrefix("pinning: pinset timestamp: "), "\(busy)")
         #expect(busy.stderr.contains("another pinning pinset command is writing this repository"), "\(busy)")
+    }
+
+    @Test("publish --check-live with an internationalised host name: connected by its A-labels (lookup, SNI, --resolve in either form)")
+    func checkLiveInternationalised() async throws {
+        let fixture = try await Fixture.make()
+        defer { fixture.directory.remove() }
+        try await fixture.initialize()
+        let chain = try TestChain(host: "xn--bcher-kva.example", rootName: "Bücher Root")
+        try fixture.directory.write("conf/buecher-root.pem", chain.root.certificatePEM)
+        let configuration = try fixture.writeConfiguration(
+            "conf/buecher.json", pins: [Fixture.backupPin, Pin(spkiOf: chain.intermediate.certificate).description], anchors: ["buecher-root.pem"], host: "bücher.example")
+        let server = try await ServeProcess(
+            ["--cert", try fixture.directory.write("idn-chain.pem", TestPKI.pemBundle(chain.presented)), "--key", try fixture.directory.write("idn.key", chain.leaf.privateKeyPEM)],
+            in: fixture.directory)
+        defer { server.stop() }
+        for resolved in ["bücher.example", "xn--bcher-kva.example"] {
+            let run = try await fixture.run(
+                ["pinset", "publish", fixture.repo, configuration, "--check-live", "--live-port", String(server.port), "--resolve", "\(resolved):\(server.port):127.0.0.1"]
+                    + fixture.onlineKeys)
+            #expect(run.status == 0 && run.stdout.contains("live: bücher.example (xn--bcher-kva.example) port \(server.port): its chain passes"), "\(resolved): \(run)")
+        }
+        // And a chain the pins fail is refused, not passed over as unreachable.
+        let stale = try fixture.writeConfiguration(
+            "conf/buecher-stale.json", pins: [Fixture.backupPin, "sha256/" + Data(repeating: 9, count: 32).base64EncodedString()], anchors: ["buecher-root.pem"],
+            host: "bücher.example")
+        let refused = try await fixture.run(
+            ["pinset", "publish", fixture.repo, stale, "--check-live", "--live-port", String(server.port), "--resolve", "bücher.example:\(server.port):127.0.0.1"] + fixture.onlineKeys)
+        #expect(refused.status == 2 && refused.stderr.contains("bücher.example (xn--bcher-kva.example) port \(server.port): [pinMismatch]"), "\(refused)")
     }
 }

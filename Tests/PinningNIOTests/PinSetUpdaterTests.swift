@@ -109,10 +109,11 @@ struct PinSetUpdaterTests {
         #expect(paths == Array(repeating: ["GET /metadata/2.root.json HTTP/1.1", "GET /metadata/timestamp.json HTTP/1.1"], count: 3).flatMap { $0 }, "\(paths)")
     }
 
-    /// The names in `path` that begin with a dot (temporary files, staging directories), with those below them.
+    /// The names in `path` that begin with a dot (temporary files, staging directories), with those below them;
+    /// not the state directory's `.pinset.lock`, which stays (it keeps refreshes sharing the directory apart).
     static func leftovers(_ path: String) -> [String] {
         (FileManager.default.enumerator(atPath: path)?.allObjects.compactMap { $0 as? String } ?? []).filter { name in
-            name.split(separator: "/").contains { $0.hasPrefix(".") }
+            name != ".pinset.lock" && name.split(separator: "/").contains { $0.hasPrefix(".") }
         }
     }
 
@@ -233,6 +234,31 @@ struct PinSetUpdaterTests {
         #expect(updater.currentConfiguration()?.configuration.pinsetVersion == 3)
         let stored = try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets"))
         #expect(stored.count == 1 && stored[0].hasPrefix("v3-"), "\(stored)")
+    }
+
+    @Test("updaters sharing one state directory, refreshing at once, all succeed, round after round; the directory holds one whole set")
+    func sharedDirectory() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-shared")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        // Each its own updater (its own actor and lock descriptor), as separate client processes on one --pinset-dir.
+        let updaters = try (0..<8).map { _ in try Self.updater(repository, directory: directory) }
+        for round in 0..<4 {
+            let pins = round.isMultiple(of: 2) ? [Self.pinA, Self.pinB] : [Self.pinB, Self.pinC]
+            try repository.publish(Self.configuration(pins, extra: String(repeating: " ", count: round)), files: Self.anchorFiles)
+            let outcomes = await withTaskGroup(of: PinSetUpdater.Outcome.self) { group in
+                for updater in updaters { group.addTask { await updater.refresh() } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.allSatisfy { $0 == .updated(version: round + 2) }, "round \(round): \(outcomes)")
+            for updater in updaters { #expect(Self.pins(updater) == pins, "round \(round)") }
+            let stored = try FileManager.default.contentsOfDirectory(atPath: directory.path("state/pinsets"))
+            #expect(stored.count == 1 && stored.first?.hasPrefix("v\(round + 2)-") == true, "round \(round): \(stored)")
+        }
+        // A start reads the set the last commit named, whole.
+        let restarted = try Self.updater(repository, directory: directory)
+        #expect(restarted.currentConfiguration()?.generation == 5 && restarted.status.lastError == nil, "\(restarted.status)")
     }
 
     @Test("custom.pinset.files is the publisher's word: a file the configuration names is fetched from the target it maps to, kept across a restart; one it does not list is refused")

@@ -239,6 +239,124 @@ struct TUFRepositoryWriterTests {
         #expect(status.roles.first { $0.name == "snapshot" }?.expired == true)
     }
 
+    @Test("an expired repository is renewed: rotate-root passes over an expired root, timestamp, snapshot and targets (signatures still checked); a client holding the expired root follows")
+    func expiredRepositoryRenewed() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let start = Date()
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let pins = Array(#"{"version": 1, "domains": {}}"#.utf8)
+        try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let shipped = try #require(FileManager.default.contents(atPath: writer.metadataDirectory + "/1.root.json"))
+        let client = try DirectoryClient(repository: writer.directory, trustedRoot: Array(shipped))
+        defer { client.remove() }
+        var updater = TUFUpdater(metadataDirectory: client.metadata.path, metadataURL: URL(string: "https://repo.test/metadata/")!, fetcher: client.fetcher)
+        #expect(try await updater.refresh(startTime: start).targets?.version == 2)
+
+        // Five days on only the timestamp has expired: it does not block a rotation.
+        let soon = start.addingTimeInterval(5 * 86_400)
+        #expect(try writer.rotateRoot(oldKeys: [keys[0]], newKeys: [keys[0]], threshold: 1, now: soon).root == 2)
+        #expect(try writer.status(at: soon).roles.filter(\.expired).map(\.name) == ["timestamp"])
+        try writer.renewTimestamp(timestampKey: keys[3], now: soon)
+        #expect(try writer.status(at: soon).clientRefusal == nil)
+
+        // 400 days on the root has expired too: the online roles cannot sign for it, and say what renews it.
+        let later = start.addingTimeInterval(400 * 86_400)
+        func expectRootExpired(_ error: TUFRepositoryError) {
+            #expect(error.code == .inconsistent && error.message.contains("root version 2 expired at") && error.message.contains("pinning pinset rotate-root"), "\(error)")
+        }
+        do {
+            try writer.renewTimestamp(timestampKey: keys[3], now: later)
+            Issue.record("a timestamp was signed for an expired root")
+        } catch {
+            expectRootExpired(error)
+        }
+        do {
+            try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: later)
+            Issue.record("a pin set was published under an expired root")
+        } catch {
+            expectRootExpired(error)
+        }
+        // Only expiry is waived: a key that is not a root key still cannot rotate it.
+        do {
+            try writer.rotateRoot(oldKeys: [keys[1]], newKeys: [keys[1]], threshold: 1, now: later)
+            Issue.record("a targets key rotated an expired root")
+        } catch {
+            #expect(error.code == .wrongKey, "\(error)")
+        }
+        #expect(try writer.rotateRoot(oldKeys: [keys[0]], newKeys: [keys[0]], threshold: 1, now: later).root == 3)
+        let status = try writer.status(at: later)
+        #expect(status.roles.filter(\.expired).map(\.name) == ["targets", "snapshot", "timestamp"], "\(status.roles.map { ($0.name, $0.expired) })")
+        try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: later)
+        #expect(try writer.status(at: later).clientRefusal == nil)
+
+        // The client that trusts root version 1 (expired long ago) walks to version 3 and takes the new targets.
+        let trusted = try await updater.refresh(startTime: later)
+        #expect(trusted.root.version == 3 && trusted.targets?.version == 3)
+    }
+
+    @Test("two configurations in one repository never change each other's files: another's anchor with other bytes, its target, or a file it still references")
+    func configurationsKeptApart() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        func publish(_ name: String, _ files: [String: [UInt8]], _ text: String = #"{"version": 1, "domains": {}}"#) throws(TUFRepositoryError) {
+            try writer.publishPinSet(Array(text.utf8), name: name, files: files, targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        }
+        func listed() throws -> [String: String] {
+            var paths: [String: String] = [:]
+            for target in try writer.status().targets { paths[target.path] = target.hashes["sha256"] }
+            return paths
+        }
+        let fleet = Array("fleet root".utf8)
+        let evil = Array("evil root".utf8)
+        try publish("pinning.json", ["fleet-root.pem": fleet])
+        let before = try listed()
+        let refusals: [(String, [String: [UInt8]], [String])] = [
+            // Another configuration's anchor of the same name, other bytes (the new user's report): its anchor would change.
+            ("other.json", ["fleet-root.pem": evil], ["\"fleet-root.pem\"", "\"other.json\"", "\"pinning.json\"", "directory of its own"]),
+            // A configuration published where another references a file, and a file where another configuration is.
+            ("fleet-root.pem", [:], ["\"fleet-root.pem\" is a file the pin set \"pinning.json\" references"]),
+            ("other.json", ["pinning.json": fleet], ["\"pinning.json\" is the configuration of another pin set"]),
+            // The configuration's own name is one of its files' targets (once a crash of the metadata builder).
+            ("a.pem", ["a.pem": fleet], ["target name \"a.pem\" is also the target of a file it references"]),
+        ]
+        for (name, files, words) in refusals {
+            do {
+                try publish(name, files)
+                Issue.record("\(name) \(files.keys.sorted()) was published")
+            } catch {
+                #expect(error.code == .invalidInput, "\(error)")
+                for word in words { #expect(error.message.contains(word), "\(word): \(error)") }
+            }
+            #expect(try listed() == before)
+        }
+        // A repeated path given to publish is refused in words, not a crash.
+        do {
+            try writer.publish([.init(path: "a.json", contents: [1]), .init(path: "a.json", contents: [2])], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("a repeated target path was published")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("\"a.json\" is given twice"), "\(error)")
+        }
+
+        // The same file, byte for byte, is shared; files in a directory of their own never meet the other's.
+        try publish("other.json", ["fleet-root.pem": fleet])
+        try publish("other/other.json", ["fleet-root.pem": evil])
+        var paths = try listed()
+        #expect(paths["fleet-root.pem"] == before["fleet-root.pem"] && paths["other/fleet-root.pem"] != nil, "\(paths)")
+        // pinning.json moves to another anchor: fleet-root.pem stays listed while other.json references it, then goes.
+        try publish("pinning.json", ["new-root.pem": fleet])
+        paths = try listed()
+        #expect(paths["fleet-root.pem"] == before["fleet-root.pem"] && paths["new-root.pem"] != nil, "\(paths)")
+        try publish("other.json", [:])
+        #expect(try listed()["fleet-root.pem"] == nil)
+        #expect(try writer.status().clientRefusal == nil)
+    }
+
     @Test("keys as openssl genpkey writes them: Ed25519, P-256, RSA 2048; refused: RSA 1024, P-384, encrypted without a passphrase", .enabled(if: TestTools.opensslAvailable))
     func opensslKeys() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-openssl")

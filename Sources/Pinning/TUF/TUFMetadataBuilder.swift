@@ -28,13 +28,27 @@ package enum TUFMetadataBuilder {
     }
 
     /// Targets: each target's length, hashes and custom value.
-    package static func targets(version: Int, expires: Int64, targets: [TUFTargetFile]) -> TUFJSONObject {
+    ///
+    /// - Throws: ``RepeatedTargetPath`` when two targets have the same path (byte for byte): the paths are the
+    ///   caller's data (a configuration's file names, a `--target-name`), so a repeat is refused, never a crash.
+    package static func targets(version: Int, expires: Int64, targets: [TUFTargetFile]) throws(RepeatedTargetPath) -> TUFJSONObject {
         let entries: [(String, TUFJSON)] = targets.map { target in
             var fields: [(String, TUFJSON)] = [("length", self.integer(target.length)), ("hashes", self.hashes(target.hashes))]
             if let custom = target.custom { fields.append(("custom", custom)) }
             return (target.path, self.object(fields))
         }
-        return self.common(type: TUFRoleName.targets, version: version, expires: expires, [("targets", self.object(entries))])
+        guard let object = TUFJSONObject(entries) else {
+            var seen = Set<[UInt8]>()
+            let repeated = targets.first { !seen.insert(Array($0.path.utf8)).inserted }?.path ?? ""
+            throw RepeatedTargetPath(path: repeated)
+        }
+        return self.common(type: TUFRoleName.targets, version: version, expires: expires, [("targets", .object(object))])
+    }
+
+    /// Two targets given to ``targets(version:expires:targets:)`` with the same path.
+    package struct RepeatedTargetPath: Error, Sendable {
+        /// The path, as given (not escaped).
+        package var path: String
     }
 
     /// Snapshot: the version, length and SHA-256 of `targets.json`, whose file is `targetsFile`.
@@ -95,7 +109,8 @@ package enum TUFMetadataBuilder {
 
     static func object(_ members: [(String, TUFJSON)]) -> TUFJSON { .object(self.objectValue(members)) }
 
-    /// Members whose names are distinct by construction (field names above, dictionary keys).
+    /// Members whose names are distinct by construction (field names above, dictionary keys): never names a caller
+    /// chose, which may repeat (target paths are checked by ``targets(version:expires:targets:)``).
     static func objectValue(_ members: [(String, TUFJSON)]) -> TUFJSONObject {
         guard let object = TUFJSONObject(members) else {
             preconditionFailure("TUFMetadataBuilder: a repeated member name in \(members.map(\.0))")

@@ -41,6 +41,9 @@ public import Pinning
 ///   `current.json`), so a restart enforces it before any network access. TUF's own metadata is in `metadata/`.
 /// - **Monotonic.** A pin set whose targets version is older than the last good one's is refused even if the
 ///   metadata directory was lost (the TUF rollback checks need it).
+/// - **Shared.** Several updaters, in one process or several, may keep their state in one directory: each refresh
+///   holds `.pinset.lock` there (`flock`, waited for up to ``Options/lockWait``), so one refresh's downloads and
+///   commit never meet another's (which would remove the set being written, or write metadata under it).
 ///
 /// The version of a pin set is the version of the top-level targets metadata that vouched for it: it changes
 /// with every publication and never goes back. Failure reports carry it (`pinset-version`).
@@ -70,6 +73,9 @@ public actor PinSetUpdater: PinningConfigurationSource {
         public var maximumConfigurationSize: Int
         /// Set as the ``/Pinning/PinningConfiguration/reportQueue`` of every configuration published.
         public var reportQueue: (any PinFailureReporting)?
+        /// How long a refresh waits for another updater's refresh of the same directory (its `.pinset.lock`) before
+        /// it fails, changing nothing (default two minutes: a refresh is bounded by its fetcher's timeouts).
+        public var lockWait: Duration = .seconds(120)
 
         public init(
             targetName: String = "pinning.json", targetsURL: URL? = nil, refreshInterval: Duration = .seconds(3600), jitter: Double = 0.1,
@@ -169,6 +175,21 @@ public actor PinSetUpdater: PinningConfigurationSource {
         } catch {
             throw PinSetError("\(VisibleText.escaped(directory)): cannot create the state directory: \(error.description)")
         }
+        // Apart from a refresh of another updater sharing the directory (``whileLocked(_:)``), which may store a
+        // newer root than the bootstrap one, or commit and remove the set being read. Waited for a little only: a
+        // refresh may hold the lock while it downloads, and a start is not held up by it. Going on without it is
+        // safe, only less lucky: the bootstrap root is only stored where none is, and every stored file is checked
+        // against its recorded sha256, so a set removed under this reading is not used (no pin set until a
+        // refresh), never a mixed one.
+        let lock = open(directory + "/.pinset.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        defer { if lock >= 0 { close(lock) } }
+        if lock >= 0 {
+            var tries = 0
+            while flock(lock, LOCK_EX | LOCK_NB) != 0 && tries < 50 {
+                usleep(20_000)
+                tries += 1
+            }
+        }
         if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
             do {
                 try TUFUpdater.initialize(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
@@ -266,7 +287,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
     private func performRefresh() async -> Outcome {
         let start = self.clock()
         do {
-            let outcome = try await self.attempt(startTime: start)
+            let outcome = try await self.whileLocked { () async throws(PinSetError) -> Outcome in try await self.attempt(startTime: start) }
             self.state.withLockedValue { state in
                 state.lastError = nil
                 state.lastAttempt = start
@@ -433,6 +454,49 @@ public actor PinSetUpdater: PinningConfigurationSource {
         let entries = configuration.entries.count
         self.log?("pin set version \(version) applied (\(TUFError.printable(name)), sha256 \(mainDigest.prefix(16))…, \(entries) entr\(entries == 1 ? "y" : "ies"))")
         return .updated(version: version)
+    }
+
+    /// Runs `body` holding the state directory's `.pinset.lock` (`flock`, exclusive): one refresh at a time per
+    /// directory, whichever process or updater runs it. Without it, updaters sharing a directory (clients started
+    /// together on one `--pinset-dir`) removed each other's set while it was being written, as a leftover, and
+    /// refused it. The lock is waited for, polled, up to ``Options/lockWait``; it is released when `body` ends, or
+    /// by the system when the process does.
+    private func whileLocked<Value>(_ body: () async throws(PinSetError) -> Value) async throws(PinSetError) -> Value {
+        let path = self.directory + "/.pinset.lock"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw PinSetError("\(VisibleText.escaped(path)): cannot open: \(TUFFiles.words(errno))") }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            try await Self.waitForLock(descriptor, path: path, wait: self.options.lockWait)
+        }
+        defer { flock(descriptor, LOCK_UN) }
+        return try await body()
+    }
+
+    /// Takes the lock on `descriptor` once the refresh holding it ends, polling on a thread of its own (20 ms
+    /// apart, up to `wait`). Not `Task.sleep`: under a shifted clock (faketime, as the expiry tests run the CLI) its
+    /// timer never fired and a waiting client hung; a plain sleep on a thread does not depend on that timer.
+    private static func waitForLock(_ descriptor: CInt, path: String, wait: Duration) async throws(PinSetError) {
+        let refusal = await withCheckedContinuation { (continuation: CheckedContinuation<PinSetError?, Never>) in
+            DispatchQueue.global().async {
+                let deadline = ContinuousClock.now + wait
+                while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                    let code = errno
+                    guard code == EWOULDBLOCK || code == EINTR else {
+                        continuation.resume(returning: PinSetError("\(VisibleText.escaped(path)): cannot lock: \(TUFFiles.words(code))"))
+                        return
+                    }
+                    guard ContinuousClock.now < deadline else {
+                        continuation.resume(
+                            returning: PinSetError("\(VisibleText.escaped(path)): another refresh of this pin set directory has held it for over \(wait); nothing changed"))
+                        return
+                    }
+                    usleep(20_000)
+                }
+                continuation.resume(returning: nil)
+            }
+        }
+        if let refusal { throw refusal }
     }
 
     private func targetInfo(_ tuf: inout TUFUpdater, _ path: String) async throws(PinSetError) -> TUFTargetFile {

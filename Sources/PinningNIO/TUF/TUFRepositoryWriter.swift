@@ -262,7 +262,7 @@ public struct TUFRepositoryWriter: Sendable {
             let start = Self.seconds(now)
             let root = try Self.sign(
                 TUFMetadataBuilder.root(version: 1, expires: start + Int64(expiry.root) * 86_400, keys: keys, roles: roles), with: distinctRoot)
-            let targets = try Self.sign(TUFMetadataBuilder.targets(version: 1, expires: start + Int64(expiry.targets) * 86_400, targets: []), with: [targetsKey])
+            let targets = try Self.sign(try Self.targetsObject(version: 1, expires: start + Int64(expiry.targets) * 86_400, targets: []), with: [targetsKey])
             let snapshot = try Self.sign(
                 TUFMetadataBuilder.snapshot(version: 1, expires: start + Int64(expiry.snapshot) * 86_400, targetsVersion: 1, targetsFile: targets), with: [snapshotKey])
             let timestamp = try Self.sign(
@@ -299,15 +299,38 @@ public struct TUFRepositoryWriter: Sendable {
     public func publish(
         _ targets: [Target], removing: [String] = [], targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, now: Date = Date()
     ) throws(TUFRepositoryError) -> Versions {
-        for target in targets { try Self.checkTargetPath(target.path) }
+        try self.publish(targets, removing: removing, pinSet: nil, targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey, now: now)
+    }
+
+    /// ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``; with `pinSet` (the target name of the
+    /// configuration published, by ``publishPinSet(_:name:files:targetsKey:snapshotKey:timestampKey:now:)``), the
+    /// files the previous version of that configuration referenced are removed too, and the other configurations
+    /// of the repository are guarded (``guardOtherPinSets(_:publishing:removing:in:)``): both read under the lock,
+    /// from the targets this version replaces.
+    func publish(
+        _ targets: [Target], removing: [String], pinSet: String?, targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, now: Date
+    ) throws(TUFRepositoryError) -> Versions {
+        var paths = Set<[UInt8]>()
+        for target in targets {
+            try Self.checkTargetPath(target.path)
+            guard paths.insert(Array(target.path.utf8)).inserted else {
+                throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(target.path, limit: 200)) is given twice")
+            }
+        }
         return try self.locked { () throws(TUFRepositoryError) -> Versions in
             let expiry = try self.expiryPeriods()
             let current = try self.load()
             let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try self.checkRootNotExpired(root, now: now)
             try Self.checkKey(targetsKey, role: TUFRoleName.targets, root: root)
             try Self.checkKey(snapshotKey, role: TUFRoleName.snapshot, root: root)
             try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
             let oldTargets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
+            var removing = removing
+            if let pinSet {
+                removing += Self.pinSetFiles(oldTargets.target(pinSet)) ?? []
+                removing = try Self.guardOtherPinSets(pinSet, publishing: targets, removing: removing, in: oldTargets)
+            }
             let replaced = Set(removing + targets.map(\.path))
             var listed = oldTargets.targets.values.filter { !replaced.contains($0.path) }
             var files: [String: [UInt8]] = [:]
@@ -320,7 +343,7 @@ public struct TUFRepositoryWriter: Sendable {
             let start = Self.seconds(now)
             let targetsVersion = max(oldTargets.version, try self.highestVersion(of: TUFRoleName.targets)) + 1
             let targetsFile = try Self.sign(
-                TUFMetadataBuilder.targets(version: targetsVersion, expires: start + Int64(expiry.targets) * 86_400, targets: listed), with: [targetsKey])
+                try Self.targetsObject(version: targetsVersion, expires: start + Int64(expiry.targets) * 86_400, targets: listed), with: [targetsKey])
             let oldSnapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
             let snapshotVersion = max(oldSnapshot.version, try self.highestVersion(of: TUFRoleName.snapshot)) + 1
             let snapshotFile = try Self.sign(
@@ -360,7 +383,20 @@ public struct TUFRepositoryWriter: Sendable {
     /// by the path the configuration writes, relative to its own directory) beside it, as one consistent set. The
     /// configuration's target carries `"custom": {"pinset": {"files": {PATH: TARGET}}}`, mapping each referenced
     /// path to its target path, so a client can download all of them and lay them out as the configuration expects.
-    /// The files the previous version of `name` referenced are no longer listed.
+    /// The files the previous version of `name` referenced are no longer listed, unless another configuration
+    /// references them too.
+    ///
+    /// Several configurations may share one repository (each under its own `name`), and then they must not change
+    /// each other: a file one references is never replaced by another's file of the same target path with other
+    /// bytes (it would silently swap that configuration's anchor or CRL, in every client that follows it), nor is
+    /// another configuration's target, nor is a file another still references removed. Such a publication is refused
+    /// (``TUFRepositoryError/Code/invalidInput``, naming both configurations and the file); the same file with the same
+    /// bytes is shared. Files are published beside `name` (`other/other.json` puts its files under `other/`), which
+    /// is how two configurations keep files of the same name apart.
+    ///
+    /// - Throws: ``TUFRepositoryError``, as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``, and
+    ///   ``TUFRepositoryError/Code/invalidInput`` when a referenced file would be published at `name` itself or
+    ///   would change another configuration, as above.
     @discardableResult
     public func publishPinSet(
         _ configuration: [UInt8], name: String = "pinning.json", files: [String: [UInt8]], targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey,
@@ -372,6 +408,12 @@ public struct TUFRepositoryWriter: Sendable {
         var references: [(String, TUFJSON)] = []
         for (path, contents) in files.sorted(by: { $0.key < $1.key }) {
             try Self.checkTargetPath(path)
+            guard base + path != name else {
+                throw TUFRepositoryError(
+                    .invalidInput,
+                    "the configuration's target name \(VisibleText.quoted(name, limit: 200)) is also the target of a file it references (\(VisibleText.quoted(path, limit: 200))); give the configuration another target name"
+                )
+            }
             targets.append(Target(path: base + path, contents: contents))
             references.append((path, .string(base + path)))
         }
@@ -380,13 +422,51 @@ public struct TUFRepositoryWriter: Sendable {
         }
         let custom = TUFJSON.object(TUFJSONObject([("pinset", .object(TUFJSONObject([("files", .object(referenceObject))])!))])!)
         targets.append(Target(path: name, contents: configuration, custom: custom))
-        var removing: [String] = []
-        if let current = try? self.load(), let old = try? TUFTargets(bytes: current.targets, role: TUFRoleName.targets).target(name),
-            let previous = old.custom?.objectValue?["pinset"]?.objectValue?["files"]?.objectValue
-        {
-            removing = previous.members.compactMap(\.value.stringValue)
+        return try self.publish(targets, removing: [], pinSet: name, targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey, now: now)
+    }
+
+    /// The target paths a configuration's target references (its `custom.pinset.files`), nil when it is not a
+    /// pin set's configuration.
+    static func pinSetFiles(_ target: TUFTargetFile?) -> [String]? {
+        guard let files = target?.custom?.objectValue?["pinset"]?.objectValue?["files"]?.objectValue else { return nil }
+        return files.members.compactMap(\.value.stringValue)
+    }
+
+    /// Refuses a publication of configuration `name` that would change another configuration listed in `old`: a
+    /// target another configuration references (or another configuration's own target) published with other bytes,
+    /// or the other configuration's target replaced at all; returns `removing` without the files another
+    /// configuration still references. Two configurations in one repository then never change each other's files.
+    static func guardOtherPinSets(_ name: String, publishing targets: [Target], removing: [String], in old: TUFTargets) throws(TUFRepositoryError) -> [String] {
+        // Target path → the other configuration that references it (or is it).
+        var referencedBy: [String: String] = [:]
+        for other in old.targets.values.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) where other.path != name {
+            guard let files = Self.pinSetFiles(other) else { continue }
+            referencedBy[other.path] = other.path
+            for file in files where referencedBy[file] == nil { referencedBy[file] = other.path }
         }
-        return try self.publish(targets, removing: removing, targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey, now: now)
+        let quotedName = VisibleText.quoted(name, limit: 200)
+        for target in targets {
+            guard let owner = referencedBy[target.path] else { continue }
+            let quotedOwner = VisibleText.quoted(owner, limit: 200)
+            let quotedPath = VisibleText.quoted(target.path, limit: 200)
+            if owner == target.path {
+                throw TUFRepositoryError(
+                    .invalidInput, "\(quotedPath) is the configuration of another pin set: publishing \(quotedName) would replace it; give this one another target name")
+            }
+            if target.path == name {
+                throw TUFRepositoryError(
+                    .invalidInput, "\(quotedName) is a file the pin set \(quotedOwner) references: publishing a configuration there would replace it; give this one another target name")
+            }
+            let listed = old.target(target.path)
+            let new = TUFTargetFile(path: target.path, contents: target.contents)
+            if listed == nil || listed?.length != new.length || listed?.hashes["sha256"] != new.hashes["sha256"] {
+                throw TUFRepositoryError(
+                    .invalidInput,
+                    "\(quotedPath), a file \(quotedName) references, differs from the file at that target path that the pin set \(quotedOwner) references: publishing it would change \(quotedOwner)'s files in every client that follows it; publish \(quotedName) under a target name in a directory of its own (its files go to that directory), or give the file another name"
+                )
+            }
+        }
+        return removing.filter { referencedBy[$0] == nil }
     }
 
     // MARK: - Timestamp
@@ -395,13 +475,15 @@ public struct TUFRepositoryWriter: Sendable {
     /// scheduler runs so clients keep accepting the repository.
     ///
     /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/inconsistent`` when the snapshot or targets have
-    ///   expired (a new timestamp would not help clients: publish again), and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
+    ///   expired (a new timestamp would not help clients: publish again) or the root has (renew it first with
+    ///   ``rotateRoot(oldKeys:newKeys:threshold:now:)``), and as ``publish(_:removing:targetsKey:snapshotKey:timestampKey:now:)``.
     @discardableResult
     public func renewTimestamp(timestampKey: TUFSigningKey, now: Date = Date()) throws(TUFRepositoryError) -> Versions {
         try self.locked { () throws(TUFRepositoryError) -> Versions in
             let expiry = try self.expiryPeriods()
             let current = try self.load()
             let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: current.roots.last!) }
+            try self.checkRootNotExpired(root, now: now)
             try Self.checkKey(timestampKey, role: TUFRoleName.timestamp, root: root)
             let old = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
             let timestampVersion = max(old.version, try self.signedTimestampVersion()) + 1
@@ -425,6 +507,11 @@ public struct TUFRepositoryWriter: Sendable {
     /// A new root version whose root keys are `newKeys` with `threshold`, the other roles' keys unchanged, signed by
     /// `oldKeys` (which must meet the current root's threshold) and by `newKeys` (which must meet the new one), so
     /// every client walks from the current root to it (§5.3.4).
+    ///
+    /// An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired
+    /// (``verifyRotation(_:now:)`` says why only their expiry is waived). The new root may then vouch for an expired
+    /// timestamp, snapshot or targets, which this does not sign (it holds no online key): clients refuse the
+    /// repository until ``renewTimestamp(timestampKey:now:)`` or a publication renews them.
     ///
     /// - Throws: ``TUFRepositoryError``: ``TUFRepositoryError/Code/wrongKey`` (an old key that is not a root key
     ///   of the current version, too few old or new keys for a threshold), ``TUFRepositoryError/Code/invalidInput``,
@@ -469,13 +556,57 @@ public struct TUFRepositoryWriter: Sendable {
                     version: version, expires: Self.seconds(now) + Int64(expiry.root) * 86_400, keys: keys, roles: roles, consistentSnapshot: root.consistentSnapshot),
                 with: oldKeys + distinctNew)
             let next = State(roots: current.roots + [rootFile], timestamp: current.timestamp, snapshot: current.snapshot, targets: current.targets)
-            try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            if try self.expiredRoles(current, now: now).isEmpty {
+                try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
+            } else {
+                try self.verifyRotation(next, now: now)
+            }
             try self.write(rootFile, directory: self.metadataDirectory, name: "\(version).root.json")
             try self.write(rootFile, directory: self.metadataDirectory, name: "root.json")
             let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: current.snapshot) }
             let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: current.targets, role: TUFRoleName.targets) }
             let timestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: current.timestamp) }
             return Versions(root: version, targets: targets.version, snapshot: snapshot.version, timestamp: timestamp.version)
+        }
+    }
+
+    /// The top-level roles whose current metadata has expired at `now`, root first.
+    func expiredRoles(_ state: State, now: Date) throws(TUFRepositoryError) -> [String] {
+        let root = try self.parse { () throws(TUFError) in try TUFRoot(bytes: state.roots.last!) }
+        let targets = try self.parse { () throws(TUFError) in try TUFTargets(bytes: state.targets, role: TUFRoleName.targets) }
+        let snapshot = try self.parse { () throws(TUFError) in try TUFSnapshot(bytes: state.snapshot) }
+        let timestamp = try self.parse { () throws(TUFError) in try TUFTimestamp(bytes: state.timestamp) }
+        let envelopes = [(TUFRoleName.root, root.envelope), (TUFRoleName.targets, targets.envelope), (TUFRoleName.snapshot, snapshot.envelope), (TUFRoleName.timestamp, timestamp.envelope)]
+        return envelopes.filter { $0.1.isExpired(at: now.timeIntervalSince1970) }.map(\.0)
+    }
+
+    /// The check of a root rotation in a repository whose metadata has expired, which a rotation must be able to
+    /// renew (otherwise an expired root could only be replaced by a new repository, and every client re-shipped).
+    ///
+    /// A deliberate waiver, of expiry only, as TUF's client workflow has it: a client walks root versions checking
+    /// each one's signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and
+    /// checks expiry on the final root alone (specification §5.3.4–§5.3.10). So the root chain is checked as
+    /// ``verifyAsClients(_:previous:targetFiles:now:)`` checks it, the new root must not have expired, and the
+    /// timestamp, snapshot and targets, which a rotation does not change, must each still be signed by a threshold of
+    /// their keys in the new root; only their expiry, and the current root's, is not held against the rotation.
+    /// Clients refuse the repository until those roles are signed again (`pinning pinset timestamp` or `publish`).
+    func verifyRotation(_ state: State, now: Date) throws(TUFRepositoryError) {
+        do throws(TUFError) {
+            var set = try TUFTrustedSet(trustedRoot: state.roots[0], updateStartTime: now)
+            for root in state.roots.dropFirst() { try set.updateRoot(root) }
+            try set.checkRootNotExpired()
+            let envelopes = [
+                (TUFRoleName.timestamp, try TUFTimestamp(bytes: state.timestamp).envelope), (TUFRoleName.snapshot, try TUFSnapshot(bytes: state.snapshot).envelope),
+                (TUFRoleName.targets, try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope),
+            ]
+            for (role, envelope) in envelopes {
+                guard let keys = set.root.roleKeys(role) else {
+                    throw TUFError(role: role, rule: .malformed, "root version \(set.root.version) defines no \(role) role")
+                }
+                try TUFSignatures.verifyThreshold(envelope, keys: set.root.keys, roleKeys: keys, role: role, signer: "root")
+            }
+        } catch {
+            throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): a client would refuse the result: \(error)")
         }
     }
 
@@ -622,6 +753,25 @@ public struct TUFRepositoryWriter: Sendable {
         guard !path.unicodeScalars.contains(where: { VisibleText.isHidden($0) || $0 == "\\" }) else {
             throw TUFRepositoryError(
                 .invalidInput, "target path \(VisibleText.quoted(path, limit: 200)) has a control or invisible character, or a backslash")
+        }
+    }
+
+    /// Refuses to sign for a root that has expired: clients refuse everything it vouches for (§5.3.10), so the
+    /// root is renewed first, by ``rotateRoot(oldKeys:newKeys:threshold:now:)``, which an expired root does not block.
+    func checkRootNotExpired(_ root: TUFRoot, now: Date) throws(TUFRepositoryError) {
+        guard root.envelope.isExpired(at: now.timeIntervalSince1970) else { return }
+        throw TUFRepositoryError(
+            .inconsistent,
+            "\(VisibleText.escaped(self.directory)): root version \(root.version) expired at \(VisibleText.escaped(root.envelope.expiresText)), and clients refuse everything it vouches for: renew it first with pinning pinset rotate-root (its keys may sign the new version again: --old-key K --new-key K), then run this again"
+        )
+    }
+
+    /// ``TUFMetadataBuilder/targets(version:expires:targets:)``, a repeated path refused in words.
+    static func targetsObject(version: Int, expires: Int64, targets: [TUFTargetFile]) throws(TUFRepositoryError) -> TUFJSONObject {
+        do {
+            return try TUFMetadataBuilder.targets(version: version, expires: expires, targets: targets)
+        } catch {
+            throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(error.path, limit: 200)) is listed twice")
         }
     }
 

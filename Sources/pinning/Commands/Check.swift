@@ -527,6 +527,16 @@ enum ResolveOption {
     /// so `例え.テスト` matches `https://例え.テスト/` as `xn--r8jz45g.xn--zckzah` does (the Unicode entry was once
     /// kept as typed and never matched).
     static func host(_ text: String, entry: String) throws(InputError) -> String {
+        guard let host = Self.asciiHost(text) else {
+            throw InputError("--resolve \(VisibleText.escaped(entry)): \"\(VisibleText.escaped(text))\" is not a host name")
+        }
+        return host
+    }
+
+    /// `text` as the client names the host it connects to (``host(_:entry:)``): lower case, a Unicode name in its
+    /// A-label form; nil when the URL parser does not read it as a host name. `pinset publish --check-live` connects
+    /// to a configuration's names this way.
+    static func asciiHost(_ text: String) -> String? {
         if text.unicodeScalars.allSatisfy(\.isASCII) {
             return text.lowercased()
         }
@@ -534,7 +544,7 @@ enum ResolveOption {
         guard !text.unicodeScalars.contains(where: { "/@?#[]\\%".unicodeScalars.contains($0) || $0.properties.isWhitespace }),
             let host = URL(string: "https://\(text)/")?.host, !host.isEmpty, host.unicodeScalars.allSatisfy(\.isASCII)
         else {
-            throw InputError("--resolve \(VisibleText.escaped(entry)): \"\(VisibleText.escaped(text))\" is not a host name")
+            return nil
         }
         return host.lowercased()
     }

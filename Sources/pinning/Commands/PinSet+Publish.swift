@@ -16,8 +16,12 @@ extension PinningCommand.PinSet {
                 enforced entry without a backup pin, an unreadable anchor or CRL, a CRL no anchor signed) is refused, exit 2, \
                 listing every problem. Anchor and CRL paths must be relative, without .., so clients can lay the files out \
                 beside the configuration: they are published as targets beside --target-name, in the same targets version, \
-                and the configuration's target lists them in its custom.pinset.files. A clientIdentity stays on each client \
-                (its private key is never published).
+                and the configuration's target lists them in its custom.pinset.files. An entry with a clientIdentity is \
+                refused, exit 2: a pin set carries no private keys, and every client refuses one that names one.
+
+                Several configurations may share one repository (each its own --target-name); one whose file would replace \
+                a file of the same target path that another references, with other bytes, is refused, exit 2, naming both: \
+                give it a --target-name in a directory of its own (other/other.json publishes its files under other/).
 
                 --check-live connects to every host the configuration names exactly (not *. or **. patterns) on port \
                 --live-port and refuses, exit 2, a configuration whose pins the host's live chain would fail. Hosts that \
@@ -61,6 +65,12 @@ extension PinningCommand.PinSet {
             let now = Date()
             let (configuration, bytes) = try self.lint(at: now)
             let files = try self.referencedFiles(configuration)
+            let base = self.targetName.contains("/") ? String(self.targetName[...self.targetName.lastIndex(of: "/")!]) : ""
+            if let clash = files.keys.first(where: { base + $0 == self.targetName }) {
+                throw InputError(
+                    "pinset publish: not published: --target-name \(VisibleText.escaped(self.targetName)) is also where \(VisibleText.escaped(clash)), a file the configuration references, is published; give another --target-name"
+                )
+            }
             if self.checkLive {
                 try await self.checkLiveHosts(configuration)
             }
@@ -75,8 +85,9 @@ extension PinningCommand.PinSet {
             }
         }
 
-        /// The configuration, loaded and checked as `config lint` checks it (revocation included; client identities
-        /// are not loaded: they live on the clients), and its exact bytes.
+        /// The configuration, loaded and checked as `config lint` checks it (revocation included), and its exact bytes.
+        /// An entry naming a clientIdentity is a problem: clients following a pin set refuse one that names one
+        /// (`PinSetUpdater`), since a pin set carries no private keys; the identity is not loaded.
         func lint(at time: Date) throws -> (PinningConfiguration, [UInt8]) {
             let configuration: PinningConfiguration
             do {
@@ -88,6 +99,11 @@ extension PinningCommand.PinSet {
             }
             var problems: [String] = []
             var warnings = configuration.warnings(at: time)
+            for entry in configuration.entries where entry.clientIdentity != nil {
+                problems.append(
+                    "domains[\"\(VisibleText.escaped(entry.key))\"].clientIdentity: a pin set carries no private keys, and every client refuses one that names a clientIdentity; publish the configuration without it"
+                )
+            }
             for entry in configuration.entries {
                 guard let revocation = entry.revocation else { continue }
                 let (errors, notes) = PinningCommand.Config.Lint.revocationProblems(revocation, entry: entry, configurationFile: self.configurationFile, at: time)
@@ -131,9 +147,6 @@ extension PinningCommand.PinSet {
                         throw InputError("pinset publish: not published: domains[\"\(entry.key)\"].\(field): \(error.description)")
                     }
                 }
-                if entry.clientIdentity != nil {
-                    print("note: domains[\"\(entry.key)\"].clientIdentity is not published: each client keeps its own identity files")
-                }
             }
             return files
         }
@@ -150,20 +163,24 @@ extension PinningCommand.PinSet {
             }
             var refusals: [String] = []
             for entry in configuration.entries where !entry.key.contains("*") && !entry.excludesSubdomainFromParentPolicy {
-                let host = entry.key
-                let address = overrides[ResolveKey(host: host.lowercased(), port: self.livePort)]
+                // The name as `pinning check` connects to it (its URL's host): an internationalised one by its
+                // A-labels, for the lookup, SNI and --resolve, which keys its names the same way.
+                let host = ResolveOption.asciiHost(entry.key) ?? entry.key
+                let address = overrides[ResolveKey(host: host, port: self.livePort)]
+                // Named as the configuration writes it, with the A-labels connected to when they differ.
+                let named = VisibleText.escaped(host == entry.key.lowercased() ? entry.key : "\(entry.key) (\(host))")
                 do {
                     let connection = try await client.connect(
                         host: host, port: self.livePort, address: address, group: MultiThreadedEventLoopGroup.singleton, timeout: .seconds(10))
                     // The check is done (the handshake passed); a failed close changes nothing about it.
                     try? await connection.channel.close()
-                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): its chain passes the configuration")
+                    print("live: \(named) port \(self.livePort): its chain passes the configuration")
                 } catch  where error.code == .untrusted {
                     // The message quotes the live server's certificate names: its text, escaped.
                     let words = error.trustFailure?.codeAndReason ?? error.message
-                    refusals.append("\(VisibleText.escaped(host)) port \(self.livePort): \(VisibleText.escaped(words))")
+                    refusals.append("\(named) port \(self.livePort): \(VisibleText.escaped(words))")
                 } catch {
-                    print("live: \(VisibleText.escaped(host)) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
+                    print("live: \(named) port \(self.livePort): not checked: \(VisibleText.escaped(error.message))")
                 }
             }
             guard refusals.isEmpty else {

@@ -230,7 +230,8 @@ extension PinningCommand.PinSet {
         static let configuration = CommandConfiguration(
             commandName: "timestamp",
             abstract: "Sign a new timestamp version (a new expiry), for a scheduler: run it well within the timestamp period.",
-            discussion: "Exit status 1 when the snapshot or targets have expired (a new timestamp would not help clients: publish again)."
+            discussion:
+                "Exit status 1 when the snapshot or targets have expired (a new timestamp would not help clients: publish again), or the root has (renew it with rotate-root first)."
         )
 
         @Argument(help: ArgumentHelp("The repository directory.", valueName: "repo"))
@@ -272,7 +273,14 @@ extension PinningCommand.PinSet {
         static let configuration = CommandConfiguration(
             commandName: "rotate-root",
             abstract: "Sign a new root version with new root keys, signed by a threshold of the old root keys and of the new.",
-            discussion: "--new-key lists every root key of the new version (repeat an old key to keep it). The other roles' keys are unchanged."
+            discussion: """
+                --new-key lists every root key of the new version (repeat an old key to keep it). The other roles' keys are unchanged.
+
+                An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired \
+                (clients accept a new root whatever the expiry of the one they trust; signatures and thresholds are still \
+                checked). A timestamp, snapshot or targets that has expired is not re-signed here (they need the online keys): \
+                the command says which command to run next.
+                """
         )
 
         @Argument(help: ArgumentHelp("The repository directory.", valueName: "repo"))
@@ -303,9 +311,18 @@ extension PinningCommand.PinSet {
             let new = try PinningCommand.PinSet.keys(self.newKeys, option: "--new-key", passphrase: passphrase)
             do {
                 try self.expiry.store(in: writer)
-                let versions = try writer.rotateRoot(oldKeys: old.map(\.key), newKeys: new.map(\.key), threshold: self.rootThreshold)
+                let now = Date()
+                let versions = try writer.rotateRoot(oldKeys: old.map(\.key), newKeys: new.map(\.key), threshold: self.rootThreshold, now: now)
                 let count = Set(new.map(\.key.keyID)).count
                 print("pinning pinset: \(self.repository): root v\(versions.root) (\(PinningCommand.PinSet.rootKeys(count, threshold: self.rootThreshold)))")
+                let expired = try writer.status(at: now).roles.filter { $0.expired && $0.name != TUFRoleName.root }.map(\.name)
+                if expired == [TUFRoleName.timestamp] {
+                    print("pinning pinset: next: the timestamp has expired, and clients refuse the repository until `pinning pinset timestamp \(self.repository) --timestamp-key K` renews it")
+                } else if !expired.isEmpty {
+                    print(
+                        "pinning pinset: next: the \(expired.joined(separator: ", ")) metadata has expired, and clients refuse the repository until `pinning pinset publish \(self.repository) CONFIG …` signs new targets, snapshot and timestamp"
+                    )
+                }
             } catch let error as TUFRepositoryError {
                 throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old + new)
             }

@@ -21,7 +21,9 @@ struct PinSetOptions: ParsableArguments {
 
     @Option(
         name: .customLong("pinset-dir"),
-        help: ArgumentHelp("Where the verified metadata and the last good pin set are kept (created when missing).", valueName: "dir"))
+        help: ArgumentHelp(
+            "Where the verified metadata and the last good pin set are kept (created when missing). Clients may share one: each refresh holds DIR/.pinset.lock.",
+            valueName: "dir"))
     var directory: String?
 
     @Option(name: .customLong("pinset-target"), help: ArgumentHelp("The target holding the configuration (default pinning.json).", valueName: "name"))

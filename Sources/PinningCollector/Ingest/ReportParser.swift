@@ -179,23 +179,12 @@ public struct ReportParser: Sendable {
         var offset = 0
         var depth = 0
         var deepest = 0
-        var inString = false
-        var escaped = false
+        var strings = JSONStrings()
         while true {
             switch parser.parseScalar(from: &iterator) {
             case .valid(let encoded):
-                if encoded.count == 1, let byte = encoded.first {
-                    if inString {
-                        if escaped {
-                            escaped = false
-                        } else if byte == UInt8(ascii: "\\") {
-                            escaped = true
-                        } else if byte == UInt8(ascii: "\"") {
-                            inString = false
-                        }
-                    } else if byte == UInt8(ascii: "\"") {
-                        inString = true
-                    } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
+                if encoded.count == 1, let byte = encoded.first, strings.outside(byte) {
+                    if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
                         depth += 1
                         deepest = max(deepest, depth)
                     } else if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
@@ -210,7 +199,7 @@ public struct ReportParser: Sendable {
                 if deepest > Self.nestingReported {
                     return "the body nests arrays and objects \(deepest) deep; a report is three levels deep"
                 }
-                if inString {
+                if strings.inside {
                     return "the body is not valid JSON: it ends inside a string (cut short?)"
                 }
                 if depth > 0 {

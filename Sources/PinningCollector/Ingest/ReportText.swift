@@ -31,24 +31,13 @@ enum ReportText {
     private static func elements(of body: [UInt8], after start: Int) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         var depth = 0
-        var inString = false
-        var escaped = false
+        var strings = JSONStrings()
         var elementStart = start
         var index = start
         while index < body.count {
             let byte = body[index]
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else {
+            if strings.outside(byte) {
                 switch byte {
-                case UInt8(ascii: "\""):
-                    inString = true
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     depth += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ","):
@@ -82,5 +71,31 @@ enum ReportText {
     /// JSON's four whitespace bytes (RFC 8259 §2).
     private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+}
+
+/// Whether a byte of JSON text stands inside a string: fed the text's bytes (or its one-byte scalars) in order, it
+/// follows `"` and the `\` escapes, so that brackets, braces and commas are counted only outside strings.
+struct JSONStrings {
+    private(set) var inside = false
+    private var escaped = false
+
+    /// Takes the next byte; true when it stands outside every string (a quote that opens or closes one does not).
+    mutating func outside(_ byte: UInt8) -> Bool {
+        if self.inside {
+            if self.escaped {
+                self.escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                self.escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                self.inside = false
+            }
+            return false
+        }
+        if byte == UInt8(ascii: "\"") {
+            self.inside = true
+            return false
+        }
+        return true
     }
 }

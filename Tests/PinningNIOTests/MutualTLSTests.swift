@@ -33,6 +33,16 @@ struct MutualTLSSetup {
         try PinnedTLSClient(evaluator: SecurityPolicy.default, settings: self.serverTrust.clientSettings, identity: identity)
     }
 
+    /// The client's certificate, its intermediate and its key as PEM files in `directory`, for `openssl s_client`'s
+    /// `-cert`, `-cert_chain` and `-key`.
+    func clientFiles(in directory: TemporaryDirectory) throws -> (cert: String, intermediates: String, key: String) {
+        (
+            try directory.write("client.pem", self.clientChain.leaf.certificatePEM),
+            try directory.write("intermediates.pem", self.clientChain.intermediate.certificatePEM),
+            try directory.write("client.key", self.clientChain.leaf.privateKeyPEM)
+        )
+    }
+
     /// Connects and returns what the server decided about this client.
     func serverOutcome(_ client: PinnedTLSClient, on server: MutualTLSTestServer) async throws -> Result<PinnedHandshake, PinningConnectionError>? {
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: server.port)
@@ -225,9 +235,7 @@ struct MutualTLSTests {
         let setup = try MutualTLSSetup()
         let directory = try TemporaryDirectory(prefix: "pinning-resume")
         defer { directory.remove() }
-        let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
-        let intermediates = try directory.write("intermediates.pem", setup.clientChain.intermediate.certificatePEM)
-        let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
+        let (cert, intermediates, key) = try setup.clientFiles(in: directory)
         let server = try await ResumptionTestServer(setup.server)
         defer { Task { await server.stop() } }
         for version in ["-tls1_2", "-tls1_3"] {
@@ -254,9 +262,7 @@ struct MutualTLSTests {
         let setup = try MutualTLSSetup()
         let directory = try TemporaryDirectory(prefix: "pinning-resume-events")
         defer { directory.remove() }
-        let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
-        let intermediates = try directory.write("intermediates.pem", setup.clientChain.intermediate.certificatePEM)
-        let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
+        let (cert, intermediates, key) = try setup.clientFiles(in: directory)
         var configuration = MutualTLSServer.Configuration(
             identity: setup.server.identity, clientCertificateAuthorities: [setup.clientChain.root.certificate], clientRule: .builtIn())
         // A clientCheck sends the resumed session's re-check to a task, so the handler holds what follows meanwhile.
@@ -368,9 +374,7 @@ struct MutualTLSTests {
         let mtls = try MutualTLSServer(configuration: configuration)
         let directory = try TemporaryDirectory(prefix: "pinning-resume-check")
         defer { directory.remove() }
-        let cert = try directory.write("client.pem", setup.clientChain.leaf.certificatePEM)
-        let intermediates = try directory.write("intermediates.pem", setup.clientChain.intermediate.certificatePEM)
-        let key = try directory.write("client.key", setup.clientChain.leaf.privateKeyPEM)
+        let (cert, intermediates, key) = try setup.clientFiles(in: directory)
         let session = directory.path("session.pem")
         let server = try await ResumptionTestServer(mtls)
         defer { Task { await server.stop() } }

@@ -509,7 +509,7 @@ public struct TUFRepositoryWriter: Sendable {
     /// every client walks from the current root to it (§5.3.4).
     ///
     /// An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired
-    /// (``verifyRotation(_:now:)`` says why only their expiry is waived). The new root may then vouch for an expired
+    /// (the private `verifyRotation(_:now:)` says why only their expiry is waived). The new root may then vouch for an expired
     /// timestamp, snapshot or targets, which this does not sign (it holds no online key): clients refuse the
     /// repository until ``renewTimestamp(timestampKey:now:)`` or a publication renews them.
     ///

@@ -94,14 +94,14 @@ struct PinSetFetchCLITests {
         var httpsBase: String { "https://repo.test:\(self.files.port)" }
 
         /// `check` of api.test following the pin set at `metadata`, kept in a directory of its own (`state`).
-        func check(_ metadata: String, state: String, roots: Bool = true) async throws -> CLIRun {
+        func check(_ metadata: String, state: String, roots: Bool = true, environment: [String: String] = [:]) async throws -> CLIRun {
             var arguments = [
                 "check", "https://api.test:\(self.api.port)/hello", "--resolve", "api.test:\(self.api.port):127.0.0.1",
                 "--resolve", "repo.test:\(self.files.port):127.0.0.1", "--pinset", metadata, "--pinset-root", self.directory.path("root.json"),
                 "--pinset-dir", self.directory.path(state), "--no-reports",
             ]
             if roots { arguments += ["--roots", self.directory.path("fleet-ca.pem")] }
-            return try await Executable.pinning(arguments, in: self.directory)
+            return try await Executable.pinning(arguments, in: self.directory, environment: environment)
         }
 
         /// Stops the servers and removes every file (the API server's stop finishes in the background).
@@ -114,7 +114,7 @@ struct PinSetFetchCLITests {
         }
     }
 
-    @Test("--roots judges the repository's https server (check and proxy); without it the refusal is in words, [code] reason")
+    @Test("--roots judges the repository's https server together with the platform's roots (check and proxy), read once; without it the refusal is in words, [code] reason")
     func rootsApplyToTheRepository() async throws {
         let setup = try await Setup()
         defer { setup.stop() }
@@ -128,6 +128,35 @@ struct PinSetFetchCLITests {
         let trusted = try await setup.check(metadata, state: "roots")
         #expect(trusted.status == 0, "\(trusted)")
         #expect(trusted.stdout.contains("pin set: version 2"), "\(trusted)")
+
+        // Together with the platform's roots, not instead of them: a repository under a CA of the platform's store
+        // (here SSL_CERT_FILE) still passes beside a --roots that names another CA, as before --roots reached it.
+        let other = try TestPKI.root("Some Other Private CA")
+        let otherPEM = try setup.directory.write("other-ca.pem", other.certificatePEM)
+        let platform = try await setup.check(metadata, state: "platform", roots: false, environment: ["SSL_CERT_FILE": setup.directory.path("fleet-ca.pem")])
+        #expect(platform.status == 0, "\(platform)")
+        let beside = try await Executable.run(
+            try PinningBinary.located.get(),
+            [
+                "check", "https://api.test:\(setup.api.port)/hello", "--resolve", "api.test:\(setup.api.port):127.0.0.1",
+                "--resolve", "repo.test:\(setup.files.port):127.0.0.1", "--pinset", metadata, "--pinset-root", setup.directory.path("root.json"),
+                "--pinset-dir", setup.directory.path("beside-other"), "--no-reports", "--roots", otherPEM,
+            ],
+            in: setup.directory, environment: ["SSL_CERT_FILE": setup.directory.path("fleet-ca.pem")])
+        #expect(beside.status == 0 && beside.stdout.contains("pin set: version 2"), "\(beside)")
+
+        // --roots is read once: from a pipe (the second read of /dev/stdin would find it empty).
+        let pinning = try PinningBinary.located.get().path
+        let piped = try await Executable.run(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c",
+                "cat fleet-ca.pem | \"$0\" check https://api.test:\(setup.api.port)/hello --resolve api.test:\(setup.api.port):127.0.0.1 "
+                    + "--resolve repo.test:\(setup.files.port):127.0.0.1 --pinset \(metadata) --pinset-root root.json --pinset-dir piped --no-reports --roots /dev/stdin",
+                pinning,
+            ],
+            in: setup.directory)
+        #expect(piped.status == 0 && piped.stdout.contains("pin set: version 2"), "\(piped)")
 
         let proxy = try Subprocess(
             [

@@ -129,8 +129,11 @@ extension PinningCommand {
             // template with the chain the server sent) stands in only for a verdict that records none.
             var pinSetReport: PinSetReport?
             let configured: (configuration: PinningConfiguration, option: String)?
+            // With --pinset, --roots serves the repository's server and the server judged: read once, because a FIFO
+            // or `<(…)` gives its bytes only once.
+            let pinSetRoots = self.pinSetOptions.isGiven ? try InputLoading.roots(self.policyOptions.roots) : nil
             if self.pinSetOptions.isGiven {
-                let followed = try await self.followPinSet()
+                let followed = try await self.followPinSet(roots: pinSetRoots)
                 configured = (followed.configuration, "--pinset")
                 pinSetReport = followed.report
             } else if let path = self.policyOptions.config {
@@ -161,7 +164,7 @@ extension PinningCommand {
                 }
                 trust = ServerTrust(
                     certificates: [],
-                    platformRoots: try InputLoading.roots(self.policyOptions.roots),
+                    platformRoots: try pinSetRoots ?? InputLoading.roots(self.policyOptions.roots),
                     profile: try self.policyOptions.loadProfile()
                 )
                 // The entry the configuration itself would apply (exact, `*.`, `**.`, includeSubdomains, exclusions)
@@ -306,12 +309,12 @@ extension PinningCommand {
 
         /// `--pinset`: the last good pin set, refreshed once first. With none (nothing stored and the refresh failed)
         /// the check refuses to connect: exit 3, saying so.
-        func followPinSet() async throws -> (configuration: PinningConfiguration, report: PinSetReport) {
+        func followPinSet(roots: TrustRoots?) async throws -> (configuration: PinningConfiguration, report: PinSetReport) {
             let verbose = self.verbose
             // The updater's lines, its last error and a failed outcome are display text: the repository's text (role
             // names, target paths, its server's errors) is escaped in them once, where they are made. Printed as they
             // are: escaping again would show an escape (`\u{1b}`) as the sender's literal text (`\u{5c}u{1b}`).
-            let updater = try self.pinSetOptions.makeUpdater(roots: try InputLoading.roots(self.policyOptions.roots), resolve: try self.parsedResolve()) { line in
+            let updater = try self.pinSetOptions.makeUpdater(roots: roots, resolve: try self.parsedResolve()) { line in
                 if verbose { Self.warn(line) }
             }
             let outcome = await updater.refresh()

@@ -59,7 +59,9 @@ extension PinningCommand {
 
         @Option(
             name: .long,
-            help: ArgumentHelp("Trust roots instead of the system's (PEM file or directory); entries add their anchors. They judge the --pinset repository's server too.", valueName: "file|dir"))
+            help: ArgumentHelp(
+                "Trust roots instead of the system's (PEM file or directory); entries add their anchors. The --pinset repository's server is judged by the system's roots together with these.",
+                valueName: "file|dir"))
         var roots: String?
 
         @Option(
@@ -126,7 +128,7 @@ extension PinningCommand {
             // Failure reports, by default, for the entries that name reportURIs: set on every configuration the
             // proxy applies (the first, each reload, each pin set version).
             let reportQueue: PinFailureReportQueue? = self.noReports ? nil : ReportDelivery.proxyQueue { outcome in Self.reportLog(outcome, json: json) }
-            // Read before the pin set: --roots judges the repository's https server too.
+            // Read before the pin set: the repository's https server is judged by the platform's roots and these.
             let roots = try InputLoading.roots(self.roots)
             let updater: PinSetUpdater?
             var configuration: PinningConfiguration

@@ -10,7 +10,7 @@ struct PinSetOptions: ParsableArguments {
     @Option(
         name: .customLong("pinset"),
         help: ArgumentHelp(
-            "Follow a pin set: the TUF repository's metadata URL (http or https; redirects followed, never https to http), in place of --config. --roots and --resolve apply to it too.",
+            "Follow a pin set: the TUF repository's metadata URL (http or https; redirects followed, never https to http), in place of --config. --resolve applies to it, and its https server is judged by the system's roots together with --roots.",
             valueName: "url"))
     var metadataURL: String?
 
@@ -69,8 +69,8 @@ struct PinSetOptions: ParsableArguments {
     /// The updater, with the last good pin set (if any) already loaded from `--pinset-dir`.
     ///
     /// - Parameters:
-    ///   - roots: The command's `--roots`: the repository's https server is judged by them too (nil: the platform's),
-    ///     as curl's `--cacert` applies to every transfer; a fleet serving its repository under a private CA needs it.
+    ///   - roots: The command's `--roots`: the repository's https server is judged by the platform's roots together
+    ///     with them (nil: the platform's alone); a fleet serving its repository under a private CA needs them.
     ///   - resolve: The command's `--resolve`, applied to the repository's hosts (redirect targets included) too.
     func makeUpdater(
         roots: TrustRoots? = nil, resolve: [ResolveKey: SocketAddress] = [:], refreshInterval: Double? = nil, reportQueue: (any PinFailureReporting)? = nil,
@@ -99,14 +99,19 @@ struct PinSetOptions: ParsableArguments {
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
         options.reportQueue = reportQueue
         if let refreshInterval { options.refreshInterval = .milliseconds(Int64((refreshInterval * 1000).rounded())) }
-        // The repository's server is judged by the command's --roots (else the platform's) with no pins: TUF's
-        // signatures, versions, expiries and hashes are what protect the pin set. Plain http is allowed for
-        // repositories served that way: an attacker on the path can withhold updates (reported as staleness once
-        // the metadata expires) but cannot change them.
+        // The repository's server is judged with no pins by the platform's roots (SSL_CERT_FILE and SSL_CERT_DIR as
+        // OpenSSL reads them) together with the command's --roots: TUF's signatures, versions, expiries and hashes
+        // are what protect the pin set. Together, not instead (as --roots is for the server judged): before
+        // --roots reached the repository, the platform's roots alone judged it, and a command whose --roots names a
+        // private CA while its repository sits behind a public one must keep working; a repository served under the
+        // fleet's CA now needs no SSL_CERT_FILE. Plain http is allowed for repositories served that way: an
+        // attacker on the path can withhold updates (reported as staleness once the metadata expires) but cannot
+        // change them.
+        let repositoryRoots = roots.map { TrustRoots(TrustRoots.platform.certificates + $0.certificates) }
         let client: PinnedHTTPClient
         do {
             client = try PinnedHTTPClient(
-                evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: roots),
+                evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: repositoryRoots),
                 configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
         } catch {
             throw InputError("--pinset: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")

@@ -5,10 +5,16 @@ import Prometheus
 public final class CollectorMetrics: Sendable {
     /// Why a request's reports were refused (the `reason` label).
     public enum RefusalReason: String, Sendable, CaseIterable {
+        /// A `400`: the body could not be read whole, or a report in it was refused (the whole body is).
         case malformed
+        /// A `413`: the body is over `--max-report-bytes`, or it carries more reports than `--rate` lets one source
+        /// send in a minute (it could never be accepted whole; the remedy is the same, a smaller request).
         case tooLarge = "too_large"
+        /// A `429`: the source is over `--rate`.
         case rateLimited = "rate_limited"
+        /// A `503`: the ingest queue is full, or the collector is stopping.
         case busy
+        /// A `503`: the database refused the transaction.
         case storageFailed = "storage_failed"
     }
 

@@ -222,6 +222,82 @@ struct HostNameTests {
         }
     }
 
+    /// The report the core builds when a host matched by a wildcard entry fails its pins (a pin mismatch: the
+    /// genuine chain, pinned to the intercepting PKI's keys).
+    static func wildcardReport(key: String, fixtures: ReportFixtures) async throws -> Data {
+        let pins = [fixtures.intercepting.intermediate.certificate, fixtures.intercepting.root.certificate].map { Pin(spkiOf: $0).description }
+        let domains = "{\"\(key)\": {\"pins\": [\"\(pins[0])\", \"\(pins[1])\"]}}"
+        let configuration = try PinningConfiguration(
+            data: Data("{\"version\": 1, \"unlistedHosts\": \"default\", \"domains\": \(domains)}".utf8),
+            baseDirectory: "/"
+        )
+        let trust = ServerTrust(
+            certificates: fixtures.genuine.presented,
+            platformRoots: TrustRoots([fixtures.genuine.root.certificate]),
+            validationTime: Date()
+        )
+        let evaluation = await configuration.evaluate(trust, forHost: "api.example.test", port: 443)
+        #expect(evaluation.verdict.failure?.code == .pinMismatch)
+        return try #require(evaluation.failureReport).jsonData()
+    }
+
+    @Test("our own reports for \"*.\" and \"**.\" entries are accepted: the wildcard kept, the rest normalised")
+    func wildcardNotedHost() async throws {
+        let fixtures = try ReportFixtures()
+        for (key, stored) in [("*.example.test", "*.example.test"), ("**.Example.TEST", "**.example.test")] {
+            let body = try await Self.wildcardReport(key: key, fixtures: fixtures)
+            let report = try #require(try ReportParser().parse(Array(body)).first, "\(key)")
+            #expect(report.format == .pinning)
+            #expect(report.host == "api.example.test")
+            #expect(report.notedHost == stored, "\(key)")
+        }
+        // The rest is normalised as a host name is (an internationalised entry's key, a trailing dot).
+        for (sent, stored) in [("*.テスト.Example.", "*.xn--zckzah.example"), ("**.例え.テスト", "**.xn--r8jz45g.xn--zckzah")] {
+            let body = try ReportFixtures.json(["hostname": "a.example.test", "noted-hostname": sent])
+            #expect(try ReportParser().parse(Array(body)).first?.notedHost == stored, "\(sent)")
+        }
+        // Anything else that is not a host name is still refused.
+        for noted in ["*.", "**.", "*.*.example.test", "***.example.test", "a.*.example.test", "*.192.0.2.1", "**.[2001:db8::1]", "*.<b>.test", "*.\u{202E}moc.test"] {
+            let body = try ReportFixtures.json(["hostname": "a.example.test", "noted-hostname": noted])
+            do {
+                let report = try ReportParser().parse(Array(body))
+                Issue.record("accepted \(noted.debugDescription) as \(report.map(\.notedHost))")
+            } catch {
+                #expect(error.message.hasPrefix("the report: `noted-hostname` "), "\(noted.debugDescription): \(error.message)")
+                #expect(!error.message.contains("\u{202E}"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test("a batch with a wildcard report is stored; one bad report refuses the whole body (400 naming it), nothing stored")
+    func wildcardBatch() async throws {
+        let fixtures = try ReportFixtures()
+        let one = try await Self.wildcardReport(key: "*.example.test", fixtures: fixtures)
+        let two = try await Self.wildcardReport(key: "**.example.test", fixtures: fixtures)
+        let bad = try ReportFixtures.json(["hostname": "b.example.test", "noted-hostname": "*.*.example.test"])
+        func array(_ parts: [Data]) -> Data { Data("[".utf8) + parts.joined(separator: Data(",".utf8)) + Data("]".utf8) }
+
+        // The parser as documented: the first problem, with the report's index.
+        #expect(try ReportParser().parse(Array(array([one, two]))).map(\.notedHost) == ["*.example.test", "**.example.test"])
+        do {
+            _ = try ReportParser().parse(Array(array([one, bad, two])))
+            Issue.record("a batch with a bad report was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("report [1]: `noted-hostname` is not a host name"), "\(error.message)")
+        }
+
+        let collector = try await CollectorHarness()
+        defer { Task { await collector.stop() } }
+        let refused = try await collector.post(array([one, bad, two]))
+        #expect(refused.status == 400)
+        #expect(refused.body.hasPrefix("report [1]: `noted-hostname`"), "\(refused.body)")
+        let none = try #require(try await collector.json("/api/hosts")["hosts"] as? [[String: Any]])
+        #expect(none.isEmpty, "\(none)")
+        #expect(try await collector.post(array([one, two])).status == 204)
+        let hosts = try #require(try await collector.json("/api/hosts")["hosts"] as? [[String: Any]])
+        #expect(hosts.compactMap { $0["host"] as? String } == ["api.example.test"])
+    }
+
     @Test("over HTTP: the new user's forms are one host each, found by ?host= in any form; refused names are 400")
     func overHTTP() async throws {
         let legacy = try CollectorHarness.legacyReport(host: "<b>old</b>.example")

@@ -212,7 +212,7 @@ struct EvaluationCacheTests {
         #expect(await evaluator.evaluate(Self.trust(chain), forDomain: "localhost").failure?.code == .certificateExpired)
     }
 
-    @Test("The key hashes a sample of each certificate but compares every byte: same sample, other bytes, other key")
+    @Test("The key hashes a sample of each certificate but compares every byte: same TBS sample, other bytes, other key")
     func keyComparesEveryByte() throws {
         let issuer = try TestChain().intermediate
         // Two leaves that differ only in their public key, which sits in the middle of the TBSCertificate: same
@@ -255,8 +255,10 @@ struct EvaluationCacheTests {
                 revocation: nil
             )
         }
-        // Same sample, same hash; yet different keys, so one chain's verdict can never answer for the other.
-        #expect(key(first).hashValue == key(second).hashValue)
+        // Same TBS sample, yet different hashes: the sample takes in the signature too, which an issuer cannot make
+        // the same for two different TBSCertificates (review 41, finding 13). And different keys, so one chain's
+        // verdict can never answer for the other.
+        #expect(key(first).hashValue != key(second).hashValue)
         #expect(key(first) != key(second))
         #expect(key(first) == key(first))
         var table: [EvaluationCache.Key: Int] = [key(first): 1]

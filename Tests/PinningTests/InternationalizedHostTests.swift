@@ -40,6 +40,24 @@ struct InternationalizedHostTests {
         #expect(Punycode.encode(codePoints) == expected)
     }
 
+    @Test("the label or character a refusal quotes is escaped: no control, format or default-ignorable character in it")
+    func refusalEscaped() {
+        let cases: [(String, String, String)] = [
+            ("\u{00FC}\u{1B}[31mb.example", "\"\\u{1b}\" cannot appear", "\u{1B}"),
+            ("-b\u{00FC}\u{FE0F}.example", "the label \"-b\u{00FC}\\u{fe0f}\" begins or ends", "\u{FE0F}"),
+            ("\u{0301}a\u{1160}.example", "the label \"\u{0301}a\\u{1160}\" begins with a combining mark", "\u{1160}"),
+        ]
+        for (host, words, hidden) in cases {
+            do {
+                _ = try IDNA.toASCII(host)
+                Issue.record("accepted \(host.debugDescription)")
+            } catch {
+                #expect(error.problem.contains(words), "\(error.problem.debugDescription)")
+                #expect(!error.problem.contains(hidden) && !error.description.contains(hidden), "\(error.description.debugDescription)")
+            }
+        }
+    }
+
     @Test(
         "names with no ASCII form are refused with the character named",
         arguments: [

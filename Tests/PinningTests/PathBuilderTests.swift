@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PinningTestSupport
 import SwiftASN1
@@ -105,6 +106,38 @@ struct PathBuilderTests {
         let reissued = try TestPKI.crossSign(chain.intermediate, by: chain.root, notValidBefore: from, notValidAfter: to)
         let again = await Self.validate([chain.leaf.certificate, reissued.certificate], root: chain.root.certificate)
         #expect(again.trusted && again.verified == 2 && again.remembered == 0)
+    }
+
+    @Test("The memos' sample covers the signature: two certificates with one TBSCertificate hash apart")
+    func sampleCoversSignature() throws {
+        // ECDSA signatures are randomised, so signing one TBSCertificate twice gives two certificates whose TBS
+        // samples (length, first and last 64 bytes) are the same: what an issuer can also get by varying the middle.
+        let key = P256.Signing.PrivateKey()
+        let name = try DistinguishedName { CommonName("Sample Collision CA") }
+        func make() throws -> Certificate {
+            try Certificate(
+                version: .v3,
+                serialNumber: Certificate.SerialNumber(bytes: [1, 2, 3]),
+                publicKey: .init(key.publicKey),
+                notValidBefore: Date(timeIntervalSince1970: 1_700_000_000),
+                notValidAfter: Date(timeIntervalSince1970: 1_900_000_000),
+                issuer: name,
+                subject: name,
+                signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: Certificate.Extensions {},
+                issuerPrivateKey: .init(key)
+            )
+        }
+        let one = try make()
+        let two = try make()
+        #expect(one.tbsCertificateBytes == two.tbsCertificateBytes && one != two)
+        func sample(_ certificate: Certificate) -> Int {
+            var hasher = Hasher()
+            certificate.combineSample(into: &hasher)
+            return hasher.finalize()
+        }
+        #expect(sample(one) == sample(one))
+        #expect(sample(one) != sample(two))
     }
 
     @Test("The memo holds at most its capacity, the oldest forgotten first")

@@ -92,15 +92,23 @@ extension EvaluationCache {
 }
 
 extension Certificate {
-    /// Feeds a sample of the TBSCertificate to `hasher`: its length, its first 64 bytes (which hold the serial
-    /// number) and its last 64 (the end of the extensions, usually key identifiers or names). For the tables keyed
-    /// by whole certificates (the verdict cache, the facts memo, the verified-link memo): the hash only has to
-    /// spread keys over the table; their equality compares every byte, so two certificates with the same sample
+    /// Feeds a sample of the certificate to `hasher`: the TBSCertificate's length, its first 64 bytes (which hold
+    /// the serial number) and its last 64 (the end of the extensions, usually key identifiers or names), and the
+    /// signature (the end of the whole DER, as PinningNIO's `ParsedCertificateMemo` samples it). For the tables
+    /// keyed by whole certificates (the verdict cache, the facts memo, the verified-link memo): the hash only has
+    /// to spread keys over the table; their equality compares every byte, so two certificates with the same sample
     /// merely share a bucket.
+    ///
+    /// The signature is what an issuer cannot choose: the end of the extensions is the issuer's to write, so
+    /// without it a party whose certificates count as trusted could mint many certificates with one TBS sample
+    /// (differing in the middle) and make the memos' probe chains run full comparisons. Any change to the TBS
+    /// changes the signature. `Certificate.Signature`'s own hash is used, the public way to its bytes without a
+    /// copy or a re-encoding: for ECDSA it hashes `r` and `s`, for RSA and Ed25519 the signature's `Data`.
     func combineSample(into hasher: inout Hasher) {
         let bytes = self.tbsCertificateBytes
         hasher.combine(bytes.count)
         bytes.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
         bytes.suffix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(self.signature)
     }
 }

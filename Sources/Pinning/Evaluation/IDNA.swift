@@ -79,28 +79,28 @@ enum IDNA {
                 continue
             }
             if scalar.isASCII {
-                throw IDNAError(host: host, problem: "\"\(Character(scalar))\" cannot appear in a host name")
+                throw IDNAError(host: host, problem: "\(VisibleText.quoted(String(Character(scalar)))) cannot appear in a host name")
             }
             switch scalar.properties.generalCategory {
             case .lowercaseLetter, .otherLetter, .modifierLetter, .decimalNumber:
                 continue
             case .nonspacingMark, .spacingMark:
                 guard index > 0 else {
-                    throw IDNAError(host: host, problem: "the label \"\(label)\" begins with a combining mark (\(Self.name(of: scalar)))")
+                    throw IDNAError(host: host, problem: "the label \(VisibleText.quoted(label)) begins with a combining mark (\(Self.name(of: scalar)))")
                 }
             default:
                 throw IDNAError(host: host, problem: "\(Self.name(of: scalar)) cannot appear in a host name")
             }
         }
         if label.hasPrefix("-") || label.hasSuffix("-") {
-            throw IDNAError(host: host, problem: "the label \"\(label)\" begins or ends with \"-\"")
+            throw IDNAError(host: host, problem: "the label \(VisibleText.quoted(label)) begins or ends with \"-\"")
         }
         if scalars.count >= 4 && scalars[2] == "-" && scalars[3] == "-" {
-            throw IDNAError(host: host, problem: "the label \"\(label)\" has \"--\" in its third and fourth positions")
+            throw IDNAError(host: host, problem: "the label \(VisibleText.quoted(label)) has \"--\" in its third and fourth positions")
         }
         let encoded = "xn--" + Punycode.encode(scalars.map(\.value))
         guard encoded.utf8.count <= 63 else {
-            throw IDNAError(host: host, problem: "the label \"\(label)\" is longer than 63 bytes in its ASCII form (\(encoded))")
+            throw IDNAError(host: host, problem: "the label \(VisibleText.quoted(label)) is longer than 63 bytes in its ASCII form (\(encoded))")
         }
         return encoded
     }
@@ -113,11 +113,15 @@ enum IDNA {
 }
 
 /// A host name that has no ASCII form.
+///
+/// The texts quote the sender's label or character through ``VisibleText/quoted(_:limit:)``: they reach the
+/// collector's `400` bodies and logs (a report's host name), and a label that gets this far may still carry a
+/// default-ignorable mark such as U+FE0F or a Hangul filler, or an ASCII control character.
 struct IDNAError: Error, Sendable {
     var host: String
     var problem: String
 
-    var description: String { "\"\(self.host)\" is not a valid internationalised host name: \(self.problem)" }
+    var description: String { "\(VisibleText.quoted(self.host)) is not a valid internationalised host name: \(self.problem)" }
 }
 
 /// RFC 3492 Punycode, encoding only (host names are compared in their encoded form).

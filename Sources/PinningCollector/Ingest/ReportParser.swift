@@ -298,7 +298,7 @@ public struct ReportParser: Sendable {
         // An empty `noted-hostname` is kept as sent (it names no host to normalise).
         var notedHost = try reader.string("noted-hostname")
         if let text = notedHost, !text.isEmpty {
-            notedHost = try Self.hostName(text, key: "noted-hostname", label: label)
+            notedHost = try Self.notedHostName(text, label: label)
         }
 
         var libraryVersion = try reader.string("library-version")
@@ -342,6 +342,37 @@ public struct ReportParser: Sendable {
         } catch {
             throw ReportRefusal("\(label): `\(key)` is not a host name (\(Self.oneLine(error.problem, limit: 200)))")
         }
+    }
+
+    /// `noted-hostname` in the form ``hostName(_:key:label:)`` stores hosts in, a leading `*.` or `**.` kept.
+    ///
+    /// RFC 7469 §3 says `noted-hostname` is the host the pins were noted for; our own ``/Pinning/PinFailureReport``
+    /// sends the configuration key that matched, which for a wildcard entry is `*.cdn.example.com` or
+    /// `**.example.com` (TrustKit's `noted-hostname` is its domain key, without a wildcard). So the wildcard prefix
+    /// is put back on the normalised rest. Anything else that is not a host name is refused, as for `hostname`: a
+    /// `*` elsewhere, a wildcard on nothing, and a wildcard over an IP address (no configuration key is one).
+    static func notedHostName(_ text: String, label: String) throws(ReportRefusal) -> String {
+        let prefix: String
+        if text.utf8.starts(with: "**.".utf8) {
+            prefix = "**."
+        } else if text.utf8.starts(with: "*.".utf8) {
+            prefix = "*."
+        } else {
+            return try Self.hostName(text, key: "noted-hostname", label: label)
+        }
+        let rest = String(decoding: text.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+        let name: PeerName
+        do {
+            name = try PeerName(rest)
+        } catch {
+            throw ReportRefusal(
+                "\(label): `noted-hostname` is not a host name or a \"*.\" or \"**.\" pattern (\(Self.oneLine(error.problem, limit: 200)))"
+            )
+        }
+        guard !name.isIPAddress else {
+            throw ReportRefusal("\(label): `noted-hostname` applies a wildcard (\(prefix)) to an IP address")
+        }
+        return prefix + name.canonical
     }
 
     /// TrustKit's `TSKTrustEvaluationResult` (TSKTrustDecision.h), by position, named as the core names its

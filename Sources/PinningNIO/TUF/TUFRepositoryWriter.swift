@@ -509,7 +509,7 @@ public struct TUFRepositoryWriter: Sendable {
     /// every client walks from the current root to it (§5.3.4).
     ///
     /// An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired
-    /// (the private `verifyRotation(_:now:)` says why only their expiry is waived). The new root may then vouch for an expired
+    /// (the private `verifyRotation(_:previous:now:)` says why only their expiry is waived). The new root may then vouch for an expired
     /// timestamp, snapshot or targets, which this does not sign (it holds no online key): clients refuse the
     /// repository until ``renewTimestamp(timestampKey:now:)`` or a publication renews them.
     ///
@@ -559,7 +559,7 @@ public struct TUFRepositoryWriter: Sendable {
             if try self.expiredRoles(current, now: now).isEmpty {
                 try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
             } else {
-                try self.verifyRotation(next, now: now)
+                try self.verifyRotation(next, previous: current, now: now)
             }
             try self.write(rootFile, directory: self.metadataDirectory, name: "\(version).root.json")
             try self.write(rootFile, directory: self.metadataDirectory, name: "root.json")
@@ -583,31 +583,32 @@ public struct TUFRepositoryWriter: Sendable {
     /// The check of a root rotation in a repository whose metadata has expired, which a rotation must be able to
     /// renew (otherwise an expired root could only be replaced by a new repository, and every client re-shipped).
     ///
-    /// A deliberate waiver, of expiry only, as TUF's client workflow has it: a client walks root versions checking
-    /// each one's signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and
-    /// checks expiry on the final root alone (specification §5.3.4–§5.3.10). So the root chain is checked as
-    /// ``verifyAsClients(_:previous:targetFiles:now:)`` checks it, the new root must not have expired, and the
-    /// timestamp, snapshot and targets, which a rotation does not change, must each still be signed by a threshold of
-    /// their keys in the new root; only their expiry, and the current root's, is not held against the rotation.
-    /// Clients refuse the repository until those roles are signed again (`pinning pinset timestamp` or `publish`).
-    func verifyRotation(_ state: State, now: Date) throws(TUFRepositoryError) {
+    /// A deliberate waiver, of expiry only. TUF's client workflow walks root versions checking each one's
+    /// signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and checks expiry
+    /// on the final root alone (specification §5.3.4–§5.3.10): so the root chain is walked at `now` and the new root
+    /// must not have expired. The timestamp, snapshot and targets, which a rotation does not change, then go through
+    /// every other check of §5.4–§5.6 exactly as ``verifyAsClients(_:previous:targetFiles:now:)`` runs them (a
+    /// threshold of their keys in the new root, the timestamp→snapshot length, hashes and version, the
+    /// snapshot→targets length, hashes and version, rollback against `previous`, the size caps, and every target
+    /// file's length and hashes), judged one second before the earliest of their three expiries (or at `now` when
+    /// that is earlier): at that instant none of them has expired, so their expiry checks (§5.4.4, §5.5.7, §5.6.4)
+    /// are the only ones that cannot fail; nothing else is skipped. Clients refuse the repository until those roles
+    /// are signed again (`pinning pinset timestamp` or `publish`).
+    func verifyRotation(_ state: State, previous: State, now: Date) throws(TUFRepositoryError) {
+        let earliest: Int64
         do throws(TUFError) {
             var set = try TUFTrustedSet(trustedRoot: state.roots[0], updateStartTime: now)
             for root in state.roots.dropFirst() { try set.updateRoot(root) }
             try set.checkRootNotExpired()
-            let envelopes = [
-                (TUFRoleName.timestamp, try TUFTimestamp(bytes: state.timestamp).envelope), (TUFRoleName.snapshot, try TUFSnapshot(bytes: state.snapshot).envelope),
-                (TUFRoleName.targets, try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope),
-            ]
-            for (role, envelope) in envelopes {
-                guard let keys = set.root.roleKeys(role) else {
-                    throw TUFError(role: role, rule: .malformed, "root version \(set.root.version) defines no \(role) role")
-                }
-                try TUFSignatures.verifyThreshold(envelope, keys: set.root.keys, roleKeys: keys, role: role, signer: "root")
-            }
+            earliest = min(
+                try TUFTimestamp(bytes: state.timestamp).envelope.expires, try TUFSnapshot(bytes: state.snapshot).envelope.expires,
+                try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope.expires)
         } catch {
             throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): a client would refuse the result: \(error)")
         }
+        // The new root expires days after `now`, so it has not expired at this earlier instant either.
+        let reference = min(now, Date(timeIntervalSince1970: Double(earliest) - 1))
+        try self.verifyAsClients(state, previous: previous, targetFiles: [:], now: reference)
     }
 
     // MARK: - State

@@ -349,6 +349,38 @@ struct TUFRepositoryWriterTests {
         #expect(FileManager.default.fileExists(atPath: metadata + "/2.root.json") == false)
     }
 
+    @Test("a target path that is another Unicode spelling (NFC, NFD) of a listed one or of another given one is bad input (exit 2), and the listed configuration stays")
+    func unicodeSpellingsKeptApart() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let composed = "caf\u{E9}.json"
+        let decomposed = "cafe\u{301}.json"
+        try #require(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
+        let pins = Array(#"{"version": 1, "domains": {}}"#.utf8)
+        try writer.publishPinSet(pins, name: composed, files: ["anchor.pem": Array("B's anchor".utf8)], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        func listed() throws -> [[UInt8]] { try writer.status().targets.map { Array($0.path.utf8) }.sorted { $0.lexicographicallyPrecedes($1) } }
+        let before = try listed()
+        #expect(before.contains(Array(composed.utf8)))
+        do {
+            try writer.publishPinSet(pins, name: decomposed, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("a configuration was published under another spelling of a listed one")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("another spelling"), "\(error)")
+        }
+        do {
+            try writer.publish(
+                [TUFRepositoryWriter.Target(path: "x\u{E9}", contents: [1]), TUFRepositoryWriter.Target(path: "xe\u{301}", contents: [2])], targetsKey: keys[1],
+                snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("two spellings of one target path were published together")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("given twice"), "\(error)")
+        }
+        #expect(try listed() == before)
+    }
+
     @Test("two configurations in one repository never change each other's files: another's anchor with other bytes, its target, or a file it still references")
     func configurationsKeptApart() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")

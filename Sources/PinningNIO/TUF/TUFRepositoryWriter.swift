@@ -310,11 +310,18 @@ public struct TUFRepositoryWriter: Sendable {
     func publish(
         _ targets: [Target], removing: [String], pinSet: String?, targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, now: Date
     ) throws(TUFRepositoryError) -> Versions {
+        // Target paths are compared byte for byte (as clients look them up); `texts`, compared as Swift compares
+        // `String` (Unicode canonical equivalence), finds two spellings of one name, which targets metadata may not
+        // hold (clients refuse it as malformed): refused here as bad input instead.
         var paths = Set<[UInt8]>()
+        var texts = Set<String>()
         for target in targets {
             try Self.checkTargetPath(target.path)
             guard paths.insert(Array(target.path.utf8)).inserted else {
                 throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(target.path, limit: 200)) is given twice")
+            }
+            guard texts.insert(target.path).inserted else {
+                throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(target.path, limit: 200)) is given twice, spelled with other Unicode code points")
             }
         }
         return try self.locked { () throws(TUFRepositoryError) -> Versions in
@@ -331,8 +338,18 @@ public struct TUFRepositoryWriter: Sendable {
                 removing += Self.pinSetFiles(oldTargets.target(pinSet)) ?? []
                 removing = try Self.guardOtherPinSets(pinSet, publishing: targets, removing: removing, in: oldTargets)
             }
-            let replaced = Set(removing + targets.map(\.path))
-            var listed = oldTargets.targets.values.filter { !replaced.contains($0.path) }
+            let replaced = Set((removing + targets.map(\.path)).map { Array($0.utf8) })
+            var listed = oldTargets.targets.values.filter { !replaced.contains(Array($0.path.utf8)) }
+            // A listed path that is another spelling of a new one (the same text to `String`, other bytes): keeping
+            // both would make targets metadata clients refuse, and replacing it would drop another file.
+            let kept = Dictionary(listed.map { ($0.path, $0.path) }, uniquingKeysWith: { first, _ in first })
+            for target in targets {
+                guard let other = kept[target.path] else { continue }
+                throw TUFRepositoryError(
+                    .invalidInput,
+                    "target path \(VisibleText.quoted(target.path, limit: 200)) is another spelling (other Unicode code points) of the listed target path \(VisibleText.quoted(other, limit: 200)); use that spelling, or another name"
+                )
+            }
             var files: [String: [UInt8]] = [:]
             for target in targets {
                 let entry = TUFTargetFile(path: target.path, contents: target.contents, custom: target.custom)
@@ -438,22 +455,24 @@ public struct TUFRepositoryWriter: Sendable {
     /// configuration still references. Two configurations in one repository then never change each other's files.
     static func guardOtherPinSets(_ name: String, publishing targets: [Target], removing: [String], in old: TUFTargets) throws(TUFRepositoryError) -> [String] {
         // Target path → the other configuration that references it (or is it).
-        var referencedBy: [String: String] = [:]
-        for other in old.targets.values.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) where other.path != name {
+        // Keyed by bytes, as clients look target paths up: `String` keys would take another spelling of a name
+        // (Unicode canonical equivalence) for it.
+        var referencedBy: [[UInt8]: String] = [:]
+        for other in old.targets.values.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) where !other.path.utf8.elementsEqual(name.utf8) {
             guard let files = Self.pinSetFiles(other) else { continue }
-            referencedBy[other.path] = other.path
-            for file in files where referencedBy[file] == nil { referencedBy[file] = other.path }
+            referencedBy[Array(other.path.utf8)] = other.path
+            for file in files where referencedBy[Array(file.utf8)] == nil { referencedBy[Array(file.utf8)] = other.path }
         }
         let quotedName = VisibleText.quoted(name, limit: 200)
         for target in targets {
-            guard let owner = referencedBy[target.path] else { continue }
+            guard let owner = referencedBy[Array(target.path.utf8)] else { continue }
             let quotedOwner = VisibleText.quoted(owner, limit: 200)
             let quotedPath = VisibleText.quoted(target.path, limit: 200)
-            if owner == target.path {
+            if owner.utf8.elementsEqual(target.path.utf8) {
                 throw TUFRepositoryError(
                     .invalidInput, "\(quotedPath) is the configuration of another pin set: publishing \(quotedName) would replace it; give this one another target name")
             }
-            if target.path == name {
+            if target.path.utf8.elementsEqual(name.utf8) {
                 throw TUFRepositoryError(
                     .invalidInput, "\(quotedName) is a file the pin set \(quotedOwner) references: publishing a configuration there would replace it; give this one another target name")
             }
@@ -466,7 +485,7 @@ public struct TUFRepositoryWriter: Sendable {
                 )
             }
         }
-        return removing.filter { referencedBy[$0] == nil }
+        return removing.filter { referencedBy[Array($0.utf8)] == nil }
     }
 
     // MARK: - Timestamp

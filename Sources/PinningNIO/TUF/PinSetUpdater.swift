@@ -74,7 +74,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         /// Set as the ``/Pinning/PinningConfiguration/reportQueue`` of every configuration published.
         public var reportQueue: (any PinFailureReporting)?
         /// How long a refresh waits for another updater's refresh of the same directory (its `.pinset.lock`) before
-        /// it fails, changing nothing (default two minutes: a refresh is bounded by its fetcher's timeouts).
+        /// it fails, changing nothing (default two minutes); the next refresh on the schedule tries again.
+        ///
+        /// Nothing bounds a whole refresh: only each fetch is bounded, by the fetcher's own timeouts (with
+        /// ``TUFHTTPFetcher`` over a ``PinnedHTTPClient``, its configuration's: by default 10 s to connect and 30 s
+        /// per request), and a refresh that applies a new pin set makes at least five (the next root version,
+        /// timestamp, snapshot, targets, the configuration), more with new root versions and referenced files; a
+        /// fetcher without timeouts bounds nothing. So an honest but slow
+        /// refresh can hold the lock longer than this wait. The wait polls on a thread of its own and does not end
+        /// when its task is cancelled.
         public var lockWait: Duration = .seconds(120)
 
         public init(

@@ -117,6 +117,41 @@ struct PinSetUpdaterTests {
         }
     }
 
+    @Test("a start while a refresh holds the state lock does not wait for it: it says so in the log, and the bootstrap root is stored only where none is")
+    func startWithoutTheLock() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-unlocked")
+        defer { directory.remove() }
+        let repository = try PinSetTestRepository()
+        defer { repository.remove() }
+        try repository.publish(Self.configuration([Self.pinA, Self.pinB]), files: Self.anchorFiles)
+        try FileManager.default.createDirectory(atPath: directory.path("state"), withIntermediateDirectories: true)
+        // The lock a refresh of another updater sharing the directory holds (flock locks of two descriptors conflict).
+        let held = open(directory.path("state/.pinset.lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        try #require(held >= 0)
+        defer { close(held) }
+        try #require(flock(held, LOCK_EX | LOCK_NB) == 0)
+        let lines = NIOLockedValueBox<[String]>([])
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(5)))
+        let updater = try PinSetUpdater(
+            bootstrapRoot: repository.bootstrapRoot, directory: directory.path("state"), metadataURL: repository.metadataURL,
+            fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: { line in lines.withLockedValue { $0.append(line) } })
+        let logged = lines.withLockedValue { $0 }
+        #expect(logged.contains { $0.contains(".pinset.lock: held by a refresh sharing the directory; reading the stored pin set without the lock") }, "\(logged)")
+        let stored = try #require(FileManager.default.contents(atPath: directory.path("state/metadata/root.json")))
+        #expect(Array(stored) == repository.bootstrapRoot)
+        // A root.json already there (a newer root a refresh stored) is never replaced by the bootstrap one.
+        let other = Array("not the bootstrap root".utf8)
+        try FileManager.default.createDirectory(atPath: directory.path("other"), withIntermediateDirectories: true)
+        try Data(other).write(to: URL(fileURLWithPath: directory.path("other/root.json")))
+        #expect(try TUFUpdater.initializeIfAbsent(metadataDirectory: directory.path("other"), trustedRoot: repository.bootstrapRoot) == false)
+        #expect(Array(try #require(FileManager.default.contents(atPath: directory.path("other/root.json")))) == other)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("other")) == ["root.json"])
+        // Once the lock is free, a refresh takes it and applies the set.
+        flock(held, LOCK_UN)
+        let outcome = await updater.refresh()
+        #expect(outcome == .updated(version: 2), "\(outcome) \(lines.withLockedValue { $0 })")
+    }
+
     @Test("a pin set is stored whole where current.json names it (a file in a subdirectory included); no other set's directory nor a temporary file is left, after an apply nor after a refusal")
     func storedWhole() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-stored")

@@ -297,6 +297,90 @@ struct TUFRepositoryWriterTests {
         #expect(trusted.root.version == 3 && trusted.targets?.version == 3)
     }
 
+    @Test(
+        "rotate-root over an expired repository waives only expiry: a snapshot signed outside its role, a broken timestamp→snapshot link or a changed target file is refused",
+        arguments: ["snapshot signed by the targets key", "timestamp names other snapshot bytes", "target file changed"])
+    func expiredRotationChecksAllButExpiry(tampering: String) throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let start = Date()
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        try writer.publishPinSet(Array(#"{"version": 1, "domains": {}}"#.utf8), files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let metadata = writer.metadataDirectory
+        func bytes(_ name: String) throws -> [UInt8] { Array(try #require(FileManager.default.contents(atPath: metadata + "/" + name))) }
+        func write(_ bytes: [UInt8], _ path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+        let timestamp = try TUFTimestamp(bytes: try bytes("timestamp.json"))
+        let snapshotVersion = timestamp.snapshotMeta.version
+        let snapshot = try TUFSnapshot(bytes: try bytes("\(snapshotVersion).snapshot.json"))
+        let targetsVersion = try #require(snapshot.entry(forRole: TUFRoleName.targets)).version
+        let targetsFile = try bytes("\(targetsVersion).targets.json")
+        // Each file is signed again as the repository's own keys would sign it (one more second of validity where
+        // the bytes must differ), so only the one broken rule stands between it and a client.
+        let snapshotExpires = snapshot.envelope.expires
+        switch tampering {
+        case "snapshot signed by the targets key":
+            let resigned = try TUFMetadataBuilder.sign(
+                TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: snapshotExpires, targetsVersion: targetsVersion, targetsFile: targetsFile), with: [keys[1]])
+            try write(resigned, metadata + "/\(snapshotVersion).snapshot.json")
+            let linked = try TUFMetadataBuilder.sign(
+                TUFMetadataBuilder.timestamp(version: timestamp.version, expires: timestamp.envelope.expires, snapshotVersion: snapshotVersion, snapshotFile: resigned),
+                with: [keys[3]])
+            try write(linked, metadata + "/timestamp.json")
+        case "timestamp names other snapshot bytes":
+            let resigned = try TUFMetadataBuilder.sign(
+                TUFMetadataBuilder.snapshot(version: snapshotVersion, expires: snapshotExpires + 1, targetsVersion: targetsVersion, targetsFile: targetsFile), with: [keys[2]])
+            try write(resigned, metadata + "/\(snapshotVersion).snapshot.json")
+        default:
+            let stored = try #require(FileManager.default.subpathsOfDirectory(atPath: writer.directory + "/targets").first { $0.hasSuffix(".json") })
+            let path = writer.directory + "/targets/" + stored
+            let original = Array(try #require(FileManager.default.contents(atPath: path)))
+            try write(original.map { $0 == UInt8(ascii: "1") ? UInt8(ascii: "2") : $0 }, path)
+        }
+        // 400 days on every role has expired, so the rotation takes the path that waives expiry.
+        let later = start.addingTimeInterval(400 * 86_400)
+        do {
+            try writer.rotateRoot(oldKeys: [keys[0]], newKeys: [keys[0]], threshold: 1, now: later)
+            Issue.record("rotate-root accepted a repository with a \(tampering)")
+        } catch {
+            #expect(error.code == .inconsistent && error.message.contains("a client would refuse the result"), "\(error)")
+        }
+        #expect(FileManager.default.fileExists(atPath: metadata + "/2.root.json") == false)
+    }
+
+    @Test("a target path that is another Unicode spelling (NFC, NFD) of a listed one or of another given one is bad input (exit 2), and the listed configuration stays")
+    func unicodeSpellingsKeptApart() throws {
+        let directory = try TemporaryDirectory(prefix: "pinset-writer")
+        defer { directory.remove() }
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let composed = "caf\u{E9}.json"
+        let decomposed = "cafe\u{301}.json"
+        try #require(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
+        let pins = Array(#"{"version": 1, "domains": {}}"#.utf8)
+        try writer.publishPinSet(pins, name: composed, files: ["anchor.pem": Array("B's anchor".utf8)], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        func listed() throws -> [[UInt8]] { try writer.status().targets.map { Array($0.path.utf8) }.sorted { $0.lexicographicallyPrecedes($1) } }
+        let before = try listed()
+        #expect(before.contains(Array(composed.utf8)))
+        do {
+            try writer.publishPinSet(pins, name: decomposed, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("a configuration was published under another spelling of a listed one")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("another spelling"), "\(error)")
+        }
+        do {
+            try writer.publish(
+                [TUFRepositoryWriter.Target(path: "x\u{E9}", contents: [1]), TUFRepositoryWriter.Target(path: "xe\u{301}", contents: [2])], targetsKey: keys[1],
+                snapshotKey: keys[2], timestampKey: keys[3])
+            Issue.record("two spellings of one target path were published together")
+        } catch {
+            #expect(error.code == .invalidInput && error.message.contains("given twice"), "\(error)")
+        }
+        #expect(try listed() == before)
+    }
+
     @Test("two configurations in one repository never change each other's files: another's anchor with other bytes, its target, or a file it still references")
     func configurationsKeptApart() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")

@@ -74,7 +74,15 @@ public actor PinSetUpdater: PinningConfigurationSource {
         /// Set as the ``/Pinning/PinningConfiguration/reportQueue`` of every configuration published.
         public var reportQueue: (any PinFailureReporting)?
         /// How long a refresh waits for another updater's refresh of the same directory (its `.pinset.lock`) before
-        /// it fails, changing nothing (default two minutes: a refresh is bounded by its fetcher's timeouts).
+        /// it fails, changing nothing (default two minutes); the next refresh on the schedule tries again.
+        ///
+        /// Nothing bounds a whole refresh: only each fetch is bounded, by the fetcher's own timeouts (with
+        /// ``TUFHTTPFetcher`` over a ``PinnedHTTPClient``, its configuration's: by default 10 s to connect and 30 s
+        /// per request), and a refresh that applies a new pin set makes at least five (the next root version,
+        /// timestamp, snapshot, targets, the configuration), more with new root versions and referenced files; a
+        /// fetcher without timeouts bounds nothing. So an honest but slow
+        /// refresh can hold the lock longer than this wait. The wait polls on a thread of its own and does not end
+        /// when its task is cancelled.
         public var lockWait: Duration = .seconds(120)
 
         public init(
@@ -176,23 +184,25 @@ public actor PinSetUpdater: PinningConfigurationSource {
             throw PinSetError("\(VisibleText.escaped(directory)): cannot create the state directory: \(error.description)")
         }
         // Apart from a refresh of another updater sharing the directory (``whileLocked(_:)``), which may store a
-        // newer root than the bootstrap one, or commit and remove the set being read. Waited for a little only: a
-        // refresh may hold the lock while it downloads, and a start is not held up by it. Going on without it is
-        // safe, only less lucky: the bootstrap root is only stored where none is, and every stored file is checked
-        // against its recorded sha256, so a set removed under this reading is not used (no pin set until a
-        // refresh), never a mixed one.
-        let lock = open(directory + "/.pinset.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        // newer root than the bootstrap one, or commit and remove the set being read. One attempt, never waited
+        // for: this initializer is synchronous (it may run on an event loop or the cooperative pool), and a refresh
+        // may hold the lock for as long as its downloads take. Going on without it is safe by construction, only
+        // less lucky: the bootstrap root is stored with `link(2)`, only where no `root.json` is (never replacing a
+        // newer one a refresh stored), and every stored pin-set file is checked against its recorded sha256, so a
+        // set removed under this reading is not used (no pin set until a refresh), never a mixed one.
+        let lockPath = directory + "/.pinset.lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         defer { if lock >= 0 { close(lock) } }
-        if lock >= 0 {
-            var tries = 0
-            while flock(lock, LOCK_EX | LOCK_NB) != 0 && tries < 50 {
-                usleep(20_000)
-                tries += 1
-            }
+        if lock < 0 {
+            log?("\(VisibleText.escaped(lockPath)): cannot open (\(SystemErrorText.text(errno))); reading the stored pin set without the lock")
+        } else if flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            let why = code == EWOULDBLOCK ? "held by a refresh sharing the directory" : "cannot be taken (\(SystemErrorText.text(code)))"
+            log?("\(VisibleText.escaped(lockPath)): \(why); reading the stored pin set without the lock")
         }
         if !FileManager.default.fileExists(atPath: directory + "/metadata/root.json") {
             do {
-                try TUFUpdater.initialize(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
+                try TUFUpdater.initializeIfAbsent(metadataDirectory: directory + "/metadata", trustedRoot: bootstrapRoot)
             } catch {
                 throw PinSetError("\(VisibleText.escaped(directory)): the bootstrap root was not stored: \(error)")
             }

@@ -45,7 +45,14 @@ enum TUFFiles {
     }
 
     /// Replaces `name` in `directory` with `bytes`, atomically and durably (see the type's comment).
-    static func writeFileAtomically(_ bytes: [UInt8], directory: String, name: String, role: String, syncDirectory: Bool = true) throws(TUFError) {
+    ///
+    /// With `onlyIfAbsent`, a file already at `name` is left as it is (and `false` returned): the whole file is put
+    /// there with `link(2)`, which never replaces a name, instead of `rename(2)`, so two writers racing for a name
+    /// that is missing leave one whole file, never a replaced or partial one.
+    @discardableResult
+    static func writeFileAtomically(
+        _ bytes: [UInt8], directory: String, name: String, role: String, syncDirectory: Bool = true, onlyIfAbsent: Bool = false
+    ) throws(TUFError) -> Bool {
         let destination = directory + "/" + name
         var temporary = ""
         var descriptor: Int32 = -1
@@ -70,15 +77,24 @@ enum TUFFiles {
             unlink(temporary)
             throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): close: \(reason)")
         }
-        guard rename(temporary, destination) == 0 else {
-            let reason = Self.words(errno)
+        if onlyIfAbsent {
+            let linked = link(temporary, destination) == 0
+            let code = errno
             unlink(temporary)
-            throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): rename: \(reason)")
+            if !linked && code == EEXIST { return false }
+            guard linked else { throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): link: \(Self.words(code))") }
+        } else {
+            guard rename(temporary, destination) == 0 else {
+                let reason = Self.words(errno)
+                unlink(temporary)
+                throw TUFError(role: role, rule: .unavailable, "cannot write \(VisibleText.escaped(destination)): rename: \(reason)")
+            }
         }
-        // The rename is durable only once the directory is.
+        // The rename (or link) is durable only once the directory is.
         if syncDirectory {
             try Self.syncDirectory(directory, role: role)
         }
+        return true
     }
 
     /// Flushes `directory` (`fsync`), so the names created, renamed or removed in it so far survive a crash.

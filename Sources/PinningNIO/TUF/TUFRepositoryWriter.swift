@@ -310,11 +310,18 @@ public struct TUFRepositoryWriter: Sendable {
     func publish(
         _ targets: [Target], removing: [String], pinSet: String?, targetsKey: TUFSigningKey, snapshotKey: TUFSigningKey, timestampKey: TUFSigningKey, now: Date
     ) throws(TUFRepositoryError) -> Versions {
+        // Target paths are compared byte for byte (as clients look them up); `texts`, compared as Swift compares
+        // `String` (Unicode canonical equivalence), finds two spellings of one name, which targets metadata may not
+        // hold (clients refuse it as malformed): refused here as bad input instead.
         var paths = Set<[UInt8]>()
+        var texts = Set<String>()
         for target in targets {
             try Self.checkTargetPath(target.path)
             guard paths.insert(Array(target.path.utf8)).inserted else {
                 throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(target.path, limit: 200)) is given twice")
+            }
+            guard texts.insert(target.path).inserted else {
+                throw TUFRepositoryError(.invalidInput, "target path \(VisibleText.quoted(target.path, limit: 200)) is given twice, spelled with other Unicode code points")
             }
         }
         return try self.locked { () throws(TUFRepositoryError) -> Versions in
@@ -331,8 +338,18 @@ public struct TUFRepositoryWriter: Sendable {
                 removing += Self.pinSetFiles(oldTargets.target(pinSet)) ?? []
                 removing = try Self.guardOtherPinSets(pinSet, publishing: targets, removing: removing, in: oldTargets)
             }
-            let replaced = Set(removing + targets.map(\.path))
-            var listed = oldTargets.targets.values.filter { !replaced.contains($0.path) }
+            let replaced = Set((removing + targets.map(\.path)).map { Array($0.utf8) })
+            var listed = oldTargets.targets.values.filter { !replaced.contains(Array($0.path.utf8)) }
+            // A listed path that is another spelling of a new one (the same text to `String`, other bytes): keeping
+            // both would make targets metadata clients refuse, and replacing it would drop another file.
+            let kept = Dictionary(listed.map { ($0.path, $0.path) }, uniquingKeysWith: { first, _ in first })
+            for target in targets {
+                guard let other = kept[target.path] else { continue }
+                throw TUFRepositoryError(
+                    .invalidInput,
+                    "target path \(VisibleText.quoted(target.path, limit: 200)) is another spelling (other Unicode code points) of the listed target path \(VisibleText.quoted(other, limit: 200)); use that spelling, or another name"
+                )
+            }
             var files: [String: [UInt8]] = [:]
             for target in targets {
                 let entry = TUFTargetFile(path: target.path, contents: target.contents, custom: target.custom)
@@ -438,22 +455,24 @@ public struct TUFRepositoryWriter: Sendable {
     /// configuration still references. Two configurations in one repository then never change each other's files.
     static func guardOtherPinSets(_ name: String, publishing targets: [Target], removing: [String], in old: TUFTargets) throws(TUFRepositoryError) -> [String] {
         // Target path → the other configuration that references it (or is it).
-        var referencedBy: [String: String] = [:]
-        for other in old.targets.values.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) where other.path != name {
+        // Keyed by bytes, as clients look target paths up: `String` keys would take another spelling of a name
+        // (Unicode canonical equivalence) for it.
+        var referencedBy: [[UInt8]: String] = [:]
+        for other in old.targets.values.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) where !other.path.utf8.elementsEqual(name.utf8) {
             guard let files = Self.pinSetFiles(other) else { continue }
-            referencedBy[other.path] = other.path
-            for file in files where referencedBy[file] == nil { referencedBy[file] = other.path }
+            referencedBy[Array(other.path.utf8)] = other.path
+            for file in files where referencedBy[Array(file.utf8)] == nil { referencedBy[Array(file.utf8)] = other.path }
         }
         let quotedName = VisibleText.quoted(name, limit: 200)
         for target in targets {
-            guard let owner = referencedBy[target.path] else { continue }
+            guard let owner = referencedBy[Array(target.path.utf8)] else { continue }
             let quotedOwner = VisibleText.quoted(owner, limit: 200)
             let quotedPath = VisibleText.quoted(target.path, limit: 200)
-            if owner == target.path {
+            if owner.utf8.elementsEqual(target.path.utf8) {
                 throw TUFRepositoryError(
                     .invalidInput, "\(quotedPath) is the configuration of another pin set: publishing \(quotedName) would replace it; give this one another target name")
             }
-            if target.path == name {
+            if target.path.utf8.elementsEqual(name.utf8) {
                 throw TUFRepositoryError(
                     .invalidInput, "\(quotedName) is a file the pin set \(quotedOwner) references: publishing a configuration there would replace it; give this one another target name")
             }
@@ -466,7 +485,7 @@ public struct TUFRepositoryWriter: Sendable {
                 )
             }
         }
-        return removing.filter { referencedBy[$0] == nil }
+        return removing.filter { referencedBy[Array($0.utf8)] == nil }
     }
 
     // MARK: - Timestamp
@@ -509,7 +528,7 @@ public struct TUFRepositoryWriter: Sendable {
     /// every client walks from the current root to it (§5.3.4).
     ///
     /// An expired repository is renewed this way: the current root, timestamp, snapshot or targets may have expired
-    /// (the private `verifyRotation(_:now:)` says why only their expiry is waived). The new root may then vouch for an expired
+    /// (the private `verifyRotation(_:previous:now:)` says why only their expiry is waived). The new root may then vouch for an expired
     /// timestamp, snapshot or targets, which this does not sign (it holds no online key): clients refuse the
     /// repository until ``renewTimestamp(timestampKey:now:)`` or a publication renews them.
     ///
@@ -559,7 +578,7 @@ public struct TUFRepositoryWriter: Sendable {
             if try self.expiredRoles(current, now: now).isEmpty {
                 try self.verifyAsClients(next, previous: current, targetFiles: [:], now: now)
             } else {
-                try self.verifyRotation(next, now: now)
+                try self.verifyRotation(next, previous: current, now: now)
             }
             try self.write(rootFile, directory: self.metadataDirectory, name: "\(version).root.json")
             try self.write(rootFile, directory: self.metadataDirectory, name: "root.json")
@@ -583,31 +602,32 @@ public struct TUFRepositoryWriter: Sendable {
     /// The check of a root rotation in a repository whose metadata has expired, which a rotation must be able to
     /// renew (otherwise an expired root could only be replaced by a new repository, and every client re-shipped).
     ///
-    /// A deliberate waiver, of expiry only, as TUF's client workflow has it: a client walks root versions checking
-    /// each one's signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and
-    /// checks expiry on the final root alone (specification §5.3.4–§5.3.10). So the root chain is checked as
-    /// ``verifyAsClients(_:previous:targetFiles:now:)`` checks it, the new root must not have expired, and the
-    /// timestamp, snapshot and targets, which a rotation does not change, must each still be signed by a threshold of
-    /// their keys in the new root; only their expiry, and the current root's, is not held against the rotation.
-    /// Clients refuse the repository until those roles are signed again (`pinning pinset timestamp` or `publish`).
-    func verifyRotation(_ state: State, now: Date) throws(TUFRepositoryError) {
+    /// A deliberate waiver, of expiry only. TUF's client workflow walks root versions checking each one's
+    /// signatures (a threshold of the trusted root's keys and of its own) and version, not expiry, and checks expiry
+    /// on the final root alone (specification §5.3.4–§5.3.10): so the root chain is walked at `now` and the new root
+    /// must not have expired. The timestamp, snapshot and targets, which a rotation does not change, then go through
+    /// every other check of §5.4–§5.6 exactly as ``verifyAsClients(_:previous:targetFiles:now:)`` runs them (a
+    /// threshold of their keys in the new root, the timestamp→snapshot length, hashes and version, the
+    /// snapshot→targets length, hashes and version, rollback against `previous`, the size caps, and every target
+    /// file's length and hashes), judged one second before the earliest of their three expiries (or at `now` when
+    /// that is earlier): at that instant none of them has expired, so their expiry checks (§5.4.4, §5.5.7, §5.6.4)
+    /// are the only ones that cannot fail; nothing else is skipped. Clients refuse the repository until those roles
+    /// are signed again (`pinning pinset timestamp` or `publish`).
+    func verifyRotation(_ state: State, previous: State, now: Date) throws(TUFRepositoryError) {
+        let earliest: Int64
         do throws(TUFError) {
             var set = try TUFTrustedSet(trustedRoot: state.roots[0], updateStartTime: now)
             for root in state.roots.dropFirst() { try set.updateRoot(root) }
             try set.checkRootNotExpired()
-            let envelopes = [
-                (TUFRoleName.timestamp, try TUFTimestamp(bytes: state.timestamp).envelope), (TUFRoleName.snapshot, try TUFSnapshot(bytes: state.snapshot).envelope),
-                (TUFRoleName.targets, try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope),
-            ]
-            for (role, envelope) in envelopes {
-                guard let keys = set.root.roleKeys(role) else {
-                    throw TUFError(role: role, rule: .malformed, "root version \(set.root.version) defines no \(role) role")
-                }
-                try TUFSignatures.verifyThreshold(envelope, keys: set.root.keys, roleKeys: keys, role: role, signer: "root")
-            }
+            earliest = min(
+                try TUFTimestamp(bytes: state.timestamp).envelope.expires, try TUFSnapshot(bytes: state.snapshot).envelope.expires,
+                try TUFTargets(bytes: state.targets, role: TUFRoleName.targets).envelope.expires)
         } catch {
             throw TUFRepositoryError(.inconsistent, "\(VisibleText.escaped(self.directory)): a client would refuse the result: \(error)")
         }
+        // The new root expires days after `now`, so it has not expired at this earlier instant either.
+        let reference = min(now, Date(timeIntervalSince1970: Double(earliest) - 1))
+        try self.verifyAsClients(state, previous: previous, targetFiles: [:], now: reference)
     }
 
     // MARK: - State

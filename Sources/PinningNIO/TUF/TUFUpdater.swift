@@ -72,6 +72,21 @@ public struct TUFUpdater: Sendable {
         try TUFFiles.writeFileAtomically(bytes, directory: metadataDirectory, name: "root.json", role: TUFRoleName.root)
     }
 
+    /// ``initialize(metadataDirectory:trustedRoot:limits:)`` that leaves a `root.json` already there as it is
+    /// (a newer root a refresh stored), atomically: the check and the write are one `link(2)`, so it needs no lock.
+    ///
+    /// - Returns: Whether `bytes` were stored (`false`: a `root.json` was already there).
+    @discardableResult
+    package static func initializeIfAbsent(metadataDirectory: String, trustedRoot bytes: [UInt8], limits: TUFLimits = TUFLimits()) throws(TUFError) -> Bool {
+        _ = try TUFTrustedSet(trustedRoot: bytes, updateStartTime: Date(), limits: limits)
+        do {
+            try TUFFiles.makeDirectories(metadataDirectory)
+        } catch {
+            throw TUFError(role: TUFRoleName.root, rule: .unavailable, "cannot create the metadata directory: \(error.description)")
+        }
+        return try TUFFiles.writeFileAtomically(bytes, directory: metadataDirectory, name: "root.json", role: TUFRoleName.root, onlyIfAbsent: true)
+    }
+
     /// ``initialize(metadataDirectory:trustedRoot:limits:)`` with the contents of the file at `path` (at most
     /// `limits`' `rootMaxLength` bytes).
     public static func initialize(metadataDirectory: String, trustedRootFile path: String, limits: TUFLimits = TUFLimits()) throws(TUFError) {

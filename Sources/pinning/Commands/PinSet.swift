@@ -309,22 +309,31 @@ extension PinningCommand.PinSet {
             let passphrase = try self.passphraseOptions.passphrase()
             let old = try PinningCommand.PinSet.keys(self.oldKeys, option: "--old-key", passphrase: passphrase)
             let new = try PinningCommand.PinSet.keys(self.newKeys, option: "--new-key", passphrase: passphrase)
+            let now = Date()
             do {
                 try self.expiry.store(in: writer)
-                let now = Date()
                 let versions = try writer.rotateRoot(oldKeys: old.map(\.key), newKeys: new.map(\.key), threshold: self.rootThreshold, now: now)
                 let count = Set(new.map(\.key.keyID)).count
                 print("pinning pinset: \(self.repository): root v\(versions.root) (\(PinningCommand.PinSet.rootKeys(count, threshold: self.rootThreshold)))")
-                let expired = try writer.status(at: now).roles.filter { $0.expired && $0.name != TUFRoleName.root }.map(\.name)
-                if expired == [TUFRoleName.timestamp] {
-                    print("pinning pinset: next: the timestamp has expired, and clients refuse the repository until `pinning pinset timestamp \(self.repository) --timestamp-key K` renews it")
-                } else if !expired.isEmpty {
-                    print(
-                        "pinning pinset: next: the \(expired.joined(separator: ", ")) metadata has expired, and clients refuse the repository until `pinning pinset publish \(self.repository) CONFIG …` signs new targets, snapshot and timestamp"
-                    )
-                }
             } catch let error as TUFRepositoryError {
                 throw PinningCommand.PinSet.fail(error, command: "rotate-root", keyFiles: old + new)
+            }
+            // The new root is written: from here on the rotation has succeeded, whatever happens to the hint. A failure
+            // to read the status only warns (exit 0), so nobody retries and signs yet another root version.
+            let expired: [String]
+            do throws(TUFRepositoryError) {
+                expired = try writer.status(at: now).roles.filter { $0.expired && $0.name != TUFRoleName.root }.map(\.name)
+            } catch {
+                FileHandle.standardError.write(
+                    Data("pinning: pinset rotate-root: warning: the new root is written, but the repository's status cannot be read to say what to run next: \(error.message)\n".utf8))
+                return
+            }
+            if expired == [TUFRoleName.timestamp] {
+                print("pinning pinset: next: the timestamp has expired, and clients refuse the repository until `pinning pinset timestamp \(self.repository) --timestamp-key K` renews it")
+            } else if !expired.isEmpty {
+                print(
+                    "pinning pinset: next: the \(expired.joined(separator: ", ")) metadata has expired, and clients refuse the repository until `pinning pinset publish \(self.repository) CONFIG …` signs new targets, snapshot and timestamp"
+                )
             }
         }
     }

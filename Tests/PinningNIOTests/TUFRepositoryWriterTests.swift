@@ -67,6 +67,15 @@ struct DirectoryClient {
 @Suite("TUF repository writer")
 struct TUFRepositoryWriterTests {
     /// Keys as a publisher keeps them: generated, written as PEM, read back.
+    /// A repository in `directory`/repo made with four Ed25519 keys: root, targets, snapshot and timestamp, in that
+    /// order in the keys returned.
+    static func repository(in directory: TemporaryDirectory, now: Date = Date()) throws -> (TUFRepositoryWriter, [TUFSigningKey]) {
+        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
+        let writer = try TUFRepositoryWriter.initialize(
+            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: now)
+        return (writer, keys)
+    }
+
     static func key(_ type: TUFSigningKey.KeyType, in directory: TemporaryDirectory, _ name: String) throws -> TUFSigningKey {
         let path = directory.path(name)
         try TUFSigningKey.generate(type).write(toNewFile: path)
@@ -202,9 +211,7 @@ struct TUFRepositoryWriterTests {
     func timestampCopiedBack() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")
         defer { directory.remove() }
-        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
-        let writer = try TUFRepositoryWriter.initialize(
-            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let (writer, keys) = try Self.repository(in: directory)
         let timestampPath = writer.metadataDirectory + "/timestamp.json"
         #expect(try writer.renewTimestamp(timestampKey: keys[3]).timestamp == 2)
         let old = try Data(contentsOf: URL(fileURLWithPath: timestampPath))
@@ -243,10 +250,8 @@ struct TUFRepositoryWriterTests {
     func expiredRepositoryRenewed() async throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")
         defer { directory.remove() }
-        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
         let start = Date()
-        let writer = try TUFRepositoryWriter.initialize(
-            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let (writer, keys) = try Self.repository(in: directory, now: start)
         let pins = Array(#"{"version": 1, "domains": {}}"#.utf8)
         try writer.publishPinSet(pins, files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
         let shipped = try #require(FileManager.default.contents(atPath: writer.metadataDirectory + "/1.root.json"))
@@ -303,10 +308,8 @@ struct TUFRepositoryWriterTests {
     func expiredRotationChecksAllButExpiry(tampering: String) throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")
         defer { directory.remove() }
-        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
         let start = Date()
-        let writer = try TUFRepositoryWriter.initialize(
-            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
+        let (writer, keys) = try Self.repository(in: directory, now: start)
         try writer.publishPinSet(Array(#"{"version": 1, "domains": {}}"#.utf8), files: [:], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3], now: start)
         let metadata = writer.metadataDirectory
         func bytes(_ name: String) throws -> [UInt8] { Array(try #require(FileManager.default.contents(atPath: metadata + "/" + name))) }
@@ -353,9 +356,7 @@ struct TUFRepositoryWriterTests {
     func unicodeSpellingsKeptApart() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")
         defer { directory.remove() }
-        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
-        let writer = try TUFRepositoryWriter.initialize(
-            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let (writer, keys) = try Self.repository(in: directory)
         let composed = "caf\u{E9}.json"
         let decomposed = "cafe\u{301}.json"
         try #require(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
@@ -385,9 +386,7 @@ struct TUFRepositoryWriterTests {
     func configurationsKeptApart() throws {
         let directory = try TemporaryDirectory(prefix: "pinset-writer")
         defer { directory.remove() }
-        let keys = try (0..<4).map { try Self.key(.ed25519, in: directory, "k\($0).pem") }
-        let writer = try TUFRepositoryWriter.initialize(
-            directory: directory.path("repo"), rootKeys: [keys[0]], targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
+        let (writer, keys) = try Self.repository(in: directory)
         func publish(_ name: String, _ files: [String: [UInt8]], _ text: String = #"{"version": 1, "domains": {}}"#) throws(TUFRepositoryError) {
             try writer.publishPinSet(Array(text.utf8), name: name, files: files, targetsKey: keys[1], snapshotKey: keys[2], timestampKey: keys[3])
         }

@@ -184,12 +184,7 @@ struct HandshakeBenchmark {
                 : try TestPKI.leaf(
                     "localhost", issuer: chain.intermediate, dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], key: self.keyType
                 )
-            let identity = try TLSIdentity.pem(
-                certificateChain: Array(TestPKI.pemBundle([leaf.certificate, chain.intermediate.certificate]).utf8),
-                privateKey: Array(leaf.privateKeyPEM.utf8),
-                certificateOrigin: "<minted chain>",
-                keyOrigin: "<minted key>"
-            )
+            let identity = try leaf.tlsIdentity(chain: [chain.intermediate.certificate])
             contexts.append(
                 try NIOSSLContext(
                     configuration: .makeServerConfiguration(certificateChain: identity.certificateSources, privateKey: identity.privateKeySource)

@@ -125,8 +125,9 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinning-bench-pinset-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: work) }
+            let directory = try TemporaryDirectory(prefix: "pinning-bench-pinset")
+            defer { directory.remove() }
+            let work = directory.path
             let repository = work + "/repo"
             let (configuration, anchor) = try Self.pinSet(hosts: self.hosts)
             guard configuration.count <= PinningConfiguration.maximumPinSetSize else {
@@ -156,7 +157,7 @@ extension PinningCommand.Bench {
                 }
                 updater = fresh
             }
-            try Data(anchor).write(to: URL(fileURLWithPath: work + "/fleet-root.pem"))
+            try directory.write("fleet-root.pem", bytes: anchor)
             var parses: [Double] = []
             for _ in 0..<self.applies {
                 let start = BenchClock.now

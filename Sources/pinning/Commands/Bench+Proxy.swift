@@ -125,9 +125,7 @@ struct ProxyBenchmark {
         // already copied what the proxy logged into its message.
         defer { directory.remove() }
         let chain = try TestChain(host: "api.bench")
-        let identity = try TLSIdentity.pem(
-            certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
-            privateKey: Array(chain.leaf.privateKeyPEM.utf8), certificateOrigin: "<minted chain>", keyOrigin: "<minted key>")
+        let identity = try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])
         let group = MultiThreadedEventLoopGroup.singleton
         let upstream = try await LocalHTTPSServer.start(identity: identity, clientCertificateAuthorities: [], bind: "127.0.0.1", port: 0, group: group)
         let upstreamPort = upstream.localAddress?.port ?? 0

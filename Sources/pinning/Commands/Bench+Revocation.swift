@@ -143,9 +143,9 @@ extension PinningCommand.Bench {
 
         /// Wall milliseconds of `openssl crl -inform DER -noout -in file`, nil when openssl is missing or fails.
         static func timeOpenSSL(_ file: String) -> Double? {
-            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { return nil }
+            guard FileManager.default.isExecutableFile(atPath: ChildProcess.openssl) else { return nil }
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.executableURL = URL(fileURLWithPath: ChildProcess.openssl)
             process.arguments = ["crl", "-inform", "DER", "-noout", "-in", file]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

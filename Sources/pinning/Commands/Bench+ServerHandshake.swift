@@ -42,12 +42,7 @@ struct ServerHandshakeBenchmark {
 
     private func setUp(group: any EventLoopGroup) async throws -> Setup {
         let chain = try TestChain(key: self.keyType)
-        let serverIdentity = try TLSIdentity.pem(
-            certificateChain: Array(TestPKI.pemBundle([chain.leaf.certificate, chain.intermediate.certificate]).utf8),
-            privateKey: Array(chain.leaf.privateKeyPEM.utf8),
-            certificateOrigin: "<minted chain>",
-            keyOrigin: "<minted key>"
-        )
+        let serverIdentity = try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])
         // N distinct devices under the one intermediate; each client context presents one of them.
         var contexts: [NIOSSLContext] = []
         for index in 0..<self.clients {

@@ -240,27 +240,19 @@ private struct DemoWorld {
             }
         }
 
-        record(
-            "unpinned client -> genuine server", expectTrusted: true,
-            await self.get(unpinned, host: Self.host, server: servers.genuine))
-        record(
-            "unpinned client -> intercepting proxy (DANGER)", expectTrusted: true,
-            await self.get(unpinned, host: Self.host, server: servers.proxy))
-        record(
-            "public-key pinned -> genuine server", expectTrusted: true,
-            await self.get(pinned, host: Self.host, server: servers.genuine))
-        record(
-            "public-key pinned -> intercepting proxy", expectTrusted: false,
-            await self.get(pinned, host: Self.host, server: servers.proxy))
-        record(
-            "public-key pinned -> proxy appending genuine certs", expectTrusted: false,
-            await self.get(pinned, host: Self.host, server: servers.proxyAppending))
-        record(
-            "certificate pinned -> self-signed device", expectTrusted: true,
-            await self.get(devicePolicy, host: Self.deviceHost, server: servers.device))
-        record(
-            "unpinned client -> self-signed device", expectTrusted: false,
-            await self.get(unpinned, host: Self.deviceHost, server: servers.device))
+        // Which client meets which server, and whether it should accept it; run in this order.
+        let scenarios: [(scenario: String, expectTrusted: Bool, policy: SecurityPolicy, host: String, server: any Channel)] = [
+            ("unpinned client -> genuine server", true, unpinned, Self.host, servers.genuine),
+            ("unpinned client -> intercepting proxy (DANGER)", true, unpinned, Self.host, servers.proxy),
+            ("public-key pinned -> genuine server", true, pinned, Self.host, servers.genuine),
+            ("public-key pinned -> intercepting proxy", false, pinned, Self.host, servers.proxy),
+            ("public-key pinned -> proxy appending genuine certs", false, pinned, Self.host, servers.proxyAppending),
+            ("certificate pinned -> self-signed device", true, devicePolicy, Self.deviceHost, servers.device),
+            ("unpinned client -> self-signed device", false, unpinned, Self.deviceHost, servers.device),
+        ]
+        for one in scenarios {
+            record(one.scenario, expectTrusted: one.expectTrusted, await self.get(one.policy, host: one.host, server: one.server))
+        }
 
         // Mutual TLS: the client's identity comes from the .p12 written above.
         switch Result(catching: { () throws(TLSIdentityError) -> TLSIdentity in

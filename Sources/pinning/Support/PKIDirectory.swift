@@ -10,9 +10,6 @@ import X509
 #elseif canImport(Darwin)
     import Darwin
 #endif
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
 
 /// The files of a `pinning pki` directory: `NAME.pem` (certificate), `NAME.key` (PKCS#8 key, mode 0600),
 /// `NAME-chain.pem` (a leaf and its intermediates). Every failure is an ``InputError`` naming the file.

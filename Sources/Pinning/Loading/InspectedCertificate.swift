@@ -13,6 +13,8 @@ package struct InspectedCertificate: Sendable {
     package var position: String
     /// The certificate's exact DER encoding.
     package var derBytes: [UInt8]
+    /// The SubjectPublicKeyInfo's exact DER bytes, from which ``pin`` is hashed.
+    let spki: [UInt8]
     /// The certificate's facts; ``CertificateInfo/unsupportedForVerification`` says what the verifier cannot use.
     package var info: CertificateInfo
     /// The parsed certificate, usable for evaluation; `nil` when the verifier does not support it.
@@ -25,26 +27,6 @@ package struct InspectedCertificate: Sendable {
     package var pin: Pin {
         // Pin strings we make are always valid; `Pin(_:)` would only throw for text a user typed.
         Pin(subjectPublicKeyInfoDER: self.spki)
-    }
-
-    let spki: [UInt8]
-
-    init(
-        origin: String,
-        position: String,
-        derBytes: [UInt8],
-        spki: [UInt8],
-        info: CertificateInfo,
-        certificate: Certificate?,
-        unsupported: CertificateLoadingError?
-    ) {
-        self.origin = origin
-        self.position = position
-        self.derBytes = derBytes
-        self.spki = spki
-        self.info = info
-        self.certificate = certificate
-        self.unsupported = unsupported
     }
 }
 

@@ -562,8 +562,10 @@ let package = Package(
                 "Pinning",
                 "PinningCollector",
                 "PinningTestSupport",
-                // Built for the process tests (signals, restarts, Chromium), which run the executable.
+                // Built for the process tests (signals, restarts, Chromium), which run the executable; the bench's
+                // options are parsed in process (`@testable import pinning_collector`, with argument-parser).
                 "pinning-collector",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -21,28 +21,39 @@ struct CollectorBench: AsyncParsableCommand {
         discussion: "Build with -c release for figures worth quoting. Every phase runs its own collector process on a fresh database in a temporary directory."
     )
 
-    @Option(name: .long, parsing: .unconditional, help: "Reports posted in each ingest phase.")
+    // Every count is range-checked while parsing (BenchNumber), before a directory or a child exists: a value
+    // outside its range used to trap mid-run (`--batch 0` divided by zero, `--samples -5` made an invalid range),
+    // which skipped every `defer`, left the child collectors running and the temporary directory behind.
+    @Option(name: .long, parsing: .unconditional, help: "Reports posted in each ingest phase (1 to 10,000,000).", transform: BenchNumber.integer(1...10_000_000))
     var reports: Int = 50_000
 
-    @Option(name: .long, parsing: .unconditional, help: "Concurrent connections posting.")
+    // At most 256, as `pinning bench handshake` and `bench proxy`: the flood opens twice as many sockets, and 512
+    // stays under the common limit of 1,024 open files; 1,000 already failed in the ingest phase there (EMFILE).
+    @Option(
+        name: .long, parsing: .unconditional, help: "Concurrent connections posting (1 to 256; the flood uses twice as many).", transform: BenchNumber.integer(1...256))
     var concurrency: Int = 32
 
-    @Option(name: .customLong("batch"), parsing: .unconditional, help: "Reports per POST in the batched ingest phase.")
+    @Option(name: .customLong("batch"), parsing: .unconditional, help: "Reports per POST in the batched ingest phase (1 to 10,000).", transform: BenchNumber.integer(1...10_000))
     var batch: Int = 100
 
-    @Option(name: .long, parsing: .unconditional, help: "Reports stored before the read-latency phase (written directly through the store).")
+    @Option(
+        name: .long, parsing: .unconditional, help: "Reports stored before the read-latency phase (written directly through the store; 0 to 10,000,000).",
+        transform: BenchNumber.integer(0...10_000_000))
     var stored: Int = 1_000_000
 
-    @Option(name: .long, parsing: .unconditional, help: "Requests per read path in the latency phase.")
+    @Option(name: .long, parsing: .unconditional, help: "Requests per read path in the latency phase (1 to 100,000).", transform: BenchNumber.integer(1...100_000))
     var samples: Int = 50
 
-    @Option(name: .customLong("flood-seconds"), parsing: .unconditional, help: "How long the flood lasts.")
+    @Option(name: .customLong("flood-seconds"), parsing: .unconditional, help: "How long the flood lasts (1 to 3,600).", transform: BenchNumber.integer(1...3600))
     var floodSeconds: Int = 10
 
     @Option(name: .long, help: "Also measure ingest into this PostgreSQL database (postgres://USER@HOST:PORT/DB); its reports table is emptied first.")
     var postgres: String?
 
-    @Option(name: .customLong("commit-batch"), parsing: .unconditional, help: "The collector's --commit-batch in the ingest phases (1 commits each request alone).")
+    // The collector's own range for --commit-batch (CollectorCommand.start): refused here, not by a child.
+    @Option(
+        name: .customLong("commit-batch"), parsing: .unconditional, help: "The collector's --commit-batch in the ingest phases (1 to 10,000; 1 commits each request alone).",
+        transform: BenchNumber.integer(1...10_000))
     var commitBatch: Int = 512
 
     @Option(name: .long, help: "Phases to run: ingest, postgres, read, flood (comma-separated).")
@@ -372,5 +383,38 @@ final class ChildCollector: Sendable {
         else { return 0 }
         let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
         return kilobytes * 1024
+    }
+}
+
+/// The bench's counts, parsed as `pinning`'s numeric options are (its `NumericOption`, which this executable
+/// cannot import: both are executables): a whole number in `range`, or a refusal whose words argument-parser
+/// prints after the option's name, exit 2 (`CollectorCommand.main`).
+enum BenchNumber {
+    struct Refusal: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func integer(_ range: ClosedRange<Int>) -> @Sendable (String) throws -> Int {
+        { text in
+            let accepted = "a whole number from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))"
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw Refusal(description: "not \(accepted)")
+            }
+            guard range.contains(value) else {
+                throw Refusal(description: "out of range; use \(accepted)")
+            }
+            return value
+        }
+    }
+
+    /// `10000000` as `10,000,000`, as the help texts write it.
+    static func format(_ value: Int) -> String {
+        let digits = String(value.magnitude)
+        var grouped = ""
+        for (offset, digit) in digits.enumerated() {
+            if offset > 0, (digits.count - offset) % 3 == 0 { grouped.append(",") }
+            grouped.append(digit)
+        }
+        return value < 0 ? "-" + grouped : grouped
     }
 }

@@ -19,6 +19,8 @@ struct TUFFetcherRedirectTests {
                 body = b"x" * 300
                 if s.path == "/moved":
                     s.send_response(302); s.send_header("Location", "/file")
+                elif s.path.startswith("/to?"):
+                    s.send_response(302); s.send_header("Location", s.path[4:])
                 else:
                     s.send_response(200)
                 s.send_header("Content-Length", str(len(body))); s.end_headers(); s.wfile.write(body)
@@ -55,6 +57,49 @@ struct TUFFetcherRedirectTests {
         // With room for both bodies, the redirect is followed.
         let followed = try await fetcher.fetch(moved, maximumLength: 600)
         #expect(followed.count == 300)
+    }
+
+    /// Starts the server of ``server`` in `directory`.
+    static func start(in directory: TemporaryDirectory) async throws -> ServerProcess {
+        let script = try directory.write("server.py", Self.server)
+        return try await ServerProcess("/usr/bin/python3", ["-u", script], in: directory) { line in
+            line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil
+        }
+    }
+
+    @Test("a redirect read over plain http stays on the same host: http at the same port or https; another host or port is refused unless opted in")
+    func plainRedirectsStayOnTheHost() async throws {
+        let directory = try TemporaryDirectory(prefix: "tuf-fetcher-plain-redirects")
+        defer { directory.remove() }
+        let server = try await Self.start(in: directory)
+        defer { server.stop() }
+        // A port nothing listens on, so that a redirect followed there fails differently from one refused.
+        let other = try await Self.start(in: directory)
+        defer { other.stop() }
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, group: testGroup)
+        defer { Task { await client.shutdown() } }
+        let fetcher = TUFHTTPFetcher(client: client, allowsPlainHTTP: true)
+        let base = "http://127.0.0.1:\(server.port)"
+
+        // The same host and port, by a relative and an absolute Location: followed.
+        #expect(try await fetcher.fetch(try #require(URL(string: base + "/to?/file")), maximumLength: 1000).count == 300)
+        #expect(try await fetcher.fetch(try #require(URL(string: base + "/to?\(base)/file")), maximumLength: 1000).count == 300)
+        // Another port of the same host (a server that would answer), another name of it, and another host: refused,
+        // before any request is sent there.
+        for away in ["http://127.0.0.1:\(other.port)/file", "http://localhost:\(server.port)/file", "http://127.0.0.2:\(server.port)/file", "https://localhost:\(server.port)/file"] {
+            let url = try #require(URL(string: base + "/to?" + away))
+            do throws(TUFFetchError) {
+                _ = try await fetcher.fetch(url, maximumLength: 1000)
+                Issue.record("a plain redirect to \(away) was followed")
+            } catch {
+                #expect(error.kind == .failed, "\(error)")
+                #expect(error.message.contains("refusing a redirect from plain http to another host or port (\(away))"), "\(away): \(error)")
+                #expect(!error.message.contains("\n"))
+            }
+        }
+        // Opted in: another port is followed.
+        let anywhere = TUFHTTPFetcher(client: client, allowsPlainHTTP: true, followsPlainRedirectsToOtherHosts: true)
+        #expect(try await anywhere.fetch(try #require(URL(string: base + "/to?http://127.0.0.1:\(other.port)/file")), maximumLength: 1000).count == 300)
     }
 
     /// One listening socket with no room in its accept queue (backlog 0): the first connection gets, after `DELAY`

@@ -197,10 +197,18 @@ public final class PinnedHTTPClient: Sendable {
     /// so a chain of redirects costs no more than one direct fetch may. Without it each step gets the full cap
     /// and timeouts (what ``get(_:headers:maximumBodySize:resolve:)`` has always done).
     ///
+    /// A redirect read from a plain `http` response, which anyone on the path can write, is followed only on the same
+    /// host: to `http` at the same port, or to `https` (whose server must prove that name before a byte of the
+    /// request is sent); anywhere else is refused, unless `plainRedirectsLeaveHost` (the caller's opt-in). Otherwise an
+    /// on-path attacker could make this client send GETs to any host or port it can reach (a service on its
+    /// loopback or its network). A redirect read over `https` was sent by an authenticated server and goes to any
+    /// `https` URL.
+    ///
     /// A failure names the URL it was requesting (``PinningConnectionError/url``): after a redirect, not the one
     /// given (`pinning check` says which host was judged, and for which URL; the TUF fetcher names it).
     func follow(
-        _ url: URL, headers: HTTPHeaders, maximumBodySize: Int?, allowsPlainHTTP: Bool, wholeChain: Bool, resolve: @escaping Resolve
+        _ url: URL, headers: HTTPHeaders, maximumBodySize: Int?, allowsPlainHTTP: Bool, wholeChain: Bool, plainRedirectsLeaveHost: Bool = false,
+        resolve: @escaping Resolve
     ) async throws(PinningConnectionError) -> Followed {
         var current = url
         var visited: [URL] = []
@@ -245,7 +253,16 @@ public final class PinnedHTTPClient: Sendable {
                 guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
                     throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
                 }
+                var nextHost = next.host?.lowercased() ?? ""
+                if nextHost.hasPrefix("[") && nextHost.hasSuffix("]") { nextHost = String(nextHost.dropFirst().dropLast()) }
+                let sameHost = !nextHost.isEmpty && nextHost == target.host.lowercased()
                 switch next.scheme?.lowercased() {
+                case "https" where plain && !sameHost && !plainRedirectsLeaveHost, "http" where plain && !plainRedirectsLeaveHost && (!sameHost || (next.port ?? 80) != target.port):
+                    throw PinningConnectionError(
+                        code: .tooManyRedirects, host: target.host,
+                        message:
+                            "refusing a redirect from plain http to another host or port (\(next.absoluteString)): a redirect read over plain http is followed only on \(target.host) port \(target.port), or to https on \(target.host)"
+                    )
                 case "https":
                     break
                 case "http" where plain:

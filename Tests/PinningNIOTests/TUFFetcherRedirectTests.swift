@@ -21,6 +21,10 @@ struct TUFFetcherRedirectTests {
                     s.send_response(302); s.send_header("Location", "/file")
                 elif s.path.startswith("/to?"):
                     s.send_response(302); s.send_header("Location", s.path[4:])
+                elif s.path == "/short":
+                    s.send_response(200); s.send_header("Content-Length", "300"); s.end_headers()
+                    s.wfile.write(b"x" * 100); s.wfile.flush(); s.close_connection = True
+                    return
                 else:
                     s.send_response(200)
                 s.send_header("Content-Length", str(len(body))); s.end_headers(); s.wfile.write(body)
@@ -154,5 +158,81 @@ struct TUFFetcherRedirectTests {
         let elapsed = ContinuousClock.now - started
         // 6.5 s allowed; 0.6 s for the loop's timer and a loaded machine.
         #expect(elapsed < .milliseconds(7100), "the chain took \(elapsed), over its 6.5 s allowance")
+    }
+
+    /// A TLS server whose every response is `HTTP/1.0 200` with a 300-byte body and no Content-Length, ended by
+    /// closing the socket without a TLS close_notify: nothing tells a whole body from one cut short. Arguments:
+    /// chain, key. Prints `PORT n`.
+    static let closeDelimitedServer = #"""
+        import socket, ssl, sys, threading
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+        ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(16)
+        print("PORT %d" % ls.getsockname()[1], flush=True)
+        def serve(c):
+            try:
+                t = ctx.wrap_socket(c, server_side=True)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = t.recv(4096)
+                    if not chunk: return
+                    data += chunk
+                t.sendall(b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 300)
+                # close() without unwrap(): no close_notify.
+                t.close()
+            except Exception:
+                c.close()
+        while True:
+            c, _ = ls.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+        """#
+
+    @Test("an https body ended only by a close without close_notify is refused as possibly cut short, in words, not handed to TUF")
+    func closeDelimitedWithoutCloseNotify() async throws {
+        let chain = try TestChain(host: "repo.example")
+        let directory = try TemporaryDirectory(prefix: "tuf-fetcher-close-delimited")
+        defer { directory.remove() }
+        let certificate = try directory.write("chain.pem", TestPKI.pemBundle(chain.presented))
+        let key = try directory.write("key.pem", chain.leaf.privateKeyPEM)
+        let script = try directory.write("server.py", Self.closeDelimitedServer)
+        let server = try await ServerProcess("/usr/bin/python3", ["-u", script, certificate, key], in: directory) { line in
+            line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil
+        }
+        defer { server.stop() }
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.default, settings: TrustSettings(platformRoots: TrustRoots([chain.root.certificate])), group: testGroup)
+        defer { Task { await client.shutdown() } }
+        let fetcher = TUFHTTPFetcher(client: client) { _, port in try? SocketAddress(ipAddress: "127.0.0.1", port: port) }
+        let url = try #require(URL(string: "https://repo.example:\(server.port)/timestamp.json"))
+        do throws(TUFFetchError) {
+            let bytes = try await fetcher.fetch(url, maximumLength: 1000)
+            Issue.record("a body that may be cut short was handed on: \(bytes.count) bytes")
+        } catch {
+            #expect(error.kind == .failed)
+            #expect(
+                error.message
+                    == "\(url.absoluteString): the response may have been cut short: the server closed the connection without a TLS close_notify, and its body had no Content-Length or chunked framing to show it was whole (300 bytes received)",
+                "\(error)")
+        }
+    }
+
+    @Test("a body cut short of its Content-Length is a fetch failure that says so, in words")
+    func truncatedBody() async throws {
+        let directory = try TemporaryDirectory(prefix: "tuf-fetcher-short")
+        defer { directory.remove() }
+        let server = try await Self.start(in: directory)
+        defer { server.stop() }
+        let client = try PinnedHTTPClient(evaluator: SecurityPolicy.defaultEvaluation, group: testGroup)
+        defer { Task { await client.shutdown() } }
+        let fetcher = TUFHTTPFetcher(client: client, allowsPlainHTTP: true)
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/short"))
+        do throws(TUFFetchError) {
+            let bytes = try await fetcher.fetch(url, maximumLength: 1000)
+            Issue.record("a body cut short was accepted: \(bytes.count) bytes")
+        } catch {
+            #expect(error.kind == .failed)
+            #expect(
+                error.message == "\(url.absoluteString): the response was cut short: the server closed the connection after 100 of the 300 body bytes its Content-Length announced",
+                "\(error)")
+        }
     }
 }

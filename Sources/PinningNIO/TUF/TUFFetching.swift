@@ -61,6 +61,11 @@ public struct TUFFetchError: Error, Sendable, CustomStringConvertible {
 /// keeps credentials to the first host; python-tuf's fetcher (requests) follows any redirect. The length cap and the time
 /// bound apply to the whole chain, not to each step: a chain of redirects costs no more than one direct fetch may
 /// (the client's connect plus request timeouts). Every failure names the URL that failed, after redirects.
+///
+/// A body cut short says so (``TUFFetchError/Kind/failed``, "the response was cut short: …" when its Content-Length
+/// or chunked framing was not met); so does an `https` body delimited only by the connection's close when the
+/// server closed without a TLS close_notify ("may have been cut short"): it is refused, not handed to TUF, whose
+/// refusal of a truncated file (a length, a hash, JSON) would not say why.
 public struct TUFHTTPFetcher: TUFFetching {
     public let client: PinnedHTTPClient
     public let allowsPlainHTTP: Bool
@@ -105,6 +110,18 @@ public struct TUFHTTPFetcher: TUFFetching {
         let shown = followed.url.absoluteString + (followed.redirects.isEmpty ? "" : " (redirected from \(url.absoluteString))")
         switch followed.head.status.code {
         case 200:
+            // A body framed only by the close, and a close without TLS's close_notify: an attacker (or a failing
+            // server) may have cut it, and nothing says it did not. Refused in words of its own, rather than handed
+            // to TUF, whose length, hash or JSON refusal would not say why. (As curl over OpenSSL 3 refuses an
+            // "unexpected eof"; over plain http there is no close_notify to miss, and a close-delimited body is
+            // all the transport can tell, so TUF's checks decide.)
+            if followed.bodyMayBeTruncated {
+                throw TUFFetchError(
+                    kind: .failed,
+                    message:
+                        "\(shown): the response may have been cut short: the server closed the connection without a TLS close_notify, and its body had no Content-Length or chunked framing to show it was whole (\(followed.body.count) bytes received)"
+                )
+            }
             return followed.body
         case 403, 404:
             throw TUFFetchError(kind: .notFound, message: "\(shown): HTTP \(followed.head.status.code)")

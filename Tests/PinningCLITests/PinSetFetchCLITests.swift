@@ -94,14 +94,14 @@ struct PinSetFetchCLITests {
         var httpsBase: String { "https://repo.test:\(self.files.port)" }
 
         /// `check` of api.test following the pin set at `metadata`, kept in a directory of its own (`state`).
-        func check(_ metadata: String, state: String, roots: Bool = true, environment: [String: String] = [:]) async throws -> CLIRun {
+        func check(_ metadata: String, state: String, roots: Bool = true, environment: [String: String] = [:], extra: [String] = []) async throws -> CLIRun {
             var arguments = [
                 "check", "https://api.test:\(self.api.port)/hello", "--resolve", "api.test:\(self.api.port):127.0.0.1",
                 "--resolve", "repo.test:\(self.files.port):127.0.0.1", "--pinset", metadata, "--pinset-root", self.directory.path("root.json"),
                 "--pinset-dir", self.directory.path(state), "--no-reports",
             ]
             if roots { arguments += ["--roots", self.directory.path("fleet-ca.pem")] }
-            return try await Executable.pinning(arguments, in: self.directory, environment: environment)
+            return try await Executable.pinning(arguments + extra, in: self.directory, environment: environment)
         }
 
         /// Stops the servers and removes every file (the API server's stop finishes in the background).
@@ -171,18 +171,28 @@ struct PinSetFetchCLITests {
         #expect(proxy.stderr.contains("pin set version 2 applied"), "\(proxy.stderr)")
     }
 
-    @Test("redirects are followed (https 302 and relative 307, http 302, http to https 308); a loop and https to http are refused naming the URL")
+    @Test(
+        "redirects are followed (https 302 and relative 307, http 302); a loop, https to http, and a plain http redirect to another host are refused naming the URL; --pinset-redirect-anywhere follows the last (308)"
+    )
     func redirects() async throws {
         let setup = try await Setup()
         defer { setup.stop() }
         let plain = "http://127.0.0.1:\(setup.httpPort)"
-        for (index, metadata) in [setup.httpsBase + "/moved/metadata/", setup.httpsBase + "/relative/metadata/", plain + "/plain/metadata/", plain + "/up/metadata/"]
-            .enumerated()
-        {
+        for (index, metadata) in [setup.httpsBase + "/moved/metadata/", setup.httpsBase + "/relative/metadata/", plain + "/plain/metadata/"].enumerated() {
             let run = try await setup.check(metadata, state: "followed-\(index)")
             #expect(run.status == 0, "\(metadata): \(run)")
             #expect(run.stdout.contains("pin set: version 2"), "\(metadata): \(run)")
         }
+
+        // A redirect read over plain http (anyone on the path can write it) to another host: refused unless opted in.
+        let away = try await setup.check(plain + "/up/metadata/", state: "up")
+        #expect(away.status == 3, "\(away)")
+        #expect(
+            away.stderr.contains(
+                "refusing a redirect from plain http to another host or port (\(setup.httpsBase)/metadata/2.root.json): a redirect read over plain http is followed only on 127.0.0.1 port \(setup.httpPort), or to https on 127.0.0.1"
+            ), "\(away)")
+        let anywhere = try await setup.check(plain + "/up/metadata/", state: "up-anywhere", extra: ["--pinset-redirect-anywhere"])
+        #expect(anywhere.status == 0 && anywhere.stdout.contains("pin set: version 2"), "\(anywhere)")
 
         let loop = try await setup.check(setup.httpsBase + "/loop/metadata/", state: "loop")
         #expect(loop.status == 3, "\(loop)")

@@ -256,9 +256,13 @@ public struct PinnedTLSClient: Sendable {
         // The handshake's future is taken when the handlers are added: a refused handshake closes the channel
         // and removes the handlers, possibly before `connect` returns, and the future still carries the reason.
         let handshakeFuture = NIOLockedValueBox<EventLoopFuture<PinnedHandshake>?>(nil)
+        // The channel, once made: every way out but a trusted connection closes it (closing one that never
+        // connected, or is already closed, does nothing), so no path below can leave it open.
+        let made = NIOLockedValueBox<(any Channel)?>(nil)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelInitializer { channel in
+                made.withLockedValue { $0 = channel }
                 do {
                     let handshake = try self.addHandlers(to: channel.pipeline.syncOperations, host: host, port: port)
                     handshakeFuture.withLockedValue { $0 = handshake }
@@ -285,7 +289,8 @@ public struct PinnedTLSClient: Sendable {
             future.whenComplete { _ in timer.cancel() }
             return future.map { .handshake(channel, .success($0)) }.recover { .handshake(channel, .failure($0)) }
         }.recover { .connectFailed($0) }
-        // `recover` leaves no failure (the outcome carries it); should one come all the same, it is the connection's.
+        // `recover` leaves no failure (the outcome carries it); should one come all the same, it is the connection's,
+        // and the channel (if one was made) is closed below with every other failure.
         let ended: ConnectOutcome
         do {
             ended = try await outcome.get()
@@ -294,6 +299,7 @@ public struct PinnedTLSClient: Sendable {
         }
         switch ended {
         case .connectFailed(let error):
+            made.withLockedValue { $0 }?.close(promise: nil)
             if let error = error as? PinningConnectionError { throw error }
             let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
             if let error = error as? ChannelError, case .connectTimeout = error {

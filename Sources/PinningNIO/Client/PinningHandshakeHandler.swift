@@ -250,11 +250,14 @@ public struct PinnedHandshake: Sendable {
 /// without the policy having run on this connection, and keeps the authenticated peer for later handlers.
 ///
 /// Errors after the handshake pass through unchanged.
-public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Passes every inbound message through unchanged.
     public typealias InboundIn = NIOAny
     /// Passes every inbound message through unchanged.
     public typealias InboundOut = NIOAny
+    /// Passes every outbound message through unchanged (only `read` requests are held back, while a resumed
+    /// session is re-checked).
+    public typealias OutboundIn = NIOAny
 
     /// Re-derives the peer of a resumed session from the certificate the session carries and decides it again
     /// under the current policy (a ``MutualTLSServer`` supplies it; nil: a resumed session is refused).
@@ -276,6 +279,17 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// While a resumed session is re-checked: the handshake event, and what arrived after it in its order (reads,
     /// read-complete signals, other events such as the peer's half-closure), delivered only once the peer is trusted.
     private var held: (event: Any, following: [HeldInbound])?
+    /// A `read` asked for while inbound calls were held, passed on once they are released.
+    private var readHeldBack = false
+
+    /// The most inbound calls held behind a resumed session's re-check; one more closes the connection (fail
+    /// closed), so a peer cannot make the server keep what it sends for as long as the check takes. While the
+    /// check runs no read is passed on (``read(context:)``), so what arrives is what the read under way brought:
+    /// NIOSSL hands on its plaintext once per read (one `channelRead` and one `channelReadComplete`, each read
+    /// being at most NIO's 4 socket reads of up to 64 KiB), plus the peer's half-closure or another event. A
+    /// peer, however much it sends, therefore makes 2 or 3 of them; 64 leaves room for handlers in front of this
+    /// one that read on their own, and still bounds what is kept (32 reads, at most 8 MiB).
+    static let maximumHeldInbound = 64
 
     /// One inbound call held behind a resumed session's re-check.
     private enum HeldInbound {
@@ -341,7 +355,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
         if self.held != nil {
             // Events that follow the handshake wait behind it, in order with the reads (an `inputClosed` dropped
             // here would leave the application waiting for the peer's end for ever).
-            self.held?.following.append(.event(event))
+            self.hold(.event(event), context: context)
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -350,7 +364,7 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// Holds reads while a resumed session is re-checked.
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if self.held != nil {
-            self.held?.following.append(.read(data))
+            self.hold(.read(data), context: context)
             return
         }
         context.fireChannelRead(data)
@@ -359,10 +373,35 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
     /// Holds the read-complete signal while a resumed session is re-checked.
     public func channelReadComplete(context: ChannelHandlerContext) {
         if self.held != nil {
-            self.held?.following.append(.readComplete)
+            self.hold(.readComplete, context: context)
             return
         }
         context.fireChannelReadComplete()
+    }
+
+    /// Holds back reading while a resumed session is re-checked: the peer's bytes wait in the socket (TCP's flow
+    /// control slows the peer), not in memory, until the peer is trusted.
+    public func read(context: ChannelHandlerContext) {
+        if self.held != nil {
+            self.readHeldBack = true
+            return
+        }
+        context.read()
+    }
+
+    /// Keeps `inbound` behind the re-check, or, past ``maximumHeldInbound``, drops everything held and closes.
+    private func hold(_ inbound: HeldInbound, context: ChannelHandlerContext) {
+        guard let count = self.held?.following.count else { return }
+        guard count < Self.maximumHeldInbound else {
+            self.held = nil
+            self.refuse(
+                context: context,
+                PinningConnectionError(
+                    code: .connectionClosed, host: self.host,
+                    message: "the peer sent more than \(Self.maximumHeldInbound) reads and events while its resumed session was being checked again; closed"))
+            return
+        }
+        self.held?.following.append(inbound)
     }
 
     /// Succeeds with the recorded trusted chain and passes the handshake event on; refuses otherwise.
@@ -449,6 +488,10 @@ public final class PinningHandshakeHandler: ChannelInboundHandler, RemovableChan
             case .readComplete: context.fireChannelReadComplete()
             case .event(let event): context.fireUserInboundEventTriggered(event)
             }
+        }
+        if self.readHeldBack {
+            self.readHeldBack = false
+            context.read()
         }
     }
 

@@ -197,10 +197,18 @@ public final class PinnedHTTPClient: Sendable {
     /// so a chain of redirects costs no more than one direct fetch may. Without it each step gets the full cap
     /// and timeouts (what ``get(_:headers:maximumBodySize:resolve:)`` has always done).
     ///
+    /// A redirect read from a plain `http` response, which anyone on the path can write, is followed only on the same
+    /// host: to `http` at the same port, or to `https` (whose server must prove that name before a byte of the
+    /// request is sent); anywhere else is refused, unless `plainRedirectsLeaveHost` (the caller's opt-in). Otherwise an
+    /// on-path attacker could make this client send GETs to any host or port it can reach (a service on its
+    /// loopback or its network). A redirect read over `https` was sent by an authenticated server and goes to any
+    /// `https` URL.
+    ///
     /// A failure names the URL it was requesting (``PinningConnectionError/url``): after a redirect, not the one
     /// given (`pinning check` says which host was judged, and for which URL; the TUF fetcher names it).
     func follow(
-        _ url: URL, headers: HTTPHeaders, maximumBodySize: Int?, allowsPlainHTTP: Bool, wholeChain: Bool, resolve: @escaping Resolve
+        _ url: URL, headers: HTTPHeaders, maximumBodySize: Int?, allowsPlainHTTP: Bool, wholeChain: Bool, plainRedirectsLeaveHost: Bool = false,
+        resolve: @escaping Resolve
     ) async throws(PinningConnectionError) -> Followed {
         var current = url
         var visited: [URL] = []
@@ -245,7 +253,16 @@ public final class PinnedHTTPClient: Sendable {
                 guard let next = URL(string: location, relativeTo: current)?.absoluteURL else {
                     throw PinningConnectionError(code: .httpFailed, host: target.host, message: "redirect to an unparseable Location \"\(location)\"")
                 }
+                var nextHost = next.host?.lowercased() ?? ""
+                if nextHost.hasPrefix("[") && nextHost.hasSuffix("]") { nextHost = String(nextHost.dropFirst().dropLast()) }
+                let sameHost = !nextHost.isEmpty && nextHost == target.host.lowercased()
                 switch next.scheme?.lowercased() {
+                case "https" where plain && !sameHost && !plainRedirectsLeaveHost, "http" where plain && !plainRedirectsLeaveHost && (!sameHost || (next.port ?? 80) != target.port):
+                    throw PinningConnectionError(
+                        code: .tooManyRedirects, host: target.host,
+                        message:
+                            "refusing a redirect from plain http to another host or port (\(next.absoluteString)): a redirect read over plain http is followed only on \(target.host) port \(target.port), or to https on \(target.host)"
+                    )
                 case "https":
                     break
                 case "http" where plain:
@@ -396,22 +413,29 @@ public final class PinnedHTTPClient: Sendable {
             let connection = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
             return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
-        // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it.
+        // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it. It is
+        // made with the configuration's connect timeout whichever request starts it, and registered by its own task
+        // (shared when HTTP/2, no longer pending either way) whether or not anyone still waits: one request's
+        // shortened time (the end of its redirect chain) must not cut short a connection others wait for. Each
+        // request waits only as long as its own time allows (``waitForConnection(_:started:key:timeout:host:)``).
         let (pending, started) = self.pool.connecting(key) {
-            Task { () async throws -> HTTPConnection in try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout)) }
+            Task { () async throws -> HTTPConnection in
+                let connection: HTTPConnection
+                do {
+                    connection = try await self.connect(target, address: address, timeout: self.configuration.connectTimeout)
+                } catch {
+                    _ = self.pool.connected(key, nil)
+                    throw error
+                }
+                guard self.pool.connected(key, connection) else {
+                    connection.closeInBackground()
+                    throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+                }
+                return connection
+            }
         }
-        let connection: HTTPConnection
-        do {
-            connection = try await pending.value
-        } catch {
-            if started { _ = self.pool.connected(key, nil) }
-            throw (error as? PinningConnectionError)
-                ?? PinningConnectionError(code: .connectFailed, host: target.host, message: "the connection failed", underlying: error)
-        }
-        if started, !self.pool.connected(key, connection) {
-            connection.closeInBackground()
-            throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
-        }
+        let connection = try await self.waitForConnection(
+            pending, started: started, key: key, timeout: request.bounded(self.configuration.connectTimeout), host: target.host)
         if connection.multiplexer != nil {
             return try await self.sendHTTP2(target, request: request, headers: headers, on: connection)
         }
@@ -421,6 +445,52 @@ public final class PinnedHTTPClient: Sendable {
         // Another request's HTTP/1.1 connection: it carries one request at a time, and that one is theirs.
         let own = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
         return try await self.send(target, request: request, headers: headers, on: own, key: key)
+    }
+
+    /// The connection `pending` makes, waited for up to `timeout` (this request's connect time). A request that stops
+    /// waiting leaves the connection to the others: an HTTP/2 one is shared by its own task; an HTTP/1.1 one this
+    /// request `started` (so no one else would use it) goes to the idle pool when it is made, or is closed.
+    private func waitForConnection(
+        _ pending: Task<HTTPConnection, any Error>, started: Bool, key: HTTPConnectionPool.Key, timeout: TimeAmount, host: String
+    ) async throws(PinningConnectionError) -> HTTPConnection {
+        let loop = self.group.next()
+        let promise = loop.makePromise(of: HTTPConnection.self)
+        // Set by the timer when it fires first (both it and the completion below run on `loop`).
+        let gaveUp = NIOLockedValueBox(false)
+        let timer = loop.scheduleTask(in: timeout) {
+            gaveUp.withLockedValue { $0 = true }
+            promise.fail(PinningConnectionError(code: .timedOut, host: host, message: "cannot connect to \(host) port \(key.port) within \(PinnedTLSClient.words(timeout)): timed out"))
+        }
+        let pool = self.pool
+        Task {
+            let result: Result<HTTPConnection, any Error>
+            do {
+                result = .success(try await pending.value)
+            } catch {
+                result = .failure(error)
+            }
+            loop.execute {
+                timer.cancel()
+                // The first completion wins (a promise completed twice keeps the first): when the timer came first, a
+                // connection nobody waits for any more is pooled or closed here.
+                let abandoned = gaveUp.withLockedValue { $0 }
+                switch result {
+                case .success(let connection):
+                    promise.succeed(connection)
+                    if abandoned, started, connection.multiplexer == nil, !pool.put(connection, for: key) {
+                        connection.closeInBackground()
+                    }
+                case .failure(let error):
+                    promise.fail(error)
+                }
+            }
+        }
+        do {
+            return try await promise.futureResult.get()
+        } catch {
+            throw (error as? PinningConnectionError)
+                ?? PinningConnectionError(code: .connectFailed, host: host, message: "the connection failed", underlying: error)
+        }
     }
 
     /// Whether a pooled connection may carry a new request: always with a fixed evaluator; with a configuration

@@ -53,18 +53,36 @@ public struct TUFFetchError: Error, Sendable, CustomStringConvertible {
 /// `pinning` commands use 5, as for `pinning check`: an object store or CDN redirects once or twice; requests allows
 /// 30 and curl 50, but every extra hop is only more time an attacker can spend), each new `https` host judged for
 /// itself. From `https` a redirect to plain `http` is refused even though the metadata is signed: a repository given
-/// as `https` was promised that transport. `http` may redirect to `http` or `https`. The length cap and the time
+/// as `https` was promised that transport. A redirect read over plain `http` (which anyone on the path can write)
+/// stays on the repository's host: `http` at the same port, or `https` on that host; to another host or port it is
+/// refused (fail closed) unless ``followsPlainRedirectsToOtherHosts`` is set. TUF's signatures would refuse whatever
+/// another host served, but the request itself is the harm: without this rule an on-path attacker could make the
+/// fetcher send GETs to any host or port it can reach (a service on its loopback or its network). curl likewise
+/// keeps credentials to the first host; python-tuf's fetcher (requests) follows any redirect. The length cap and the time
 /// bound apply to the whole chain, not to each step: a chain of redirects costs no more than one direct fetch may
 /// (the client's connect plus request timeouts). Every failure names the URL that failed, after redirects.
+///
+/// A body cut short says so (``TUFFetchError/Kind/failed``, "the response was cut short: …" when its Content-Length
+/// or chunked framing was not met); so does an `https` body delimited only by the connection's close when the
+/// server closed without a TLS close_notify ("may have been cut short"): it is refused, not handed to TUF, whose
+/// refusal of a truncated file (a length, a hash, JSON) would not say why.
 public struct TUFHTTPFetcher: TUFFetching {
     public let client: PinnedHTTPClient
     public let allowsPlainHTTP: Bool
     /// Addresses to connect to instead of DNS (as curl's `--resolve`), redirect targets included.
     public let resolve: PinnedHTTPClient.Resolve
+    /// Opt-in: follow a redirect read over plain `http` to another host or port too (default false: only the same
+    /// host, `http` at the same port or `https`). For a repository whose plain `http` server redirects to a mirror on
+    /// another host, on a network the caller trusts not to be tampered with.
+    public let followsPlainRedirectsToOtherHosts: Bool
 
-    public init(client: PinnedHTTPClient, allowsPlainHTTP: Bool = false, resolve: @escaping PinnedHTTPClient.Resolve = { _, _ in nil }) {
+    public init(
+        client: PinnedHTTPClient, allowsPlainHTTP: Bool = false, followsPlainRedirectsToOtherHosts: Bool = false,
+        resolve: @escaping PinnedHTTPClient.Resolve = { _, _ in nil }
+    ) {
         self.client = client
         self.allowsPlainHTTP = allowsPlainHTTP
+        self.followsPlainRedirectsToOtherHosts = followsPlainRedirectsToOtherHosts
         self.resolve = resolve
     }
 
@@ -80,7 +98,8 @@ public struct TUFHTTPFetcher: TUFFetching {
         let followed: PinnedHTTPClient.Followed
         do {
             followed = try await self.client.follow(
-                url, headers: HTTPHeaders(), maximumBodySize: maximumLength, allowsPlainHTTP: self.allowsPlainHTTP, wholeChain: true, resolve: self.resolve)
+                url, headers: HTTPHeaders(), maximumBodySize: maximumLength, allowsPlainHTTP: self.allowsPlainHTTP, wholeChain: true,
+                plainRedirectsLeaveHost: self.followsPlainRedirectsToOtherHosts, resolve: self.resolve)
         } catch {
             let failed = error.url ?? url
             // A refused server in the product's words (`[noPathToAnchor] reason`), not the failure's log form,
@@ -91,6 +110,18 @@ public struct TUFHTTPFetcher: TUFFetching {
         let shown = followed.url.absoluteString + (followed.redirects.isEmpty ? "" : " (redirected from \(url.absoluteString))")
         switch followed.head.status.code {
         case 200:
+            // A body framed only by the close, and a close without TLS's close_notify: an attacker (or a failing
+            // server) may have cut it, and nothing says it did not. Refused in words of its own, rather than handed
+            // to TUF, whose length, hash or JSON refusal would not say why. (As curl over OpenSSL 3 refuses an
+            // "unexpected eof"; over plain http there is no close_notify to miss, and a close-delimited body is
+            // all the transport can tell, so TUF's checks decide.)
+            if followed.bodyMayBeTruncated {
+                throw TUFFetchError(
+                    kind: .failed,
+                    message:
+                        "\(shown): the response may have been cut short: the server closed the connection without a TLS close_notify, and its body had no Content-Length or chunked framing to show it was whole (\(followed.body.count) bytes received)"
+                )
+            }
             return followed.body
         case 403, 404:
             throw TUFFetchError(kind: .notFound, message: "\(shown): HTTP \(followed.head.status.code)")

@@ -27,7 +27,8 @@ extension PinningCommand {
 
                 Metadata and targets are fetched over https (the platform's roots) or plain http: TUF's signatures, \
                 versions, expiries and hashes protect them either way. Redirects are followed (at most 5, never from \
-                https to http); the size limit and the time allowed cover the whole chain.
+                https to http, and one read over plain http only on the same host: http at the same port, or https); \
+                the size limit and the time allowed cover the whole chain.
                 Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target, \
                 a TRUSTED_ROOT that cannot be read: tuf-conformance's CLIENT-CLI.md has init exit 1 on failure), 2 bad \
                 usage or input (a TRUSTED_ROOT that reads but is not a usable root).

@@ -10,7 +10,7 @@ struct PinSetOptions: ParsableArguments {
     @Option(
         name: .customLong("pinset"),
         help: ArgumentHelp(
-            "Follow a pin set: the TUF repository's metadata URL (http or https; redirects followed, never https to http), in place of --config. --resolve applies to it, and its https server is judged by the system's roots together with --roots.",
+            "Follow a pin set: the TUF repository's metadata URL (http or https; redirects followed, never https to http, and from plain http only on the same host: http at the same port, or https, unless --pinset-redirect-anywhere), in place of --config. --resolve applies to it, and its https server is judged by the system's roots together with --roots.",
             valueName: "url"))
     var metadataURL: String?
 
@@ -34,6 +34,13 @@ struct PinSetOptions: ParsableArguments {
         help: ArgumentHelp("Where targets are downloaded (default: targets/ beside the metadata URL's last path segment).", valueName: "url"))
     var targetsURL: String?
 
+    @Flag(
+        name: .customLong("pinset-redirect-anywhere"),
+        help: ArgumentHelp(
+            "Follow a redirect read over plain http to another host or port too (without it: only on the same host, http at the same port or https). Anyone on the path can write a plain response: give it only for a network you trust."
+        ))
+    var redirectAnywhere = false
+
     var isGiven: Bool { self.metadataURL != nil }
 
     /// Refuses incomplete or malformed options, naming the option.
@@ -41,7 +48,7 @@ struct PinSetOptions: ParsableArguments {
         guard let text = self.metadataURL else {
             let stray = [(self.root, "--pinset-root"), (self.directory, "--pinset-dir"), (self.target, "--pinset-target"), (self.targetsURL, "--pinset-targets")]
                 .filter { $0.0 != nil }.map(\.1)
-            if let first = stray.first {
+            if let first = stray.first ?? (self.redirectAnywhere ? "--pinset-redirect-anywhere" : nil) {
                 throw InputError("\(first) needs --pinset URL")
             }
             return
@@ -119,7 +126,9 @@ struct PinSetOptions: ParsableArguments {
         do {
             return try PinSetUpdater(
                 bootstrapRoot: Array(bytes), directory: directory, metadataURL: metadataURL, options: options,
-                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true) { host, port in resolve[ResolveKey(host: host.lowercased(), port: port)] }, log: log)
+                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true, followsPlainRedirectsToOtherHosts: self.redirectAnywhere) { host, port in
+                    resolve[ResolveKey(host: host.lowercased(), port: port)]
+                }, log: log)
         } catch {
             throw InputError("--pinset-dir \(error.message)")
         }

@@ -125,6 +125,8 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("pinning-bench-pinset-\(UUID().uuidString)").path
             defer { try? FileManager.default.removeItem(atPath: work) }
             let repository = work + "/repo"

@@ -58,16 +58,21 @@ struct BenchInterruptCLITests {
         }
         // Up once the proxy wrote its CA into the bench's directory and every child runs (stunnel too when there).
         let expected = FileManager.default.isExecutableFile(atPath: "/usr/bin/stunnel4") ? 2 : 1
-        let deadline = Date().addingTimeInterval(120)
+        // Generous: under the whole suite on 2 cores (load 20-30) the bench's set-up once took over 120 s.
+        let deadline = Date().addingTimeInterval(400)
         var ready = false
+        var children: [Int32] = []
+        var made: [String] = []
         while !ready && Date() < deadline && bench.process.isRunning {
-            let children = Self.children(of: bench.process.processIdentifier)
+            children = Self.children(of: bench.process.processIdentifier)
             seen.formUnion(children)
-            let made = benchDirectories()
+            made = benchDirectories()
             ready = children.count >= expected && made.count == 1 && FileManager.default.fileExists(atPath: scratch + "/" + made[0] + "/ca/ca.pem")
             if !ready { try await Task.sleep(for: .milliseconds(50)) }
         }
-        try #require(ready, "the bench did not start its children: \(bench.stderr)")
+        try #require(
+            ready,
+            "the bench did not start its children: running \(bench.process.isRunning), children \(children), directories \(made), stderr \(bench.stderr)")
         // Measuring, with requests in flight.
         try await Task.sleep(for: .milliseconds(300))
         seen.formUnion(Self.children(of: bench.process.processIdentifier))

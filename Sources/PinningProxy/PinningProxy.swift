@@ -291,17 +291,16 @@ public final class PinningProxy: Sendable {
 
     /// Every entry of `policy`'s configuration, in the configuration's order.
     static func entryStatuses(_ policy: Policy) -> [EntryStatus] {
-        let formatter = ISO8601DateFormatter()
-        return policy.configuration.entries.map { entry in
+        policy.configuration.entries.map { entry in
             let identity = policy.identities[entry.key]
             return EntryStatus(
                 entry: entry.key,
                 pins: entry.pins.count,
                 enforce: entry.enforce,
-                pinsExpire: entry.expires.map(formatter.string(from:)),
+                pinsExpire: entry.expires.map(RFC3339.format),
                 excludedFromParentPolicy: entry.excludesSubdomainFromParentPolicy,
                 clientIdentity: entry.clientIdentity != nil,
-                identityExpires: identity.map { formatter.string(from: $0.leaf.notValidAfter) },
+                identityExpires: identity.map { RFC3339.format($0.leaf.notValidAfter) },
                 identitySubject: identity.map { "\($0.leaf.subject)" }
             )
         }
@@ -336,7 +335,8 @@ public final class PinningProxy: Sendable {
             @NullWhenNil var lastError: String?
             @NullWhenNil var lastAttempt: String?
         }
-        let formatter = ISO8601DateFormatter()
+        // The project's own writer: proleptic Gregorian, as every other date the CLI prints (ISO8601DateFormatter
+        // switches to the Julian calendar before 1582-10-15).
         let reloads = self.statistics.reloads
         let policy = self.policy
         let status = Status(
@@ -345,7 +345,7 @@ public final class PinningProxy: Sendable {
             unlistedHosts: policy.configuration.unlistedHosts.rawValue,
             localCA: policy.authority.certificatePath,
             localCAPin: policy.authority.pin.description,
-            localCAExpires: formatter.string(from: policy.authority.certificate.notValidAfter),
+            localCAExpires: RFC3339.format(policy.authority.certificate.notValidAfter),
             uptimeSeconds: Int(Date().timeIntervalSince(self.statistics.started)),
             activeConnections: self.statistics.active,
             reloads: reloads.succeeded,
@@ -357,8 +357,8 @@ public final class PinningProxy: Sendable {
             pinset: self.settings.pinSetStatus.map { read in
                 let pinSet = read()
                 return PinSetJSON(
-                    version: pinSet.version, targetName: pinSet.targetName, sha256: pinSet.sha256, refreshed: pinSet.refreshed.map(formatter.string(from:)),
-                    stale: pinSet.stale, secondsStale: pinSet.secondsStale, lastError: pinSet.lastError, lastAttempt: pinSet.lastAttempt.map(formatter.string(from:)))
+                    version: pinSet.version, targetName: pinSet.targetName, sha256: pinSet.sha256, refreshed: pinSet.refreshed.map(RFC3339.format),
+                    stale: pinSet.stale, secondsStale: pinSet.secondsStale, lastError: pinSet.lastError, lastAttempt: pinSet.lastAttempt.map(RFC3339.format))
             }
         )
         let encoder = JSONEncoder()

@@ -37,7 +37,17 @@ public final class PostgresCluster: Sendable {
     /// `postgres://pinning@127.0.0.1:PORT/postgres`.
     public var url: String { "postgres://pinning@127.0.0.1:\(self.port)/postgres" }
 
-    public init() async throws {
+    public convenience init() async throws {
+        try await self.init(ports: Self.unusedLoopbackPort)
+    }
+
+    /// How many ports a start tries before it gives up: each is free when chosen, but another test may take it
+    /// before the server binds it (PostgreSQL cannot be told to choose one itself: `-p 0` is refused).
+    public static let portAttempts = 5
+
+    /// A cluster on the first port from `ports` the server could bind: a start that fails because the port was
+    /// taken meanwhile ("Address already in use") is tried again on the next, up to ``portAttempts`` times.
+    public init(ports: () throws -> Int) async throws {
         guard let bin = Self.bin else { throw ServerProcess.StartError(description: "no PostgreSQL server installed (apt-get install postgresql)") }
         let directory = try TemporaryDirectory(prefix: "pinning-pg")
         self.directory = directory
@@ -58,15 +68,26 @@ public final class PostgresCluster: Sendable {
         let (initdb, initdbArguments) = command("initdb", ["-D", data, "-U", "pinning", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"])
         let initialised = try await TestTools.run(initdb, initdbArguments, in: directory, timeout: 120)
         guard initialised.status == 0 else { throw ServerProcess.StartError(description: "initdb failed: \(initialised.output)") }
-        let port = try Self.unusedLoopbackPort()
-        self.port = port
-        let (postgres, postgresArguments) = command(
-            "postgres",
-            ["-D", data, "-k", directory.path, "-p", "\(port)", "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "shared_buffers=32MB"]
-        )
-        self.server = try await ServerProcess(postgres, postgresArguments, in: directory) { line in
-            line.contains("ready to accept connections") ? port : nil
+        var attempt = 1
+        var running: (server: ServerProcess, port: Int)?
+        while running == nil {
+            let port = try ports()
+            let (postgres, postgresArguments) = command(
+                "postgres",
+                ["-D", data, "-k", directory.path, "-p", "\(port)", "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "shared_buffers=32MB"]
+            )
+            do {
+                let server = try await ServerProcess(postgres, postgresArguments, in: directory) { line in
+                    line.contains("ready to accept connections") ? port : nil
+                }
+                running = (server, port)
+            } catch let error as ServerProcess.StartError where error.description.contains("Address already in use") && attempt < Self.portAttempts {
+                // Another process bound the port between its choice and the server's bind: a clash, not a fault.
+                attempt += 1
+            }
         }
+        guard let running else { throw ServerProcess.StartError(description: "PostgreSQL did not start") }
+        (self.server, self.port) = running
         started = true
     }
 

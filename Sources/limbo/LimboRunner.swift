@@ -321,11 +321,21 @@ struct LimboRunner {
             if let depth = testCase.maxChainDepth {
                 limits.maximumIntermediates = depth
             }
+            // A validation time that does not read is the case's input at fault, said with the reader's words
+            // ("day 30 does not exist: …"): it once became nil here, and the case ran at the current time instead.
+            var validationTime: Date?
+            if let text = testCase.validationTime {
+                do {
+                    validationTime = try RFC3339.read(text)
+                } catch {
+                    return .invalidInput("validation_time \"\(text)\": \(error.description)")
+                }
+            }
             var trust = ServerTrust(
                 certificates: [leaf] + intermediates,
                 anchors: trusted,
                 anchorsOnly: true,
-                validationTime: testCase.validationTime.flatMap { RFC3339.parse($0) },
+                validationTime: validationTime,
                 profile: .webPKI(publicSuffixList: Self.publicSuffixList),
                 limits: limits
             )

@@ -50,8 +50,11 @@ struct PinningCommand: AsyncParsableCommand {
                 }
             }
         } catch {
+            // An interrupted bench fails once its children are killed: its handler ends the process instead.
+            BenchCleanup.waitIfInterrupted()
             Self.exit(after: error)
         }
+        BenchCleanup.waitIfInterrupted()
     }
 
     /// Why the command line is refused when an argument is not UTF-8, or nil when every one is.

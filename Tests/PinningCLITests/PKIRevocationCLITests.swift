@@ -110,6 +110,17 @@ struct PKIRevocationCLITests {
         try directory.write("pki/root.revocations.json", "{not json")
         let broken = try await Executable.pinning(["pki", "crl", pki], in: directory)
         #expect(broken.status == 2 && broken.stderr.contains("root.revocations.json: not a revocation record"), "\(broken)")
+        // An impossible revocation date in the record is refused with the reason, as --at refuses it.
+        try directory.write("pki/root.revocations.json", #"{"crlNumber": 1, "revoked": [{"name": "device-1", "serial": "0A1B", "revocationDate": "2026-02-30T00:00:00Z"}]}"#)
+        let impossible = try await Executable.pinning(["pki", "crl", pki], in: directory)
+        #expect(impossible.status == 2, "\(impossible)")
+        #expect(
+            impossible.stderr.contains(
+                "root.revocations.json: the entry for device-1 has a bad serial or date (revocationDate \"2026-02-30T00:00:00Z\": day 30 does not exist: February 2026 has 28 days)"),
+            "\(impossible)")
+        try directory.write("pki/root.revocations.json", #"{"crlNumber": 1, "revoked": [{"name": "device-1", "serial": "0A1", "revocationDate": "2026-02-01T00:00:00Z"}]}"#)
+        let oddSerial = try await Executable.pinning(["pki", "crl", pki], in: directory)
+        #expect(oddSerial.status == 2 && oddSerial.stderr.contains("the entry for device-1 has a bad serial or date (serial \"0A1\": "), "\(oddSerial)")
     }
 
     @Test("TestCRL from every key type the PKI mints (P-256, P-384, RSA, Ed25519) verifies with openssl")

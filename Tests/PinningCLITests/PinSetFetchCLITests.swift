@@ -66,7 +66,8 @@ struct PinSetFetchCLITests {
                 try directory.write("root.json", String(decoding: repository.bootstrapRoot, as: UTF8.self))
                 // The repository's own CA: in no system store, only in --roots.
                 let fleet = try TestPKI.root("Fleet Repository CA")
-                let host = try TestPKI.leaf("repo.test", issuer: fleet, dnsNames: ["repo.test"])
+                // 127.0.0.1 too, for `pinning tuf`, which has no --resolve.
+                let host = try TestPKI.leaf("repo.test", issuer: fleet, dnsNames: ["repo.test"], ipAddresses: ["127.0.0.1"])
                 try directory.write("fleet-ca.pem", fleet.certificatePEM)
                 try directory.write("repo.pem", host.certificatePEM)
                 try directory.write("repo.key", host.privateKeyPEM)
@@ -169,6 +170,60 @@ struct PinSetFetchCLITests {
         let lines = try await ProxyFixture.startupLines(proxy, count: 2)
         #expect(lines.count == 2, "the proxy started with the pin set fetched under --roots: \(lines) \(proxy.stderr)")
         #expect(proxy.stderr.contains("pin set version 2 applied"), "\(proxy.stderr)")
+    }
+
+    @Test("pinning tuf --roots: the repository's https server is judged by the platform's roots together with --roots, read once")
+    func tufRoots() async throws {
+        let setup = try await Setup()
+        defer { setup.stop() }
+        let metadata = "https://127.0.0.1:\(setup.files.port)/metadata/"
+        func refresh(_ state: String, _ extra: [String], environment: [String: String] = [:]) async throws -> CLIRun {
+            let directory = setup.directory.path(state)
+            let initialized = try await Executable.pinning(["tuf", "--metadata-dir", directory, "init", setup.directory.path("root.json")], in: setup.directory)
+            #expect(initialized.status == 0, "\(initialized)")
+            return try await Executable.pinning(
+                ["tuf", "--metadata-dir", directory, "--metadata-url", metadata, "refresh"] + extra, in: setup.directory, environment: environment)
+        }
+
+        let refused = try await refresh("tuf-no-roots", [])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.contains("[noPathToAnchor]"), "\(refused)")
+
+        let trusted = try await refresh("tuf-roots", ["--roots", setup.directory.path("fleet-ca.pem")])
+        #expect(trusted.status == 0, "\(trusted)")
+        #expect(trusted.stdout.contains("pinning tuf: refreshed: root v1, timestamp v"), "\(trusted)")
+
+        // Together with the platform's roots, not instead: SSL_CERT_FILE's CA still passes beside another --roots.
+        let other = try TestPKI.root("Some Other Private CA")
+        let otherPEM = try setup.directory.write("other-ca.pem", other.certificatePEM)
+        let beside = try await refresh("tuf-beside", ["--roots", otherPEM], environment: ["SSL_CERT_FILE": setup.directory.path("fleet-ca.pem")])
+        #expect(beside.status == 0, "\(beside)")
+        let alone = try await refresh("tuf-other", ["--roots", otherPEM])
+        #expect(alone.status == 1, "\(alone)")
+
+        // download reads them too, once: from a pipe.
+        let pinning = try PinningBinary.located.get().path
+        let state = setup.directory.path("tuf-piped")
+        let targets = setup.directory.path("tuf-targets")
+        try FileManager.default.createDirectory(atPath: targets, withIntermediateDirectories: true)
+        let initialized = try await Executable.pinning(["tuf", "--metadata-dir", state, "init", setup.directory.path("root.json")], in: setup.directory)
+        #expect(initialized.status == 0, "\(initialized)")
+        let piped = try await Executable.run(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c",
+                "cat fleet-ca.pem | \"$0\" tuf --metadata-dir \(state) --metadata-url \(metadata) --target-base-url https://127.0.0.1:\(setup.files.port)/targets/ "
+                    + "--target-name pinning.json --target-dir \(targets) --roots /dev/stdin download",
+                pinning,
+            ],
+            in: setup.directory)
+        #expect(piped.status == 0 && piped.stdout.contains("pinning.json: downloaded and verified"), "\(piped)")
+
+        // A --roots that cannot be read is bad input, naming the option.
+        let missing = try await refresh("tuf-missing", ["--roots", setup.directory.path("absent.pem")])
+        #expect(missing.status == 2, "\(missing)")
+        #expect(missing.stderr.hasPrefix("pinning: tuf: --roots "), "\(missing)")
+        #expect(missing.stderr.split(separator: "\n").count == 1, "\(missing)")
     }
 
     @Test(

@@ -774,12 +774,23 @@ struct ClientIdentityCLITests {
     func lintChecksIdentities() async throws {
         let fixture = try await ClientIdentityFixture()
         defer { fixture.stop() }
+        // Each error names the configuration's member at fault (they once all read `clientIdentity: FILE: …`, so a
+        // user with a good certificate and a bad key was sent to look at both); a key that is not the
+        // certificate's names the object (either file may be the wrong one).
+        let field = "domains[\"api.test\"].clientIdentity"
         let cases: [(String, String)] = [
             (#"{"certificate": "device-chain.pem"}"#, "clientIdentity.key: missing"),
-            (#"{"certificate": "device-chain.pem", "key": "server.key"}"#, "does not belong to the first certificate"),
-            (#"{"certificate": "server-only.pem", "key": "server-only.key"}"#, "without clientAuth"),
-            (#"{"pkcs12": "device.p12", "passphraseEnv": "UNSET_PINNING_TEST_VARIABLE"}"#, "UNSET_PINNING_TEST_VARIABLE (passphraseEnv) is not set"),
-            (#"{"pkcs12": "missing.p12"}"#, "missing.p12"),
+            (#"{"certificate": "device-chain.pem", "key": "server.key"}"#, "\(field): \(fixture.directory.path("server.key")): no certificate matching the key"),
+            (#"{"certificate": "server-only.pem", "key": "server-only.key"}"#, "\(field).certificate: the certificate CN=server-only has an extended key usage without clientAuth"),
+            (
+                #"{"pkcs12": "device.p12", "passphraseEnv": "UNSET_PINNING_TEST_VARIABLE"}"#,
+                "\(field).passphraseEnv: the passphrase variable UNSET_PINNING_TEST_VARIABLE (passphraseEnv) is not set"
+            ),
+            (#"{"pkcs12": "missing.p12"}"#, "\(field).pkcs12: \(fixture.directory.path("missing.p12")): unreadable file"),
+            (#"{"certificate": "missing-chain.pem", "key": "device.key"}"#, "\(field).certificate: \(fixture.directory.path("missing-chain.pem")): unreadable file"),
+            (#"{"certificate": "device-chain.pem", "key": "missing.key"}"#, "\(field).key: \(fixture.directory.path("missing.key")): unreadable file"),
+            (#"{"certificate": "device.key", "key": "device.key"}"#, "\(field).certificate: "),
+            (#"{"certificate": "device-chain.pem", "key": "device-chain.pem"}"#, "\(field).key: "),
             (#"{"pkcs12": "device.p12", "certificate": "device-chain.pem"}"#, "not both"),
             (#"{"pkcs12": "device.p12", "colour": "blue"}"#, "clientIdentity.colour"),
         ]
@@ -792,7 +803,7 @@ struct ClientIdentityCLITests {
         let soon = try fixture.configuration(#"{"certificate": "expiring.pem", "key": "expiring.key"}"#, name: "soon.json")
         let warned = try await Executable.pinning(["config", "lint", soon], in: fixture.directory)
         #expect(warned.status == 0, "\(warned)")
-        #expect(warned.stdout.contains("warning: domains[\"api.test\"].clientIdentity: the certificate CN=expiring expires at"), "\(warned)")
+        #expect(warned.stdout.contains("warning: domains[\"api.test\"].clientIdentity.certificate: the certificate CN=expiring expires at"), "\(warned)")
         let good = try fixture.configuration(#"{"pkcs12": "device.p12", "passphraseEnv": "DEVICE_P12_PASS"}"#, name: "good.json")
         let valid = try await Executable.pinning(["config", "lint", good], in: fixture.directory, environment: ["DEVICE_P12_PASS": "pässwort"])
         #expect(valid.status == 0 && valid.stdout.contains("client identity"), "\(valid)")

@@ -9,7 +9,7 @@ import X509
 
 @Suite("pinning proxy /status: every configured entry, with its pins' and identity's expiry", .enabled(if: curlAvailable))
 struct ProxyStatusCLITests {
-    @Test("an entry with pins and expires, one with a client identity, a parent and its exclusion: all four listed")
+    @Test("an entry with pins and expires, one with a client identity, a parent and its exclusion, one before 1583: all five listed")
     func everyEntryListed() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-proxy-status")
         defer { directory.remove() }
@@ -27,7 +27,8 @@ struct ProxyStatusCLITests {
               "api.test": {"pins": \(pinList), "expires": "2031-01-01T00:00:00Z"},
               "device.test": {"pins": \(pinList), "clientIdentity": {"certificate": "device.pem", "key": "device.key"}},
               "good.test": {"pins": \(pinList), "includeSubdomains": true, "enforce": false},
-              "plain.good.test": {"excludeSubdomainFromParentPolicy": true}
+              "plain.good.test": {"excludeSubdomainFromParentPolicy": true},
+              "old.test": {"pins": \(pinList), "expires": "1500-03-01T00:00:00Z"}
             }}
             """)
         let proxy = try Subprocess(["proxy", "--config", config, "--listen", "127.0.0.1:0", "--ca-dir", directory.path("ca")], in: directory)
@@ -38,10 +39,14 @@ struct ProxyStatusCLITests {
         let result = try await TestTools.run(curlPath, ["-sS", "--max-time", "30", "http://127.0.0.1:\(port)/status"], in: directory, timeout: 60)
         #expect(result.status == 0, "\(result)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
-        #expect(object["entries"] as? Int == 4, "the count stays: \(result.stdout)")
+        #expect(object["entries"] as? Int == 5, "the count stays: \(result.stdout)")
         let list = try #require(object["entryList"] as? [[String: Any]], "\(result.stdout)")
         let byKey = Dictionary(uniqueKeysWithValues: list.compactMap { item in (item["entry"] as? String).map { ($0, item) } })
-        #expect(Set(byKey.keys) == ["api.test", "device.test", "good.test", "plain.good.test"], "\(result.stdout)")
+        #expect(Set(byKey.keys) == ["api.test", "device.test", "good.test", "plain.good.test", "old.test"], "\(result.stdout)")
+        // Dates are proleptic Gregorian, as RFC3339.read reads them and every other date is printed
+        // (ISO8601DateFormatter wrote the Julian 1500-02-20 for this instant).
+        #expect(byKey["old.test"]?["pinsExpire"] as? String == "1500-03-01T00:00:00Z", "\(result.stdout)")
+        _ = try RFC3339.read(try #require(object["localCAExpires"] as? String, "\(result.stdout)"))
 
         let api = try #require(byKey["api.test"])
         #expect(api["pinsExpire"] as? String == "2031-01-01T00:00:00Z" && api["pins"] as? Int == 2 && api["enforce"] as? Bool == true)

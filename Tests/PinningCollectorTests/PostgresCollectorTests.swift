@@ -154,3 +154,34 @@ struct PostgresCollectorTests {
         #expect(hosts.count == 50 && hosts.allSatisfy { $0["occurrences"] as? Int == 4 && $0["reports"] as? Int == 1 })
     }
 }
+
+/// The test clusters' port: chosen free, but another test may bind it before the server does. A start that finds
+/// it taken tries another port instead of failing the test that wanted a database.
+@Suite("PostgresCluster: a port taken before the server binds it", .enabled(if: PostgresCluster.available, "needs Debian's postgresql"))
+struct PostgresClusterPortTests {
+    @Test("the first port offered is held by another socket: the cluster starts on the next")
+    func portClash() async throws {
+        // A listening socket on a free loopback port, held for the whole start.
+        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(held >= 0)
+        defer { close(held) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(held, $0, length) == 0 && getsockname(held, $0, &length) == 0 }
+        }
+        try #require(bound && listen(held, 1) == 0)
+        let taken = Int(UInt16(bigEndian: address.sin_port))
+        var offered: [Int] = []
+        let cluster = try await PostgresCluster(ports: {
+            let port = offered.isEmpty ? taken : try PostgresCluster.unusedLoopbackPort()
+            offered.append(port)
+            return port
+        })
+        defer { cluster.stop() }
+        #expect(offered.first == taken && offered.count >= 2, "\(offered)")
+        #expect(cluster.port != taken && cluster.port == offered.last)
+    }
+}

@@ -88,6 +88,56 @@ enum StoreScenarios {
         try await Self.hostRollups(store, base: base)
         try await Self.batchMatchesOneAtATime(store, base: base)
         try await Self.rawStoredAsSent(store, base: base)
+        try await Self.oldHostForms(store, base: base)
+    }
+
+    /// Rows an earlier collector stored with the host as sent (before hosts were normalised) are rewritten at the
+    /// next open, their rollups with them; a host that is not a host name stays as written; a second open
+    /// changes nothing.
+    static func oldHostForms(_ store: ReportStore, base: Int64) async throws {
+        let hour: Int64 = 3_600_000
+        // Written as an old collector wrote them: the parser's report with the host text as the report sent it.
+        func old(_ host: String, at milliseconds: Int64, source: String) throws -> IngestItem {
+            var item = try Self.item("old-form.placeholder", at: milliseconds, source: source)
+            item.report.host = host
+            return item
+        }
+        _ = try await store.ingest([
+            try old("OLD-Form.Example.", at: base + 5 * hour + 1, source: "o1"),
+            try old("old-form.example.", at: base + 30 * hour + 2, source: "o2"),
+            try old("例え.テスト", at: base + 6 * hour, source: "o3"),
+            try old("<b>not a host</b>", at: base + 6 * hour + 5, source: "o4"),
+        ])
+        _ = try await store.ingest([try Self.item("old-form.example", at: base + 7 * hour, source: "o5")])
+        var query = ReportQuery()
+        query.host = "old-form.example"
+        #expect(try await store.reports(query).reports.count == 1, "before the open, only the new row is found")
+
+        // The next open (what the collector runs at start).
+        try await store.migrate(now: 0)
+        #expect(try await store.reports(query).reports.count == 3, "every row of the host is found by its one form")
+        query.host = "xn--r8jz45g.xn--zckzah"
+        #expect(try await store.reports(query).reports.count == 1)
+        query.host = "<b>not a host</b>"
+        #expect(try await store.reports(query).reports.count == 1, "what is not a host name is kept as written")
+        let listed = try await store.hosts(since: nil, limit: 100).map(\.host)
+        #expect(listed.filter { $0.lowercased().hasPrefix("old-form.example") } == ["old-form.example"], "\(listed)")
+        #expect((try await store.hosts(since: nil, limit: 1, host: "old-form.example")).first?.reports == 3)
+        // The rollups say what the rows say, for every host and since.
+        for since in [nil, base, base + 6 * hour, base + 24 * hour, base + 31 * hour] as [Int64?] {
+            #expect(try await store.hosts(since: since, limit: 100) == (try await store.hostsFromRows(since: since, limit: 100)), "since \(since.map(String.init) ?? "nil")")
+            for host in ["old-form.example", "xn--r8jz45g.xn--zckzah", "OLD-Form.Example."] {
+                #expect(
+                    try await store.hosts(since: since, limit: 1, host: host) == (try await store.hostsFromRows(since: since, limit: 1, host: host)),
+                    "\(host), since \(since.map(String.init) ?? "nil")")
+            }
+            #expect(try await store.summary(since: since) == (try await store.summaryFromRows(since: since)))
+        }
+        // At the next open: nothing left to rewrite, nothing changes.
+        let before = try await store.hosts(since: nil, limit: 100)
+        try await store.migrate(now: 0)
+        #expect(try await store.hosts(since: nil, limit: 100) == before)
+        #expect(try await store.hostsFromRows(since: nil, limit: 100) == before)
     }
 
     /// Reports whose text tests the raw column: non-ASCII as UTF-8 and as escapes, every escape JSON has, a string

@@ -173,6 +173,21 @@ struct CertificateInfoTests {
         #expect(rootObject["extendedKeyUsage"] == nil)
         #expect(try JSONDecoder().decode(CertificateInfo.self, from: try encoder.encode(root)) == root)
     }
+
+    @Test("JSON: an impossible date is refused with the reason, as --at refuses it")
+    func impossibleDate() throws {
+        let (leaf, _) = try Self.richLeaf()
+        let data = try JSONEncoder().encode(CertificateInfo(leaf))
+        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        object["notValidAfter"] = "2030-02-30T00:00:00Z"
+        do {
+            _ = try JSONDecoder().decode(CertificateInfo.self, from: try JSONSerialization.data(withJSONObject: object))
+            Issue.record("2030-02-30 was accepted")
+        } catch DecodingError.dataCorrupted(let context) {
+            #expect(context.debugDescription.contains("\"2030-02-30T00:00:00Z\" is not an RFC 3339 date such as 2026-01-31T12:00:00Z"), "\(context)")
+            #expect(context.debugDescription.hasSuffix(": day 30 does not exist: February 2030 has 28 days"), "\(context)")
+        }
+    }
 }
 
 @Suite("Certificate info: openssl cross-checks", .enabled(if: LoadingFixtures.hasOpenSSL, "needs /usr/bin/openssl"))

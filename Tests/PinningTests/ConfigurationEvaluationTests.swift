@@ -236,6 +236,15 @@ struct ConfigurationEvaluationTests {
         #expect(letThrough.isTrusted && letThrough.failureReport?.enforcePinning == false)
         // Round trip.
         #expect(try JSONDecoder().decode(PinFailureReport.self, from: try report.jsonData()) == report)
+        // An impossible date is refused with the reason, as --at refuses it.
+        var impossible = object
+        impossible["date-time"] = "2030-02-30T00:00:00Z"
+        do {
+            _ = try JSONDecoder().decode(PinFailureReport.self, from: try JSONSerialization.data(withJSONObject: impossible))
+            Issue.record("2030-02-30 was accepted")
+        } catch DecodingError.dataCorrupted(let context) {
+            #expect(context.debugDescription == "not an RFC 3339 date-time: day 30 does not exist: February 2030 has 28 days", "\(context)")
+        }
     }
 }
 

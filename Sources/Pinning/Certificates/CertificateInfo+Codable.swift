@@ -72,13 +72,15 @@ extension CertificateInfo {
 
     private static func date(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Date {
         let text = try container.decode(String.self, forKey: key)
-        guard let date = RFC3339.parse(text) else {
+        do {
+            return try RFC3339.read(text)
+        } catch {
+            // The reader's words say what is wrong ("day 30 does not exist: …"), as `--at`'s refusal does.
             throw DecodingError.dataCorruptedError(
                 forKey: key,
                 in: container,
-                debugDescription: "\"\(text)\" is not an RFC 3339 date such as 2026-01-31T12:00:00Z"
+                debugDescription: "\"\(text)\" is not an RFC 3339 date such as 2026-01-31T12:00:00Z: \(error.description)"
             )
         }
-        return date
     }
 }

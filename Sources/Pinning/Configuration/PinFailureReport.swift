@@ -150,10 +150,12 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
 
     private static func date(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Date {
         let text = try container.decode(String.self, forKey: key)
-        guard let date = RFC3339.parse(text) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not an RFC 3339 date-time")
+        do {
+            return try RFC3339.read(text)
+        } catch {
+            // The reader's words say what is wrong ("day 30 does not exist: …"), as `--at`'s refusal does.
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not an RFC 3339 date-time: \(error.description)")
         }
-        return date
     }
 
     /// Every key of RFC 7469 is always present; `effective-expiration-date` is null when the pins never expire.

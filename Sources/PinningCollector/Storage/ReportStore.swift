@@ -143,6 +143,87 @@ public struct ReportStore: Sendable {
         guard version <= Migrations.latest else {
             throw StoreError("the database's schema is version \(version), newer than this collector's \(Migrations.latest): upgrade the collector")
         }
+        try await self.normaliseStoredHosts()
+    }
+
+    /// Rewrites the host of rows stored before hosts were normalised (82f178d: `EXAMPLE.com.`, `例え.テスト`) to the
+    /// form every host is now stored and looked up in (``ReportParser/hostName(_:key:label:)``), and recomputes
+    /// those hosts' rollups, so that `?host=example.com` finds such a row and the host list shows one host, not two.
+    /// Run at every open, after the migrations (a row an older collector sharing the database wrote later is
+    /// rewritten at the next open); idempotent: with every host in its form it reads the distinct hosts (through
+    /// `reports_host`) and writes nothing.
+    ///
+    /// A stored host that is not a host name (markup, spaces: refused since) is kept as written: `?host=` matches
+    /// such a text as written. What is not rewritten: `noted_host`, `raw` (the report as sent) and the
+    /// de-duplication fingerprint, so an identical report arriving now starts a row of its own rather than adding
+    /// to the old one.
+    ///
+    /// - Returns: The stored hosts rewritten (old text → new), sorted by the old text.
+    @discardableResult
+    public func normaliseStoredHosts() async throws -> [(from: String, to: String)] {
+        // Read outside a transaction first: the common case (nothing to rewrite) takes no lock.
+        guard !Self.renames(try await self.database.query("SELECT DISTINCT host FROM reports", [])).isEmpty else { return [] }
+        let kind = self.database.kind
+        return try await self.database.transaction { session in
+            if kind == .postgres {
+                // Two collectors opening one database at once: the second waits here, then finds nothing to do;
+                // ingest (which writes `reports` and then the rollups) waits for the rewrite, so no rollup row is
+                // added for a host while its rows are recomputed. SQLite's transactions are already one at a time.
+                _ = try await session.query("LOCK TABLE reports IN SHARE ROW EXCLUSIVE MODE", [])
+            }
+            let renames = Self.renames(try await session.query("SELECT DISTINCT host FROM reports", []))
+            guard !renames.isEmpty else { return [] }
+            for rename in renames {
+                _ = try await session.query("UPDATE reports SET host = ? WHERE host = ?", [.text(rename.to), .text(rename.from)])
+            }
+            // Every rollup row of the old and the new names, recomputed over the hours the new names' rows span
+            // (which hold every row the old names had).
+            let names = Array(Set(renames.flatMap { [$0.from, $0.to] })).sorted().map(SQLValue.text)
+            let newNames = Array(Set(renames.map(\.to))).sorted().map(SQLValue.text)
+            var start = 0
+            while start < names.count {
+                let chunk = Array(names[start..<min(names.count, start + Self.rowsPerInsert)])
+                let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                _ = try await session.query("DELETE FROM rollup_hosts WHERE host IN (\(list))", chunk)
+                _ = try await session.query(
+                    "INSERT INTO rollup_hosts (host, last_received_at) SELECT host, MAX(received_at) FROM reports WHERE host IN (\(list)) GROUP BY host", chunk)
+                start += chunk.count
+            }
+            start = 0
+            var span: (first: Int64, last: Int64)?
+            while start < newNames.count {
+                let chunk = Array(newNames[start..<min(newNames.count, start + Self.rowsPerInsert)])
+                let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let row = try await session.query(
+                    "SELECT CAST(MIN(received_at) AS BIGINT), CAST(MAX(received_at) AS BIGINT) FROM reports WHERE host IN (\(list))", chunk
+                ).first
+                if let first = row?.first?.integer, let last = row?.last?.integer {
+                    span = (min(span?.first ?? first, first), max(span?.last ?? last, last))
+                }
+                start += chunk.count
+            }
+            if let span {
+                try await HostRollups.recompute(session, hosts: names, hours: span.first / HostRollups.hour, span.last / HostRollups.hour)
+            }
+            return renames
+        }
+    }
+
+    /// The stored hosts (rows of one text column) not in the normalised form, with that form; a text that is not a
+    /// host name is left out (kept as written).
+    static func renames(_ rows: [SQLRow]) -> [(from: String, to: String)] {
+        var renames: [(from: String, to: String)] = []
+        for case let text? in rows.map({ $0.first?.text }) {
+            let normalised: String
+            do {
+                normalised = try ReportParser.hostName(text, key: "hostname", label: "a stored report")
+            } catch {
+                // Not a host name: such a row stays as written (its refusal is what the parser says now).
+                continue
+            }
+            if normalised != text { renames.append((text, normalised)) }
+        }
+        return renames.sorted { $0.from.utf8.lexicographicallyPrecedes($1.from.utf8) }
     }
 
     /// The salt of the source hashes: made once (32 random bytes from the system's generator) and kept in the

@@ -9,11 +9,20 @@ package struct ClientIdentityError: Error, Sendable, CustomStringConvertible {
 
     /// The entry whose identity failed.
     package var entry: String
+    /// The `clientIdentity` member at fault (`certificate`, `key`, `pkcs12`, `passphraseEnv`), nil when the
+    /// whole object is (a key that is not the certificate's: either file may be the wrong one).
+    package var field: String?
     /// What is wrong.
     package var message: String
 
-    /// `domains["ENTRY"].clientIdentity: MESSAGE`.
-    package var description: String { "domains[\"\(self.entry)\"].clientIdentity: \(self.message)" }
+    package init(entry: String, field: String? = nil, message: String) {
+        self.entry = entry
+        self.field = field
+        self.message = message
+    }
+
+    /// `domains["ENTRY"].clientIdentity.FIELD: MESSAGE` (without `.FIELD` when the whole object is at fault).
+    package var description: String { "domains[\"\(self.entry)\"].clientIdentity\(self.field.map { "." + $0 } ?? ""): \(self.message)" }
 }
 
 extension TLSIdentity {
@@ -33,19 +42,50 @@ extension TLSIdentity {
         var passphrase: String?
         if let name = source.passphraseEnvironmentVariable {
             guard let value = environment[name] else {
-                throw ClientIdentityError(entry: entry, message: "the passphrase variable \(name) (passphraseEnv) is not set")
+                throw ClientIdentityError(entry: entry, field: "passphraseEnv", message: "the passphrase variable \(name) (passphraseEnv) is not set")
             }
             passphrase = value
         }
-        do {
-            switch source.files {
-            case .pkcs12(let path):
+        switch source.files {
+        case .pkcs12(let path):
+            do {
                 return try TLSIdentity.pkcs12(file: path, passphrase: passphrase ?? "")
-            case .pem(let chain, let key):
-                return try TLSIdentity.pem(certificateChainFile: chain, privateKeyFile: key, passphrase: passphrase)
+            } catch {
+                throw ClientIdentityError(entry: entry, field: "pkcs12", message: error.description)
             }
+        case .pem(let chain, let key):
+            return try Self.loadPEM(chain: chain, key: key, passphrase: passphrase, entry: entry)
+        }
+    }
+
+    /// `certificate` and `key`, each failure naming the member whose file is at fault, as `check` names
+    /// `--identity-cert` and `--identity-key`: the certificate file's reading and certificates name `certificate`,
+    /// the key file's reading, key and passphrase name `key`, and a key that is not the first certificate's names
+    /// the object. The key's errors are told apart by their origin, a label no path equals, so this holds when both
+    /// members name one file, which is then read once.
+    private static func loadPEM(chain chainPath: String, key keyPath: String, passphrase: String?, entry: String) throws(ClientIdentityError) -> TLSIdentity {
+        let keyOrigin = "clientIdentity.key \(keyPath)"
+        let chain: [UInt8]
+        let key: [UInt8]
+        do {
+            chain = try TLSIdentity.read(chainPath)
         } catch {
-            throw ClientIdentityError(entry: entry, message: error.description)
+            throw ClientIdentityError(entry: entry, field: "certificate", message: error.description)
+        }
+        do {
+            key = keyPath == chainPath ? chain : try TLSIdentity.read(keyPath)
+        } catch {
+            throw ClientIdentityError(entry: entry, field: "key", message: error.description)
+        }
+        do {
+            return try TLSIdentity.pem(certificateChain: chain, privateKey: key, passphrase: passphrase, certificateOrigin: chainPath, keyOrigin: keyOrigin)
+        } catch {
+            guard error.origin == keyOrigin else {
+                throw ClientIdentityError(entry: entry, field: "certificate", message: error.description)
+            }
+            var named = error
+            named.origin = keyPath
+            throw ClientIdentityError(entry: entry, field: error.code == .noCertificateMatchingKey ? nil : "key", message: named.description)
         }
     }
 

@@ -57,6 +57,8 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             // Both counts were range-checked while parsing (NumericOption); 50 × 10,000,000 fits an Int.
             let cachedIterations = self.cachedIterations ?? self.iterations * 50
             let presented = try InputLoading.certificates(self.chain, option: "--chain")

@@ -123,6 +123,8 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             let start = PathBuildingCounters.snapshot
             // A failure exits 1, as before (an InputError the bench throws too: it is not a usage error).
             var report = try await BenchRun.report("handshake", ownWords: { ($0 as? InputError)?.message }, run: self.measure)

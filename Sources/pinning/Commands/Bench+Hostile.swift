@@ -65,6 +65,8 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             var limits = TrustLimits.default
             if self.unbounded {
                 limits.maximumSignatureChecks = Int.max

@@ -125,8 +125,10 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
-            let directory = try TemporaryDirectory(prefix: "pinning-bench-pinset")
-            defer { directory.remove() }
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
+            let directory = try BenchCleanup.temporaryDirectory(prefix: "pinning-bench-pinset")
+            defer { BenchCleanup.remove(directory) }
             let work = directory.path
             let repository = work + "/repo"
             let (configuration, anchor) = try Self.pinSet(hosts: self.hosts)

@@ -48,6 +48,8 @@ extension PinningCommand.Bench {
         var json = false
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             let benchmark = ProxyBenchmark(requests: self.requests, concurrency: self.concurrency, rounds: self.rounds, memory: self.memory)
             let report = try await BenchRun.report("proxy", ownWords: { ($0 as? ProxyBenchmark.Failure)?.description }, run: benchmark.run)
             try JSONOutput.print(report, json: self.json)
@@ -120,10 +122,10 @@ struct ProxyBenchmark {
     }
 
     func run() async throws -> ProxyBenchReport {
-        let directory = try TemporaryDirectory(prefix: "pinning-bench-proxy")
-        // Removed however the run ends; the defers below stop the proxy and stunnel first, and a failure has
-        // already copied what the proxy logged into its message.
-        defer { directory.remove() }
+        let directory = try BenchCleanup.temporaryDirectory(prefix: "pinning-bench-proxy")
+        // Removed however the run ends (an interrupt too: BenchCleanup); the defers below stop the proxy and
+        // stunnel first, and a failure has already copied what the proxy logged into its message.
+        defer { BenchCleanup.remove(directory) }
         let chain = try TestChain(host: "api.bench")
         let identity = try chain.leaf.tlsIdentity(chain: [chain.intermediate.certificate])
         let group = MultiThreadedEventLoopGroup.singleton
@@ -151,6 +153,7 @@ struct ProxyBenchmark {
         _ = FileManager.default.createFile(atPath: proxyLog, contents: nil)  // opening it next says why, if it failed
         proxy.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: proxyLog))
         try proxy.run()
+        BenchCleanup.started(proxy)
         defer { Self.stop(proxy) }
         let lines = try await Self.lines(proxyOut, count: 3, process: proxy)
         guard let proxyPort = Int(lines[0].split(separator: ":").last ?? ""),
@@ -183,6 +186,7 @@ struct ProxyBenchmark {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
+            BenchCleanup.started(process)
             stunnel = process
             try await Self.waitForListener(port: stunnelPort)
         }
@@ -267,6 +271,7 @@ struct ProxyBenchmark {
     static func stop(_ process: Process) {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         ChildProcess.waitForExit(process)
+        BenchCleanup.ended(process)
     }
 
     /// RSS after 10,000 and after 100,000 requests through the forward proxy (100 per connection, so 1,000

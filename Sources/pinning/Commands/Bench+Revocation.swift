@@ -54,6 +54,8 @@ extension PinningCommand.Bench {
         }
 
         func run() async throws {
+            // Before anything is made: an interrupted bench removes what it made and stops its children.
+            await BenchCleanup.installHandler()
             let chain = try TestChain(host: "bench.revocation.test")
             let now = Date()
             var serials = Set<[UInt8]>()
@@ -82,8 +84,8 @@ extension PinningCommand.Bench {
                 throw InputError("the benchmark chain is not trusted; nothing would be measured")
             }
 
-            let directory = try TemporaryDirectory(prefix: "pinning-bench-crl")
-            defer { directory.remove() }
+            let directory = try BenchCleanup.temporaryDirectory(prefix: "pinning-bench-crl")
+            defer { BenchCleanup.remove(directory) }
             let bigFile = try directory.write("big.crl", bytes: made.der)
             let smallFile = try directory.write("small.crl", bytes: small.der)
 
@@ -155,7 +157,9 @@ extension PinningCommand.Bench {
             } catch {
                 return nil
             }
+            BenchCleanup.started(process)
             ChildProcess.waitForExit(process)
+            BenchCleanup.ended(process)
             guard process.terminationStatus == 0 else { return nil }
             return BenchClock.milliseconds(since: start)
         }

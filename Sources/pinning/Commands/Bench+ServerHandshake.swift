@@ -133,8 +133,8 @@ struct ServerHandshakeBenchmark {
         let group = MultiThreadedEventLoopGroup.singleton
         let setup = try await self.setUp(group: group)
         defer { setup.stop() }
-        let directory = try TemporaryDirectory(prefix: "pinning-bench-resume")
-        defer { directory.remove() }
+        let directory = try BenchCleanup.temporaryDirectory(prefix: "pinning-bench-resume")
+        defer { BenchCleanup.remove(directory) }
         // s_time sends only the first certificate of -cert (it has no option for a chain), so this device is
         // issued by the root itself: the servers get no intermediate to build a path with otherwise.
         let device = try TestPKI.leaf("device-resumed", issuer: setup.chain.root, usage: .clientAuth, key: self.keyType)

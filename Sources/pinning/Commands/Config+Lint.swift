@@ -49,8 +49,14 @@ extension PinningCommand.Config {
                 do {
                     let identity = try TLSIdentity.load(source, entry: entry.key, environment: environment)
                     let (errors, soon) = identity.clientUseProblems(at: time)
-                    identityProblems += errors.map { "domains[\"\(entry.key)\"].clientIdentity: \($0)" }
-                    warnings += soon.map { "domains[\"\(entry.key)\"].clientIdentity: \($0)" }
+                    // The member holding the certificate at fault, as a load failure names its member.
+                    let member: String
+                    switch source.files {
+                    case .pem: member = "certificate"
+                    case .pkcs12: member = "pkcs12"
+                    }
+                    identityProblems += errors.map { "domains[\"\(entry.key)\"].clientIdentity.\(member): \($0)" }
+                    warnings += soon.map { "domains[\"\(entry.key)\"].clientIdentity.\(member): \($0)" }
                 } catch {
                     identityProblems.append(error.description)
                 }

@@ -160,8 +160,19 @@ extension PinningCommand.PKI {
             var record = try RevocationRecord.load(pki, issuer: self.issuer)
             var entries: [TestCRL.Entry] = []
             for revoked in record.revoked {
-                guard let serial = Self.serialNumber(hex: revoked.serial), let date = RFC3339.parse(revoked.revocationDate) else {
-                    throw InputError("\(RevocationRecord.path(pki, issuer: self.issuer)): the entry for \(revoked.name) has a bad serial or date")
+                guard let serial = Self.serialNumber(hex: revoked.serial) else {
+                    throw InputError(
+                        "\(RevocationRecord.path(pki, issuer: self.issuer)): the entry for \(revoked.name) has a bad serial or date (serial \"\(VisibleText.escaped(revoked.serial))\": not an even number of hex digits)"
+                    )
+                }
+                let date: Date
+                do {
+                    date = try RFC3339.read(revoked.revocationDate)
+                } catch {
+                    // The reader's words say what is wrong ("day 30 does not exist: …"), as `--at`'s refusal does.
+                    throw InputError(
+                        "\(RevocationRecord.path(pki, issuer: self.issuer)): the entry for \(revoked.name) has a bad serial or date (revocationDate \"\(VisibleText.escaped(revoked.revocationDate))\": \(error.description))"
+                    )
                 }
                 let reason = try revoked.reason.map { name throws(InputError) in
                     guard let argument = RevocationReasonArgument(rawValue: name) else {

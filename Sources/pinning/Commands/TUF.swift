@@ -25,7 +25,7 @@ extension PinningCommand {
                     Refresh, then find each target (in order, through delegations), download it unless DIR holds it \
                 with the trusted length and hashes, check it, and store it as DIR/quote(PATH).
 
-                Metadata and targets are fetched over https (the platform's roots) or plain http: TUF's signatures, \
+                Metadata and targets are fetched over https (the platform's roots, together with --roots when given) or plain http: TUF's signatures, \
                 versions, expiries and hashes protect them either way. Redirects are followed (at most 5, never from \
                 https to http, and one read over plain http only on the same host: http at the same port, or https); \
                 the size limit and the time allowed cover the whole chain.
@@ -49,6 +49,13 @@ extension PinningCommand {
 
         @Option(name: .customLong("target-dir"), help: ArgumentHelp("Where downloaded targets are stored.", valueName: "dir"))
         var targetDirectory: String?
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Trust roots for the repository's https server (PEM file or directory), together with the system's, as --roots is for check --pinset and proxy --pinset; read once.",
+                valueName: "file|dir"))
+        var roots: String?
 
         @Flag(name: .shortAndLong, help: "Say what the client trusted, fetched and skipped, on stderr.")
         var verbose = false
@@ -148,7 +155,7 @@ extension PinningCommand {
                 }
                 print("pinning tuf: initialized \(self.metadataDirectory) with the trusted root from \(rootPath)")
             case .refresh(let metadataURL):
-                let client = try Self.client()
+                let client = try Self.client(roots: self.roots)
                 var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
                 do throws(TUFError) {
                     let trusted = try await updater.refresh()
@@ -159,7 +166,7 @@ extension PinningCommand {
                     Self.fail("refresh failed: \(error)")
                 }
             case .download(let metadataURL, let targetBase, let directory, let names):
-                let client = try Self.client()
+                let client = try Self.client(roots: self.roots)
                 var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
                 do throws(TUFError) {
                     let trusted = try await updater.refresh()
@@ -192,13 +199,18 @@ extension PinningCommand {
             "root v\(trusted.root.version), timestamp v\(trusted.timestamp?.version ?? 0), snapshot v\(trusted.snapshot?.version ?? 0), targets v\(trusted.targets?.version ?? 0)"
         }
 
-        /// The HTTP client: https judged with the platform's roots and no pins (TUF's own signatures are what
-        /// protect the metadata), plain http allowed for repositories served that way.
-        static func client() throws -> PinnedHTTPClient {
+        /// The HTTP client: https judged with no pins by the platform's roots together with `--roots` (read once,
+        /// here), as `check --pinset` and `proxy --pinset` judge their repository: TUF's own signatures are what
+        /// protect the metadata. Plain http is allowed for repositories served that way.
+        static func client(roots path: String?) throws -> PinnedHTTPClient {
+            let roots: TrustRoots?
             do {
-                return try PinnedHTTPClient(
-                    evaluator: SecurityPolicy.defaultEvaluation, settings: .default,
-                    configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
+                roots = try InputLoading.roots(path)
+            } catch {
+                throw InputError("tuf: \(error.message)")
+            }
+            do {
+                return try RepositoryClient.make(roots: roots)
             } catch {
                 throw InputError("tuf: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
             }

@@ -274,8 +274,10 @@ enum ChildProcess {
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        BenchCleanup.started(process)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        BenchCleanup.ended(process)
         return String(decoding: data, as: UTF8.self)
     }
 

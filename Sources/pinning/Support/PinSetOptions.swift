@@ -106,20 +106,9 @@ struct PinSetOptions: ParsableArguments {
         if let targets = self.targetsURL { options.targetsURL = try Self.url(targets, option: "--pinset-targets") }
         options.reportQueue = reportQueue
         if let refreshInterval { options.refreshInterval = .milliseconds(Int64((refreshInterval * 1000).rounded())) }
-        // The repository's server is judged with no pins by the platform's roots (SSL_CERT_FILE and SSL_CERT_DIR as
-        // OpenSSL reads them) together with the command's --roots: TUF's signatures, versions, expiries and hashes
-        // are what protect the pin set. Together, not instead (as --roots is for the server judged): before
-        // --roots reached the repository, the platform's roots alone judged it, and a command whose --roots names a
-        // private CA while its repository sits behind a public one must keep working; a repository served under the
-        // fleet's CA now needs no SSL_CERT_FILE. Plain http is allowed for repositories served that way: an
-        // attacker on the path can withhold updates (reported as staleness once the metadata expires) but cannot
-        // change them.
-        let repositoryRoots = roots.map { TrustRoots(TrustRoots.platform.certificates + $0.certificates) }
         let client: PinnedHTTPClient
         do {
-            client = try PinnedHTTPClient(
-                evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: repositoryRoots),
-                configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
+            client = try RepositoryClient.make(roots: roots)
         } catch {
             throw InputError("--pinset: cannot build the TLS configuration: \(ConnectionFailureWords.words(error))")
         }
@@ -132,6 +121,31 @@ struct PinSetOptions: ParsableArguments {
         } catch {
             throw InputError("--pinset-dir \(error.message)")
         }
+    }
+}
+
+/// The HTTP client that fetches a TUF repository (`check --pinset`, `proxy --pinset`, `pinning tuf`): one code
+/// path, so `--roots` means the same for each.
+enum RepositoryClient {
+    /// The roots a repository's https server is judged by: the platform's (SSL_CERT_FILE and SSL_CERT_DIR as OpenSSL
+    /// reads them) together with the command's `--roots`, read once by the caller (nil: the platform's alone).
+    ///
+    /// Together, not instead (as `--roots` is for the server `check` and `proxy` judge): before `--roots` reached the
+    /// repository, the platform's roots alone judged it, and a command whose `--roots` names a private CA while its
+    /// repository sits behind a public one must keep working; a repository served under the fleet's CA needs no
+    /// SSL_CERT_FILE.
+    static func roots(_ roots: TrustRoots?) -> TrustRoots? {
+        roots.map { TrustRoots(TrustRoots.platform.certificates + $0.certificates) }
+    }
+
+    /// The client: https judged with no pins by ``roots(_:)`` (TUF's signatures, versions, expiries and hashes are
+    /// what protect the metadata and targets), redirects followed (at most 5, never https to http). Plain http is
+    /// allowed by the callers' fetchers for repositories served that way: an attacker on the path can withhold
+    /// updates (reported as staleness once the metadata expires) but cannot change them.
+    static func make(roots: TrustRoots?) throws -> PinnedHTTPClient {
+        try PinnedHTTPClient(
+            evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: Self.roots(roots)),
+            configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
     }
 }
 

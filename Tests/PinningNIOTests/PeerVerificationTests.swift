@@ -98,6 +98,73 @@ struct PeerVerificationTests {
         #expect(ParsedCertificateMemo.shared.contains(derEncoded: trusted.intermediate.der))
     }
 
+    @Test("NIOSSL's form is remembered only beside a parse, never replaced, and added to a parse without one")
+    func memoKeepsNIOSSLForm() throws {
+        let chain = try TestChain(host: "form.example")
+        let memo = ParsedCertificateMemo(capacity: 4)
+        let first = try NIOSSLCertificate(bytes: chain.leaf.der, format: .der)
+        let second = try NIOSSLCertificate(bytes: chain.leaf.der, format: .der)
+        // A client's remembering keeps no NIOSSL form.
+        memo.remember([(chain.intermediate.der, chain.intermediate.certificate)])
+        #expect(memo.entry(derEncoded: chain.intermediate.der)?.nio == nil)
+        memo.remember([(der: chain.leaf.der, certificate: chain.leaf.certificate, nio: first)])
+        #expect(memo.entry(derEncoded: chain.leaf.der)?.nio === first)
+        // Remembered again: the first form stays, nothing is added.
+        memo.remember([(der: chain.leaf.der, certificate: chain.leaf.certificate, nio: second)])
+        #expect(memo.entry(derEncoded: chain.leaf.der)?.nio === first)
+        #expect(memo.count == 2)
+        // A parse remembered without a form gains one, and keeps its parse.
+        let intermediate = try NIOSSLCertificate(bytes: chain.intermediate.der, format: .der)
+        memo.remember([(der: chain.intermediate.der, certificate: chain.intermediate.certificate, nio: intermediate)])
+        #expect(memo.entry(derEncoded: chain.intermediate.der)?.nio === intermediate)
+        #expect(memo.entry(derEncoded: chain.intermediate.der)?.certificate == chain.intermediate.certificate)
+        #expect(memo.count == 2)
+    }
+
+    @Test("A server's callback hands over the NIOSSL form remembered at a trusted handshake, for the same DER only")
+    func handoverUsesRememberedForm() async throws {
+        let chain = try TestChain(host: "served-form.example")
+        let other = try TestChain(host: "other-form.example")
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let root = try NIOSSLCertificate(bytes: chain.root.der, format: .der)
+        let handover = NIOSSLPathHandover(anchors: [(chain.root.certificate, root)])
+        let callback = try await loop.submit {
+            NIOLoopBound(
+                PeerVerification.callback(verdict: HandshakeVerdict(), handover: handover) { presented in
+                    await ServerTrust(certificates: presented, anchors: [chain.root.certificate, other.root.certificate], anchorsOnly: true)
+                        .evaluate(.basicX509)
+                },
+                eventLoop: loop
+            )
+        }.get()
+        func handed(_ chain: TestChain) async throws -> (presented: [NIOSSLCertificate], handed: [NIOSSLCertificate]) {
+            let promise = loop.makePromise(of: NIOSSLVerificationResultWithMetadata.self)
+            let presented = try [chain.leaf.der, chain.intermediate.der].map { try NIOSSLCertificate(bytes: $0, format: .der) }
+            loop.execute { callback.value(presented, promise) }
+            guard case .certificateVerified(let metadata) = try await promise.futureResult.get() else {
+                Issue.record("the trusted chain was refused")
+                return (presented, [])
+            }
+            return (presented, Array(try #require(metadata.validatedCertificateChain)))
+        }
+        let firstHandshake = try await handed(chain)
+        try #require(firstHandshake.handed.count == 3)
+        #expect(firstHandshake.handed[0] === firstHandshake.presented[0])
+        #expect(firstHandshake.handed[2] === root)
+        // The same chain again: the path is handed over in the forms remembered at the first handshake, which NIOSSL
+        // made from the same bytes.
+        let secondHandshake = try await handed(chain)
+        try #require(secondHandshake.handed.count == 3)
+        #expect(secondHandshake.handed[0] === firstHandshake.handed[0])
+        #expect(secondHandshake.handed[1] === firstHandshake.handed[1])
+        #expect(try secondHandshake.handed.map { try $0.toDERBytes() } == [chain.leaf.der, chain.intermediate.der, chain.root.der])
+        // Another chain is handed over in its own forms, never a remembered one of other bytes.
+        let otherHandshake = try await handed(other)
+        try #require(otherHandshake.handed.count == 3)
+        #expect(otherHandshake.handed[0] === otherHandshake.presented[0])
+        #expect(try otherHandshake.handed.map { try $0.toDERBytes() } == [other.leaf.der, other.intermediate.der, other.root.der])
+    }
+
     @Test("The path handed to NIOSSL is the validated path, from the objects NIOSSL handed over and the anchors")
     func handoverReusesWhatNIOSSLHolds() throws {
         let chain = try TestChain(host: "handover.example")

@@ -109,10 +109,12 @@ struct PresentedChain: Sendable {
     /// Parsed (see ``ServerTrust/presentedCertificates(fromDER:)``; an unreadable intermediate is dropped),
     /// through the process's ``ParsedCertificateMemo``.
     let certificates: [Certificate]
-    /// What NIOSSL handed the callback for each of ``certificates``, in the same order.
+    /// NIOSSL's form of each of ``certificates``, in the same order: what NIOSSL handed the callback, or the same
+    /// DER's object remembered in the ``ParsedCertificateMemo`` when the callback hands paths over.
     let nioCertificates: [NIOSSLCertificate]
-    /// The DER each of ``certificates`` was parsed from, in the same order; nil for one that came from the
-    /// ``ParsedCertificateMemo`` (so a trusted handshake re-stores nothing it already holds).
+    /// The DER each of ``certificates`` was parsed from, in the same order; nil for one the
+    /// ``ParsedCertificateMemo`` holds already with all the callback needs (so a trusted handshake re-stores nothing
+    /// it already holds).
     let der: [[UInt8]?]
 }
 
@@ -127,7 +129,7 @@ enum PeerVerification {
         decision: @escaping @Sendable ([Certificate]) async -> PeerDecision
     ) -> NIOSSLCustomVerificationCallbackWithMetadata {
         { certificates, promise in
-            guard let presented = Self.presented(certificates, verdict: verdict) else {
+            guard let presented = Self.presented(certificates, verdict: verdict, keepsNIOSSLForm: handover != nil) else {
                 promise.succeed(.failed)
                 return
             }
@@ -173,7 +175,9 @@ enum PeerVerification {
     }
 
     /// The presented chain parsed for the evaluator, or nil (recorded as unreadable) when the leaf does not parse.
-    static func presented(_ certificates: [NIOSSLCertificate], verdict: HandshakeVerdict) -> PresentedChain? {
+    /// `keepsNIOSSLForm` (a callback that hands paths over): a certificate the memo holds in NIOSSL's form is
+    /// handed over in that form, and one it holds without is marked to gain it (see ``ParsedCertificateMemo``).
+    static func presented(_ certificates: [NIOSSLCertificate], verdict: HandshakeVerdict, keepsNIOSSLForm: Bool = false) -> PresentedChain? {
         do {
             let der = try certificates.map { try $0.toDERBytes() }
             // `parse` is called once per certificate, in order, so `position` names the one being parsed and
@@ -184,10 +188,16 @@ enum PeerVerification {
             var parsedDER: [[UInt8]?] = []
             let parsed = try ServerTrust.presentedCertificates(fromDER: der) { bytes in
                 defer { position += 1 }
-                let remembered = ParsedCertificateMemo.shared.remembered(derEncoded: bytes)
-                let certificate = try remembered ?? Certificate(derEncoded: bytes)
-                handed.append(certificates[position])
-                parsedDER.append(remembered == nil ? bytes : nil)
+                let remembered = ParsedCertificateMemo.shared.entry(derEncoded: bytes)
+                let certificate = try remembered?.certificate ?? Certificate(derEncoded: bytes)
+                if keepsNIOSSLForm, let nio = remembered?.nio {
+                    // Made by NIOSSL from byte-for-byte this DER at the handshake that remembered it.
+                    handed.append(nio)
+                    parsedDER.append(nil)
+                } else {
+                    handed.append(certificates[position])
+                    parsedDER.append(remembered == nil || keepsNIOSSLForm ? bytes : nil)
+                }
                 return certificate
             }
             return PresentedChain(certificates: parsed, nioCertificates: handed, der: parsedDER)
@@ -214,8 +224,10 @@ enum PeerVerification {
             // Only the presented certificates on the trusted path: a trusted peer may present extra certificates of
             // its own making, and those should not fill the memo either.
             let trustedPath = chain.path
-            let fresh = zip(presented.der, presented.certificates).compactMap { der, certificate in
-                der.flatMap { trustedPath.contains(certificate) ? (der: $0, certificate: certificate) : nil }
+            // With a handover, each is remembered in NIOSSL's form too (the object the path below hands over).
+            let fresh = presented.der.indices.compactMap { index -> (der: [UInt8], certificate: Certificate, nio: NIOSSLCertificate?)? in
+                guard let der = presented.der[index], trustedPath.contains(presented.certificates[index]) else { return nil }
+                return (der: der, certificate: presented.certificates[index], nio: handover == nil ? nil : presented.nioCertificates[index])
             }
             if !fresh.isEmpty { ParsedCertificateMemo.shared.remember(fresh) }
             guard let handover else {

@@ -472,6 +472,14 @@ extension PinningCommand {
             if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
                 host = String(host.dropFirst().dropLast())
             }
+            // A Unicode name in its A-label form (`bücher.example` → `xn--bcher-kva.example`), converted as
+            // `--resolve`, CONNECT and the configuration's keys convert it: it is what is looked up, matched against
+            // `--resolve` and an entry, and sent as SNI (kept as typed, it was looked up as raw UTF-8 and never
+            // connected).
+            guard let ascii = ResolveOption.asciiHost(host) else {
+                throw InputError("--tunnel \(VisibleText.escaped(spec)): \"\(VisibleText.escaped(host))\" is not a host name")
+            }
+            host = ascii
             // The same name check the evaluator applies to the host, so a tunnel that could never be trusted is
             // refused at start-up rather than at its first connection.
             do {

@@ -157,7 +157,11 @@ extension PinningCommand {
             let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
             let resolve = try self.parsedResolve()
             let directory = self.caDirectory ?? Self.defaultCADirectory()
-            let authority = try Self.authority(directory: directory, covering: configuration)
+            let source =
+                updater.flatMap { following in
+                    following.currentConfiguration().map { "the pin set (version \($0.generation) from \(self.pinSetOptions.metadataURL ?? ""))" }
+                } ?? "--config \(self.config ?? "")"
+            let authority = try Self.authority(directory: directory, covering: configuration, source: source)
             Self.warnIfReissued(authority)
             // A pin set carries no client identities (PinSetUpdater refuses one that names any).
             let identities = try self.config.map { file throws(InputError) in try Self.identities(configuration, file: file) } ?? [:]
@@ -242,7 +246,7 @@ extension PinningCommand {
                 var configuration = try self.loadConfiguration()
                 configuration.reportQueue = reportQueue
                 let identities = try Self.identities(configuration, file: self.config ?? "")
-                let authority = try Self.authority(directory: directory, covering: configuration)
+                let authority = try Self.authority(directory: directory, covering: configuration, source: "--config \(self.config ?? "")")
                 do {
                     try proxy.reload(configuration: configuration, identities: identities, authority: authority)
                 } catch {
@@ -316,9 +320,15 @@ extension PinningCommand {
         }
 
         /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a
-        /// problem names --ca-dir. (A pin set's version applied in the background says its problem in its own words:
-        /// see ``apply(_:to:directory:json:applied:)``.)
-        static func authority(directory: String, covering configuration: PinningConfiguration) throws(InputError) -> ProxyCertificateAuthority {
+        /// configuration that needs too many name-constraint subtrees names `source`, another problem names --ca-dir.
+        /// (A pin set's version applied in the background says its problem in its own words: see
+        /// ``apply(_:to:directory:json:applied:)``.)
+        static func authority(directory: String, covering configuration: PinningConfiguration, source: String) throws(InputError) -> ProxyCertificateAuthority {
+            // Too many names for the local CA is the configuration's problem, not --ca-dir's: said naming the
+            // configuration (or pin set) before the directory is touched.
+            if let refusal = ProxyCertificateAuthority.tooManySubtrees(configuration.entries.map(\.coverage)) {
+                throw InputError("\(source): \(refusal)")
+            }
             do {
                 return try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
             } catch {

@@ -584,6 +584,8 @@ let package = Package(
                 // The executable target: parse-time refusals are tested in process (`@testable import pinning`,
                 // InProcessCLI.swift); every other test runs the built binary.
                 "pinning",
+                // What the in-process parse of `proxy --tunnel` returns (ProxySettings.Tunnel).
+                "PinningProxy",
                 // Built for the failure-report tests (ReportsEndToEndCLITests), which send to the real collector.
                 "pinning-collector",
                 // Built for the `config import` tests, which run it through `pinning config import`.

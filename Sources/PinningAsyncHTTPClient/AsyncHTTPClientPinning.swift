@@ -38,7 +38,7 @@ public import X509
 /// | Leaf validity period, serverAuth EKU | our evaluator, on the leaf | yes |
 /// | SPKI pin of the **leaf** (``/Pinning/SecurityPolicy/PinningMode/publicKey``) | our evaluator, on the leaf | yes |
 /// | Pinned **leaf** certificate (``/Pinning/SecurityPolicy/PinningMode/certificate``) | our evaluator: the leaf must be a pinned certificate; a self-signed pinned leaf is added to `trustRoots` | yes |
-/// | Client identity | `certificateChain`/`privateKey` from ``/PinningNIO/TLSIdentity`` | yes |
+/// | Client identity | `certificateChain`/`privateKey` from ``/PinningNIO/TLSIdentity`` (not Ed25519: refused, ``AsyncHTTPClientPinningError/Code/unsupportedIdentity``) | yes |
 /// | A refusal is immediate | `connectionPool.retryConnectionEstablishment = false` | yes |
 ///
 /// What AsyncHTTPClient does **not** let us enforce:
@@ -116,6 +116,16 @@ public struct AsyncHTTPClientPinning: Sendable {
         }
         if trust.anchorsOnly && trust.anchors.isEmpty && !(policy.pinningMode == .certificate && !policy.pinnedCertificates.isEmpty) {
             throw AsyncHTTPClientPinningError(code: .noAnchors, message: "anchors-only trust without anchors trusts nothing")
+        }
+        if let identity, CertificateInfo(identity.leaf).keyType == "Ed25519" {
+            // AsyncHTTPClient keys its TLS contexts (and connection pools) by NIOSSL's `bestEffortHash` of the
+            // configuration, which DER-encodes the private key with a `try!`; BoringSSL cannot encode an Ed25519
+            // key that way, so the first request would stop the process. Refused here instead.
+            throw AsyncHTTPClientPinningError(
+                code: .unsupportedIdentity,
+                message:
+                    "the client identity \(identity.origin) has an Ed25519 key, which AsyncHTTPClient cannot use (its TLS context cache cannot encode the key); use PinnedHTTPClient, or an ECDSA or RSA identity"
+            )
         }
         self.host = host
         self.policy = policy

@@ -13,6 +13,7 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
             case noAnchors
             case invalidTLSConfiguration
             case fixedValidationTime
+            case unsupportedIdentity
         }
 
         private let kind: Kind
@@ -32,6 +33,9 @@ public struct AsyncHTTPClientPinningError: Error, Hashable, Sendable, CustomStri
         public static let invalidTLSConfiguration = Code(.invalidTLSConfiguration)
         /// A deprecated `trust:` template fixed the validation time, which would freeze the client's clock.
         public static let fixedValidationTime = Code(.fixedValidationTime)
+        /// A client identity AsyncHTTPClient cannot carry: an Ed25519 key (AsyncHTTPClient keys its TLS contexts by
+        /// NIOSSL's hash of the configuration, which cannot encode an Ed25519 key and stops the process).
+        public static let unsupportedIdentity = Code(.unsupportedIdentity)
 
         /// The code's name.
         public var description: String { self.kind.rawValue }

@@ -360,7 +360,13 @@ final class InterceptHandler: ChannelInboundHandler {
                 // HTTPParseErrorAnswer (ahead of this handler) answered it: 431 or 400, in words, as the plaintext
                 // port does.
                 self.failure = "\(HTTPParseErrorAnswer.answer(for: parse).status.code)"
-                self.message = "inside its TLS session the client sent \(HTTPParseErrorAnswer.whatTheClientSent(parse))"
+                if HTTPParseErrorAnswer.isHTTP2Preface(parse) {
+                    // HTTP/2 is not offered in ALPN, so only a client with prior knowledge (gRPC, curl
+                    // --http2-prior-knowledge) sends its preface here: said in words, not as the parser's error.
+                    self.message = "inside its TLS session the client spoke HTTP/2 (this proxy speaks HTTP/1.1 inside intercepted sessions)"
+                } else {
+                    self.message = "inside its TLS session the client sent \(HTTPParseErrorAnswer.whatTheClientSent(parse))"
+                }
             case is ByteToMessageDecoderError:
                 // More bytes after a request that did not parse: the first error was the story.
                 break

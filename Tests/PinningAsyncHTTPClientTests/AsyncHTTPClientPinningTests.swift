@@ -220,6 +220,32 @@ struct AsyncHTTPClientPinningTests {
         #expect(!bounds.contains { (error as? HTTPClientError) == $0 }, "\(String(describing: error))")
     }
 
+    @Test(
+        "mutual TLS with P-384 and RSA identities works; an Ed25519 identity is refused at configuration time (AsyncHTTPClient's context cache would stop the process on it)",
+        arguments: [TestKeyType.p384, .rsa2048, .ed25519])
+    func identityKeyTypes(_ key: TestKeyType) async throws {
+        let serverChain = try TestChain(host: "device.local", rootName: "Server Root")
+        let clientChain = try TestChain(host: "client-7", ipAddresses: [], key: key, leafUsage: .clientAuth, rootName: "Client Root")
+        let identity = try clientChain.leaf.tlsIdentity(chain: [clientChain.intermediate.certificate])
+        let trust = ServerTrust(certificates: [], anchors: [serverChain.root.certificate], anchorsOnly: true)
+        guard key != .ed25519 else {
+            let error = #expect(throws: AsyncHTTPClientPinningError.self) {
+                _ = try AsyncHTTPClientPinning(host: "device.local", policy: .default, settings: trust.clientSettings, identity: identity)
+            }
+            #expect(error?.code == .unsupportedIdentity && error?.message.contains("use PinnedHTTPClient") == true, "\(String(describing: error))")
+            return
+        }
+        let mtls = try MutualTLSServer(
+            identity: try serverChain.leaf.tlsIdentity(chain: [serverChain.intermediate.certificate]),
+            clientCertificateAuthorities: [clientChain.root.certificate]
+        )
+        let server = try await HTTPSTestServer(mutualTLS: mtls)
+        defer { Task { await server.stop() } }
+        let pinning = try AsyncHTTPClientPinning(host: "device.local", policy: .default, settings: trust.clientSettings, identity: identity)
+        let (status, body) = try await self.get(pinning, port: server.port)
+        #expect(status == 200 && body == "hello CN=client-7", "\(key)")
+    }
+
     // MARK: Documented as not enforceable
 
     @Test("NOT ENFORCEABLE: an intermediate SPKI pin never matches (only the leaf is reachable): the genuine server is refused, fail closed")

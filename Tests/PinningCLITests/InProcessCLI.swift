@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Pinning
+import PinningProxy
 import Testing
 import X509
 
@@ -114,6 +115,19 @@ enum InProcessCLI {
             return nil
         } catch {
             return PinningCommand.refusalMessage(for: error)
+        }
+    }
+}
+
+// `pinning proxy --tunnel SPEC` as the command reads it at start-up.
+extension InProcessCLI {
+    /// The upstream host and port `--tunnel spec` forwards to, or the line the binary prints refusing it (exit 2).
+    static func tunnelUpstream(_ spec: String) -> (host: String?, port: Int?, refusal: String?) {
+        do {
+            let tunnel = try PinningCommand.Proxy.tunnel(spec, allowRemote: false)
+            return (tunnel.host, tunnel.port, nil)
+        } catch {
+            return (nil, nil, PinningCommand.refusalMessage(for: error))
         }
     }
 }

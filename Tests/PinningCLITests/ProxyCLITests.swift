@@ -685,6 +685,8 @@ struct ClientIdentityFixture {
         let serverOnly = try TestPKI.leaf("server-only", issuer: intermediate, usage: .serverAuth)
         let soon = try TestPKI.leaf("expiring", issuer: intermediate, usage: .clientAuth, notValidAfter: Date().addingTimeInterval(10 * 86400))
         _ = try directory.write("root.pem", root.certificatePEM)
+        _ = try directory.write("intermediate.pem", intermediate.certificatePEM)
+        _ = try directory.write("intermediate.key", intermediate.privateKeyPEM)
         _ = try directory.write("server-chain.pem", TestPKI.pemBundle([leaf.certificate, intermediate.certificate]))
         _ = try directory.write("server.key", leaf.privateKeyPEM)
         _ = try directory.write("device-chain.pem", TestPKI.pemBundle([device.certificate, intermediate.certificate]))

@@ -5,12 +5,13 @@ package import NIOSSL
 /// ``PinnedHTTPClient``, report batch, CRL download over https and challenge connection) gets its context here, and
 /// clients with equal settings share one.
 ///
-/// - The key is everything the context is built from: the whole TLS configuration as NIOSSL compares it
-///   (`bestEffortEquals`: versions, ciphers, groups, signature algorithms, verification mode, trust roots, the
-///   identity's certificate chain and private key, ALPN, renegotiation, shutdown timeout and NIOSSL's callbacks),
-///   plus the ``TLSKeyLog`` by identity (its callback is made anew each time, so it is compared as the object it
-///   writes to). `bestEffortEquals` may call equal configurations different (a closure made twice), never different
-///   ones equal: the worst case is a second context, never a wrong one.
+/// - The key is everything the context is built from: the TLS configuration without its private key as NIOSSL
+///   compares it (`bestEffortEquals`: versions, ciphers, groups, signature algorithms, verification mode, trust
+///   roots, the identity's certificate chain, ALPN, renegotiation, shutdown timeout and NIOSSL's callbacks), the
+///   private key as the object it is (see ``Key``), plus the ``TLSKeyLog`` by identity (its callback is made anew
+///   each time, so it is compared as the object it writes to). `bestEffortEquals` may call equal configurations
+///   different (a closure made twice), never different ones equal: the worst case is a second context, never a
+///   wrong one.
 /// - A configuration that names a file (certificate chain, private key or trust roots read from a path) is not
 ///   cached: the file may change between two clients, and the second must read it again, as it always did.
 /// - Bounded: at most ``capacity`` contexts; the least recently used is dropped first (a client that holds it keeps
@@ -33,16 +34,45 @@ package final class ClientTLSContexts: Sendable {
     /// The most contexts kept.
     package let capacity: Int
 
+    /// A context's key. The private key is kept out of the configuration NIOSSL hashes and is keyed by the object
+    /// that holds it, because NIOSSL's own hash of a key (`NIOSSLPrivateKey.hash(into:)`, reached through
+    /// `TLSConfiguration.bestEffortHash`) DER-encodes it with a `try!`, and BoringSSL cannot encode an Ed25519 key
+    /// that way: every client with an Ed25519 identity crashed the process there. Keyed by object identity:
+    /// - two different identities never share a context: each loaded identity (``TLSIdentity``) holds its own key
+    ///   object, and the key holds that object (``privateKey``), so its identifier cannot be
+    ///   reused by another key while the entry exists;
+    /// - the clients made from one identity (the usual case: one device identity, many connections, report batches,
+    ///   challenge connections) share its context, as before;
+    /// - the same key loaded twice (two `TLSIdentity.pem(…)` calls) makes two contexts: a second context, never a
+    ///   wrong one. No key encoding or comparison is needed, so it holds for every key type NIOSSL can load (RSA,
+    ///   P-256, P-384, P-521, Ed25519) and for custom keys.
     private struct Key: Hashable {
+        /// The configuration, its private key removed (hashed and compared by NIOSSL without encoding a key).
         let configuration: TLSConfiguration
+        /// The configuration's private key object, nil for none.
+        let privateKey: NIOSSLPrivateKey?
         let keyLog: TLSKeyLog?
 
+        init(configuration: TLSConfiguration, keyLog: TLSKeyLog?) {
+            var withoutKey = configuration
+            if case .privateKey(let key)? = configuration.privateKey {
+                self.privateKey = key
+            } else {
+                // Only in-memory keys are cached (``ClientTLSContexts/readsFiles(_:)``), so this is "no key".
+                self.privateKey = nil
+            }
+            withoutKey.privateKey = nil
+            self.configuration = withoutKey
+            self.keyLog = keyLog
+        }
+
         static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.keyLog == rhs.keyLog && lhs.configuration.bestEffortEquals(rhs.configuration)
+            lhs.keyLog == rhs.keyLog && lhs.privateKey === rhs.privateKey && lhs.configuration.bestEffortEquals(rhs.configuration)
         }
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(self.keyLog)
+            hasher.combine(self.privateKey.map(ObjectIdentifier.init))
             self.configuration.bestEffortHash(into: &hasher)
         }
     }

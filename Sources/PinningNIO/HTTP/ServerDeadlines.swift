@@ -367,7 +367,16 @@ package final class HTTPParseErrorAnswer: ChannelDuplexHandler, RemovableChannel
     package static func whatTheClientSent(_ error: HTTPParserError) -> String {
         if case .headerOverflow = error { return "a request head larger than 80 KiB" }
         if case .invalidURL = error { return "a request target that is not a valid URL, path or HOST:PORT (\(Self.targetRule))" }
+        if Self.isHTTP2Preface(error) { return "an HTTP/2 connection preface (this connection speaks HTTP/1.1)" }
         return "something that is not an HTTP/1.1 request (\(Self.name(error)))"
+    }
+
+    /// Whether the parse error is llhttp stopping at HTTP/2's connection preface (`PRI * HTTP/2.0`): llhttp pauses
+    /// there (`HPE_PAUSED_H2_UPGRADE`), which NIO reports as `.paused`. NIO never pauses the parser otherwise (its
+    /// other pause, for an Upgrade, is resumed inside the decoder), so `.paused` is the preface.
+    package static func isHTTP2Preface(_ error: HTTPParserError) -> Bool {
+        if case .paused = error { return true }
+        return false
     }
 
     /// `invalidHTTPMethod` as `invalid HTTP method`: words at each capital, acronyms kept whole.

@@ -50,6 +50,14 @@ public struct TLSIdentity: Sendable, Hashable {
         return nil
     }
 
+    /// Hashes the chain and the origin, not the key: NIOSSL's hash of a private key DER-encodes it with a `try!`,
+    /// which crashes for an Ed25519 key (BoringSSL cannot encode one that way). Equal identities still hash equally
+    /// (equality compares the key too, through NIOSSL's `EVP_PKEY_cmp`, which works for every key type).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.certificateChain)
+        hasher.combine(self.origin)
+    }
+
     /// The chain for a `TLSConfiguration`.
     public var certificateSources: [NIOSSLCertificateSource] { self.nioCertificateChain.map { .certificate($0) } }
     /// The key for a `TLSConfiguration`.

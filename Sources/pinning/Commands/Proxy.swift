@@ -16,7 +16,7 @@ extension PinningCommand {
             abstract:
                 "A local proxy that applies the configuration's pins, anchors and reports to every client: a forward proxy intercepting CONNECT to covered hosts, and TCP tunnels over pinned TLS.",
             discussion: """
-                Forward proxy (--listen, default 127.0.0.1:8080; port 0 picks one): CONNECT to a host a configuration entry covers is intercepted: the client's TLS is terminated with a certificate from the local CA, and its requests go to the upstream over a connection judged by that entry (as `pinning check --config` judges it). A refused upstream is answered 502 with the header X-Pinning-Failure: CODE and the failure in words. CONNECT to an unlisted host is a plain TCP tunnel with "unlistedHosts": "default", 403 with "reject". GET /proxy.pac, /status and /metrics are served; anything else is refused (it is not an open relay).
+                Forward proxy (--listen, default 127.0.0.1:8080; port 0 picks one): CONNECT to a host a configuration entry covers is intercepted: the client's TLS is terminated with a certificate from the local CA, and its requests go to the upstream over a connection judged by that entry (as `pinning check --config` judges it). A refused upstream is answered 502 with the header X-Pinning-Failure: CODE and the failure in words. CONNECT to an unlisted host is a plain TCP tunnel with "unlistedHosts": "default", 403 with "reject". GET /proxy.pac, /status and /metrics are served; anything else is refused (it is not an open relay). Inside an intercepted session the proxy speaks HTTP/1.1 only (ALPN offers http/1.1 alone): a client that speaks only HTTP/2, as gRPC does, cannot use it (its connection is closed and logged as speaking HTTP/2).
 
                 Tunnels (--tunnel 127.0.0.1:5433=db.internal:5432, repeatable): each connection to the local address is forwarded over pinned TLS to the upstream, judged by the entry that covers its host.
 
@@ -157,7 +157,11 @@ extension PinningCommand {
             let tunnels = try self.tunnel.map { spec throws(InputError) in try Self.tunnel(spec, allowRemote: self.allowRemote) }
             let resolve = try self.parsedResolve()
             let directory = self.caDirectory ?? Self.defaultCADirectory()
-            let authority = try Self.authority(directory: directory, covering: configuration)
+            let source =
+                updater.flatMap { following in
+                    following.currentConfiguration().map { "the pin set (version \($0.generation) from \(self.pinSetOptions.metadataURL ?? ""))" }
+                } ?? "--config \(self.config ?? "")"
+            let authority = try Self.authority(directory: directory, covering: configuration, source: source)
             Self.warnIfReissued(authority)
             // A pin set carries no client identities (PinSetUpdater refuses one that names any).
             let identities = try self.config.map { file throws(InputError) in try Self.identities(configuration, file: file) } ?? [:]
@@ -242,7 +246,7 @@ extension PinningCommand {
                 var configuration = try self.loadConfiguration()
                 configuration.reportQueue = reportQueue
                 let identities = try Self.identities(configuration, file: self.config ?? "")
-                let authority = try Self.authority(directory: directory, covering: configuration)
+                let authority = try Self.authority(directory: directory, covering: configuration, source: "--config \(self.config ?? "")")
                 do {
                     try proxy.reload(configuration: configuration, identities: identities, authority: authority)
                 } catch {
@@ -316,9 +320,15 @@ extension PinningCommand {
         }
 
         /// The local CA in `directory` (created on first run), name-constrained to what `configuration` covers; a
-        /// problem names --ca-dir. (A pin set's version applied in the background says its problem in its own words:
-        /// see ``apply(_:to:directory:json:applied:)``.)
-        static func authority(directory: String, covering configuration: PinningConfiguration) throws(InputError) -> ProxyCertificateAuthority {
+        /// configuration that needs too many name-constraint subtrees names `source`, another problem names --ca-dir.
+        /// (A pin set's version applied in the background says its problem in its own words: see
+        /// ``apply(_:to:directory:json:applied:)``.)
+        static func authority(directory: String, covering configuration: PinningConfiguration, source: String) throws(InputError) -> ProxyCertificateAuthority {
+            // Too many names for the local CA is the configuration's problem, not --ca-dir's: said naming the
+            // configuration (or pin set) before the directory is touched.
+            if let refusal = ProxyCertificateAuthority.tooManySubtrees(configuration.entries.map(\.coverage)) {
+                throw InputError("\(source): \(refusal)")
+            }
             do {
                 return try ProxyCertificateAuthority.load(directory: directory, coverage: configuration.entries.map(\.coverage))
             } catch {
@@ -472,6 +482,14 @@ extension PinningCommand {
             if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
                 host = String(host.dropFirst().dropLast())
             }
+            // A Unicode name in its A-label form (`bücher.example` → `xn--bcher-kva.example`), converted as
+            // `--resolve`, CONNECT and the configuration's keys convert it: it is what is looked up, matched against
+            // `--resolve` and an entry, and sent as SNI (kept as typed, it was looked up as raw UTF-8 and never
+            // connected).
+            guard let ascii = ResolveOption.asciiHost(host) else {
+                throw InputError("--tunnel \(VisibleText.escaped(spec)): \"\(VisibleText.escaped(host))\" is not a host name")
+            }
+            host = ascii
             // The same name check the evaluator applies to the host, so a tunnel that could never be trusted is
             // refused at start-up rather than at its first connection.
             do {

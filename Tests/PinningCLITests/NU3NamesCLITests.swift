@@ -80,6 +80,26 @@ struct NU3NamesCLITests {
         #expect(emoji.refusal?.contains("U+1F600") == true, "\(emoji)")
     }
 
+    @Test("config export --out - writes to standard output and makes no file named -; ./- is still a file")
+    func outDash() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-nu3-out")
+        defer { directory.remove() }
+        let pinA = "sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+        let pinB = "sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E="
+        let config = try directory.write("pins.json", #"{"version": 1, "domains": {"api.example.com": {"pins": ["\#(pinA)", "\#(pinB)"]}}}"#)
+        let plain = try await Executable.pinning(["config", "export", config, "--format", "okhttp"], in: directory)
+        let dash = try await Executable.pinning(["config", "export", config, "--format", "okhttp", "--out", "-"], in: directory)
+        #expect(dash.status == 0 && !dash.stdout.isEmpty && dash.stdout == plain.stdout, "\(dash)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("-")))
+        let file = try await Executable.pinning(["config", "export", config, "--format", "okhttp", "--out", "./-"], in: directory)
+        #expect(file.status == 0 && file.stdout.isEmpty, "\(file)")
+        #expect(FileManager.default.contents(atPath: directory.path("-")).map { String(decoding: $0, as: UTF8.self) } == plain.stdout)
+        let help = try await Executable.pinning(["config", "export", "--help"], in: directory)
+        // Help wraps its lines: compared with the whitespace runs made single spaces.
+        let helpText = help.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
+        #expect(helpText.contains("('-' is standard output; ./- is a file named -)"), "\(help)")
+    }
+
     @Test("config lint refuses an invalid A-label key naming it; valid A-labels pass")
     func lintALabels() async throws {
         let directory = try TemporaryDirectory(prefix: "pinning-nu3-lint")

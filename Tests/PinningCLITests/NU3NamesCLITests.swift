@@ -114,4 +114,42 @@ struct NU3NamesCLITests {
         let ok = try await Executable.pinning(["config", "lint", good], in: directory)
         #expect(ok.status == 0, "\(ok)")
     }
+
+    @Test("--pin-sha256 in non-canonical Base64: one line naming the option and the text meant, exit 2")
+    func pinOption() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-nu3-pin")
+        defer { directory.remove() }
+        let chain = try TestChain()
+        let chainPath = try directory.write("chain.pem", chain.leaf.certificatePEM + chain.intermediate.certificatePEM)
+        let rootPath = try directory.write("root.pem", chain.root.certificatePEM)
+        let written = "sha256/" + String(repeating: "B", count: 43) + "="
+        let run = try await Executable.pinning(["evaluate", "--chain", chainPath, "--roots", rootPath, "--pin-sha256", written], in: directory)
+        #expect(run.status == 2, "\(run)")
+        #expect(
+            run.stderr == "pinning: --pin-sha256: invalid pin \"\(written)\": not canonical Base64; did you mean sha256/\(String(repeating: "B", count: 42))A=?\n",
+            "\(run)")
+    }
+
+    @Test(
+        "inspect: a malformed subjectAltName in words; the library's text only with --verbose or --json",
+        .enabled(if: CLITests.opensslAvailable, "needs openssl to write a raw UTF-8 dNSName"))
+    func inspectWords() async throws {
+        let directory = try TemporaryDirectory(prefix: "pinning-nu3-inspect")
+        defer { directory.remove() }
+        // openssl writes the UTF-8 bytes into the IA5String as given, which swift-asn1 refuses.
+        let made = try await Executable.openssl(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", directory.path("k.pem"), "-out",
+                directory.path("c.pem"), "-subj", "/CN=device", "-days", "1", "-addext", "subjectAltName=DNS:gerät-7.fleet",
+            ], in: directory)
+        #expect(made.status == 0, "\(made)")
+        let plain = try await Executable.pinning(["inspect", directory.path("c.pem")], in: directory)
+        #expect(plain.status == 0, "\(plain)")
+        let line = plain.stdout.split(separator: "\n").first { $0.contains("subjectAltName extension is malformed") }.map(String.init) ?? ""
+        #expect(line == "  problem      subjectAltName extension is malformed: a string field holds characters its type does not allow", "\(plain)")
+        let verbose = try await Executable.pinning(["inspect", "--verbose", directory.path("c.pem")], in: directory)
+        #expect(verbose.stdout.contains("a string field holds characters its type does not allow (Invalid bytes"), "\(verbose)")
+        let json = try await Executable.pinning(["inspect", "--json", directory.path("c.pem")], in: directory)
+        #expect(json.stdout.contains("(Invalid bytes"), "\(json)")
+    }
 }

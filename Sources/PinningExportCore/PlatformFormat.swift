@@ -72,7 +72,7 @@ public struct TranslationError: Error, Sendable, CustomStringConvertible {
         let count = self.problems.count
         // Each problem's words say what --lossy does about it ("dropped", "written as …"); nothing was written
         // here, so the header says so, rather than let "dropped" read as done.
-        let them = count == 1 ? "it" : "each"
+        let them = count == 1 ? "the feature" : "each"
         return "\(count) feature\(count == 1 ? "" : "s") cannot be expressed; nothing was written (add --lossy to write the rest, \(them) handled as its line says, with a warning):\n"
             + self.problems.map { "  " + $0.description }.joined(separator: "\n")
     }

@@ -10,7 +10,7 @@ import Pinning
 #endif
 
 /// How `pinning config export` and `pinning config import` write a ``Translation``: its warnings and notes on
-/// standard error, one line each, then its text to `--out PATH` or standard output. Shared by the `pinning`
+/// standard error, one line each, then its text to `--out PATH` or standard output (also for `--out -`). Shared by the `pinning`
 /// executable (export) and `pinning-config-import` (import), so both print the same lines and treat a path alike.
 ///
 /// How a path is written depends on what is there, as `curl -o` and `openssl … -out` do it for special files:
@@ -45,7 +45,9 @@ package enum TranslationOutput {
     /// a one-line failure too, never a trap).
     package static func write(_ text: String, to path: String?, option: String = "--out") throws(Failure) {
         let bytes = Array(text.utf8)
-        guard let path else {
+        // `-` is standard output, as for `curl -o -` and `openssl … -out -` (it made a file named `-`; NU3). A file
+        // of that name is still reached as `./-`.
+        guard let path, path != "-" else {
             if let code = DescriptorWriter.writeAll(bytes, to: STDOUT_FILENO) {
                 throw Failure(message: "standard output: cannot write it (\(BoundedFileReader.words(code)))")
             }

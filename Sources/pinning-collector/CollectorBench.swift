@@ -59,12 +59,45 @@ struct CollectorBench: AsyncParsableCommand {
     @Option(name: .long, help: "Phases to run: ingest, postgres, read, flood (comma-separated).")
     var phases: String = "ingest,postgres,read,flood"
 
+    @Flag(name: .long, help: "With a failure, also print the library's own error text; show the database driver's log.")
+    var verbose = false
+
     static let token = "bench-token-0123456789abcdef0123"
+    static let knownPhases = ["ingest", "postgres", "read", "flood"]
+
+    /// An unknown phase name was ignored, so `--phases ingset` measured nothing and said nothing (NU3). Checked
+    /// first in ``run()``, not in ArgumentParser's `validate()`, which would wrap the refusal in its own error.
+    func checkOptions() throws(BenchFailure) {
+        for name in self.phases.split(separator: ",", omittingEmptySubsequences: false).map(String.init) where !Self.knownPhases.contains(name) {
+            throw BenchFailure(
+                "--phases: unknown phase \(VisibleText.quoted(name, limit: 40)); use \(Self.knownPhases.joined(separator: ", ")), comma-separated")
+        }
+        if let postgres = self.postgres {
+            let parsed: DatabaseURL
+            do {
+                parsed = try DatabaseURL.parse(postgres)
+            } catch {
+                // The collector's words name its own option, --database; here the option is --postgres.
+                let words = error.message.hasPrefix("--database: ") ? String(error.message.dropFirst("--database: ".count)) : error.message
+                throw BenchFailure("--postgres \(VisibleText.quoted(postgres, limit: 200)): \(words)")
+            }
+            guard case .postgres = parsed else {
+                throw BenchFailure("--postgres \(VisibleText.quoted(postgres, limit: 200)): not a postgres:// URL")
+            }
+        }
+    }
 
     func run() async throws {
+        try self.checkOptions()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinning-collector-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // SIGINT or SIGTERM mid-run: the children stopped and the directory removed (BenchCleanup), as the
+        // `defer` below does on a normal end; a signal skipped it and left both behind (NU3).
+        BenchCleanup.shared.begin(directory: directory)
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)  // best effort: nothing to report it to on the way out
+            BenchCleanup.shared.end()
+        }
         let tokenFile = directory + "/token"
         try Data(Self.token.utf8).write(to: URL(fileURLWithPath: tokenFile))
         var configuration = HTTPClient.Configuration()
@@ -76,23 +109,51 @@ struct CollectorBench: AsyncParsableCommand {
         let phases = Set(self.phases.split(separator: ",").map(String.init))
         print("pinning bench collector: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(self.concurrency) connections")
 
-        if phases.contains("ingest") {
+        try await Self.phase("ingest") {
+            guard phases.contains("ingest") else { return }
             let database = "sqlite:" + directory + "/ingest.db"
             try await self.ingest(label: "SQLite, one report per POST", database: database, perRequest: 1, tokenFile: tokenFile, client: client, directory: directory)
             try await self.ingest(
                 label: "SQLite, \(self.batch) reports per POST", database: "sqlite:" + directory + "/ingest-batch.db", perRequest: self.batch, tokenFile: tokenFile, client: client,
                 directory: directory)
         }
-        if phases.contains("postgres"), let postgres = self.postgres {
+        try await Self.phase("postgres") {
+            guard phases.contains("postgres"), let postgres = self.postgres else { return }
             try await self.ingest(label: "PostgreSQL, one report per POST", database: postgres, perRequest: 1, tokenFile: tokenFile, client: client, directory: directory, emptyFirst: true)
             try await self.ingest(
                 label: "PostgreSQL, \(self.batch) reports per POST", database: postgres, perRequest: self.batch, tokenFile: tokenFile, client: client, directory: directory, emptyFirst: true)
         }
-        if phases.contains("read") {
+        try await Self.phase("read") {
+            guard phases.contains("read") else { return }
             try await self.read(tokenFile: tokenFile, client: client, directory: directory)
         }
-        if phases.contains("flood") {
+        try await Self.phase("flood") {
+            guard phases.contains("flood") else { return }
             try await self.flood(tokenFile: tokenFile, client: client, directory: directory)
+        }
+    }
+
+    /// Runs one phase; a failure that is not already a ``BenchFailure`` (AsyncHTTPClient's, PostgresNIO's, a file
+    /// error) becomes one line in words naming the phase, the library's text kept for `--verbose`.
+    static func phase(_ name: String, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let failure as BenchFailure {
+            throw failure
+        } catch {
+            throw BenchFailure("the \(name) phase failed: \(Self.words(error))", detail: String(describing: error))
+        }
+    }
+
+    /// What went wrong, without a library's type names.
+    static func words(_ error: any Error) -> String {
+        switch error {
+        case is CancellationError: return "it was cancelled"
+        case let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout:
+            return "the child collector did not answer in time"
+        case is HTTPClientError: return "a request to the child collector failed"
+        case is CocoaError: return "a file could not be read or written"
+        default: return "an unexpected error (--verbose shows it)"
         }
     }
 
@@ -112,7 +173,7 @@ struct CollectorBench: AsyncParsableCommand {
 
     func ingest(label: String, database: String, perRequest: Int, tokenFile: String, client: HTTPClient, directory: String, emptyFirst: Bool = false) async throws {
         if emptyFirst, case .postgres(let url) = try DatabaseURL.parse(database) {
-            try await Self.emptyPostgres(url)
+            try await Self.emptyPostgres(url, verbose: self.verbose)
         }
         let child = try await ChildCollector.start(
             ["--listen", "127.0.0.1:0", "--database", database, "--token-file", tokenFile, "--rate", "1000000/min", "--commit-batch", String(self.commitBatch)], directory: directory)
@@ -150,7 +211,7 @@ struct CollectorBench: AsyncParsableCommand {
                 let start = ContinuousClock.now
                 let response = try await client.execute(request, timeout: .seconds(120))
                 _ = try await response.body.collect(upTo: 64 * 1024 * 1024)
-                guard response.status == .ok else { throw ValidationError("GET \(path): \(response.status)") }
+                guard response.status == .ok else { throw BenchFailure("read: the child collector answered GET \(path) with \(response.status)") }
                 latencies.append(Self.seconds(ContinuousClock.now - start) * 1000)
             }
             latencies.removeFirst(3)
@@ -287,14 +348,68 @@ struct CollectorBench: AsyncParsableCommand {
         await database.close()
     }
 
-    static func emptyPostgres(_ url: DatabaseURL.Postgres) async throws {
-        let database = PostgresReportDatabase(url: url, logger: Logger(label: "bench"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await database.run() }
-            defer { group.cancelAll() }
-            try await ReportStore(database: database, deduplicationWindowMilliseconds: 1000).migrate(now: 0)
-            _ = try await database.query("DELETE FROM report_pins", [])
-            _ = try await database.query("DELETE FROM reports", [])
+    /// How long the PostgreSQL phase waits for the database before it gives up.
+    static let postgresSeconds = 15
+
+    /// Empties the reports table, first checking in one direct connection that the database answers. PostgresNIO's
+    /// pool retries a connection that fails for ever, printing each `PSQLError`: an unreachable `--postgres`
+    /// hung the bench (NU3). The check says why in words (the collector's own start-up check), and the whole is
+    /// bounded by ``postgresSeconds``.
+    static func emptyPostgres(_ url: DatabaseURL.Postgres, verbose: Bool) async throws {
+        let logger = {
+            var logger = Logger(label: "bench")
+            logger.logLevel = verbose ? .info : .critical
+            return logger
+        }()
+        let target = "--postgres \(url.host):\(url.port)/\(url.database)"
+        let seconds = Self.postgresSeconds
+        try await Self.within(seconds: seconds, else: BenchFailure("\(target): the database did not answer within \(seconds) s")) {
+            if let problem = await PostgresStartupCheck.problem(connectingTo: url) {
+                throw BenchFailure("\(target): \(problem)")
+            }
+            let database = PostgresReportDatabase(url: url, logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await database.run() }
+                defer { group.cancelAll() }
+                do {
+                    try await ReportStore(database: database, deduplicationWindowMilliseconds: 1000).migrate(now: 0)
+                    _ = try await database.query("DELETE FROM report_pins", [])
+                    _ = try await database.query("DELETE FROM reports", [])
+                } catch let error as BenchFailure {
+                    throw error
+                } catch {
+                    throw BenchFailure("\(target): the reports table could not be emptied", detail: String(describing: error))
+                }
+            }
+        }
+    }
+
+    /// `body`, or `failure` once `seconds` have passed (`body` is then cancelled, and not waited for: a driver that
+    /// ignores cancellation must not hold the bench, which then exits).
+    static func within(seconds: Int, else failure: BenchFailure, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        let resumed = LockedValueBox(false)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            @Sendable func finish(_ result: Result<Void, any Error>) {
+                let first = resumed.withLockedValue { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(with: result) }
+            }
+            let work = Task {
+                do {
+                    try await body()
+                    finish(.success(()))
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+            Task {
+                // Cancelled only with the bench itself; either way the bound is over.
+                try? await Task.sleep(for: .seconds(seconds))
+                work.cancel()
+                finish(.failure(failure))
+            }
         }
     }
 
@@ -352,7 +467,8 @@ final class ChildCollector: Sendable {
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
-        try? handle.close()
+        BenchCleanup.shared.add(process)
+        try? handle.close()  // the child has its own descriptor; ours is not needed either way
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline && process.isRunning {
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
@@ -362,12 +478,17 @@ final class ChildCollector: Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""  // the output is only quoted; none is fine
         if process.isRunning { process.terminate() }
-        throw ValidationError("the collector did not start: \(text)")
+        process.waitUntilExit()
+        BenchCleanup.shared.remove(process)
+        // The child's own refusal (one line in words, `pinning collector: …`), not its whole output.
+        let reason = text.split(separator: "\n").last(where: { $0.hasPrefix("pinning collector: ") }).map { String($0.dropFirst("pinning collector: ".count)) }
+        throw BenchFailure("the child collector did not start: \(reason ?? "no start-up line within 120 s")", detail: text)
     }
 
     func stop() {
+        defer { BenchCleanup.shared.remove(self.process) }
         guard self.process.isRunning else { return }
         self.process.terminate()
         self.process.waitUntilExit()
@@ -416,5 +537,96 @@ enum BenchNumber {
             grouped.append(digit)
         }
         return value < 0 ? "-" + grouped : grouped
+    }
+}
+
+/// A failure of the benchmark: one line in words, and the library's own text for `--verbose`.
+struct BenchFailure: Error, CustomStringConvertible {
+    var words: String
+    var detail: String?
+
+    init(_ words: String, detail: String? = nil) {
+        self.words = words
+        self.detail = detail
+    }
+
+    var description: String { self.words }
+}
+
+/// What a signal must not leave behind: the child collectors and the temporary directory. SIGINT and SIGTERM
+/// are caught while the bench runs; the handler stops the children (SIGTERM, then SIGKILL after 5 s), removes the
+/// directory and exits with 128 + the signal's number, as the shell reports a process the signal ended.
+final class BenchCleanup: Sendable {
+    static let shared = BenchCleanup()
+
+    private struct State {
+        var directory: String?
+        var children: [Process] = []
+        var interrupted = false
+        var sources = Sources()
+    }
+
+    /// The signal sources, kept alive while the bench runs. Only touched under the lock, and a dispatch source
+    /// may be cancelled from any thread.
+    private struct Sources: @unchecked Sendable {
+        var list: [any DispatchSourceSignal] = []
+    }
+
+    private let state = LockedValueBox(State())
+
+    func begin(directory: String) {
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in self.interrupted(by: number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.state.withLockedValue {
+            $0.directory = directory
+            $0.sources = Sources(list: sources)
+        }
+    }
+
+    func end() {
+        let sources = self.state.withLockedValue { state -> [any DispatchSourceSignal] in
+            state.directory = nil
+            defer { state.sources = Sources() }
+            return state.sources.list
+        }
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+
+    func add(_ process: Process) { self.state.withLockedValue { $0.children.append(process) } }
+    func remove(_ process: Process) { self.state.withLockedValue { $0.children.removeAll { $0 === process } } }
+
+    /// Called before the bench exits by itself: once a signal has arrived, the handler ends the process (with
+    /// 128 + the signal), so the run's own ending, which the stopped children may have caused ("the child
+    /// collector did not start"), waits for it rather than exit first with another status.
+    func holdIfInterrupted() {
+        guard self.state.withLockedValue({ $0.interrupted }) else { return }
+        while true { sleep(1) }
+    }
+
+    private func interrupted(by number: Int32) {
+        let (directory, children) = self.state.withLockedValue { state in
+            state.interrupted = true
+            return (state.directory, state.children)
+        }
+        for child in children where child.isRunning { child.terminate() }
+        let deadline = Date().addingTimeInterval(5)
+        for child in children {
+            while child.isRunning && Date() < deadline { usleep(20_000) }
+            if child.isRunning { kill(child.processIdentifier, SIGKILL) }
+        }
+        if let directory {
+            try? FileManager.default.removeItem(atPath: directory)  // best effort on the way out; exiting either way
+        }
+        let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+        FileHandle.standardError.write(Data("pinning bench collector: stopped by \(name); the child collectors are stopped and the temporary directory removed\n".utf8))
+        Foundation.exit(128 + number)
     }
 }

@@ -72,11 +72,23 @@ struct CollectorCommand: AsyncParsableCommand {
         BoundedFileReader.setWaitSeconds(fromVariable: ProcessInfo.processInfo.environment[BoundedFileReader.waitVariable])
         // `pinning-collector bench …` (what `pinning bench collector` runs): the benchmark, not the server.
         if CommandLine.arguments.dropFirst().first == "bench" {
+            let arguments = Array(CommandLine.arguments.dropFirst(2))
             do {
-                let bench = try CollectorBench.parse(Array(CommandLine.arguments.dropFirst(2)))
+                let bench = try CollectorBench.parse(arguments)
                 try await bench.run()
+                BenchCleanup.shared.holdIfInterrupted()
                 Foundation.exit(0)
+            } catch let failure as BenchFailure {
+                BenchCleanup.shared.holdIfInterrupted()
+                // One line in words; the library's own text only with --verbose (NU3).
+                var text = "pinning bench collector: \(failure.words)\n"
+                if arguments.contains("--verbose"), let detail = failure.detail {
+                    text += "pinning bench collector: detail: \(VisibleText.escaped(detail, limit: 2000))\n"
+                }
+                FileHandle.standardError.write(Data(text.utf8))
+                Foundation.exit(2)
             } catch {
+                BenchCleanup.shared.holdIfInterrupted()
                 if exitCode(for: error) == .success { CollectorBench.exit(withError: error) }
                 FileHandle.standardError.write(Data(("pinning bench collector: " + CollectorBench.fullMessage(for: error) + "\n").utf8))
                 Foundation.exit(2)

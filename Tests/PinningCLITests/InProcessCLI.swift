@@ -233,3 +233,14 @@ extension InProcessCLI {
         }
     }
 }
+
+extension InProcessCLI {
+    /// What `pinning serve --bind TEXT` listens on: the host name or address handed to bind, or the refusal's words.
+    static func bindHost(_ text: String) -> (host: String?, refusal: String?) {
+        do {
+            return (try PinningCommand.Serve.bindAddress(text, port: 8443).host, nil)
+        } catch {
+            return (nil, error.message)
+        }
+    }
+}

@@ -52,6 +52,21 @@ struct PinningExportTests {
         #expect(lossy.warnings.count == 1 && lossy.warnings.first?.entry == "api.example.com", "\(lossy.warnings)")
     }
 
+    /// NU3: one feature read "add --lossy to write the rest, it handled as its line says", which is not English.
+    @Test("the refusal's header reads as a sentence for one feature and for several")
+    func refusalHeaderWording() {
+        let one = TranslationError(problems: [TranslationProblem(entry: "a.example", format: .androidNSC, message: "report-only pins cannot be said")])
+        #expect(
+            one.description.hasPrefix(
+                "1 feature cannot be expressed; nothing was written (add --lossy to write the rest, the feature handled as its line says, with a warning):\n"),
+            "\(one.description)")
+        let two = TranslationError(problems: one.problems + one.problems)
+        #expect(
+            two.description.hasPrefix(
+                "2 features cannot be expressed; nothing was written (add --lossy to write the rest, each handled as its line says, with a warning):\n"),
+            "\(two.description)")
+    }
+
     @Test("Android: distinct anchor files get distinct @raw names (a suffix on a clash), never one resource for two files")
     func androidRawNames() throws {
         let directory = try TemporaryDirectory(prefix: "pinning-export")

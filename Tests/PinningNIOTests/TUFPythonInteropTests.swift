@@ -156,7 +156,7 @@ struct TUFPythonInteropTests {
         let writer = try TUFRepositoryWriter.initialize(directory: repo, rootKeys: [root], targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
         let first = try directory.write(
             "pinning-1.json",
-            #"{"version": 1, "domains": {"api.example.com": {"pins": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB="]}}}"#)
+            #"{"version": 1, "domains": {"api.example.com": {"pins": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="]}}}"#)
         try writer.publishPinSet(
             Array(FileManager.default.contents(atPath: first)!), name: "pinning.json", files: [:], targetsKey: targetsKey, snapshotKey: snapshotKey, timestampKey: timestampKey)
         let metadata = directory.path("client-metadata")

@@ -130,4 +130,69 @@ struct InternationalizedHostTests {
         #expect(error?.description.contains("not a valid internationalised host name") == true, "\(String(describing: error))")
         #expect(error?.description.contains("U+200D") == true)
     }
+
+    /// NU3 entry 10: an `xn--` label that is not Punycode of a valid label passed as plain ASCII, so a
+    /// configuration could pin `xn--zz.example`. IDNA2008 requires an A-label to decode to a U-label that encodes
+    /// back to itself.
+    @Test(
+        "an xn-- label that is not a valid A-label is refused",
+        arguments: [
+            ("xn--zz.example", "does not decode"),  // cut short
+            ("xn--a.example", "U+0080"),  // decodes to a control character
+            ("api.XN--ZZ.example", "does not decode"),  // any label, any case
+            ("xn--abc-.example", "does not decode"),  // all-ASCII: not a U-label
+            ("xn--bcher-kva.xn--zz.example", "does not decode"),
+            ("bücher.xn--zz.example", "does not decode"),  // beside a U-label
+            ("*.xn--zz.example", "does not decode"),
+            ("xn--b-ö.example", "third and fourth"),
+        ])
+    func invalidALabel(_ host: String, _ fragment: String) {
+        do {
+            let ascii = try IDNA.toASCII(host)
+            Issue.record("accepted \(host) as \(ascii)")
+        } catch {
+            #expect(error.description.contains(fragment), "\(error.description)")
+        }
+        #expect(throws: PeerNameError.self) { try PeerName(host) }
+    }
+
+    @Test(
+        "valid A-labels pass unchanged, and decode to what they encode",
+        arguments: [
+            ("xn--bcher-kva.example", [0x62, 0x00FC, 0x63, 0x68, 0x65, 0x72] as [UInt32]),
+            ("xn--r8jz45g.xn--zckzah", [0x4F8B, 0x3048]),
+            ("XN--Bcher-KVA.example", [0x62, 0x00FC, 0x63, 0x68, 0x65, 0x72]),
+            ("api.xn--strae-oqa.de", [0x73, 0x74, 0x72, 0x61, 0x00DF, 0x65]),
+        ])
+    func validALabel(_ host: String, _ firstALabel: [UInt32]) throws {
+        #expect(try IDNA.toASCII(host) == host.lowercased())
+        let label = host.lowercased().split(separator: ".").first { $0.hasPrefix("xn--") }!
+        #expect(Punycode.decode(label.utf8.dropFirst(4)) == firstALabel)
+        #expect(try PeerName(host).canonical == host.lowercased())
+    }
+
+    @Test("Punycode decoding inverts the RFC 3492 samples and refuses what is not Punycode")
+    func decode() {
+        let arabic: [UInt32] = [
+            0x0644, 0x064A, 0x0647, 0x0645, 0x0627, 0x0628, 0x062A, 0x0643, 0x0644, 0x0645, 0x0648, 0x0634, 0x0639, 0x0631, 0x0628, 0x064A, 0x061F,
+        ]
+        #expect(Punycode.decode("egbpdaj6bu4bxfgehfvwxn".utf8) == arabic)
+        #expect(Punycode.decode("3B-ww4c5e180e575a65lsy2b".utf8) == [0x0033, 0x5E74, 0x0042, 0x7D44, 0x91D1, 0x516B, 0x5148, 0x751F])
+        for text in ["zz", "9999999999999999", "a!", "\u{FC}-a"] {
+            #expect(Punycode.decode(text.utf8) == nil, "\(text)")
+        }
+    }
+
+    @Test("an invalid A-label key is a configuration error naming the entry (NU3 entry 10)")
+    func invalidALabelKey() throws {
+        let json = """
+            {"version": 1, "domains": {"xn--zz.example": {"pins": ["sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E="]}, "xn--bcher-kva.example": {"pins": ["sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E="]}}}
+            """
+        let error = #expect(throws: PinningConfigurationError.self) {
+            try PinningConfiguration(data: Data(json.utf8), baseDirectory: "/")
+        }
+        let text = error?.description ?? ""
+        #expect(text.contains("xn--zz.example") && text.contains("not a valid A-label"), "\(text)")
+        #expect(!text.contains("xn--bcher-kva.example"), "\(text)")
+    }
 }

@@ -164,7 +164,9 @@ struct PinSetConfigurationTests {
         }
     }
 
-    @Test("a pin whose base64 is not canonical (bits set past the digest, no padding) reads exactly as Foundation's decoder reads it")
+    // Until NU3 such a pin read as Foundation's decoder reads it (the digest with those bits dropped), and was then
+    // shown, reported and exported as the canonical text, which the user never wrote.
+    @Test("a pin whose base64 is not canonical (bits set past the digest, no padding) is refused, naming the canonical text")
     func pinShortcutNonCanonical() throws {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
@@ -176,7 +178,9 @@ struct PinSetConfigurationTests {
             for text in [String(base64), String(base64.dropLast())] {
                 let foundation = Data(base64Encoded: text).map { Array($0) }
                 if let foundation, foundation.count == 32 {
-                    #expect(try Pin("sha256/" + text) == Pin(sha256Digest: foundation), "\(text)")
+                    let meant = "not canonical Base64; did you mean sha256/\(Data(foundation).base64EncodedString())?"
+                    let refused = #expect(throws: PinError.self, "\(text)") { try Pin("sha256/" + text) }
+                    #expect(refused?.description.contains(meant) == true, "\(String(describing: refused))")
                 } else {
                     #expect(throws: PinError.self, "\(text)") { try Pin("sha256/" + text) }
                 }

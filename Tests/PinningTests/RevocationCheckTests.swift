@@ -215,7 +215,7 @@ struct RevocationCheckTests {
         try directory.write("root.pem", fleet.chain.root.certificatePEM)
         // One pin that matches nothing on the path and a backup: a mismatch, reported, not enforced.
         let json = """
-            {"version": 1, "domains": {"\(fleet.host)": {"pins": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB="], "enforce": false, "anchors": ["root.pem"], "anchorsOnly": true}}}
+            {"version": 1, "domains": {"\(fleet.host)": {"pins": ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA="], "enforce": false, "anchors": ["root.pem"], "anchorsOnly": true}}}
             """
         let configuration = try PinningConfiguration(data: Data(json.utf8), baseDirectory: directory.path)
         var trust = ServerTrust(certificates: fleet.chain.presented, validationTime: fleet.now)

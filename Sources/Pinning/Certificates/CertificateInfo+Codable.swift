@@ -63,6 +63,7 @@ extension CertificateInfo {
         self.isSelfSigned = try container.decode(Bool.self, forKey: .isSelfSigned)
         self.isCA = try container.decode(Bool.self, forKey: .isCA)
         self.problems = try container.decodeIfPresent([String].self, forKey: .problems) ?? []
+        self.problemsInWords = self.problems
         // Added later: absent in JSON written by earlier versions.
         self.version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 3
         self.unsupportedForVerification =

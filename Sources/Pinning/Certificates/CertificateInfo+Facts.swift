@@ -48,21 +48,28 @@ extension CertificateInfo {
         Self.colonHex(Array(SHA256.hash(data: der)))
     }
 
-    static func describeSubjectAlternativeNames(_ extensions: Certificate.Extensions) -> (names: [SubjectAlternativeName], problems: [String]) {
+    static func describeSubjectAlternativeNames(
+        _ extensions: Certificate.Extensions
+    ) -> (names: [SubjectAlternativeName], problems: [String], problemsInWords: [String]) {
         var names: [SubjectAlternativeName] = []
         var problems: [String] = []
+        var problemsInWords: [String] = []
         do {
             if let extensionValue = try extensions.subjectAlternativeNames {
                 for name in extensionValue {
                     let (entry, problem) = Self.describe(name)
                     names.append(entry)
-                    if let problem { problems.append(problem) }
+                    if let problem {
+                        problems.append(problem)
+                        problemsInWords.append(problem)
+                    }
                 }
             }
         } catch {
             problems.append("subjectAltName extension is malformed: \(CertificateParser.describe(error))")
+            problemsInWords.append("subjectAltName extension is malformed: \(CertificateParser.describeApart(error).words)")
         }
-        return (names, problems)
+        return (names, problems, problemsInWords)
     }
 
     static func describe(_ name: GeneralName) -> (SubjectAlternativeName, String?) {

@@ -26,6 +26,25 @@ extension CertificateInfo {
     /// `SEQUENCE { algorithm SEQUENCE { OID, parameters }, subjectPublicKey BIT STRING }`.
     static func keyFacts(_ spki: [UInt8]) -> (type: String, bits: Int, problem: String?) {
         do {
+            return try Self.readKeyFacts(spki)
+        } catch {
+            return ("unknown", 0, "the public key cannot be read: \(CertificateParser.describe(error))")
+        }
+    }
+
+    /// ``keyFacts(_:)``'s problem without the library's own text (`pinning inspect` without `--verbose`).
+    static func keyProblemInWords(_ spki: [UInt8], problem: String) -> String {
+        do {
+            _ = try Self.readKeyFacts(spki)
+            return problem
+        } catch {
+            return "the public key cannot be read: \(CertificateParser.describeApart(error).words)"
+        }
+    }
+
+    /// ``keyFacts(_:)`` but for a field that cannot be read, which it throws.
+    private static func readKeyFacts(_ spki: [UInt8]) throws -> (type: String, bits: Int, problem: String?) {
+        do {
             let root = try DER.parse(spki)
             guard case .constructed(let fields) = root.content else {
                 return ("unknown", 0, "the SubjectPublicKeyInfo is not a SEQUENCE")
@@ -110,8 +129,6 @@ extension CertificateInfo {
                 }
                 return (algorithm, 0, "unknown public key algorithm \(algorithm)")
             }
-        } catch {
-            return ("unknown", 0, "the public key cannot be read: \(CertificateParser.describe(error))")
         }
     }
 

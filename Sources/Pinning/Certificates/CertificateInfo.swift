@@ -86,6 +86,10 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
     public var isCA: Bool
     /// What could not be read (malformed extensions); empty for a healthy certificate.
     public var problems: [String]
+    /// ``problems`` in words only, without a library's own text in parentheses (swift-asn1's "Invalid bytes for
+    /// ASN1IA5String"): what `pinning inspect` prints without `--verbose` (NU3). Not encoded; decoded facts have
+    /// ``problems`` here.
+    package var problemsInWords: [String]
     /// The X.509 version: 1, 2 or 3.
     public var version: Int
     /// What the verifier does not support in this certificate, in words ("signature algorithm rsassaPss (…) is not
@@ -112,6 +116,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
                 version: certificate.version == .v1 ? 1 : certificate.version == .v3 ? 3 : 2,
                 extensions: certificate.extensions,
                 extensionsProblem: nil,
+                extensionsProblemInWords: nil,
                 spki: certificate.subjectPublicKeyInfoDER,
                 signatureAlgorithm: Self.signatureAlgorithmName(der: der, fallback: String(describing: certificate.signatureAlgorithm)),
                 der: der,
@@ -128,11 +133,13 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         var notes = structure.quirks
         let extensions: Certificate.Extensions
         var extensionsProblem: String? = nil
+        var extensionsProblemInWords: String? = nil
         do {
             extensions = try Certificate.Extensions(structure.extensions)
         } catch {
             extensions = Certificate.Extensions()
             extensionsProblem = "the extensions cannot be read: \(CertificateParser.describe(error))"
+            extensionsProblemInWords = "the extensions cannot be read: \(CertificateParser.describeApart(error).words)"
         }
         var isSelfSigned = false
         if structure.subject.encoded.elementsEqual(structure.issuer.encoded) {
@@ -155,6 +162,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
                 version: structure.version,
                 extensions: extensions,
                 extensionsProblem: extensionsProblem,
+                extensionsProblemInWords: extensionsProblemInWords,
                 spki: Array(structure.subjectPublicKeyInfo),
                 signatureAlgorithm: VerificationSupport.signatureAlgorithmName(structure.signatureAlgorithm),
                 der: structure.der,
@@ -185,6 +193,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         var version: Int
         var extensions: Certificate.Extensions
         var extensionsProblem: String?
+        var extensionsProblemInWords: String?
         var spki: [UInt8]
         var signatureAlgorithm: String
         var der: [UInt8]
@@ -195,6 +204,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
 
     private init(base: BaseFacts) {
         var problems: [String] = []
+        var problemsInWords: [String] = []
         var notes = base.notes
         self.subject = base.subject
         self.issuer = base.issuer
@@ -204,16 +214,23 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         self.version = base.version
 
         let extensions = base.extensions
-        if let problem = base.extensionsProblem { problems.append(problem) }
+        if let problem = base.extensionsProblem {
+            problems.append(problem)
+            problemsInWords.append(base.extensionsProblemInWords ?? problem)
+        }
 
         let names = Self.describeSubjectAlternativeNames(extensions)
         self.subjectAlternativeNames = names.names
         problems += names.problems
+        problemsInWords += names.problemsInWords
 
         let key = Self.keyFacts(base.spki)
         self.keyType = key.type
         self.keySize = key.bits
-        if let problem = key.problem { problems.append(problem) }
+        if let problem = key.problem {
+            problems.append(problem)
+            problemsInWords.append(Self.keyProblemInWords(base.spki, problem: problem))
+        }
 
         self.signatureAlgorithm = base.signatureAlgorithm
 
@@ -229,6 +246,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
             }
         } catch {
             problems.append("basicConstraints extension is malformed: \(CertificateParser.describe(error))")
+            problemsInWords.append("basicConstraints extension is malformed: \(CertificateParser.describeApart(error).words)")
         }
         self.basicConstraints = basicConstraints
         self.isCA = basicConstraints?.isCA ?? false
@@ -253,6 +271,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
             }
         } catch {
             problems.append(error.description)
+            problemsInWords.append(error.descriptionInWords)
         }
         self.keyUsage = keyUsage
 
@@ -265,6 +284,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
             }
         } catch {
             problems.append("extendedKeyUsage extension is malformed: \(CertificateParser.describe(error))")
+            problemsInWords.append("extendedKeyUsage extension is malformed: \(CertificateParser.describeApart(error).words)")
         }
         self.extendedKeyUsage = extendedKeyUsage
 
@@ -273,6 +293,7 @@ public struct CertificateInfo: Sendable, Hashable, Codable {
         self.spkiPin = Pin(subjectPublicKeyInfoDER: base.spki).description
         self.isSelfSigned = base.isSelfSigned
         self.problems = problems
+        self.problemsInWords = problemsInWords
         self.unsupportedForVerification = base.unsupportedForVerification
         self.notes = notes
     }

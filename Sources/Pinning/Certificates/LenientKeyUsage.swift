@@ -25,9 +25,13 @@ enum LenientKeyUsage {
     struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
         /// What is wrong, in words.
         var problem: String
+        /// ``problem`` without the library's own text, where it has some (`pinning inspect` without `--verbose`).
+        var problemInWords: String? = nil
 
         /// `"keyUsage extension is malformed: …"`
         var description: String { "keyUsage extension is malformed: \(self.problem)" }
+        /// ``description`` in words only.
+        var descriptionInWords: String { "keyUsage extension is malformed: \(self.problemInWords ?? self.problem)" }
     }
 
     /// A decoded keyUsage and the encoding quirks that were tolerated to read it (empty when it is valid DER).
@@ -63,7 +67,7 @@ enum LenientKeyUsage {
         }
         guard let ext = extensions[oid: .X509ExtensionID.keyUsage] else {
             // The strict accessor threw for a reason other than the value (it found the extension before).
-            throw DecodingError(problem: CertificateParser.describe(strictError))
+            throw DecodingError(problem: CertificateParser.describe(strictError), problemInWords: CertificateParser.describeApart(strictError).words)
         }
         return try self.decode(extensionValue: ext.value)
     }
@@ -88,7 +92,9 @@ enum LenientKeyUsage {
             // root needs those, so they stay refused.
             node = try DER.parse(value)
         } catch {
-            throw DecodingError(problem: "not a single DER element (\(CertificateParser.describe(error)))")
+            throw DecodingError(
+                problem: "not a single DER element (\(CertificateParser.describe(error)))",
+                problemInWords: "not a single DER element (\(CertificateParser.describeApart(error).words))")
         }
         guard node.identifier == .bitString else {
             throw DecodingError(problem: "the value is not a BIT STRING (tag \(node.identifier))")

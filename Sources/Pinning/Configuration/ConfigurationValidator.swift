@@ -270,7 +270,7 @@ struct ConfigurationValidator {
                     .invalidValue,
                     nil,
                     "version",
-                    "unsupported version \(Self.format(number)); this library reads version \(PinningConfiguration.supportedVersion)"
+                    "unsupported version \(Self.written(value, number)); this library reads version \(PinningConfiguration.supportedVersion)"
                 )
                 return nil
             }
@@ -769,7 +769,16 @@ struct ConfigurationValidator {
         }
     }
 
-    private static func format(_ number: Double) -> String {
-        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+    /// A version that is not 1, as the file says it: a whole number as digits, anything else as written (`1e400`
+    /// read as a `Double` is infinity, and "unsupported version inf" was not what the file said; NU3).
+    private static func written(_ value: TUFJSON, _ number: Double) -> String {
+        if number.isFinite, number == number.rounded(), abs(number) < 1e15 { return String(Int(number)) }
+        switch value {
+        case .integer(let text), .float(let text):
+            let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+            return number.isFinite && number != number.rounded() ? "\(shown) (not a whole number)" : shown
+        default:
+            return String(number)
+        }
     }
 }

@@ -27,8 +27,13 @@ enum IDNA {
     /// - Throws: ``IDNAError`` saying which character or label cannot be part of a host name.
     static func toASCII(_ host: String) throws(IDNAError) -> String {
         switch Self.asciiCase(host) {
-        case .lowercaseASCII: return host
-        case .ascii: return host.lowercased()
+        case .lowercaseASCII:
+            try Self.checkALabels(host, in: host)
+            return host
+        case .ascii:
+            let lowered = host.lowercased()
+            try Self.checkALabels(lowered, in: host)
+            return lowered
         case .notASCII: break
         }
         // Bound the work before mapping: a host name has at most 253 bytes, and mapping only shortens
@@ -71,9 +76,72 @@ enum IDNA {
         return text.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(text.utf8)
     }
 
+    /// Checks every `xn--` label of the lower-cased ASCII `name` (``checkALabel(_:in:)``). Most names have none,
+    /// and are only scanned.
+    private static func checkALabels(_ name: String, in host: String) throws(IDNAError) {
+        let prefix: [UInt8] = [UInt8(ascii: "x"), UInt8(ascii: "n"), UInt8(ascii: "-"), UInt8(ascii: "-")]
+        var hasALabel = false
+        var offset = 0  // the byte's offset in its label
+        var matched = 0  // how many bytes of "xn--" the label begins with
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: ".") {
+                offset = 0
+                matched = 0
+                continue
+            }
+            if offset == matched, matched < 4, byte == prefix[matched] {
+                matched += 1
+                if matched == 4 {
+                    hasALabel = true
+                    break
+                }
+            }
+            offset += 1
+        }
+        guard hasALabel else { return }
+        for label in name.split(separator: ".", omittingEmptySubsequences: false) where label.hasPrefix("xn--") {
+            try Self.checkALabel(String(label), in: host)
+        }
+    }
+
+    /// An `xn--` label is an A-label only if its Punycode decodes to a U-label, one with a character outside ASCII
+    /// that this conversion accepts, and that encodes back to the same text (RFC 5890 §2.3.2.1, RFC 5891 §5.4).
+    /// `xn--zz` (no decoding) and `xn--a` (U+0080) are not host names; without this check they passed as ASCII
+    /// and a configuration could pin a name no certificate can validly carry.
+    private static func checkALabel(_ label: String, in host: String) throws(IDNAError) {
+        let quoted = VisibleText.quoted(label)
+        guard let decoded = Punycode.decode(label.utf8.dropFirst(4)), decoded.contains(where: { $0 >= 0x80 }) else {
+            throw IDNAError(host: host, problem: "the label \(quoted) is not a valid A-label (its Punycode does not decode to a Unicode label)")
+        }
+        var unicode = ""
+        for value in decoded {
+            // Punycode.decode returns Unicode scalar values only.
+            guard let scalar = Unicode.Scalar(value) else {
+                throw IDNAError(host: host, problem: "the label \(quoted) is not a valid A-label (its Punycode does not decode to a Unicode label)")
+            }
+            unicode.unicodeScalars.append(scalar)
+        }
+        let mapped = unicode.precomposedStringWithCompatibilityMapping.lowercased().precomposedStringWithCanonicalMapping
+        guard mapped.unicodeScalars.elementsEqual(unicode.unicodeScalars) else {
+            throw IDNAError(host: host, problem: "the label \(quoted) is not a valid A-label (it decodes to a label not in its normalised, lower-case form)")
+        }
+        let encoded: String
+        do {
+            encoded = try Self.encode(unicode, in: host)
+        } catch {
+            throw IDNAError(host: host, problem: "the label \(quoted) is not a valid A-label (decoded: \(error.problem))")
+        }
+        guard encoded == label else {
+            throw IDNAError(host: host, problem: "the label \(quoted) is not a valid A-label (it does not encode back to itself)")
+        }
+    }
+
     private static func encode(_ label: String, in host: String) throws(IDNAError) -> String {
         let scalars = Array(label.unicodeScalars)
-        if scalars.allSatisfy({ $0.isASCII }) { return label }
+        if scalars.allSatisfy({ $0.isASCII }) {
+            if label.hasPrefix("xn--") { try Self.checkALabel(label, in: host) }
+            return label
+        }
         for (index, scalar) in scalars.enumerated() {
             if scalar == "-" || scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) {
                 continue
@@ -124,7 +192,8 @@ struct IDNAError: Error, Sendable {
     var description: String { "\(VisibleText.quoted(self.host)) is not a valid internationalised host name: \(self.problem)" }
 }
 
-/// RFC 3492 Punycode, encoding only (host names are compared in their encoded form).
+/// RFC 3492 Punycode: encoding, and decoding to check that an `xn--` label is one (host names are compared in
+/// their encoded form).
 enum Punycode {
     private static let base = 36
     private static let tMin = 1
@@ -171,6 +240,62 @@ enum Punycode {
             n += 1
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The code points `encoded` (without the `xn--` prefix) stands for, or nil when it is not Punycode: a
+    /// character that is not a digit, a number cut short, an overflow, or a code point that is not a Unicode
+    /// scalar or is basic (RFC 3492 §6.2). Case-insensitive, as the encoder's output is.
+    static func decode(_ encoded: some Collection<UInt8>) -> [UInt32]? {
+        let input = Array(encoded)
+        guard input.count <= 63 else { return nil }  // a label; also keeps the arithmetic far from overflow
+        var output: [UInt32] = []
+        var position = 0
+        if let delimiter = input.lastIndex(of: UInt8(ascii: "-")) {
+            for byte in input[..<delimiter] {
+                guard byte < 0x80 else { return nil }
+                output.append(UInt32(byte))
+            }
+            position = delimiter + 1
+        }
+        var n = Int(Self.initialN)
+        var i = 0
+        var bias = Self.initialBias
+        while position < input.count {
+            let oldI = i
+            var w = 1
+            var k = Self.base
+            while true {
+                guard position < input.count, let digit = Self.value(of: input[position]) else { return nil }
+                position += 1
+                let (product, overflow1) = digit.multipliedReportingOverflow(by: w)
+                let (sum, overflow2) = i.addingReportingOverflow(product)
+                guard !overflow1, !overflow2 else { return nil }
+                i = sum
+                let t = k <= bias ? Self.tMin : (k >= bias + Self.tMax ? Self.tMax : k - bias)
+                if digit < t { break }
+                let (nextW, overflow3) = w.multipliedReportingOverflow(by: Self.base - t)
+                guard !overflow3 else { return nil }
+                w = nextW
+                k += Self.base
+            }
+            bias = Self.adapt(i - oldI, points: output.count + 1, first: oldI == 0)
+            let (nextN, overflow) = n.addingReportingOverflow(i / (output.count + 1))
+            guard !overflow, nextN <= 0x10FFFF, nextN >= 0x80, Unicode.Scalar(UInt32(nextN)) != nil else { return nil }
+            n = nextN
+            i %= output.count + 1
+            output.insert(UInt32(n), at: i)
+            i += 1
+        }
+        return output
+    }
+
+    private static func value(of byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return Int(byte - UInt8(ascii: "a"))
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return Int(byte - UInt8(ascii: "A"))
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte - UInt8(ascii: "0")) + 26
+        default: return nil
+        }
     }
 
     private static func digit(_ value: Int) -> UInt8 {

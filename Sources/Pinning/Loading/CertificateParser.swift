@@ -339,6 +339,14 @@ enum CertificateParser {
     /// swift-certificates' reasons are already sentences. Any other error keeps its description without a
     /// trailing `File.swift:123`.
     static func describe(_ error: any Error) -> String {
+        let (words, detail) = Self.describeApart(error)
+        return detail.map { "\(words) (\($0))" } ?? words
+    }
+
+    /// ``describe(_:)`` in its two parts: our words, and the library's own text (swift-asn1's "Invalid bytes for
+    /// ASN1IA5String") when there is one. `pinning inspect` shows the words alone, the library's text only with
+    /// `--verbose` or `--json` (NU3).
+    static func describeApart(_ error: any Error) -> (words: String, detail: String?) {
         if let asn1 = error as? ASN1Error {
             let words: String
             switch asn1.code {
@@ -354,13 +362,14 @@ enum CertificateParser {
             }
             // The tag an unexpected field had is printed as a Swift value (`ASN1Identifier(...)`): not words.
             let reason = asn1.code == .unexpectedFieldType ? "" : Self.reason(in: String(describing: error))
-            return reason.isEmpty ? words : "\(words) (\(reason))"
+            return (words, reason.isEmpty ? nil : reason)
         }
         if error is CertificateError {
             let reason = Self.reason(in: String(describing: error))
-            return reason.isEmpty ? "the certificate library refused it" : reason
+            // describe(_:) has shown the library's reason alone here; in words, that the library refused it.
+            return reason.isEmpty ? ("the certificate library refused it", nil) : (reason, nil)
         }
-        return Self.withoutSourceLocation(String(describing: error))
+        return (Self.withoutSourceLocation(String(describing: error)), nil)
     }
 
     /// The reason in a `Type.code: reason File.swift:123` description: the text between the first `:` and the

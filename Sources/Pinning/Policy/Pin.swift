@@ -105,6 +105,14 @@ public struct Pin: Hashable, Sendable, Comparable, CustomStringConvertible {
         guard digest.count == 32 else {
             throw PinError(text: text, problem: "a SHA-256 pin is 32 bytes, this one decodes to \(digest.count)")
         }
+        // Foundation's decoder ignores the 2 bits past the digest in the last character, so `…BBB=` and `…BBA=`
+        // read as one digest; the pin was then shown, reported and exported as the other text, and a user could
+        // not find what they wrote (NU3). One digest has one Base64 text (RFC 4648 §3.5 lets a decoder refuse the
+        // others), so the other texts are refused, naming the one meant.
+        let canonical = Data(digest).base64EncodedString()
+        guard body == canonical else {
+            throw PinError(text: text, problem: "not canonical Base64; did you mean sha256/\(canonical)?")
+        }
         self.init(digestBytes: digest)
     }
 

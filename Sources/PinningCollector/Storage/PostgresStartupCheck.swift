@@ -12,8 +12,16 @@ import PostgresNIO
 /// query gives up, so a wrong port, password, user or database name showed only as "the database did not
 /// answer within 60 s", a minute later and with the reason lost. libpq (`psql`) says the server's own words
 /// at once; so does this.
-enum PostgresStartupCheck {
+package enum PostgresStartupCheck {
     /// Why the first connection failed, in words; nil when it succeeded (the connection is closed again).
+    /// ``problem(connectingTo:logger:)`` with the driver's log silenced, for the collector bench (`pinning-collector
+    /// bench`), which checks its `--postgres` the same way before it starts (an unreachable one hung it, NU3).
+    package static func problem(connectingTo url: DatabaseURL.Postgres) async -> String? {
+        var logger = Logger(label: "postgres-check")
+        logger.logLevel = .critical
+        return await Self.problem(connectingTo: url, logger: logger)
+    }
+
     static func problem(connectingTo url: DatabaseURL.Postgres, logger: Logger) async -> String? {
         let tls: PostgresConnection.Configuration.TLS
         if url.requireTLS {

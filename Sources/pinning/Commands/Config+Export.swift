@@ -37,7 +37,7 @@ extension PinningCommand.Config {
         @Flag(name: .long, help: "Drop what the platform cannot express, with a warning per feature, instead of failing.")
         var lossy = false
 
-        @Option(name: .long, help: ArgumentHelp("Write here instead of standard output.", valueName: "path"))
+        @Option(name: .long, help: ArgumentHelp("Write here instead of standard output ('-' is standard output; ./- is a file named -).", valueName: "path"))
         var out: String?
 
         @Option(
@@ -107,7 +107,11 @@ extension PinningCommand.Config {
         @Flag(name: .long, help: "Drop what cannot be expressed, with a warning per feature, instead of failing.")
         var lossy = false
 
-        @Option(name: .long, help: ArgumentHelp("Write here instead of standard output (anchor paths are made relative to it).", valueName: "path"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Write here instead of standard output (anchor paths are made relative to it; '-' is standard output, ./- a file named -).",
+                valueName: "path"))
         var out: String?
 
         /// Hands over to `pinning-config-import` (beside this executable), which reads, translates and writes: the

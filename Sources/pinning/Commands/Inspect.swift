@@ -18,6 +18,9 @@ extension PinningCommand {
         @Flag(name: .long, help: "Print the facts as JSON.")
         var json = false
 
+        @Flag(name: .long, help: "With a problem, also show the parsing library's own text (as --json does).")
+        var verbose = false
+
         struct Entry: Encodable {
             var file: String
             var index: Int
@@ -117,7 +120,7 @@ extension PinningCommand {
                 }
             } else {
                 for entry in entries {
-                    print(Self.describe(entry))
+                    print(Self.describe(entry, verbose: self.verbose))
                     print("")
                 }
                 for crl in crls {
@@ -146,7 +149,9 @@ extension PinningCommand {
             return lines.map(VisibleText.escaped).joined(separator: "\n")
         }
 
-        static func describe(_ entry: Entry) -> String {
+        /// The text form. A problem is in words; the parsing library's own text (swift-asn1's "Invalid bytes for
+        /// ASN1IA5String") is added only with `verbose`, as `--json` carries it (NU3).
+        static func describe(_ entry: Entry, verbose: Bool = false) -> String {
             let info = entry.certificate
             var lines = ["\(entry.file) [\(entry.index)]"]
             lines.append("  subject      \(info.subject)")
@@ -169,7 +174,7 @@ extension PinningCommand {
             lines.append("  SHA-1        \(info.sha1Fingerprint)")
             lines.append("  SHA-256      \(info.sha256Fingerprint)")
             lines.append("  pin          \(info.spkiPin)")
-            for problem in info.problems { lines.append("  problem      \(problem)") }
+            for problem in verbose ? info.problems : info.problemsInWords { lines.append("  problem      \(problem)") }
             for reason in info.unsupportedForVerification { lines.append("  unsupported  \(reason)") }
             for note in info.notes { lines.append("  note         \(note)") }
             // Names (subject, issuer, subjectAltName values) are whoever made the certificate's: a certificate saved

@@ -30,7 +30,11 @@ extension PinningCommand.PKI {
         @Option(name: .long, help: ArgumentHelp("Issue a TLS client certificate (clientAuth) called NAME.", valueName: "NAME"))
         var client: String?
 
-        @Option(name: .customLong("dns"), help: ArgumentHelp("A DNS subject alternative name of the server (repeatable).", valueName: "D"))
+        @Option(
+            name: .customLong("dns"),
+            help: ArgumentHelp(
+                "A DNS subject alternative name of the server (repeatable); an internationalised name (bücher.example) is written in its ASCII form (xn--bcher-kva.example).",
+                valueName: "D"))
         var dnsNames: [String] = []
 
         @Option(name: .customLong("ip"), help: ArgumentHelp("An IP subject alternative name of the server, IPv4 or IPv6 (repeatable).", valueName: "A"))
@@ -149,16 +153,46 @@ extension PinningCommand.PKI {
         /// error rather than a certificate no client accepts.
         func subjectAlternativeNames(role: Role, name: String) throws(InputError) -> ([String], [String]) {
             guard role == .server else { return ([], []) }
-            for dns in self.dnsNames where !Self.isDNSName(dns) {
-                throw InputError("--dns \"\(dns)\": not a DNS name (letters, digits and '-' in dot-separated labels; '*.' only as the first label)")
+            var dnsNames: [String] = []
+            for dns in self.dnsNames {
+                let ascii = try Self.asciiDNSName(dns, option: "--dns")
+                guard Self.isDNSName(ascii) else {
+                    throw InputError(
+                        "--dns \(VisibleText.quoted(dns)): not a DNS name (ASCII letters, digits and '-' in dot-separated labels, or an internationalised name; '*.' only as the first label)"
+                    )
+                }
+                dnsNames.append(ascii)
             }
-            if self.dnsNames.isEmpty && self.ipAddresses.isEmpty {
+            if dnsNames.isEmpty && self.ipAddresses.isEmpty {
                 guard Self.isDNSName(name) else {
                     throw InputError("--server \(name): give --dns or --ip (\"\(name)\" is not a DNS name to use instead)")
                 }
                 return ([name], [])
             }
-            return (self.dnsNames, self.ipAddresses)
+            return (dnsNames, self.ipAddresses)
+        }
+
+        /// `text` with an internationalised name in its A-labels (`bücher.example` → `xn--bcher-kva.example`, as
+        /// certificates carry it), converted by the core's conversion that `check`, `--resolve`, `evaluate --host`
+        /// and configuration keys go through (``PeerName``), so the certificate is issued for the name they look
+        /// for. `xn--` labels are checked to be A-labels the same way. Any other ASCII text is returned as given
+        /// for ``isDNSName(_:)`` to judge (NU3 entry 8: a U-label was refused here alone). `serve --bind` reads its host
+        /// name this way too.
+        static func asciiDNSName(_ text: String, option: String) throws(InputError) -> String {
+            let isASCII = text.unicodeScalars.allSatisfy(\.isASCII)
+            guard !isASCII || text.lowercased().contains("xn--") else { return text }
+            // A trailing dot, or a wildcard over too few labels, is left for isDNSName to refuse in its words.
+            guard !text.hasSuffix(".") else { return text }
+            let wildcard = text.hasPrefix("*.")
+            let name = wildcard ? String(text.dropFirst(2)) : text
+            let canonical: String
+            do {
+                canonical = try PeerName(name).canonical
+            } catch {
+                throw InputError("\(option) \(VisibleText.quoted(text)): \(error.problem)")
+            }
+            guard !isASCII else { return text }
+            return (wildcard ? "*." : "") + canonical
         }
 
         /// The core's dNSName syntax (RFC 1034 preferred name syntax, a leading `*` label allowed), plus what a

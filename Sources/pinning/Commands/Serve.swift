@@ -257,10 +257,12 @@ extension PinningCommand {
                 if let last = host.split(separator: ".").last, last.allSatisfy({ $0.isASCII && $0.isNumber }) {
                     throw InputError("--bind \(text): not an IPv4 address (four numbers from 0 to 255) nor a host name")
                 }
-                guard PinningCommand.PKI.Issue.isDNSName(host), !host.hasPrefix("*") else {
-                    throw InputError("--bind \(text): neither an IP address nor a host name")
+                // An internationalised name is resolved by its A-labels, as every other host option is (NU3).
+                let name = try PinningCommand.PKI.Issue.asciiDNSName(host, option: "--bind")
+                guard PinningCommand.PKI.Issue.isDNSName(name), !name.hasPrefix("*") else {
+                    throw InputError("--bind \(text): neither an IP address nor a host name (ASCII letters, digits and '-' in dot-separated labels, or an internationalised name)")
                 }
-                return BindAddress(host: host, display: host)
+                return BindAddress(host: name, display: name)
             }
             if bracketed && !isIPv6 {
                 throw InputError("--bind \(text): not an IPv6 address; brackets are for IPv6 (write an IPv4 address without them)")

@@ -29,7 +29,7 @@ struct PKIDirectory {
         guard !name.isEmpty, name.count <= 64, name.allSatisfy({ allowed.contains($0) }),
             !name.hasPrefix("."), !name.hasPrefix("-")
         else {
-            throw InputError("\(option) \"\(name)\": a name is 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-'")
+            throw InputError("\(option) \"\(name)\": a name is 1-64 ASCII letters, digits, '.', '_' or '-', not starting with '.' or '-'")
         }
         guard !name.hasSuffix("-chain") else {
             throw InputError("\(option) \"\(name)\": names ending in -chain would collide with chain files")

@@ -289,13 +289,28 @@ public struct CollectorRoutes: Sendable {
     /// that is not a host name is therefore matched as written: only such an old row can have it, and the
     /// dashboard's link to that row must still find it. (An old row whose host is a host name in another form,
     /// `EXAMPLE.com.`, is found by the listing, not by `?host=`.)
-    static func hostQuery(_ request: Request) -> String? {
-        guard let text = request.uri.queryParameters["host"].map(String.init), !text.isEmpty else { return nil }
+    static func hostQuery(_ request: Request) throws(QueryProblem) -> String? {
+        guard let text = try Self.textParameter(request, "host") else { return nil }
         do {
             return try PeerName(text).canonical
         } catch {
             return text
         }
+    }
+
+    /// A text parameter that goes into a statement (`host`, `app`, `result`); nil when absent or empty.
+    ///
+    /// A NUL (`%00`) is refused, naming the parameter, as ingest refuses it in a report field: PostgreSQL cannot
+    /// hold NUL in text and refused the statement (an empty 500), where SQLite simply found nothing; no stored
+    /// text has one, so the refusal loses no answer and both storages now say the same. Bytes that are not UTF-8
+    /// need no check here: Hummingbird decodes the query as UTF-8 with U+FFFD in their place, text either
+    /// database stores and compares.
+    static func textParameter(_ request: Request, _ name: String) throws(QueryProblem) -> String? {
+        guard let text = request.uri.queryParameters[name[...]].map(String.init), !text.isEmpty else { return nil }
+        guard !text.utf8.contains(0) else {
+            throw QueryProblem(message: "\(name): contains a NUL character (%00), which no stored text has")
+        }
+        return text
     }
 
     func apiSummary(_ request: Request) async throws -> Response {
@@ -312,13 +327,14 @@ public struct CollectorRoutes: Sendable {
     func apiHosts(_ request: Request) async throws -> Response {
         let since: Int64?
         let limit: Int
+        let host: String?
         do {
             since = try Self.since(request)
             limit = try Self.limit(request, default: 100, maximum: 1000)
+            host = try Self.hostQuery(request)
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let host = Self.hostQuery(request)
         let hosts = try await self.store.hosts(since: since, limit: limit, host: host)
         return try Self.json(["hosts": hosts])
     }
@@ -328,13 +344,13 @@ public struct CollectorRoutes: Sendable {
         do {
             query.since = try Self.since(request)
             query.limit = try Self.limit(request, default: csv ? 10000 : 100, maximum: csv ? 100_000 : 1000)
+            query.host = try Self.hostQuery(request)
+            query.result = try Self.textParameter(request, "result")
+            query.app = try Self.textParameter(request, "app")
         } catch {
             return Self.text(.badRequest, error.message)
         }
         let parameters = request.uri.queryParameters
-        query.host = Self.hostQuery(request)
-        query.result = parameters["result"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
-        query.app = parameters["app"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         if let cursor = parameters["cursor"].map(String.init), !cursor.isEmpty {
             guard let value = Int64(cursor), value > 0 else { return Self.text(.badRequest, "cursor: the `next` value of the previous page") }
             query.before = value
@@ -365,12 +381,14 @@ public struct CollectorRoutes: Sendable {
             return Response(status: .ok, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: self.dashboard.loginPage(message: nil))))
         }
         let since: Int64?
+        let host: String?
         do {
             since = try Self.since(request)
+            host = try Self.hostQuery(request)
         } catch {
             return Self.text(.badRequest, error.message)
         }
-        let page = try await self.dashboard.page(store: self.store, since: since, host: Self.hostQuery(request), now: Date())
+        let page = try await self.dashboard.page(store: self.store, since: since, host: host, now: Date())
         return Response(status: .ok, headers: Self.pageHeaders(contentType: "text/html; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 

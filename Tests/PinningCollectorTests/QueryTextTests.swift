@@ -3,7 +3,7 @@ import NIOHTTP1
 import PinningCollector
 import Testing
 
-/// Query text the databases would refuse (new-user trial 3, 2026-11-28).
+/// Query text the databases would refuse, and instants the dashboard sends back (new-user trial 3, 2026-11-28).
 @Suite("Query parameters with NUL; the dashboard's since echoed as given")
 struct QueryTextTests {
     /// Every read path and the text parameters that reach a statement, each with a NUL: 400 and one line naming
@@ -38,5 +38,29 @@ struct QueryTextTests {
         let collector = try await CollectorHarness()
         defer { Task { await collector.stop() } }
         try await Self.nulRefused(collector)
+    }
+
+    @Test(
+        "the dashboard echoes since as given: proleptic Gregorian before 1582-10-15, milliseconds rounded, not truncated",
+        arguments: [
+            ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z"),
+            ("1000-06-15T12:00:00Z", "1000-06-15T12:00:00.000Z"),
+            ("1582-10-10T00:00:00Z", "1582-10-10T00:00:00.000Z"),
+            ("1583-01-01T00:00:00Z", "1583-01-01T00:00:00.000Z"),
+            ("2026-11-28T05:34:02.1234Z", "2026-11-28T05:34:02.123Z"),
+            ("2026-11-28T05:34:02.9996Z", "2026-11-28T05:34:03.000Z"),
+            ("1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59.500Z"),
+            ("2026-11-28T07:34:02.001+02:00", "2026-11-28T05:34:02.001Z"),
+        ])
+    func sinceEchoed(given: String, shown: String) async throws {
+        let collector = try await CollectorHarness()
+        defer { Task { await collector.stop() } }
+        let encoded = given.replacingOccurrences(of: "+", with: "%2B")
+        let page = try await collector.request(.GET, "/?since=\(encoded)", authorized: true)
+        #expect(page.status == 200)
+        #expect(page.body.contains("value=\"\(shown)\""), "\(given)")
+        // Sent back as shown, it is the same instant again.
+        let again = try await collector.request(.GET, "/?since=\(shown)", authorized: true)
+        #expect(again.body.contains("value=\"\(shown)\""), "\(shown)")
     }
 }

@@ -14,7 +14,7 @@ struct CollectorCommand: AsyncParsableCommand {
         discussion: """
             POST /reports takes one report or an array (no token): 204 stored, 400 malformed (one line saying why), 413 over --max-report-bytes, 429 over --rate (Retry-After), 503 busy or the database failing. Identical reports from one source within --dedup-window seconds are counted on one row.
 
-            With the token (Authorization: Bearer TOKEN, or the cookie the dashboard's sign-in sets): GET / (the dashboard), /api/summary, /api/hosts, /api/reports, /api/reports.csv. Without it: GET /status and /metrics.
+            With the token (Authorization: Bearer TOKEN, or the cookie the dashboard's sign-in sets): GET / (the dashboard), /api/summary, /api/hosts, /api/reports, /api/reports.csv. Without it: GET /status (200 "status": "ok"; 503 "status": "unavailable" while the database does not answer) and /metrics. With PostgreSQL out of reach a request waits at most 3 s for a database connection, then gets 503.
 
             Start-up line on stdout: `collector listening on http://HOST:PORT (database: sqlite|postgres)`. SIGINT or SIGTERM stop accepting, store every report already accepted, then exit 0.
 

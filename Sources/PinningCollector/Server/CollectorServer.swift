@@ -39,6 +39,8 @@ public struct CollectorRoutes: Sendable {
     public let limiter: RateLimiter
     let parser = ReportParser()
     let dashboard: Dashboard
+    /// Whether the database answers, for `/status`.
+    let databaseProbe: DatabaseProbe
     /// Salt of the source-address hash, kept in the database so that counts survive restarts.
     let sourceSalt: [UInt8]
     let started = ContinuousClock.now
@@ -55,6 +57,7 @@ public struct CollectorRoutes: Sendable {
         let mac = HMAC<SHA256>.authenticationCode(for: Array("pinning-collector dashboard session".utf8), using: SymmetricKey(data: Array(settings.token.utf8)))
         self.sessionValue = Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         self.dashboard = Dashboard(anchors: anchors)
+        self.databaseProbe = DatabaseProbe(database: store.database)
     }
 
     static let cookieName = "pinning_collector_session"
@@ -67,19 +70,19 @@ public struct CollectorRoutes: Sendable {
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
         }
-        router.get("/api/summary") { request, _ in
-            try await self.authorized(request) { try await self.apiSummary(request) }
+        router.get("/api/summary") { request, context in
+            try await self.authorized(request) { try await self.reading(context) { try await self.apiSummary(request) } }
         }
-        router.get("/api/hosts") { request, _ in
-            try await self.authorized(request) { try await self.apiHosts(request) }
+        router.get("/api/hosts") { request, context in
+            try await self.authorized(request) { try await self.reading(context) { try await self.apiHosts(request) } }
         }
-        router.get("/api/reports") { request, _ in
-            try await self.authorized(request) { try await self.apiReports(request, csv: false) }
+        router.get("/api/reports") { request, context in
+            try await self.authorized(request) { try await self.reading(context) { try await self.apiReports(request, csv: false) } }
         }
-        router.get("/api/reports.csv") { request, _ in
-            try await self.authorized(request) { try await self.apiReports(request, csv: true) }
+        router.get("/api/reports.csv") { request, context in
+            try await self.authorized(request) { try await self.reading(context) { try await self.apiReports(request, csv: true) } }
         }
-        router.get("/") { request, _ in try await self.dashboardPage(request) }
+        router.get("/") { request, context in try await self.reading(context) { try await self.dashboardPage(request) } }
         router.get("/dashboard.css") { _, _ in
             Response(status: .ok, headers: Self.pageHeaders(contentType: "text/css; charset=utf-8"), body: .init(byteBuffer: ByteBuffer(string: Dashboard.stylesheet)))
         }
@@ -160,6 +163,13 @@ public struct CollectorRoutes: Sendable {
             var response = Self.text(.serviceUnavailable, refusal == .busy ? "the collector is busy; retry later" : "the collector is stopping; retry later")
             response.headers[.retryAfter] = "5"
             return response
+        } catch let unavailable as DatabaseUnavailable {
+            // Said once per batch by the writer, in words (the driver's text at the info level).
+            _ = unavailable
+            self.metrics.refuse(.storageFailed)
+            var response = Self.text(.serviceUnavailable, "the reports could not be stored; retry later")
+            response.headers[.retryAfter] = "30"
+            return response
         } catch {
             // The database refused or is unreachable: the server's problem, never the sender's, so 503 (retry)
             // rather than 500 or 400; the log has the database's words.
@@ -185,13 +195,37 @@ public struct CollectorRoutes: Sendable {
         return Data(hasher.finalize()).base64EncodedString()
     }
 
+    /// A read (the API, the dashboard) whose database is out of reach: 503 with one line and Retry-After, not an
+    /// empty 500. The log says it in words; the driver's text only at the info level (`--verbose`).
+    func reading(_ context: CollectorContext, _ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let unavailable as DatabaseUnavailable {
+            context.logger.warning("a read was answered 503: \(unavailable.description)")
+            if let detail = unavailable.detail { context.logger.info("the database driver said: \(detail)") }
+            var response = Self.text(.serviceUnavailable, "the database is unreachable; retry later")
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+
     // MARK: Status
 
+    /// `{"database":"postgres","databaseState":"reachable","status":"ok","uptime":…}` (200), or with the database
+    /// out of reach `"databaseState":"unreachable"`, `"status":"unavailable"` and `"problem"` in words (503), so a
+    /// health check sees what the collector can do: it cannot store a report without its database.
     func status() async throws -> Response {
         let uptime = ContinuousClock.now - self.started
         let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
-        let body: [String: JSONOut] = ["status": .string("ok"), "database": .string(self.store.database.kind.rawValue), "uptime": .number((seconds * 1000).rounded() / 1000)]
-        return try Self.json(body)
+        let problem = await self.databaseProbe.problem()
+        var body: [String: JSONOut] = [
+            "status": .string(problem == nil ? "ok" : "unavailable"), "database": .string(self.store.database.kind.rawValue),
+            "databaseState": .string(problem == nil ? "reachable" : "unreachable"), "uptime": .number((seconds * 1000).rounded() / 1000),
+        ]
+        if let problem { body["problem"] = .string(problem) }
+        var response = try Self.json(body)
+        if problem != nil { response.status = .serviceUnavailable }
+        return response
     }
 
     // MARK: Authorisation
@@ -427,5 +461,39 @@ enum JSONOut: Encodable {
         case .string(let text): try container.encode(text)
         case .number(let value): try container.encode(value)
         }
+    }
+}
+
+/// Asks the database `SELECT 1` for `/status`, at most once a second whatever the polling rate (a flood of health
+/// checks must not become a flood of statements), all callers of that second sharing the answer.
+actor DatabaseProbe {
+    private let database: any SQLDatabase
+    private var last: (at: ContinuousClock.Instant, problem: String?)?
+    private var running: Task<String?, Never>?
+
+    init(database: any SQLDatabase) {
+        self.database = database
+    }
+
+    /// nil when the database answered; else what is wrong, in words.
+    func problem() async -> String? {
+        if let last = self.last, ContinuousClock.now - last.at < .seconds(1) { return last.problem }
+        if let running = self.running { return await running.value }
+        let database = self.database
+        let task = Task<String?, Never> {
+            do {
+                _ = try await database.query("SELECT 1", [])
+                return nil
+            } catch let unavailable as DatabaseUnavailable {
+                return unavailable.description
+            } catch {
+                return "the database did not answer SELECT 1: \(Collector.words(error))"
+            }
+        }
+        self.running = task
+        let problem = await task.value
+        self.running = nil
+        self.last = (ContinuousClock.now, problem)
+        return problem
     }
 }

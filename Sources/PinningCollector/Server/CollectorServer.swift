@@ -26,6 +26,11 @@ public struct CollectorSettings: Sendable {
     /// PostgreSQL: how many of the ingest writer's transactions may be in flight at once (SQLite: always 1). One by
     /// default: two were not reliably faster here, and they split the waiting requests into smaller commits.
     public var writerTransactions: Int = 1
+    /// `--handshake-timeout`: over HTTPS, seconds a client has to complete its TLS handshake (as `pinning serve`).
+    public var handshakeTimeout: Double = 10
+    /// `--request-head-timeout`: seconds a request head has to arrive whole, from the connection being ready or
+    /// the end of the previous request (as `pinning serve`; 408 when part of it came).
+    public var requestHeadTimeout: Double = 30
 
     public init(token: String) { self.token = token }
 }

@@ -31,8 +31,9 @@ public final class PostgresReportDatabase: SQLDatabase {
     }
 
     /// A pool for `postgres://USER[:PASSWORD]@HOST:PORT/DB` (the password may instead come from `PGPASSWORD`).
-    /// `?sslmode=require` asks for TLS verified against the system's roots; without it the connection is
-    /// plain, as for a server on the loopback or a private network.
+    /// `?sslmode=require` (or `verify-full`) asks for TLS verified against the system's roots, the certificate
+    /// naming the host (or, for an IP address, holding it); without it the connection is plain, as for a server
+    /// on the loopback or a private network.
     ///
     /// The pool holds `writerTransactions` connections for the ingest writer's transactions in flight
     /// (`--writer-transactions`) and ``readerConnections`` more, so the API, the dashboard, /metrics and retention

@@ -53,7 +53,8 @@ public enum DatabaseURL: Sendable, Equatable {
             case ("sslmode", "disable"?): requireTLS = false
             case ("sslmode", let mode?) where ["verify-ca", "prefer", "allow"].contains(mode):
                 throw CollectorOptionError(
-                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable")
+                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable"
+                )
             case ("sslrootcert", _):
                 throw CollectorOptionError(
                     "--database: sslrootcert is not supported: the server's certificate is verified against the system's trust roots; add its CA there")

@@ -27,7 +27,9 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where to listen (HOST:PORT; port 0 picks one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8090"
 
-    @Option(name: .long, help: ArgumentHelp(
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "sqlite:PATH or postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require] (or PGPASSWORD). sslmode=require (or verify-full, the same) requires TLS and verifies the server's certificate against the system's trust roots and its name (or IP address), unlike libpq's require; no sslrootcert.",
             valueName: "url"))
     var database: String

@@ -34,7 +34,8 @@ struct CollectorStartupTests {
         for mode in ["verify-ca", "prefer", "allow"] {
             #expect(
                 throws: CollectorOptionError(
-                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable")
+                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable"
+                )
             ) { try DatabaseURL.parse("postgres://c@db.example:5432/pins?sslmode=\(mode)", environment: [:]) }
         }
         #expect(throws: CollectorOptionError("--database: sslrootcert is not supported: the server's certificate is verified against the system's trust roots; add its CA there")) {

@@ -119,7 +119,7 @@ public final class PostgresReportDatabase: SQLDatabase {
             }
         } catch let error as DatabaseUnavailable {
             throw error
-        } catch where !leased.isSet {
+        } catch  where !leased.isSet {
             // The pool gave no connection (its connection attempts failed until its circuit breaker tripped, or it
             // is shutting down): nothing reached the server, so it is out of reach, whatever the pool's error.
             throw DatabaseUnavailable(

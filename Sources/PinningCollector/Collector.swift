@@ -71,7 +71,8 @@ public struct Collector: Sendable {
             if let problem = await PostgresStartupCheck.problem(connectingTo: url, logger: self.logger) {
                 throw StartError(description: "--database: \(problem)", exitStatus: 3)
             }
-            let database = PostgresReportDatabase(url: url, writerTransactions: self.settings.writerTransactions, logger: self.logger)
+            let database = PostgresReportDatabase(
+                url: url, writerTransactions: self.settings.writerTransactions, connectionWait: self.settings.databaseConnectionWait, logger: self.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
                 do {

@@ -17,7 +17,8 @@ struct PostgresCollectorTests {
             Issue.record("parsed as \(url)")
             return
         }
-        let database = PostgresReportDatabase(url: postgres, logger: Logger(label: "test"))
+        // A minute for a connection: the full suite's load made a first one take more than the default 3 s.
+        let database = PostgresReportDatabase(url: postgres, connectionWait: .seconds(60), logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await database.run() }
             defer { group.cancelAll() }
@@ -33,7 +34,7 @@ struct PostgresCollectorTests {
             Issue.record("not parsed as PostgreSQL")
             return
         }
-        let database = PostgresReportDatabase(url: postgres, writerTransactions: 8, logger: Logger(label: "test"))
+        let database = PostgresReportDatabase(url: postgres, writerTransactions: 8, connectionWait: .seconds(60), logger: Logger(label: "test"))
         #expect(database.maximumConnections == 8 + PostgresReportDatabase.readerConnections)
         actor Gate {
             var entered = 0
@@ -167,7 +168,8 @@ struct PostgresCollectorTests {
     func databaseDown() async throws {
         let cluster = try await PostgresCluster()
         defer { cluster.stop() }
-        let collector = try await CollectorHarness(database: try DatabaseURL.parse(cluster.url))
+        // The product's wait for a connection, not the harness's minute.
+        let collector = try await CollectorHarness(database: try DatabaseURL.parse(cluster.url)) { $0.databaseConnectionWait = .seconds(3) }
         defer { Task { await collector.stop() } }
         #expect(try await collector.post(try ReportFixtures.json(["hostname": "before.down.test"])).status == 204)
         let up = try await collector.request(.GET, "/status")

@@ -31,6 +31,9 @@ public struct CollectorSettings: Sendable {
     /// `--request-head-timeout`: seconds a request head has to arrive whole, from the connection being ready or
     /// the end of the previous request (as `pinning serve`; 408 when part of it came).
     public var requestHeadTimeout: Double = 30
+    /// PostgreSQL: how long a statement waits for a connection before the database counts as unreachable (503).
+    /// Not an option; the tests that are not about it give it more on a machine loaded far beyond its cores.
+    public var databaseConnectionWait: Duration = .seconds(3)
 
     public init(token: String) { self.token = token }
 }

@@ -22,8 +22,10 @@ public final class PostgresReportDatabase: SQLDatabase {
     /// (``DatabaseUnavailable``, a `503`). Without a bound, while the server was down, every statement waited for
     /// the pool's connection attempts until its circuit breaker tripped, about a minute: the first POST got its
     /// 503 after 67 s, though the product's own report senders give up after 2 s (`check`) or 5 s (the proxy).
-    /// Connections to a server that is up are made in milliseconds; 3 s leaves room for a slow network and TLS.
-    public let connectionWait: Duration = .seconds(3)
+    /// Connections to a server that is up are made in milliseconds; 3 s (the default) leaves room for a slow
+    /// network and TLS. On a machine loaded far beyond its cores a first connection can take longer: that
+    /// request is then answered 503 (retry) too.
+    public let connectionWait: Duration
 
     /// The pool's size for `writerTransactions` writer transactions in flight: those plus ``readerConnections``.
     public static func maximumConnections(writerTransactions: Int) -> Int {
@@ -39,7 +41,8 @@ public final class PostgresReportDatabase: SQLDatabase {
     /// (`--writer-transactions`) and ``readerConnections`` more, so the API, the dashboard, /metrics and retention
     /// always find a connection: with a fixed pool, eight writers held every connection and every read queued
     /// behind their commits.
-    public init(url: DatabaseURL.Postgres, writerTransactions: Int = 1, logger: Logger) {
+    public init(url: DatabaseURL.Postgres, writerTransactions: Int = 1, connectionWait: Duration = .seconds(3), logger: Logger) {
+        self.connectionWait = connectionWait
         let tls: PostgresClient.Configuration.TLS = url.requireTLS ? .require(.makeClientConfiguration()) : .disable
         var configuration = PostgresClient.Configuration(
             host: url.host,

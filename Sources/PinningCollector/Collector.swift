@@ -71,7 +71,8 @@ public struct Collector: Sendable {
             if let problem = await PostgresStartupCheck.problem(connectingTo: url, logger: self.logger) {
                 throw StartError(description: "--database: \(problem)", exitStatus: 3)
             }
-            let database = PostgresReportDatabase(url: url, writerTransactions: self.settings.writerTransactions, logger: self.logger)
+            let database = PostgresReportDatabase(
+                url: url, writerTransactions: self.settings.writerTransactions, connectionWait: self.settings.databaseConnectionWait, logger: self.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
                 do {
@@ -100,7 +101,14 @@ public struct Collector: Sendable {
     /// is not made by building an `NIOSSLContext` and catching its refusal: swift-nio-ssl leaks the SSL_CTX when
     /// that initialiser throws (the suite's AddressSanitizer pass reported it; see `TLSIdentity.key(_:matches:)`).
     private func serverBuilder() throws -> HTTPServerBuilder {
-        guard let path = self.tlsIdentity else { return .http1() }
+        let requestHead = TimeAmount.nanoseconds(Int64(self.settings.requestHeadTimeout * 1e9))
+        let handshake = TimeAmount.nanoseconds(Int64(self.settings.handshakeTimeout * 1e9))
+        let tls = self.tlsIdentity != nil
+        // HTTP/1.1 with the deadlines serve and proxy have (``DeadlineChannel``).
+        let http1 = HTTPServerBuilder { responder in
+            DeadlineChannel(base: HTTP1Channel(responder: responder), handshakeTimeout: tls ? handshake : nil, requestHeadTimeout: requestHead)
+        }
+        guard let path = self.tlsIdentity else { return http1 }
         let identity: TLSIdentity
         do {
             // One file holds both: the chain's CERTIFICATE blocks and the key's PRIVATE KEY block. Read once, and
@@ -123,7 +131,7 @@ public struct Collector: Sendable {
         }
         let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: identity.certificateSources, privateKey: identity.privateKeySource)
         do {
-            return try .tls(.http1(), tlsConfiguration: configuration)
+            return try .tls(http1, tlsConfiguration: configuration)
         } catch {
             throw StartError(description: "--tls-identity \(path): the certificate and key do not make a TLS server (\(Self.words(error)))", exitStatus: 2)
         }

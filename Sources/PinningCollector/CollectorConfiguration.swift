@@ -1,7 +1,8 @@
 public import Foundation
 import Pinning
 
-/// `--database`: `sqlite:PATH` or `postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require]`.
+/// `--database`: `sqlite:PATH` or `postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require]` (`verify-full`
+/// is the same as `require`, which verifies the server's certificate and name: see ``parse(_:environment:)``).
 public enum DatabaseURL: Sendable, Equatable {
     case sqlite(path: String)
     case postgres(Postgres)
@@ -43,10 +44,23 @@ public enum DatabaseURL: Sendable, Equatable {
         var requireTLS = false
         for item in components.queryItems ?? [] {
             switch (item.name, item.value) {
-            case ("sslmode", "require"?): requireTLS = true
+            // `require` here is what libpq calls `verify-full` with the system's roots (`sslrootcert=system`): TLS
+            // is required, the server's chain must verify against the system's trust roots, and its certificate
+            // must name the host of the URL (SNI and name check; for an IP address, swift-nio-ssl checks the
+            // certificate's IP addresses against the address connected to). libpq's own `require` checks
+            // nothing; failing closed is the deliberate difference. So `verify-full` is accepted as the same.
+            case ("sslmode", "require"?), ("sslmode", "verify-full"?): requireTLS = true
             case ("sslmode", "disable"?): requireTLS = false
+            case ("sslmode", let mode?) where ["verify-ca", "prefer", "allow"].contains(mode):
+                throw CollectorOptionError(
+                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable"
+                )
+            case ("sslrootcert", _):
+                throw CollectorOptionError(
+                    "--database: sslrootcert is not supported: the server's certificate is verified against the system's trust roots; add its CA there")
             default:
-                throw CollectorOptionError("--database: unknown parameter \(item.name)\(item.value.map { "=" + $0 } ?? "") (only sslmode=require or sslmode=disable)")
+                throw CollectorOptionError(
+                    "--database: unknown parameter \(item.name)\(item.value.map { "=" + $0 } ?? "") (only sslmode=require, sslmode=verify-full or sslmode=disable)")
             }
         }
         return .postgres(

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -33,6 +34,10 @@ public final class PostgresCluster: Sendable {
 
     public let directory: TemporaryDirectory
     public let server: ServerProcess
+    /// The servers ``startServer()`` started after ``stopServer()``, the running one last.
+    private let restarted = Mutex<[ServerProcess]>([])
+    /// How the server is started (the executable and its arguments), for ``startServer()``.
+    private let command: (executable: String, arguments: [String])
     public let port: Int
     /// `postgres://pinning@127.0.0.1:PORT/postgres`.
     public var url: String { "postgres://pinning@127.0.0.1:\(self.port)/postgres" }
@@ -69,7 +74,7 @@ public final class PostgresCluster: Sendable {
         let initialised = try await TestTools.run(initdb, initdbArguments, in: directory, timeout: 120)
         guard initialised.status == 0 else { throw ServerProcess.StartError(description: "initdb failed: \(initialised.output)") }
         var attempt = 1
-        var running: (server: ServerProcess, port: Int)?
+        var running: (server: ServerProcess, port: Int, command: (executable: String, arguments: [String]))?
         while running == nil {
             let port = try ports()
             let (postgres, postgresArguments) = command(
@@ -80,20 +85,37 @@ public final class PostgresCluster: Sendable {
                 let server = try await ServerProcess(postgres, postgresArguments, in: directory) { line in
                     line.contains("ready to accept connections") ? port : nil
                 }
-                running = (server, port)
+                running = (server, port, (postgres, postgresArguments))
             } catch let error as ServerProcess.StartError where error.description.contains("Address already in use") && attempt < Self.portAttempts {
                 // Another process bound the port between its choice and the server's bind: a clash, not a fault.
                 attempt += 1
             }
         }
         guard let running else { throw ServerProcess.StartError(description: "PostgreSQL did not start") }
-        (self.server, self.port) = running
+        (self.server, self.port, self.command) = running
         started = true
     }
 
     public func stop() {
+        for server in self.restarted.withLock({ $0 }) { server.stop() }
         self.server.stop()
         self.directory.remove()
+    }
+
+    /// Stops the running server (SIGTERM: a fast shutdown) and keeps the cluster, as a database going away under
+    /// its clients; ``startServer()`` starts it again.
+    public func stopServer() {
+        (self.restarted.withLock { $0.last } ?? self.server).stop()
+    }
+
+    /// Starts the server again on the same data and port after ``stopServer()``.
+    public func startServer() async throws {
+        let port = self.port
+        // A fresh output file: the old one already holds a "ready" line.
+        let server = try await ServerProcess(self.command.executable, self.command.arguments, in: self.directory) { line in
+            line.contains("ready to accept connections") ? port : nil
+        }
+        self.restarted.withLock { $0.append(server) }
     }
 
     /// A port that was free a moment ago (PostgreSQL cannot report the port it picked).

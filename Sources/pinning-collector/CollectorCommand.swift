@@ -14,7 +14,9 @@ struct CollectorCommand: AsyncParsableCommand {
         discussion: """
             POST /reports takes one report or an array (no token): 204 stored, 400 malformed (one line saying why), 413 over --max-report-bytes, 429 over --rate (Retry-After), 503 busy or the database failing. Identical reports from one source within --dedup-window seconds are counted on one row.
 
-            With the token (Authorization: Bearer TOKEN, or the cookie the dashboard's sign-in sets): GET / (the dashboard), /api/summary, /api/hosts, /api/reports, /api/reports.csv. Without it: GET /status and /metrics.
+            With the token (Authorization: Bearer TOKEN, or the cookie the dashboard's sign-in sets): GET / (the dashboard), /api/summary, /api/hosts, /api/reports, /api/reports.csv. Without it: GET /status (200 "status": "ok"; 503 "status": "unavailable" while the database does not answer) and /metrics. With PostgreSQL out of reach a request waits at most 3 s for a database connection, then gets 503.
+
+            Deadlines (as pinning serve): with --tls-identity a connection is closed when its TLS handshake has not completed --handshake-timeout seconds after it was accepted (default 10), and when a request head has not arrived whole --request-head-timeout seconds after the connection was ready or the previous request ended (default 30; 408 Request Timeout when part of it came).
 
             Start-up line on stdout: `collector listening on http://HOST:PORT (database: sqlite|postgres)`. SIGINT or SIGTERM stop accepting, store every report already accepted, then exit 0.
 
@@ -25,7 +27,11 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where to listen (HOST:PORT; port 0 picks one).", valueName: "host:port"))
     var listen: String = "127.0.0.1:8090"
 
-    @Option(name: .long, help: ArgumentHelp("sqlite:PATH or postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require] (or PGPASSWORD).", valueName: "url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "sqlite:PATH or postgres://USER[:PASSWORD]@HOST:PORT/DB[?sslmode=require] (or PGPASSWORD). sslmode=require (or verify-full, the same) requires TLS and verifies the server's certificate against the system's trust roots and its name (or IP address), unlike libpq's require; no sslrootcert.",
+            valueName: "url"))
     var database: String
 
     @Option(name: .customLong("token-file"), help: ArgumentHelp("A file whose first line is the API and dashboard token (16 characters or more).", valueName: "file"))
@@ -60,6 +66,20 @@ struct CollectorCommand: AsyncParsableCommand {
             "PostgreSQL: the ingest writer's transactions in flight at once (1 to 8; SQLite has one writer and takes only 1). The connection pool is this plus 7, so reads (API, dashboard, retention) never wait behind the writers.",
             valueName: "n"))
     var writerTransactions: String = "1"
+
+    @Option(
+        name: .customLong("handshake-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "With --tls-identity: close a connection whose TLS handshake has not completed this long after it was accepted (0.001 to 604,800; default 10).",
+            valueName: "seconds"))
+    var handshakeTimeout: String = "10"
+
+    @Option(
+        name: .customLong("request-head-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Close a connection whose request head has not arrived whole this long after it was ready or the previous request ended (0.001 to 604,800; default 30); 408 when part of it came.",
+            valueName: "seconds"))
+    var requestHeadTimeout: String = "30"
 
     // What --verbose adds is the info level: each retention run and what it deleted. It promised a line per request,
     // which the collector never wrote; such a line would carry the request's path, which is the sender's text, so
@@ -136,6 +156,15 @@ struct CollectorCommand: AsyncParsableCommand {
         return value
     }
 
+    /// `--handshake-timeout` and `--request-head-timeout`: the range and words of `pinning serve`'s and `proxy`'s.
+    static func seconds(_ text: String, option: String) throws(CollectorOptionError) -> Double {
+        let accepted = "use 0.001 to 604,800 seconds"
+        guard let value = Double(text.trimmingCharacters(in: .whitespaces)) else { throw CollectorOptionError("\(option) \(text): not a number; \(accepted)") }
+        guard value.isFinite else { throw CollectorOptionError("\(option) \(text): not a finite number; \(accepted)") }
+        guard (0.001...604_800).contains(value) else { throw CollectorOptionError("\(option) \(text): out of range; \(accepted)") }
+        return value
+    }
+
     func start() async throws {
         let listen = try ListenAddress.parse(self.listen)
         let database = try DatabaseURL.parse(self.database)
@@ -146,6 +175,8 @@ struct CollectorCommand: AsyncParsableCommand {
         settings.deduplicationSeconds = try Self.integer(self.dedupWindow, option: "--dedup-window", range: 1...2_592_000)
         settings.commitBatch = try Self.integer(self.commitBatch, option: "--commit-batch", range: 1...10_000)
         settings.writerTransactions = try Self.integer(self.writerTransactions, option: "--writer-transactions", range: 1...8)
+        settings.handshakeTimeout = try Self.seconds(self.handshakeTimeout, option: "--handshake-timeout")
+        settings.requestHeadTimeout = try Self.seconds(self.requestHeadTimeout, option: "--request-head-timeout")
         // SQLite has one writer whatever is asked; a larger number there would be ignored without a word.
         if case .sqlite = database, settings.writerTransactions != 1 {
             throw CollectorOptionError("--writer-transactions \(self.writerTransactions): SQLite has one writer; the option is for PostgreSQL")

@@ -127,6 +127,9 @@ final class CollectorHarness: @unchecked Sendable {
             try await Self.seed(legacy, at: directory.path("reports.db"))
         }
         var settings = CollectorSettings(token: self.token)
+        // The full suite loads two cores twenty times over, where a first PostgreSQL connection took more than the
+        // 3 s a statement waits for one: the tests that are not about that wait give it a minute.
+        settings.databaseConnectionWait = .seconds(60)
         configure(&settings)
         var logger = Logger(label: "collector-test")
         logger.logLevel = .critical

@@ -17,6 +17,32 @@ struct CollectorStartupTests {
         return logger
     }()
 
+    @Test("sslmode: require and verify-full (the same: chain and name verified) require TLS; verify-ca, prefer and sslrootcert are refused in words")
+    func sslModes() throws {
+        for mode in ["require", "verify-full"] {
+            guard case .postgres(let url) = try DatabaseURL.parse("postgres://c@db.example:5432/pins?sslmode=\(mode)", environment: [:]) else {
+                Issue.record("not PostgreSQL")
+                continue
+            }
+            #expect(url.requireTLS, "\(mode)")
+        }
+        guard case .postgres(let plain) = try DatabaseURL.parse("postgres://c@db.example:5432/pins?sslmode=disable", environment: [:]) else {
+            Issue.record("not PostgreSQL")
+            return
+        }
+        #expect(!plain.requireTLS)
+        for mode in ["verify-ca", "prefer", "allow"] {
+            #expect(
+                throws: CollectorOptionError(
+                    "--database: sslmode=\(mode) is not supported: use sslmode=require (the same as verify-full: the server's certificate is verified against the system's trust roots and must name the host) or sslmode=disable"
+                )
+            ) { try DatabaseURL.parse("postgres://c@db.example:5432/pins?sslmode=\(mode)", environment: [:]) }
+        }
+        #expect(throws: CollectorOptionError("--database: sslrootcert is not supported: the server's certificate is verified against the system's trust roots; add its CA there")) {
+            try DatabaseURL.parse("postgres://c@db.example:5432/pins?sslmode=verify-full&sslrootcert=ca.pem", environment: [:])
+        }
+    }
+
     /// Runs a collector that is expected not to start; its StartError (the run must not start listening).
     static func startError(_ collector: Collector) async throws -> Collector.StartError {
         do {

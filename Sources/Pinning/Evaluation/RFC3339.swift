@@ -14,12 +14,25 @@ package enum RFC3339 {
         let interval = date.timeIntervalSince1970.rounded(.down)
         // Far beyond any year a certificate or clock gives (about ±3 · 10^7 years), and NaN: no integer to convert.
         guard interval.isFinite, abs(interval) < 1e15 else { return date.formatted(.iso8601) }
-        let seconds = Int64(interval)
+        return Self.dateTime(seconds: Int64(interval)) + "Z"
+    }
+
+    /// `2030-06-01T00:00:00.250Z`: an instant counted in whole milliseconds since 1970 (as the collector stores
+    /// them), with its three fraction digits, in the proleptic Gregorian calendar as ``format(_:)``. The
+    /// milliseconds are split off as integers: through a `Double` of seconds, 123 ms came out as `.122`
+    /// (0.123 is 0.12299… in binary, and formatters truncate).
+    package static func format(milliseconds: Int64) -> String {
+        let (seconds, fraction) = Self.floorDivision(milliseconds, 1000)
+        return Self.dateTime(seconds: seconds) + "." + Self.padded(fraction, to: 3) + "Z"
+    }
+
+    /// `2030-06-01T00:00:00`: date and time of `seconds` since 1970, UTC.
+    private static func dateTime(seconds: Int64) -> String {
         let (days, secondOfDay) = Self.floorDivision(seconds, 86_400)
         let civil = CivilCalendar.civilFromDays(days)
         let year = civil.year < 0 ? "-" + Self.padded(-civil.year, to: 4) : Self.padded(civil.year, to: 4)
         return "\(year)-\(Self.padded(civil.month, to: 2))-\(Self.padded(civil.day, to: 2))T"
-            + "\(Self.padded(secondOfDay / 3600, to: 2)):\(Self.padded(secondOfDay / 60 % 60, to: 2)):\(Self.padded(secondOfDay % 60, to: 2))Z"
+            + "\(Self.padded(secondOfDay / 3600, to: 2)):\(Self.padded(secondOfDay / 60 % 60, to: 2)):\(Self.padded(secondOfDay % 60, to: 2))"
     }
 
     /// `value` divided by `divisor` rounded toward minus infinity, and the remainder (0 to `divisor` - 1).

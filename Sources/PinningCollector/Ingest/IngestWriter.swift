@@ -152,6 +152,15 @@ public actor IngestWriter: Service {
                 pending.continuation.resume(returning: Array(outcomes[offset..<offset + pending.items.count]))
                 offset += pending.items.count
             }
+        } catch let unavailable as DatabaseUnavailable {
+            // The database is out of reach: retrying each request alone would only make each wait again for a
+            // connection that is not there. Every request of the batch gets the 503 now.
+            self.logger.warning("a batch of \(items.count) reports was not stored: \(unavailable.description)")
+            if let detail = unavailable.detail { self.logger.info("the database driver said: \(detail)") }
+            for pending in batch {
+                self.metrics.storageFailures.increment()
+                pending.continuation.resume(throwing: unavailable)
+            }
         } catch {
             // One request's reports must not fail another's: retry each request in a transaction of its own, so
             // only the one the database refuses is answered with the error.

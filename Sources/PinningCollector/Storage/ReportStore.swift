@@ -1,4 +1,5 @@
 import Foundation
+import Pinning
 
 /// A report accepted for storage, with what the collector adds: when and from whom (hashed) it arrived.
 public struct IngestItem: Sendable {
@@ -766,8 +767,12 @@ public struct ReportStore: Sendable {
     }
 
     /// RFC 3339, UTC, millisecond precision.
+    /// `2026-11-28T05:34:02.123Z`: the stored milliseconds as the API, the CSV and the dashboard show them, in the
+    /// proleptic Gregorian calendar that `since` is read in (Foundation's ISO 8601 style switched to the Julian
+    /// calendar before 1582-10-15, so the dashboard sent back `0001-01-03` for `0001-01-01`, and it truncated
+    /// the fraction through a `Double`: 123 ms as `.122`).
     static func time(_ milliseconds: Int64) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        RFC3339.format(milliseconds: milliseconds)
     }
 }
 

@@ -26,6 +26,20 @@ public enum SQLValue: Sendable, Hashable {
 /// One row, its columns in the order the statement selected them.
 public typealias SQLRow = [SQLValue]
 
+/// The database could not be reached: no connection within the bound (a server that is down, or one that does
+/// not answer), or the connection was lost. Requests answer `503` with one line; `/status` says `unavailable`.
+public struct DatabaseUnavailable: Error, CustomStringConvertible, Sendable {
+    /// What happened, in words (for the log at warning level).
+    public var description: String
+    /// The driver's own text, type names and all: logged only at the info level (`--verbose`).
+    public var detail: String?
+
+    public init(_ description: String, detail: String? = nil) {
+        self.description = description
+        self.detail = detail
+    }
+}
+
 /// Which server holds the reports: what `/status` and the start-up line call it.
 public enum DatabaseKind: String, Sendable {
     case sqlite

@@ -327,21 +327,12 @@ public struct CollectorRoutes: Sendable {
     /// `?host=` in the form reports' hosts are stored in (``ReportParser/hostName(_:key:label:)``), so `EXAMPLE.com.`
     /// and `例え.テスト` find the rows of `example.com` and `xn--r8jz45g.xn--zckzah`; nil when absent or empty.
     ///
-<<<<<<< HEAD
     /// Rows stored before hosts were normalised are rewritten to this form when the store opens
     /// (``ReportStore/normaliseStoredHosts()``), except those whose host is not a host name: a query that is not
     /// one is therefore matched as written, since only such an old row can have it, and the dashboard's link to
     /// that row must still find it.
-    static func hostQuery(_ request: Request) -> String? {
-        guard let text = request.uri.queryParameters["host"].map(String.init), !text.isEmpty else { return nil }
-=======
-    /// Rows stored before hosts were normalised keep the text their report sent (they are not rewritten). A query
-    /// that is not a host name is therefore matched as written: only such an old row can have it, and the
-    /// dashboard's link to that row must still find it. (An old row whose host is a host name in another form,
-    /// `EXAMPLE.com.`, is found by the listing, not by `?host=`.)
     static func hostQuery(_ request: Request) throws(QueryProblem) -> String? {
         guard let text = try Self.textParameter(request, "host") else { return nil }
->>>>>>> fix-collector3
         do {
             return try PeerName(text).canonical
         } catch {

@@ -12,7 +12,9 @@ import Testing
 struct PinSetFetchCLITests {
     /// `/moved/P`, 302 to `https://repo.test:HTTPS/P`; `/relative/P`, 307 to `/P`; `/loop/P`, 301 to itself;
     /// `/down/P`, 302 to `http://127.0.0.1:HTTP/P`; `/plain/P`, 302 to `http://127.0.0.1:HTTP/P`; `/up/P`, 308 to
-    /// `https://repo.test:HTTPS/P`; anything else is a file of the repository. Prints `HTTP n` then `PORT n` (https).
+    /// `https://repo.test:HTTPS/P`; `/aside/P`, 307 to `http://127.0.0.1:OTHER/P` (a second plain listener: another port
+    /// of the same address, which `pinning tuf`, having no --resolve, can reach); anything else is a file of the
+    /// repository. Prints `HTTP n`, `OTHER n`, then `PORT n` (https).
     static let server = #"""
         import http.server, ssl, sys, threading
         root, cert, key = sys.argv[1:4]
@@ -26,18 +28,20 @@ struct PinSetFetchCLITests {
                 p = s.path
                 rules = [('/moved/', 302, 'https://repo.test:%d/' % ports['https']), ('/relative/', 307, '/'),
                          ('/down/', 302, 'http://127.0.0.1:%d/' % ports['http']), ('/plain/', 302, 'http://127.0.0.1:%d/' % ports['http']),
-                         ('/up/', 308, 'https://repo.test:%d/' % ports['https'])]
+                         ('/up/', 308, 'https://repo.test:%d/' % ports['https']), ('/aside/', 307, 'http://127.0.0.1:%d/' % ports['other'])]
                 if p.startswith('/loop/'): return s.go(301, p)
                 for prefix, code, base in rules:
                     if p.startswith(prefix): return s.go(code, base + p[len(prefix):])
                 return super().do_GET()
         plain = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
+        other = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
         tls = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(cert, key)
         tls.socket = context.wrap_socket(tls.socket, server_side=True)
-        ports['http'], ports['https'] = plain.server_address[1], tls.server_address[1]
+        ports['http'], ports['other'], ports['https'] = plain.server_address[1], other.server_address[1], tls.server_address[1]
         threading.Thread(target=plain.serve_forever, daemon=True).start()
-        print('HTTP %d' % ports['http']); print('PORT %d' % ports['https'], flush=True)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        print('HTTP %d' % ports['http']); print('OTHER %d' % ports['other']); print('PORT %d' % ports['https'], flush=True)
         tls.serve_forever()
         """#
 
@@ -47,6 +51,7 @@ struct PinSetFetchCLITests {
         let repository: PinSetTestRepository
         let files: ServerProcess
         let httpPort: Int
+        let otherPort: Int
         let api: RotatingHTTPSServer
 
         init() async throws {
@@ -82,6 +87,8 @@ struct PinSetFetchCLITests {
             }
             let printed = self.files.output.split(separator: "\n").first { $0.hasPrefix("HTTP ") }
             self.httpPort = printed.flatMap { Int($0.dropFirst(5)) } ?? 0
+            let other = self.files.output.split(separator: "\n").first { $0.hasPrefix("OTHER ") }
+            self.otherPort = other.flatMap { Int($0.dropFirst(6)) } ?? 0
             do {
                 self.api = try await RotatingHTTPSServer(identity: try self.keys.a.tlsIdentity())
             } catch {
@@ -258,5 +265,41 @@ struct PinSetFetchCLITests {
         #expect(down.status == 3, "\(down)")
         #expect(down.stderr.contains("refusing a redirect from https to plain http (\(plain)/metadata/"), "\(down)")
         #expect(down.stderr.contains("a URL given as https is followed over https only"), "\(down)")
+    }
+
+    @Test("pinning tuf --pinset-redirect-anywhere: a redirect read over plain http to another port is refused without it, naming the URL, and followed with it")
+    func tufRedirectAnywhere() async throws {
+        let setup = try await Setup()
+        defer { setup.stop() }
+        #expect(setup.otherPort > 0, "\(setup.files.output)")
+        let plain = "http://127.0.0.1:\(setup.httpPort)"
+        func refresh(_ state: String, _ extra: [String]) async throws -> CLIRun {
+            let directory = setup.directory.path(state)
+            let initialized = try await Executable.pinning(["tuf", "--metadata-dir", directory, "init", setup.directory.path("root.json")], in: setup.directory)
+            #expect(initialized.status == 0, "\(initialized)")
+            return try await Executable.pinning(["tuf", "--metadata-dir", directory, "--metadata-url", plain + "/aside/metadata/", "refresh"] + extra, in: setup.directory)
+        }
+
+        let refused = try await refresh("tuf-aside", [])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(
+            refused.stderr.contains(
+                "refusing a redirect from plain http to another host or port (http://127.0.0.1:\(setup.otherPort)/metadata/2.root.json): a redirect read over plain http is followed only on 127.0.0.1 port \(setup.httpPort), or to https on 127.0.0.1"
+            ), "\(refused)")
+
+        let followed = try await refresh("tuf-aside-anywhere", ["--pinset-redirect-anywhere"])
+        #expect(followed.status == 0, "\(followed)")
+        #expect(followed.stdout.contains("pinning tuf: refreshed: root v1, timestamp v"), "\(followed)")
+
+        // download follows it the same way (its refresh and its targets).
+        let targets = setup.directory.path("tuf-aside-targets")
+        try FileManager.default.createDirectory(atPath: targets, withIntermediateDirectories: true)
+        let download = try await Executable.pinning(
+            [
+                "tuf", "--metadata-dir", setup.directory.path("tuf-aside-anywhere"), "--metadata-url", plain + "/aside/metadata/",
+                "--target-base-url", plain + "/aside/targets/", "--target-name", "pinning.json", "--target-dir", targets, "--pinset-redirect-anywhere",
+                "download",
+            ], in: setup.directory)
+        #expect(download.status == 0 && download.stdout.contains("pinning.json: downloaded and verified"), "\(download)")
     }
 }

@@ -133,6 +133,15 @@ enum StoreScenarios {
             }
             #expect(try await store.summary(since: since) == (try await store.summaryFromRows(since: since)))
         }
+        // The next open's check reads `rollup_hosts` (not every row of `reports`): after the rewrite it names no
+        // host in an old form, so that open finds nothing to do without taking the lock.
+        let rolled = try await store.database.query("SELECT host FROM rollup_hosts", []).compactMap { row -> String? in
+            guard case .text(let text)? = row.first else { return nil }
+            return text
+        }
+        #expect(rolled.contains("old-form.example") && rolled.contains("<b>not a host</b>"), "\(rolled)")
+        #expect(!rolled.contains("OLD-Form.Example.") && !rolled.contains("old-form.example.") && !rolled.contains("例え.テスト"), "\(rolled)")
+        #expect(try await store.normaliseStoredHosts().isEmpty)
         // At the next open: nothing left to rewrite, nothing changes.
         let before = try await store.hosts(since: nil, limit: 100)
         try await store.migrate(now: 0)

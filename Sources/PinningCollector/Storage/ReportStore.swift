@@ -151,8 +151,8 @@ public struct ReportStore: Sendable {
     /// form every host is now stored and looked up in (``ReportParser/hostName(_:key:label:)``), and recomputes
     /// those hosts' rollups, so that `?host=example.com` finds such a row and the host list shows one host, not two.
     /// Run at every open, after the migrations (a row an older collector sharing the database wrote later is
-    /// rewritten at the next open); idempotent: with every host in its form it reads the distinct hosts (through
-    /// `reports_host`) and writes nothing.
+    /// rewritten at the next open); idempotent: with every host in its form it reads the hosts of `rollup_hosts`
+    /// (one row per host) and writes nothing.
     ///
     /// A stored host that is not a host name (markup, spaces: refused since) is kept as written: `?host=` matches
     /// such a text as written. What is not rewritten: `noted_host`, `raw` (the report as sent) and the
@@ -162,8 +162,22 @@ public struct ReportStore: Sendable {
     /// - Returns: The stored hosts rewritten (old text → new), sorted by the old text.
     @discardableResult
     public func normaliseStoredHosts() async throws -> [(from: String, to: String)] {
-        // Read outside a transaction first: the common case (nothing to rewrite) takes no lock.
-        guard !Self.renames(try await self.database.query("SELECT DISTINCT host FROM reports", [])).isEmpty else { return [] }
+        // Read outside a transaction first: the common case (nothing to rewrite) takes no lock. And read from
+        // `rollup_hosts` (one row per host), not `reports`: `SELECT DISTINCT host FROM reports` walks the whole
+        // `reports_host` index, every row, at every open (millions of rows on a long-lived collector).
+        //
+        // The rollup is a sound witness: it holds every host that has rows. Migration 2 filled it from `reports`;
+        // since then, ingest adds or raises a host's row in the transaction that stores its report, and retention
+        // deletes a host's row only in the transaction that deletes its rows, re-adding it when rows are left
+        // (a collector from before the rollups still writing to a migrated database would leave `summary` and the
+        // host list wrong as well: the rollups are the store's record of its hosts). So a stored host in an old
+        // form has its text in the rollup too, and a rollup with none has nothing to rewrite.
+        //
+        // The table is made by migration 2, which `migrate` applies before calling this; called on a database
+        // without it (not migrated that far), the scan of `reports` is the check, as before.
+        let hasRollup = !(try await self.database.query("SELECT version FROM collector_migrations WHERE version = 2", [])).isEmpty
+        let witness = hasRollup ? "SELECT host FROM rollup_hosts" : "SELECT DISTINCT host FROM reports"
+        guard !Self.renames(try await self.database.query(witness, [])).isEmpty else { return [] }
         let kind = self.database.kind
         return try await self.database.transaction { session in
             if kind == .postgres {
@@ -172,6 +186,8 @@ public struct ReportStore: Sendable {
                 // added for a host while its rows are recomputed. SQLite's transactions are already one at a time.
                 _ = try await session.query("LOCK TABLE reports IN SHARE ROW EXCLUSIVE MODE", [])
             }
+            // Under the lock, from the rows themselves (the rollup said there is something to do: this scan is
+            // made once, when there is).
             let renames = Self.renames(try await session.query("SELECT DISTINCT host FROM reports", []))
             guard !renames.isEmpty else { return [] }
             for rename in renames {

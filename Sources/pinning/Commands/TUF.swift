@@ -27,7 +27,8 @@ extension PinningCommand {
 
                 Metadata and targets are fetched over https (the platform's roots, together with --roots when given) or plain http: TUF's signatures, \
                 versions, expiries and hashes protect them either way. Redirects are followed (at most 5, never from \
-                https to http, and one read over plain http only on the same host: http at the same port, or https); \
+                https to http, and one read over plain http only on the same host: http at the same port, or https, unless \
+                --pinset-redirect-anywhere); \
                 the size limit and the time allowed cover the whole chain.
                 Exit status: 0 success, 1 the command failed (a refusal, an unreachable repository, a missing target, \
                 a TRUSTED_ROOT that cannot be read: tuf-conformance's CLIENT-CLI.md has init exit 1 on failure), 2 bad \
@@ -56,6 +57,9 @@ extension PinningCommand {
                 "Trust roots for the repository's https server (PEM file or directory), together with the system's, as --roots is for check --pinset and proxy --pinset; read once.",
                 valueName: "file|dir"))
         var roots: String?
+
+        @Flag(name: .customLong("pinset-redirect-anywhere"), help: ArgumentHelp(RepositoryClient.redirectAnywhereHelp))
+        var redirectAnywhere = false
 
         @Flag(name: .shortAndLong, help: "Say what the client trusted, fetched and skipped, on stderr.")
         var verbose = false
@@ -156,7 +160,8 @@ extension PinningCommand {
                 print("pinning tuf: initialized \(self.metadataDirectory) with the trusted root from \(rootPath)")
             case .refresh(let metadataURL):
                 let client = try Self.client(roots: self.roots)
-                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+                let fetcher = RepositoryClient.fetcher(client, redirectAnywhere: self.redirectAnywhere)
+                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: fetcher, log: log)
                 do throws(TUFError) {
                     let trusted = try await updater.refresh()
                     await client.shutdown()
@@ -167,7 +172,8 @@ extension PinningCommand {
                 }
             case .download(let metadataURL, let targetBase, let directory, let names):
                 let client = try Self.client(roots: self.roots)
-                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true), log: log)
+                let fetcher = RepositoryClient.fetcher(client, redirectAnywhere: self.redirectAnywhere)
+                var updater = TUFUpdater(metadataDirectory: self.metadataDirectory, metadataURL: metadataURL, fetcher: fetcher, log: log)
                 do throws(TUFError) {
                     let trusted = try await updater.refresh()
                     log?("refreshed: \(Self.versions(trusted))")

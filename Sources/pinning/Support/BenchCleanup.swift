@@ -13,7 +13,8 @@ import PinningPKI
 enum BenchCleanup {
     private struct State {
         var directories: Set<String> = []
-        var processes: Set<Int32> = []
+        /// The children, as Foundation's objects, not their PIDs: see ``interrupted(by:)``.
+        var processes: [ObjectIdentifier: Process] = [:]
         var interrupted = false
         var sources: [any DispatchSourceSignal] = []
     }
@@ -29,10 +30,23 @@ enum BenchCleanup {
 
     /// A new scratch directory, removed by the handler if the bench is interrupted; give it back with
     /// ``remove(_:)``.
+    ///
+    /// Made under the lock: the handler takes its list of directories under it, so a directory is either in that
+    /// list or never made. Made before the lock was taken, one created after the handler's list was read (then
+    /// exiting) was left behind. Once the handler has begun, nothing is made: ``Interrupted`` is thrown (the
+    /// command then waits in ``waitIfInterrupted()`` for the handler's exit).
     static func temporaryDirectory(prefix: String) throws -> TemporaryDirectory {
-        let directory = try TemporaryDirectory(prefix: prefix)
-        Self.state.withLockedValue { _ = $0.directories.insert(directory.path) }
-        return directory
+        try Self.state.withLockedValue { state in
+            guard !state.interrupted else { throw Interrupted() }
+            let directory = try TemporaryDirectory(prefix: prefix)
+            state.directories.insert(directory.path)
+            return directory
+        }
+    }
+
+    /// Thrown by ``temporaryDirectory(prefix:)`` once the handler has begun.
+    struct Interrupted: Error, CustomStringConvertible {
+        var description: String { "bench: interrupted" }
     }
 
     /// Removes `directory` (made by ``temporaryDirectory(prefix:)``), unless the handler has begun: then it removes
@@ -47,13 +61,11 @@ enum BenchCleanup {
 
     /// A child the handler kills if the bench is interrupted; call ``ended(_:)`` once it has been waited for.
     static func started(_ process: Process) {
-        let pid = process.processIdentifier
-        Self.state.withLockedValue { _ = $0.processes.insert(pid) }
+        Self.state.withLockedValue { $0.processes[ObjectIdentifier(process)] = process }
     }
 
     static func ended(_ process: Process) {
-        let pid = process.processIdentifier
-        Self.state.withLockedValue { _ = $0.processes.remove(pid) }
+        Self.state.withLockedValue { _ = $0.processes.removeValue(forKey: ObjectIdentifier(process)) }
     }
 
     /// Called by the command's end (`PinningCommand.main`) before it prints or exits: once the handler has begun,
@@ -66,17 +78,21 @@ enum BenchCleanup {
     /// Kills the children (SIGKILL, as the benches' own stop does: a child's clean shutdown measures nothing),
     /// waits for them, removes the directories, exits 128 + `number`.
     private static func interrupted(by number: Int32) {
-        let (processes, directories) = Self.state.withLockedValue { state -> (Set<Int32>, Set<String>) in
+        let (processes, directories) = Self.state.withLockedValue { state -> ([Process], Set<String>) in
             state.interrupted = true
-            return (state.processes, state.directories)
+            return (Array(state.processes.values), state.directories)
         }
-        for pid in processes {
-            kill(pid, SIGKILL)
+        // Only children Foundation has not reaped yet (`isRunning` turns false once it has waited for one): a
+        // child that ended and was reaped before the bench called `ended` no longer owns its PID, which may by now
+        // be an unrelated process's. What remains is the instant between this check and the kill: the child
+        // would have to be reaped in it and the system's PIDs wrap round to its number.
+        for process in processes where process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
         }
-        // Foundation's Process reaps its children itself; until it has, kill(pid, 0) still finds them. A bounded
-        // wait (2 s): a child that cannot be reaped must not keep the bench from exiting.
+        // A bounded wait (2 s) for Foundation to reap them: a child that cannot be reaped must not keep the bench
+        // from exiting.
         let deadline = DispatchTime.now() + .seconds(2)
-        while processes.contains(where: { kill($0, 0) == 0 }), DispatchTime.now() < deadline {
+        while processes.contains(where: \.isRunning), DispatchTime.now() < deadline {
             usleep(1000)
         }
         for path in directories {
@@ -86,7 +102,13 @@ enum BenchCleanup {
                 // Already gone (the bench's own `defer` got there first), or not removable: exit regardless.
             }
         }
+        // write(2) on descriptor 2 (FileHandle's write takes no stdio lock), then _exit: `exit` flushes stdio's
+        // streams, and would hang here for good if the main thread held stdout's lock, blocked writing to a full
+        // pipe. What the bench printed before is flushed only if stdout's lock is free now (a non-blocking try):
+        // the lines it had printed still reach a pipe, as with `exit`; when the main thread is writing, they are
+        // dropped (the results of an interrupted run are incomplete anyway).
+        StandardOutput.flushIfFree()
         FileHandle.standardError.write(Data("pinning: bench: interrupted; children stopped, scratch directories removed\n".utf8))
-        Foundation.exit(128 + number)
+        _exit(128 + number)
     }
 }

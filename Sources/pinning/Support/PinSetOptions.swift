@@ -36,9 +36,7 @@ struct PinSetOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("pinset-redirect-anywhere"),
-        help: ArgumentHelp(
-            "Follow a redirect read over plain http to another host or port too (without it: only on the same host, http at the same port or https). Anyone on the path can write a plain response: give it only for a network you trust."
-        ))
+        help: ArgumentHelp(RepositoryClient.redirectAnywhereHelp))
     var redirectAnywhere = false
 
     var isGiven: Bool { self.metadataURL != nil }
@@ -115,9 +113,7 @@ struct PinSetOptions: ParsableArguments {
         do {
             return try PinSetUpdater(
                 bootstrapRoot: Array(bytes), directory: directory, metadataURL: metadataURL, options: options,
-                fetcher: TUFHTTPFetcher(client: client, allowsPlainHTTP: true, followsPlainRedirectsToOtherHosts: self.redirectAnywhere) { host, port in
-                    resolve[ResolveKey(host: host.lowercased(), port: port)]
-                }, log: log)
+                fetcher: RepositoryClient.fetcher(client, redirectAnywhere: self.redirectAnywhere, resolve: resolve), log: log)
         } catch {
             throw InputError("--pinset-dir \(error.message)")
         }
@@ -146,6 +142,19 @@ enum RepositoryClient {
         try PinnedHTTPClient(
             evaluator: SecurityPolicy.defaultEvaluation, settings: TrustSettings(platformRoots: Self.roots(roots)),
             configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(10), requestTimeout: .seconds(30), maximumRedirects: 5))
+    }
+
+    /// The help of `--pinset-redirect-anywhere` (`check`, `proxy`, `tuf`): one text, as the flag means one thing.
+    static let redirectAnywhereHelp =
+        "Follow a redirect read over plain http to another host or port too (without it: only on the same host, http at the same port or https). Anyone on the path can write a plain response: give it only for a network you trust."
+
+    /// The fetcher over `client`: plain http allowed (see ``make(roots:)``), a redirect read over plain http followed
+    /// to another host or port only with `redirectAnywhere` (`--pinset-redirect-anywhere`), and `resolve` (the
+    /// command's `--resolve`; `pinning tuf` has none) applied to every host of the chain.
+    static func fetcher(_ client: PinnedHTTPClient, redirectAnywhere: Bool, resolve: [ResolveKey: SocketAddress] = [:]) -> TUFHTTPFetcher {
+        TUFHTTPFetcher(client: client, allowsPlainHTTP: true, followsPlainRedirectsToOtherHosts: redirectAnywhere) { host, port in
+            resolve[ResolveKey(host: host.lowercased(), port: port)]
+        }
     }
 }
 

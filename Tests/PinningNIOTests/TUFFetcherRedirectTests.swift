@@ -108,9 +108,9 @@ struct TUFFetcherRedirectTests {
 
     /// One listening socket with no room in its accept queue (backlog 0): the first connection gets, after `DELAY`
     /// seconds, a 302 to `/next` on the same host and port; just before it, a connection of the script's own fills
-    /// the queue until 1.5 s later, so the client's next SYN and its first retransmission (1 s later, Linux's
-    /// initial RTO) are dropped and the second (2 s after that) is what connects, about 3 s on. That connection is
-    /// never answered. Prints `PORT n`.
+    /// the queue, so the client's next SYN (if sent within 0.8 s, when the queue is freed) is dropped and its
+    /// retransmission (1 s later, Linux's initial RTO) is what connects. That connection is never answered. Prints
+    /// `PORT n`.
     static let slowConnectServer = #"""
         import socket, sys, time
         delay = float(sys.argv[1])
@@ -124,7 +124,7 @@ struct TUFFetcherRedirectTests {
         time.sleep(delay)
         filler = socket.create_connection(("127.0.0.1", port))
         c.sendall(b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"); c.close()
-        time.sleep(1.5)
+        time.sleep(0.8)
         f, _ = ls.accept()
         time.sleep(60)
         """#
@@ -134,15 +134,15 @@ struct TUFFetcherRedirectTests {
         let directory = try TemporaryDirectory(prefix: "tuf-fetcher-slow-connect")
         defer { directory.remove() }
         let script = try directory.write("slow.py", Self.slowConnectServer)
-        // The chain's allowance is 4 s + 8 s; the redirect comes at 5 s and the next connect takes about 3 s (of
-        // its 4 s). A request time taken before connecting (the 7 s left then) ends the chain near 15 s; taken
-        // after, at 12 s.
-        let server = try await ServerProcess("/usr/bin/python3", ["-u", script, "5"], in: directory) { line in
+        // The chain's allowance is 1.5 s + 5 s; the redirect comes at 3 s and the next connect takes about 1 s (of
+        // its 1.5 s). A request time taken before connecting (the 3.5 s left then) ends the chain near 7.5 s; taken
+        // after, at 6.5 s.
+        let server = try await ServerProcess("/usr/bin/python3", ["-u", script, "3"], in: directory) { line in
             line.hasPrefix("PORT ") ? Int(line.dropFirst(5)) : nil
         }
         defer { server.stop() }
         let client = try PinnedHTTPClient(
-            evaluator: SecurityPolicy.defaultEvaluation, configuration: PinnedHTTPClientConfiguration(connectTimeout: .seconds(4), requestTimeout: .seconds(8)),
+            evaluator: SecurityPolicy.defaultEvaluation, configuration: PinnedHTTPClientConfiguration(connectTimeout: .milliseconds(1500), requestTimeout: .seconds(5)),
             group: testGroup)
         defer { Task { await client.shutdown() } }
         let fetcher = TUFHTTPFetcher(client: client, allowsPlainHTTP: true)
@@ -156,8 +156,8 @@ struct TUFFetcherRedirectTests {
             #expect(error.message.hasPrefix("http://127.0.0.1:\(server.port)/next: "), "\(error)")
         }
         let elapsed = ContinuousClock.now - started
-        // 12 s allowed; 1.5 s for the loop's timer on a loaded machine (the old code took 15 s).
-        #expect(elapsed < .milliseconds(13500), "the chain took \(elapsed), over its 12 s allowance")
+        // 6.5 s allowed; 0.6 s for the loop's timer and a loaded machine.
+        #expect(elapsed < .milliseconds(7100), "the chain took \(elapsed), over its 6.5 s allowance")
     }
 
     /// A TLS server whose every response is `HTTP/1.0 200` with a 300-byte body and no Content-Length, ended by

@@ -1,8 +1,6 @@
 import Crypto
 public import Foundation
 import NIOConcurrencyHelpers
-import NIOCore
-import NIOPosix
 public import Pinning
 
 #if canImport(Glibc)
@@ -78,25 +76,14 @@ public actor PinSetUpdater: PinningConfigurationSource {
         /// How long a refresh waits for another updater's refresh of the same directory (its `.pinset.lock`) before
         /// it fails, changing nothing (default two minutes); the next refresh on the schedule tries again.
         ///
-        /// The wait holds no thread: the lock is tried (`flock` with `LOCK_NB`) on an event loop of NIO's shared
-        /// group every 20 ms, and the wait ends at once when the refresh is cancelled.
+        /// Nothing bounds a whole refresh: only each fetch is bounded, by the fetcher's own timeouts (with
+        /// ``TUFHTTPFetcher`` over a ``PinnedHTTPClient``, its configuration's: by default 10 s to connect and 30 s
+        /// per request), and a refresh that applies a new pin set makes at least five (the next root version,
+        /// timestamp, snapshot, targets, the configuration), more with new root versions and referenced files; a
+        /// fetcher without timeouts bounds nothing. So an honest but slow
+        /// refresh can hold the lock longer than this wait. The wait polls on a thread of its own and does not end
+        /// when its task is cancelled.
         public var lockWait: Duration = .seconds(120)
-        /// The time a refresh may hold the lock (default 90 s): its fetches together, from the moment it holds the
-        /// lock. A fetch still running when it is up is abandoned (its result, when it comes, is not used) and the
-        /// refresh fails, changing nothing. So that another updater waiting for the lock (``lockWait``) never
-        /// gives up on an honest refresh, the time used is at most three quarters of ``lockWait``, whichever is
-        /// shorter: 90 s of the default 120 s; the quarter left is for the refresh's disk writes and the waiter's
-        /// 20 ms polls.
-        ///
-        /// Each fetch is bounded by the fetcher's own timeouts too (with ``TUFHTTPFetcher`` over a
-        /// ``PinnedHTTPClient``, its configuration's: by default 10 s to connect and 30 s per request), and a refresh
-        /// that applies a new pin set makes at least five (the next root version, timestamp, snapshot, targets, the
-        /// configuration), more with new root versions and referenced files: without this bound a slow repository
-        /// could hold the lock for minutes.
-        public var refreshTimeout: Duration = .seconds(90)
-
-        /// ``refreshTimeout``, at most three quarters of ``lockWait``.
-        var effectiveRefreshTimeout: Duration { min(self.refreshTimeout, self.lockWait * 3 / 4) }
 
         public init(
             targetName: String = "pinning.json", targetsURL: URL? = nil, refreshInterval: Duration = .seconds(3600), jitter: Double = 0.1,
@@ -263,10 +250,6 @@ public actor PinSetUpdater: PinningConfigurationSource {
     // MARK: - Refreshing
 
     /// Refreshes now. A refresh already under way is joined, not repeated.
-    ///
-    /// Cancelling the task that started a refresh cancels the refresh (not a task that joined it): a wait for the
-    /// lock ends at once, and so does a fetch under way (abandoned); the refresh fails, changing nothing, unless it
-    /// was already past its last fetch, when it ends as it would have.
     @discardableResult
     public func refresh() async -> Outcome {
         if let inFlight = self.inFlight {
@@ -274,11 +257,7 @@ public actor PinSetUpdater: PinningConfigurationSource {
         }
         let task = Task { await self.performRefresh() }
         self.inFlight = task
-        let outcome = await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            task.cancel()
-        }
+        let outcome = await task.value
         self.inFlight = nil
         return outcome
     }
@@ -339,11 +318,8 @@ public actor PinSetUpdater: PinningConfigurationSource {
     }
 
     private func attempt(startTime: Date) async throws(PinSetError) -> Outcome {
-        // Every fetch of this refresh within one deadline, from now (the lock is held): ``Options/refreshTimeout``.
-        let timeout = self.options.effectiveRefreshTimeout
-        let fetcher = DeadlineFetcher(fetcher: self.fetcher, deadline: .now() + TimeAmount(timeout), timeout: timeout, loop: MultiThreadedEventLoopGroup.singleton.any())
         var tuf = TUFUpdater(
-            metadataDirectory: self.directory + "/metadata", metadataURL: self.metadataURL, fetcher: fetcher, limits: self.options.limits, log: nil)
+            metadataDirectory: self.directory + "/metadata", metadataURL: self.metadataURL, fetcher: self.fetcher, limits: self.options.limits, log: nil)
         let trusted: TUFTrustedSet
         do {
             trusted = try await tuf.refresh(startTime: startTime)
@@ -507,53 +483,27 @@ public actor PinSetUpdater: PinningConfigurationSource {
         return try await body()
     }
 
-    /// Takes the lock on `descriptor` once the refresh holding it ends: tried without blocking (`LOCK_NB`) every
-    /// 20 ms, up to `wait`, by tasks scheduled on an event loop of NIO's shared group, so no thread is held while
-    /// waiting (neither the caller's, nor one of the cooperative pool or of Dispatch's, which the pool shares on
-    /// Linux), and cancelling the refresh ends the wait at once. Not `Task.sleep`: under a shifted clock (faketime,
-    /// as the expiry tests run the CLI) its timer never fired and a waiting client hung; NIO's timers, which every
-    /// connection's timeouts use, keep working there.
-    ///
-    /// Every step runs on the loop, and a wait that ended (cancelled, refused) never tries the lock again: the caller
-    /// closes `descriptor` as soon as this returns, and its number may then be another file's.
+    /// Takes the lock on `descriptor` once the refresh holding it ends, polling on a thread of its own (20 ms
+    /// apart, up to `wait`). Not `Task.sleep`: under a shifted clock (faketime, as the expiry tests run the CLI) its
+    /// timer never fired and a waiting client hung; a plain sleep on a thread does not depend on that timer.
     private static func waitForLock(_ descriptor: CInt, path: String, wait: Duration) async throws(PinSetError) {
-        let loop = MultiThreadedEventLoopGroup.singleton.any()
-        let promise = loop.makePromise(of: PinSetError?.self)
-        let ended = NIOLockedValueBox(false)
-        let deadline = NIODeadline.now() + TimeAmount(wait)
-        /// One try, on `loop`; another is scheduled unless this one ended the wait.
-        @Sendable func attempt() {
-            guard !ended.withLockedValue({ $0 }) else { return }
-            var refusal: PinSetError?
-            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                let code = errno
-                if code != EWOULDBLOCK && code != EINTR {
-                    refusal = PinSetError("\(VisibleText.escaped(path)): cannot lock: \(TUFFiles.words(code))")
-                } else if NIODeadline.now() >= deadline {
-                    refusal = PinSetError("\(VisibleText.escaped(path)): another refresh of this pin set directory has held it for over \(wait); nothing changed")
-                } else {
-                    loop.scheduleTask(in: .milliseconds(20)) { attempt() }
-                    return
+        let refusal = await withCheckedContinuation { (continuation: CheckedContinuation<PinSetError?, Never>) in
+            DispatchQueue.global().async {
+                let deadline = ContinuousClock.now + wait
+                while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                    let code = errno
+                    guard code == EWOULDBLOCK || code == EINTR else {
+                        continuation.resume(returning: PinSetError("\(VisibleText.escaped(path)): cannot lock: \(TUFFiles.words(code))"))
+                        return
+                    }
+                    guard ContinuousClock.now < deadline else {
+                        continuation.resume(
+                            returning: PinSetError("\(VisibleText.escaped(path)): another refresh of this pin set directory has held it for over \(wait); nothing changed"))
+                        return
+                    }
+                    usleep(20_000)
                 }
-            }
-            ended.withLockedValue { $0 = true }
-            promise.succeed(refusal)
-        }
-        let refusal = await withTaskCancellationHandler {
-            loop.execute { attempt() }
-            do {
-                return try await promise.futureResult.get()
-            } catch {
-                // Not reached: the promise is only ever succeeded.
-                return PinSetError("\(VisibleText.escaped(path)): the wait for the lock failed: \(VisibleText.escaped("\(error)"))")
-            }
-        } onCancel: {
-            loop.execute {
-                // On the loop, as every try: one that took the lock before this ran has ended the wait already, and
-                // the lock is held (the refresh goes on until its first fetch, which sees the cancellation).
-                guard !ended.withLockedValue({ $0 }) else { return }
-                ended.withLockedValue { $0 = true }
-                promise.succeed(PinSetError("\(VisibleText.escaped(path)): the refresh was cancelled while waiting for another refresh of this pin set directory; nothing changed"))
+                continuation.resume(returning: nil)
             }
         }
         if let refusal { throw refusal }
@@ -851,51 +801,6 @@ public actor PinSetUpdater: PinningConfigurationSource {
 
     static func sha256(_ bytes: [UInt8]) -> String {
         HexText.digits(SHA256.hash(data: bytes))
-    }
-}
-
-/// A refresh's fetcher: each fetch of `fetcher` ends by `deadline` (``PinSetUpdater/Options/refreshTimeout``) or
-/// when the refresh is cancelled, whichever comes first. A fetch cut off is abandoned, not stopped (a fetcher need not
-/// honour cancellation): its result, when it comes, is dropped, and the refresh has already failed, changing
-/// nothing. The timer is NIO's, on `loop` (see ``PinSetUpdater``'s lock wait for why not `Task.sleep`).
-struct DeadlineFetcher: TUFFetching {
-    let fetcher: any TUFFetching
-    let deadline: NIODeadline
-    /// The time the deadline was set at, for the words.
-    let timeout: Duration
-    let loop: any EventLoop
-
-    func fetch(_ url: URL, maximumLength: Int) async throws(TUFFetchError) -> [UInt8] {
-        let late = TUFFetchError(
-            kind: .failed, message: "\(url.absoluteString): not fetched: the refresh did not end within its \(self.timeout) (PinSetUpdater.Options.refreshTimeout)")
-        let cancelled = TUFFetchError(kind: .failed, message: "\(url.absoluteString): not fetched: the refresh was cancelled")
-        guard !Task.isCancelled else { throw cancelled }
-        guard NIODeadline.now() < self.deadline else { throw late }
-        let promise = self.loop.makePromise(of: [UInt8].self)
-        let timer = self.loop.scheduleTask(deadline: self.deadline) { promise.fail(late) }
-        let fetcher = self.fetcher
-        let fetch = Task {
-            do throws(TUFFetchError) {
-                promise.succeed(try await fetcher.fetch(url, maximumLength: maximumLength))
-            } catch {
-                promise.fail(error)
-            }
-        }
-        // The first of the fetch, the timer and a cancellation completes the promise; the others are no-ops.
-        let result = await withTaskCancellationHandler {
-            do {
-                return Result<[UInt8], TUFFetchError>.success(try await promise.futureResult.get())
-            } catch let error as TUFFetchError {
-                return .failure(error)
-            } catch {
-                return .failure(TUFFetchError(kind: .failed, message: "\(url.absoluteString): \(error)"))
-            }
-        } onCancel: {
-            promise.fail(cancelled)
-        }
-        timer.cancel()
-        fetch.cancel()
-        return try result.get()
     }
 }
 

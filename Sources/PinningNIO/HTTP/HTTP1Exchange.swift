@@ -95,6 +95,7 @@ enum HTTP1Exchange {
         var closing = Self.head(target, request: request, headers: headers, userAgent: configuration.userAgent, dropping: ["content-length", "transfer-encoding"])
         closing.headers.replaceOrAdd(name: "connection", value: "close")
         let head = closing
+        let timeout = request.bounded(configuration.requestTimeout)
         let shown = address.map { ConnectionFailureWords.target(host, $0) } ?? host
         let connected = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: target.port)
         let exchange =
@@ -108,10 +109,7 @@ enum HTTP1Exchange {
                 throw PinningConnectionError(code: .connectFailed, host: host, message: ConnectionFailureWords.connectProblem(error, host: shown, port: target.port), underlying: error)
             }
             .flatMap { channel -> EventLoopFuture<CollectedResponse> in
-                // The request's time is what is left once connected, not what was left before: a redirect chain's
-                // deadline (``PinnedHTTPClient/RequestLine/deadline``) then holds whatever the connect took.
-                let timeout = request.bounded(configuration.requestTimeout)
-                return Self.run(head, request: request, on: channel, events: events, host: host, timeout: timeout)
+                Self.run(head, request: request, on: channel, events: events, host: host, timeout: timeout)
                     .always { _ in channel.close(promise: nil) }
             }
         do {

@@ -413,29 +413,22 @@ public final class PinnedHTTPClient: Sendable {
             let connection = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
             return try await self.send(target, request: request, headers: headers, on: connection, key: key)
         }
-        // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it. It is
-        // made with the configuration's connect timeout whichever request starts it, and registered by its own task
-        // (shared when HTTP/2, no longer pending either way) whether or not anyone still waits: one request's
-        // shortened time (the end of its redirect chain) must not cut short a connection others wait for. Each
-        // request waits only as long as its own time allows (``waitForConnection(_:started:key:timeout:host:)``).
+        // The connection may turn out to speak HTTP/2: requests for the same key wait for it, so they share it.
         let (pending, started) = self.pool.connecting(key) {
-            Task { () async throws -> HTTPConnection in
-                let connection: HTTPConnection
-                do {
-                    connection = try await self.connect(target, address: address, timeout: self.configuration.connectTimeout)
-                } catch {
-                    _ = self.pool.connected(key, nil)
-                    throw error
-                }
-                guard self.pool.connected(key, connection) else {
-                    connection.closeInBackground()
-                    throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
-                }
-                return connection
-            }
+            Task { () async throws -> HTTPConnection in try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout)) }
         }
-        let connection = try await self.waitForConnection(
-            pending, started: started, key: key, timeout: request.bounded(self.configuration.connectTimeout), host: target.host)
+        let connection: HTTPConnection
+        do {
+            connection = try await pending.value
+        } catch {
+            if started { _ = self.pool.connected(key, nil) }
+            throw (error as? PinningConnectionError)
+                ?? PinningConnectionError(code: .connectFailed, host: target.host, message: "the connection failed", underlying: error)
+        }
+        if started, !self.pool.connected(key, connection) {
+            connection.closeInBackground()
+            throw PinningConnectionError(code: .invalidRequest, host: target.host, message: "the client was shut down")
+        }
         if connection.multiplexer != nil {
             return try await self.sendHTTP2(target, request: request, headers: headers, on: connection)
         }
@@ -445,52 +438,6 @@ public final class PinnedHTTPClient: Sendable {
         // Another request's HTTP/1.1 connection: it carries one request at a time, and that one is theirs.
         let own = try await self.connect(target, address: address, timeout: request.bounded(self.configuration.connectTimeout))
         return try await self.send(target, request: request, headers: headers, on: own, key: key)
-    }
-
-    /// The connection `pending` makes, waited for up to `timeout` (this request's connect time). A request that stops
-    /// waiting leaves the connection to the others: an HTTP/2 one is shared by its own task; an HTTP/1.1 one this
-    /// request `started` (so no one else would use it) goes to the idle pool when it is made, or is closed.
-    private func waitForConnection(
-        _ pending: Task<HTTPConnection, any Error>, started: Bool, key: HTTPConnectionPool.Key, timeout: TimeAmount, host: String
-    ) async throws(PinningConnectionError) -> HTTPConnection {
-        let loop = self.group.next()
-        let promise = loop.makePromise(of: HTTPConnection.self)
-        // Set by the timer when it fires first (both it and the completion below run on `loop`).
-        let gaveUp = NIOLockedValueBox(false)
-        let timer = loop.scheduleTask(in: timeout) {
-            gaveUp.withLockedValue { $0 = true }
-            promise.fail(PinningConnectionError(code: .timedOut, host: host, message: "cannot connect to \(host) port \(key.port) within \(PinnedTLSClient.words(timeout)): timed out"))
-        }
-        let pool = self.pool
-        Task {
-            let result: Result<HTTPConnection, any Error>
-            do {
-                result = .success(try await pending.value)
-            } catch {
-                result = .failure(error)
-            }
-            loop.execute {
-                timer.cancel()
-                // The first completion wins (a promise completed twice keeps the first): when the timer came first, a
-                // connection nobody waits for any more is pooled or closed here.
-                let abandoned = gaveUp.withLockedValue { $0 }
-                switch result {
-                case .success(let connection):
-                    promise.succeed(connection)
-                    if abandoned, started, connection.multiplexer == nil, !pool.put(connection, for: key) {
-                        connection.closeInBackground()
-                    }
-                case .failure(let error):
-                    promise.fail(error)
-                }
-            }
-        }
-        do {
-            return try await promise.futureResult.get()
-        } catch {
-            throw (error as? PinningConnectionError)
-                ?? PinningConnectionError(code: .connectFailed, host: host, message: "the connection failed", underlying: error)
-        }
     }
 
     /// Whether a pooled connection may carry a new request: always with a fixed evaluator; with a configuration

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Pinning
 import PinningNIO
 import PinningPKI

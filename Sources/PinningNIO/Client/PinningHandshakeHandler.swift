@@ -293,6 +293,15 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
     private var held: (event: Any, following: [HeldInbound])?
     /// A `read` asked for while inbound calls were held, passed on once they are released.
     private var readHeldBack = false
+    /// Set once this handler refused the connection (``refuse(context:_:)``) or its handshake failed
+    /// (``errorCaught(context:error:)`` before a result): from then on nothing inbound is passed
+    /// on and no read is asked for. Closing does not end the inbound flow at once: NIOSSL answers our close with
+    /// close_notify and then waits (its `shutdownTimeout`, 5 s by default) for the peer's, decrypting and handing on
+    /// whatever records the peer sends meanwhile. Without this, a peer refused after the TLS handshake completed
+    /// (a resumed session refused by the re-check, one over ``maximumHeldInbound``, or a completed handshake
+    /// without our verdict) could keep sending requests to the application's handlers, behind us in the same
+    /// pipeline, for those seconds by never sending close_notify. Fail closed: a refused peer reaches nothing.
+    private var refused = false
 
     /// The most inbound calls held behind a resumed session's re-check; one more closes the connection (fail
     /// closed), so a peer cannot make the server keep what it sends for as long as the check takes. While the
@@ -347,6 +356,9 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
     /// resumed-session check is configured (mutual-TLS servers): then the peer certificate the session carries
     /// is decided again, under the current policy, before anything the peer sent is passed on.
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Refused: the application has had the failure (errorCaught) and gets `channelInactive`; no event that
+        // follows (a half-closure, a TLS event after the refusal) is passed on. See ``refused``.
+        if self.refused { return }
         if let tlsEvent = event as? TLSUserEvent, case .handshakeCompleted = tlsEvent, self.result == nil, self.held == nil {
             self.alertObserver?.handshakeCompleted()
             switch self.verdict.current {
@@ -373,8 +385,12 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
         context.fireUserInboundEventTriggered(event)
     }
 
-    /// Holds reads while a resumed session is re-checked.
+    /// Holds reads while a resumed session is re-checked; drops them once the connection is refused.
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if self.refused {
+            // What a refused peer sent while the connection closes is dropped, never passed on. See ``refused``.
+            return
+        }
         if self.held != nil {
             self.hold(.read(data), context: context)
             return
@@ -382,8 +398,9 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
         context.fireChannelRead(data)
     }
 
-    /// Holds the read-complete signal while a resumed session is re-checked.
+    /// Holds the read-complete signal while a resumed session is re-checked; drops it once the connection is refused.
     public func channelReadComplete(context: ChannelHandlerContext) {
+        if self.refused { return }
         if self.held != nil {
             self.hold(.readComplete, context: context)
             return
@@ -394,6 +411,11 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
     /// Holds back reading while a resumed session is re-checked: the peer's bytes wait in the socket (TCP's flow
     /// control slows the peer), not in memory, until the peer is trusted.
     public func read(context: ChannelHandlerContext) {
+        if self.refused {
+            // Nothing a refused peer sends will be passed on, so none is asked for: the close (NIOSSL's
+            // `shutdownTimeout` at the latest) ends the connection. See ``refused``.
+            return
+        }
         if self.held != nil {
             self.readHeldBack = true
             return
@@ -513,6 +535,11 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
             context.fireErrorCaught(error)
             return
         }
+        // The handshake has failed: as after a refusal, nothing inbound is passed on from here (what was held
+        // behind a re-check included), whatever NIOSSL still hands on while the connection closes. See ``refused``.
+        self.refused = true
+        self.held = nil
+        self.readHeldBack = false
         let mapped = self.mapped(error)
         self.finish(.failure(mapped))
         context.fireErrorCaught(mapped)
@@ -533,7 +560,11 @@ public final class PinningHandshakeHandler: ChannelDuplexHandler, RemovableChann
         context.fireChannelInactive()
     }
 
+    /// Fails the handshake, tells the application, and closes; from here on nothing inbound is passed on.
     private func refuse(context: ChannelHandlerContext, _ error: PinningConnectionError) {
+        self.refused = true
+        self.held = nil
+        self.readHeldBack = false
         self.finish(.failure(error))
         context.fireErrorCaught(error)
         context.close(promise: nil)

@@ -197,16 +197,8 @@ public struct ReportStore: Sendable {
             // (which hold every row the old names had).
             let names = Array(Set(renames.flatMap { [$0.from, $0.to] })).sorted().map(SQLValue.text)
             let newNames = Array(Set(renames.map(\.to))).sorted().map(SQLValue.text)
+            try await Self.recomputeNewest(in: session, table: "rollup_hosts", key: "host", names: names)
             var start = 0
-            while start < names.count {
-                let chunk = Array(names[start..<min(names.count, start + Self.rowsPerInsert)])
-                let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-                _ = try await session.query("DELETE FROM rollup_hosts WHERE host IN (\(list))", chunk)
-                _ = try await session.query(
-                    "INSERT INTO rollup_hosts (host, last_received_at) SELECT host, MAX(received_at) FROM reports WHERE host IN (\(list)) GROUP BY host", chunk)
-                start += chunk.count
-            }
-            start = 0
             var span: (first: Int64, last: Int64)?
             while start < newNames.count {
                 let chunk = Array(newNames[start..<min(newNames.count, start + Self.rowsPerInsert)])
@@ -295,6 +287,21 @@ public struct ReportStore: Sendable {
 
     /// Rows per multi-row INSERT (at most 28 binds a row: far below SQLite's and PostgreSQL's bind limits).
     static let rowsPerInsert = 500
+
+    /// `table`'s newest `received_at` for each of `names` (its `key` column), recomputed from the rows in `reports`
+    /// (a name with no rows left is no longer counted), in chunks of ``rowsPerInsert``: retention and the host
+    /// migration both recompute it this way.
+    static func recomputeNewest(in session: any SQLSession, table: String, key: String, names: [SQLValue]) async throws {
+        var start = 0
+        while start < names.count {
+            let chunk = Array(names[start..<min(names.count, start + Self.rowsPerInsert)])
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            _ = try await session.query("DELETE FROM \(table) WHERE \(key) IN (\(list))", chunk)
+            _ = try await session.query(
+                "INSERT INTO \(table) (\(key), last_received_at) SELECT \(key), MAX(received_at) FROM reports WHERE \(key) IN (\(list)) GROUP BY \(key)", chunk)
+            start += chunk.count
+        }
+    }
 
     /// What identifies a stored row: identical reports within one window share it.
     struct RowKey: Hashable {
@@ -532,17 +539,8 @@ public struct ReportStore: Sendable {
                 }
                 // The newest received_at of each host and source that lost rows, recomputed from the rows left
                 // (through reports_host and reports_source); one with no rows left is no longer counted.
-                for (table, key, names) in [("rollup_hosts", "host", hosts), ("rollup_sources", "source_hash", sources)] {
-                    var start = 0
-                    while start < names.count {
-                        let chunk = Array(names[start..<min(names.count, start + Self.rowsPerInsert)])
-                        let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-                        _ = try await session.query("DELETE FROM \(table) WHERE \(key) IN (\(list))", chunk)
-                        _ = try await session.query(
-                            "INSERT INTO \(table) (\(key), last_received_at) SELECT \(key), MAX(received_at) FROM reports WHERE \(key) IN (\(list)) GROUP BY \(key)", chunk)
-                        start += chunk.count
-                    }
-                }
+                try await Self.recomputeNewest(in: session, table: "rollup_hosts", key: "host", names: hosts)
+                try await Self.recomputeNewest(in: session, table: "rollup_sources", key: "source_hash", names: sources)
                 return Int64(ids.count)
             }
             deleted += count
